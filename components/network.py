@@ -1,0 +1,95 @@
+"""VPC over several AZs: private subnets for nodes, public subnets for NAT and load balancers."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Literal
+
+from constructs import Construct
+from cdktf_cdktf_provider_aws.eip import Eip
+from cdktf_cdktf_provider_aws.internet_gateway import InternetGateway
+from cdktf_cdktf_provider_aws.nat_gateway import NatGateway
+from cdktf_cdktf_provider_aws.route import Route
+from cdktf_cdktf_provider_aws.route_table import RouteTable
+from cdktf_cdktf_provider_aws.route_table_association import RouteTableAssociation
+from cdktf_cdktf_provider_aws.subnet import Subnet
+from cdktf_cdktf_provider_aws.vpc import Vpc
+from cdktf_cdktf_provider_aws.vpc_endpoint import VpcEndpoint
+
+
+@dataclass(frozen=True)
+class NetworkProps:
+    name: str
+    cidr: str
+    availability_zones: tuple[str, ...]
+    nat_gateways: Literal["single", "per_az"]
+    region: str
+
+
+def subnet_layout(cidr: str, az_count: int) -> tuple[list[str], list[str]]:
+    """(private, public) CIDRs: the VPC is cut into 8 equal blocks; blocks 0..3 are the private
+    subnets (large: the VPC CNI gives every pod a VPC address), block 7 is cut into small public ones."""
+    vpc = ipaddress.IPv4Network(cidr)
+    blocks = list(vpc.subnets(prefixlen_diff=3))
+    private = [str(block) for block in blocks[:az_count]]
+    public = [str(block) for block in list(blocks[7].subnets(prefixlen_diff=3))[:az_count]]
+    return private, public
+
+
+class Network(Construct):
+    """Exposes `vpc_id`, `private_subnet_ids` and `public_subnet_ids` (both keyed by AZ)."""
+
+    def __init__(self, scope: Construct, id_: str, *, props: NetworkProps):
+        super().__init__(scope, id_)
+        vpc = Vpc(
+            self, "vpc", cidr_block=props.cidr, enable_dns_hostnames=True, enable_dns_support=True,
+            tags={"Name": props.name},
+        )
+        self.vpc_id = vpc.id
+        self.cidr = props.cidr
+        igw = InternetGateway(self, "igw", vpc_id=vpc.id, tags={"Name": props.name})
+        public_rt = RouteTable(self, "public", vpc_id=vpc.id, tags={"Name": f"{props.name}-public"})
+        Route(self, "public-default", route_table_id=public_rt.id, destination_cidr_block="0.0.0.0/0", gateway_id=igw.id)
+
+        private_cidrs, public_cidrs = subnet_layout(props.cidr, len(props.availability_zones))
+        self.private_subnet_ids: dict[str, str] = {}
+        self.public_subnet_ids: dict[str, str] = {}
+        private_route_tables: list[RouteTable] = []
+        nat_ids: list[str] = []
+        for index, zone in enumerate(props.availability_zones):
+            public = Subnet(
+                self, f"public-{zone}", vpc_id=vpc.id, cidr_block=public_cidrs[index], availability_zone=zone,
+                tags={"Name": f"{props.name}-public-{zone}", "kubernetes.io/role/elb": "1"},
+            )
+            RouteTableAssociation(self, f"public-{zone}-rt", subnet_id=public.id, route_table_id=public_rt.id)
+            private = Subnet(
+                self, f"private-{zone}", vpc_id=vpc.id, cidr_block=private_cidrs[index], availability_zone=zone,
+                tags={
+                    "Name": f"{props.name}-private-{zone}",
+                    "kubernetes.io/role/internal-elb": "1",
+                    "karpenter.sh/discovery": props.name,
+                },
+            )
+            self.public_subnet_ids[zone] = public.id
+            self.private_subnet_ids[zone] = private.id
+            if props.nat_gateways == "per_az" or index == 0:
+                eip = Eip(self, f"nat-{zone}", domain="vpc", tags={"Name": f"{props.name}-nat-{zone}"})
+                nat = NatGateway(
+                    self, f"nat-{zone}-gw", allocation_id=eip.id, subnet_id=public.id,
+                    tags={"Name": f"{props.name}-{zone}"}, depends_on=[igw],
+                )
+                nat_ids.append(nat.id)
+            route_table = RouteTable(self, f"private-{zone}-rt", vpc_id=vpc.id, tags={"Name": f"{props.name}-private-{zone}"})
+            Route(
+                self, f"private-{zone}-default", route_table_id=route_table.id,
+                destination_cidr_block="0.0.0.0/0", nat_gateway_id=nat_ids[-1],
+            )
+            RouteTableAssociation(self, f"private-{zone}-rta", subnet_id=private.id, route_table_id=route_table.id)
+            private_route_tables.append(route_table)
+
+        # The S3 gateway endpoint is free and keeps image layers and datasets off the NAT.
+        VpcEndpoint(
+            self, "s3", vpc_id=vpc.id, service_name=f"com.amazonaws.{props.region}.s3", vpc_endpoint_type="Gateway",
+            route_table_ids=[table.id for table in private_route_tables], tags={"Name": f"{props.name}-s3"},
+        )

@@ -1,0 +1,61 @@
+"""Command line: validate a profile, then synthesize the five layer stacks.
+
+    python main.py synth [--profile NAME|PATH] [--outdir DIR]
+    python main.py schema            # rewrite profiles/profile.schema.json
+
+`cdktf synth` / `cdktf deploy <layer>` run this file with no arguments: the profile then comes
+from the PROFILE environment variable (default: g6-validation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from profiles import DEFAULT_PROFILE, ProfileError, load_profile
+from profiles.schema import SCHEMA_PATH, profile_schema
+
+EXIT_USER_ERROR = 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="main.py", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command")
+    synth = commands.add_parser("synth", help="synthesize all layers of a profile")
+    synth.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE)
+    synth.add_argument("--outdir", default=os.environ.get("CDKTF_OUTDIR", "cdktf.out"))
+    commands.add_parser("schema", help="write the profile JSON schema for editor completion")
+    args = parser.parse_args(argv)
+
+    if args.command == "schema":
+        SCHEMA_PATH.write_text(json.dumps(profile_schema(), indent=2) + "\n")
+        print(f"wrote {SCHEMA_PATH}")
+        return 0
+    if args.command is None:  # run by the cdktf CLI
+        args = synth.parse_args([])
+
+    # Validate before loading the provider bindings: a bad profile fails in well under a second.
+    try:
+        config = load_profile(args.profile)
+    except ProfileError as error:
+        print(error.render(), file=sys.stderr)
+        return EXIT_USER_ERROR
+
+    import toolchain
+
+    toolchain.use_supported_node()
+    from stacks.platform import LAYERS, synthesize
+
+    outdir = Path(args.outdir)
+    outdir.parent.mkdir(parents=True, exist_ok=True)
+    synthesize(config, str(outdir))
+    print(f"synthesized profile {config.name} ({args.profile}): " + ", ".join(
+        str(outdir / "stacks" / layer / "cdk.tf.json") for layer in LAYERS))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,392 @@
+"""The profile model: everything a user sets, validated once, at the edge.
+
+Strict by design: unknown keys are rejected, models are frozen, choices are literals in the
+service's own vocabulary and units are part of field names. Defaults are the safe, cheap
+choice; each field's description says what the default does.
+
+Cross-field problems raise `FieldProblem`, which names the offending field so that the loader
+can print `path.to.field: message (got value; allowed: ...)`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from profiles.catalog import CATALOG, lookup
+
+
+class FieldProblem(ValueError):
+    """A validation problem in one named field of the model that raises it."""
+
+    def __init__(self, field: str | tuple[str | int, ...], value: Any, message: str, allowed: str = ""):
+        self.field = (field,) if isinstance(field, str) else tuple(field)
+        self.value = value
+        self.allowed = allowed
+        super().__init__(message)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]
+Cidr = Annotated[str, Field(description="An IPv4 CIDR block, e.g. 10.0.0.0/16")]
+IamPrincipalArn = Annotated[
+    str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
+]
+
+KUBERNETES_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35")
+KubernetesVersion = Literal["1.31", "1.32", "1.33", "1.34", "1.35"]
+ControlPlaneLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
+InterfaceEndpoint = Literal["ecr.api", "ecr.dkr", "sts", "ec2", "eks-auth", "ssm"]
+
+
+def _check_cidr(value: str) -> str:
+    try:
+        ipaddress.IPv4Network(value, strict=True)
+    except ValueError as exc:
+        raise ValueError(f"not an IPv4 CIDR block with its host bits zero ({exc})") from None
+    return value
+
+
+# --------------------------------------------------------------------------- state
+
+
+class StateConfig(Strict):
+    """Where each layer keeps its Terraform state (one state per layer)."""
+
+    bucket: str | None = Field(
+        None,
+        description="S3 bucket for remote state with native S3 lock files. Unset: a local "
+        "backend writes state/<layer>.tfstate next to the project.",
+        pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
+    )
+    key_prefix: str = Field("gpu-platform", description="Keys are <key_prefix>/<profile name>/<layer>.tfstate.")
+    region: str | None = Field(None, description="Region of the state bucket; default: the profile's region.")
+
+
+# --------------------------------------------------------------------------- cluster
+
+
+class VpcConfig(Strict):
+    cidr: Cidr = Field("10.0.0.0/16", description="VPC CIDR; subnets are carved from it per AZ.")
+    availability_zones: list[str] = Field(
+        ...,
+        min_length=2,
+        max_length=4,
+        description="AZ names the VPC spans (at least two, as EKS requires). Named explicitly so "
+        "synthesis is deterministic and GPU capacity can be pinned to a known AZ.",
+    )
+    gpu_availability_zone: str | None = Field(
+        None, description="AZ of the GPU subnet (EFA does not cross AZs). Default: the first AZ."
+    )
+    nat_gateways: Literal["single", "per_az"] = Field(
+        "single", description="One shared NAT gateway (cheap) or one per AZ (survives an AZ outage)."
+    )
+    interface_endpoints: list[InterfaceEndpoint] = Field(
+        default_factory=list,
+        description="Interface VPC endpoints in the private subnets. Default: none (each costs "
+        "per hour per AZ); the S3 gateway endpoint is always created (free).",
+    )
+
+    @field_validator("cidr")
+    @classmethod
+    def _vpc_cidr(cls, value: str) -> str:
+        return _check_cidr(value)
+
+    @field_validator("availability_zones")
+    @classmethod
+    def _unique_azs(cls, zones: list[str]) -> list[str]:
+        if len(set(zones)) != len(zones):
+            raise ValueError("availability zones must be distinct")
+        return zones
+
+    @model_validator(mode="after")
+    def _gpu_az_in_vpc(self) -> VpcConfig:
+        if self.gpu_availability_zone is not None and self.gpu_availability_zone not in self.availability_zones:
+            raise FieldProblem(
+                "gpu_availability_zone",
+                self.gpu_availability_zone,
+                "the GPU availability zone is not one the VPC spans",
+                allowed=", ".join(self.availability_zones),
+            )
+        if ipaddress.IPv4Network(self.cidr).prefixlen > 20:
+            raise FieldProblem("cidr", self.cidr, "the VPC needs room for 2 subnets per AZ", allowed="a /20 or larger block")
+        return self
+
+    @property
+    def gpu_az(self) -> str:
+        return self.gpu_availability_zone or self.availability_zones[0]
+
+
+class SystemNodeGroupConfig(Strict):
+    instance_types: list[str] = Field(["m6i.xlarge"], min_length=1, description="Instance types for cluster services.")
+    min_size: int = Field(2, ge=1)
+    desired_size: int = Field(2, ge=1)
+    max_size: int = Field(4, ge=1)
+    disk_size_gib: int = Field(100, ge=20, le=16384, description="Encrypted gp3 root volume.")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> SystemNodeGroupConfig:
+        _check_sizes(self.min_size, self.desired_size, self.max_size)
+        return self
+
+
+def _check_sizes(min_size: int, desired_size: int, max_size: int) -> None:
+    if min_size > max_size:
+        raise FieldProblem("min_size", min_size, "min_size is above max_size", allowed=f"0..{max_size}")
+    if not min_size <= desired_size <= max_size:
+        raise FieldProblem(
+            "desired_size", desired_size, "desired_size must lie between min_size and max_size",
+            allowed=f"{min_size}..{max_size}",
+        )
+
+
+RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
+
+
+class OnDemandCapacity(Strict):
+    type: Literal["on_demand"] = "on_demand"
+
+
+class OdcrCapacity(Strict):
+    """On-Demand Capacity Reservation: one reservation, or a resource group of reservations
+    (more capacity later needs no node-group change)."""
+
+    type: Literal["odcr"]
+    reservation_id: str | None = None
+    resource_group_arn: str | None = Field(None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$")
+    availability_zone: str = Field(..., description="The AZ the reservation was made in.")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> OdcrCapacity:
+        if (self.reservation_id is None) == (self.resource_group_arn is None):
+            raise FieldProblem(
+                "reservation_id", self.reservation_id,
+                "an ODCR targets exactly one of reservation_id or resource_group_arn",
+            )
+        if self.reservation_id is not None:
+            _check_reservation_id(self.reservation_id)
+        return self
+
+
+class CapacityBlock(Strict):
+    """EC2 Capacity Block for ML: a fixed number of instances for a fixed window."""
+
+    type: Literal["capacity_block"]
+    reservation_id: str | None = Field(None, description="The Capacity Block's reservation id (cr-...).")
+    instance_count: int = Field(..., ge=1, description="Instances in the block; node group sizes stay within it.")
+    availability_zone: str = Field(..., description="The AZ the block was bought in.")
+
+    @model_validator(mode="after")
+    def _has_reservation(self) -> CapacityBlock:
+        if self.reservation_id is None:
+            raise FieldProblem(
+                "reservation_id", None,
+                "a Capacity Block node group needs the block's reservation id", allowed="cr- followed by 17 hex digits",
+            )
+        _check_reservation_id(self.reservation_id)
+        return self
+
+
+def _check_reservation_id(value: str) -> None:
+    if not RESERVATION_ID.match(value):
+        raise FieldProblem("reservation_id", value, "not a capacity reservation id", allowed="cr- followed by 17 hex digits")
+
+
+Capacity = Annotated[OnDemandCapacity | OdcrCapacity | CapacityBlock, Field(discriminator="type")]
+
+
+class GpuNodeGroupConfig(Strict):
+    name: Name
+    instance_type: str = Field(..., description="A type from the GPU instance catalog (profiles/catalog.py).")
+    efa_enabled: bool = Field(
+        False, description="Attach one EFA interface per EFA-capable network card. Only on types with EFA."
+    )
+    min_size: int = Field(0, ge=0)
+    desired_size: int = Field(
+        0, ge=0, description="Initial size only: after the first apply autoscalers own it (ignored on update)."
+    )
+    max_size: int = Field(2, ge=1)
+    root_volume_size_gib: int = Field(200, ge=50, le=16384, description="Encrypted gp3 root volume (images are large).")
+    capacity: Capacity = Field(default_factory=OnDemandCapacity)
+    placement_group: Literal["cluster", "none", "reservation"] | None = Field(
+        None,
+        description="cluster: a new cluster placement group; none: no placement group; reservation: "
+        "the one named in existing_placement_group. Default: cluster for on-demand capacity, none for "
+        "reserved capacity (forcing a group onto a reservation bought without one fails to launch).",
+    )
+    existing_placement_group: str | None = Field(None, description="Placement group that came with the reservation.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra Kubernetes node labels.")
+    max_unavailable: int = Field(1, ge=1, description="Nodes replaced at once during an update.")
+
+    @field_validator("instance_type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        if value not in CATALOG:
+            raise ValueError(
+                f"unknown GPU instance type {value!r}; the catalog knows {', '.join(sorted(CATALOG))}. "
+                "To add one, append its EC2 facts to profiles/catalog.py"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GpuNodeGroupConfig:
+        entry = lookup(self.instance_type)
+        if self.efa_enabled and not entry.efa_supported:
+            with_efa = sorted(n for n, e in CATALOG.items() if e.family == entry.family and e.efa_supported)
+            raise FieldProblem(
+                "efa_enabled", True, f"{self.instance_type} has no EFA",
+                allowed=f"efa_enabled: false, or a size with EFA: {', '.join(with_efa) or 'none in this family'}",
+            )
+        _check_sizes(self.min_size, self.desired_size, self.max_size)
+        if isinstance(self.capacity, CapacityBlock) and self.max_size > self.capacity.instance_count:
+            raise FieldProblem(
+                "max_size", self.max_size, "the node group is larger than its Capacity Block",
+                allowed=f"at most capacity.instance_count ({self.capacity.instance_count})",
+            )
+        reserved = not isinstance(self.capacity, OnDemandCapacity)
+        if self.placement_group == "cluster" and reserved:
+            raise FieldProblem(
+                "placement_group", "cluster",
+                "reserved capacity comes with its own placement group or none; forcing a new one fails to launch",
+                allowed="none, reservation",
+            )
+        if (self.placement_group == "reservation") != (self.existing_placement_group is not None):
+            raise FieldProblem(
+                "existing_placement_group", self.existing_placement_group,
+                "existing_placement_group is set exactly when placement_group is 'reservation'",
+            )
+        return self
+
+    @property
+    def catalog_entry(self):
+        return lookup(self.instance_type)
+
+    @property
+    def placement(self) -> Literal["cluster", "none", "reservation"]:
+        if self.placement_group is not None:
+            return self.placement_group
+        return "cluster" if isinstance(self.capacity, OnDemandCapacity) else "none"
+
+
+class ClusterConfig(Strict):
+    kubernetes_version: KubernetesVersion = Field(
+        "1.33", description="EKS version. Default: the newest EKS version current when hashicorp/aws 5.100.0 shipped."
+    )
+    vpc: VpcConfig
+    endpoint_public_access_cidrs: list[Cidr] = Field(
+        default_factory=list,
+        description="CIDRs allowed to reach the public API endpoint. Empty (default): public endpoint "
+        "off, the API is reachable only from inside the VPC. The private endpoint is always on.",
+    )
+    admin_principal_arns: list[IamPrincipalArn] = Field(
+        default_factory=list,
+        description="IAM roles/users granted cluster admin through access entries, besides the deploying principal.",
+    )
+    control_plane_log_types: list[ControlPlaneLogType] = Field(
+        ["api", "audit", "authenticator"], description="Control-plane logs sent to CloudWatch."
+    )
+    system_node_group: SystemNodeGroupConfig = Field(default_factory=SystemNodeGroupConfig)
+    gpu_node_groups: list[GpuNodeGroupConfig] = Field(default_factory=list)
+
+    @field_validator("endpoint_public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, cidrs: list[str]) -> list[str]:
+        for cidr in cidrs:
+            _check_cidr(cidr)
+            if ipaddress.IPv4Network(cidr).prefixlen == 0:
+                raise ValueError("0.0.0.0/0 opens the API endpoint to the internet; name your own egress CIDRs")
+        return cidrs
+
+    @model_validator(mode="after")
+    def _groups(self) -> ClusterConfig:
+        names = [group.name for group in self.gpu_node_groups]
+        for index, name in enumerate(names):
+            if names.index(name) != index:
+                raise FieldProblem(("gpu_node_groups", index, "name"), name, "GPU node group names must be unique")
+        for index, group in enumerate(self.gpu_node_groups):
+            capacity_az = getattr(group.capacity, "availability_zone", None)
+            if capacity_az is not None and capacity_az != self.vpc.gpu_az:
+                raise FieldProblem(
+                    ("gpu_node_groups", index, "capacity", "availability_zone"), capacity_az,
+                    "reserved capacity must be in the GPU availability zone",
+                    allowed=f"{self.vpc.gpu_az} (cluster.vpc.gpu_availability_zone)",
+                )
+        return self
+
+
+# --------------------------------------------------------------------------- storage and build
+
+
+class StorageConfig(Strict):
+    protect_from_destroy: bool = Field(
+        True, description="prevent_destroy on the file system and buckets. Turn off only for throw-away environments."
+    )
+
+
+REFERENCE_NAME = r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$"
+
+
+class ReferenceImplementation(Strict):
+    repository_url: str = Field(..., pattern=r"^https://\S+$", description="Git repository the image is built from.")
+    ref: str = Field("main", min_length=1, description="Branch, tag or commit to build.")
+
+
+class BuildConfig(Strict):
+    reference_implementations: dict[str, ReferenceImplementation] = Field(
+        default_factory=dict, description="Name -> source. Each gets an ECR repository and a CodeBuild project."
+    )
+
+    @field_validator("reference_implementations")
+    @classmethod
+    def _names(cls, impls: dict[str, ReferenceImplementation]) -> dict[str, ReferenceImplementation]:
+        for name in impls:
+            if not re.match(REFERENCE_NAME, name):
+                raise ValueError(
+                    f"reference implementation name {name!r} is not usable as an ECR repository and CodeBuild "
+                    "project name: use 1-40 lowercase letters, digits and inner hyphens"
+                )
+        return impls
+
+
+# --------------------------------------------------------------------------- addons and workloads
+
+
+class AddonsConfig(Strict):
+    pass
+
+
+class WorkloadsConfig(Strict):
+    pass
+
+
+# --------------------------------------------------------------------------- the profile
+
+
+class PlatformConfig(Strict):
+    """One instance profile: the whole platform for one cluster."""
+
+    name: Name = Field(..., description="Cluster name and prefix of every resource name.")
+    region: str = Field(..., pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$", description="AWS region, e.g. us-east-1.")
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags on every AWS resource (provider default tags).")
+    state: StateConfig = Field(default_factory=StateConfig)
+    cluster: ClusterConfig
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    build: BuildConfig = Field(default_factory=BuildConfig)
+    addons: AddonsConfig = Field(default_factory=AddonsConfig)
+    workloads: WorkloadsConfig = Field(default_factory=WorkloadsConfig)
+
+    @model_validator(mode="after")
+    def _azs_in_region(self) -> PlatformConfig:
+        for index, zone in enumerate(self.cluster.vpc.availability_zones):
+            if not re.match(rf"^{re.escape(self.region)}[a-z]$", zone):
+                raise FieldProblem(
+                    ("cluster", "vpc", "availability_zones", index), zone,
+                    f"not an availability zone of region {self.region}", allowed=f"{self.region}a, {self.region}b, ...",
+                )
+        return self

@@ -1,0 +1,16 @@
+"""Addons layer: Helm releases and the IAM each needs."""
+
+from __future__ import annotations
+
+from constructs import Construct
+
+from profiles import PlatformConfig
+from stacks.cluster import ClusterOutputs
+from stacks.layer import LayerStack
+
+
+class AddonsStack(LayerStack):
+    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, cluster: ClusterOutputs):
+        super().__init__(scope, layer, config=config)
+        self.use_aws_provider()
+        self.cluster = cluster

@@ -1,0 +1,44 @@
+"""What every layer stack shares: its own state and the AWS provider."""
+
+from __future__ import annotations
+
+from constructs import Construct
+from cdktf import LocalBackend, S3Backend, TerraformStack
+from cdktf_cdktf_provider_aws.provider import AwsProvider, AwsProviderDefaultTags
+
+from profiles import PlatformConfig
+
+# Stacks are written to cdktf.out/stacks/<layer>/; this climbs back to the project root so the
+# local state path in the JSON is relative (the same on every machine) yet lands in state/.
+_LOCAL_STATE_ROOT = "../../../state"
+
+
+class LayerStack(TerraformStack):
+    """A TerraformStack named after its layer, with a backend holding one state per layer."""
+
+    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig):
+        super().__init__(scope, layer)
+        self.layer = layer
+        self.config = config
+        state = config.state
+        if state.bucket:
+            S3Backend(
+                self,
+                bucket=state.bucket,
+                key=f"{state.key_prefix}/{config.name}/{layer}.tfstate",
+                region=state.region or config.region,
+                encrypt=True,
+            )
+            # S3-native lock files (Terraform >= 1.10); cdktf 0.21 predates the option.
+            self.add_override("terraform.backend.s3.use_lockfile", True)
+        else:
+            LocalBackend(self, path=f"{_LOCAL_STATE_ROOT}/{config.name}/{layer}.tfstate")
+
+    def use_aws_provider(self) -> AwsProvider:
+        tags = {"platform": self.config.name, "layer": self.layer, **self.config.tags}
+        return AwsProvider(
+            self,
+            "aws",
+            region=self.config.region,
+            default_tags=[AwsProviderDefaultTags(tags=tags)],
+        )

@@ -1,0 +1,71 @@
+"""Shared test fixtures.
+
+The provider bindings cost seconds to import, so every profile is synthesized once per test
+session, in this process, and all tests read the shared result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import toolchain
+from profiles import available_profiles, load_profile
+
+toolchain.use_supported_node()
+
+FIXTURE_PROFILES = Path(__file__).parent / "fixtures" / "profiles"
+SHIPPED = tuple(available_profiles())
+# Extra valid profiles that exercise paths the shipped ones do not (capacity reservations).
+FIXTURES = tuple(sorted(path.stem for path in FIXTURE_PROFILES.glob("*.yaml")))
+AWS_LAYERS = ("cluster", "storage", "build")
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def profile_source(name: str) -> str:
+    return name if name in SHIPPED else str(FIXTURE_PROFILES / f"{name}.yaml")
+
+
+class Synthesized:
+    """Synthesized JSON of every shipped and fixture profile, keyed by profile and layer."""
+
+    def __init__(self, outroot: Path):
+        from stacks.platform import LAYERS, synthesize
+
+        self.outroot = outroot
+        self.stacks: dict[str, dict[str, dict]] = {}
+        self.configs = {}
+        for name in SHIPPED + FIXTURES:
+            config = load_profile(profile_source(name))
+            outdir = outroot / name
+            synthesize(config, str(outdir))
+            self.configs[name] = config
+            self.stacks[name] = {
+                layer: json.loads((outdir / "stacks" / layer / "cdk.tf.json").read_text()) for layer in LAYERS
+            }
+
+    def stack(self, profile: str, layer: str) -> dict:
+        return self.stacks[profile][layer]
+
+    def resources(self, profile: str, layer: str, resource_type: str) -> dict[str, dict]:
+        return self.stack(profile, layer).get("resource", {}).get(resource_type, {})
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory) -> Synthesized:
+    return Synthesized(tmp_path_factory.mktemp("synth"))
+
+
+@pytest.fixture(scope="session")
+def terraform(tmp_path_factory):
+    from tests.terraform import Terraform
+
+    ready = Terraform.prepare(tmp_path_factory.mktemp("terraform"))
+    if isinstance(ready, str):
+        if IN_CI:
+            pytest.fail(f"CI needs Terraform with the offline provider mirror: {ready}")
+        pytest.skip(f"SKIPPING terraform checks: {ready}")
+    return ready

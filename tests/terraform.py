@@ -1,0 +1,75 @@
+"""Run Terraform offline against synthesized stacks, with the machine's provider mirror.
+
+The mirror is taken from TF_PROVIDER_MIRROR (the folder holding registry.terraform.io/) or
+discovered under the usual roots; it is never hard-coded. Terraform reads a CLI config that
+this module writes (TF_CLI_CONFIG_FILE), so a user's own ~/.terraformrc plays no part.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+AWS_PROVIDER_VERSION = "5.100.0"
+_SEARCH_ROOTS = ("/opt", "/usr/local/share", "/usr/share", "~/.terraform.d", "~/.local/share/terraform")
+
+
+def find_provider_mirror() -> Path | None:
+    explicit = os.environ.get("TF_PROVIDER_MIRROR")
+    if explicit:
+        return Path(explicit)
+    wanted = f"registry.terraform.io/hashicorp/aws/{AWS_PROVIDER_VERSION}"
+    for root in _SEARCH_ROOTS:
+        base = Path(root).expanduser()
+        if not base.is_dir():
+            continue
+        for depth in ("", "*/", "*/*/", "*/*/*/"):
+            for hit in base.glob(f"{depth}{wanted}"):
+                return hit.parents[3]  # the folder holding registry.terraform.io/
+    return None
+
+
+@dataclass(frozen=True)
+class Terraform:
+    binary: str
+    mirror: Path
+    cli_config: Path
+
+    @classmethod
+    def prepare(cls, workdir: Path) -> "Terraform | str":
+        """A ready Terraform, or the reason there is none."""
+        binary = shutil.which("terraform")
+        if binary is None:
+            return "terraform is not on PATH"
+        mirror = find_provider_mirror()
+        if mirror is None or not (mirror / "registry.terraform.io/hashicorp/aws").is_dir():
+            return f"no hashicorp/aws {AWS_PROVIDER_VERSION} provider mirror found (set TF_PROVIDER_MIRROR)"
+        workdir.mkdir(parents=True, exist_ok=True)
+        config = workdir / "terraform.rc"
+        config.write_text(
+            "provider_installation {\n"
+            f'  filesystem_mirror {{\n    path    = "{mirror}"\n    include = ["registry.terraform.io/hashicorp/aws"]\n  }}\n'
+            "}\n"
+        )
+        return cls(binary, mirror, config)
+
+    def run(self, workdir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        full_env = {**os.environ, "TF_CLI_CONFIG_FILE": str(self.cli_config), "TF_IN_AUTOMATION": "1",
+                    "CHECKPOINT_DISABLE": "1", **(env or {})}
+        return subprocess.run(
+            [self.binary, f"-chdir={workdir}", *args], capture_output=True, text=True, env=full_env, timeout=600
+        )
+
+    def validate(self, stack_json: dict, workdir: Path) -> dict:
+        """`terraform init -backend=false` + `validate -json` of one stack; the parsed result."""
+        workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / "cdk.tf.json").write_text(json.dumps(stack_json))
+        init = self.run(workdir, "init", "-backend=false", "-input=false", "-no-color")
+        if init.returncode != 0:
+            return {"valid": False, "init_error": init.stderr + init.stdout, "diagnostics": []}
+        result = self.run(workdir, "validate", "-json", "-no-color")
+        return json.loads(result.stdout)

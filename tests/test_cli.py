@@ -1,0 +1,50 @@
+"""The command line as a user meets it: bad input stops before synthesis with exit status 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "main.py"), *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_broken_profile_exits_2_with_every_problem(tmp_path):
+    bad = tmp_path / "broken.yaml"
+    bad.write_text(
+        "name: Broken_Name\nregion: us-west-2\ncluster:\n  vpc:\n    availability_zones: [us-west-2a, us-west-2b]\n"
+        "    nat_gateways: lots\n  gpu_node_groups:\n    - {name: gpu-a, instance_type: g6.xlarge, efa_enabled: true}\n"
+    )
+    result = run("synth", "--profile", str(bad), "--outdir", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "name: String should match pattern" in result.stderr and "'Broken_Name'" in result.stderr
+    assert "cluster.vpc.nat_gateways: Input should be 'single' or 'per_az' (got 'lots')" in result.stderr
+    assert not (tmp_path / "out").exists(), "nothing may be synthesized from an invalid profile"
+
+
+def test_cross_field_problem_is_reported_by_the_cli(tmp_path):
+    bad = tmp_path / "no-efa.yaml"
+    bad.write_text(
+        "name: no-efa\nregion: us-west-2\ncluster:\n  vpc:\n    availability_zones: [us-west-2a, us-west-2b]\n"
+        "  gpu_node_groups:\n    - {name: gpu-a, instance_type: g6.xlarge, efa_enabled: true}\n"
+    )
+    result = run("synth", "--profile", str(bad), "--outdir", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "cluster.gpu_node_groups.0.efa_enabled: g6.xlarge has no EFA (got True; allowed:" in result.stderr
+
+
+def test_unknown_profile_name_lists_available(tmp_path):
+    result = run("synth", "--profile", "nope", "--outdir", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "unknown profile 'nope'; available: g6-validation, p5-training, p5en-training" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_profile_file(tmp_path):
+    result = run("synth", "--profile", str(tmp_path / "missing.yaml"))
+    assert result.returncode == 2 and "no such profile file" in result.stderr

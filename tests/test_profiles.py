@@ -1,0 +1,184 @@
+"""Profile validation: every shipped profile loads; every validator rejects bad input with a
+message that names the field, the bad value and what is allowed."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from profiles import ProfileError, available_profiles, load_profile, validate_profile
+from profiles.catalog import CATALOG
+from profiles.models import CapacityBlock, OdcrCapacity
+
+BASE = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "g6-validation.yaml").read_text())
+
+
+def mutated(**changes) -> dict:
+    """The default profile with dotted-path changes; a value of DELETE removes the key."""
+    doc = copy.deepcopy(BASE)
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split("__")
+        node = doc
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+        if value is DELETE:
+            del node[leaf]
+        elif isinstance(node, list):
+            node[int(leaf)] = value
+        else:
+            node[leaf] = value
+    return doc
+
+
+DELETE = object()
+
+
+def problems(doc: dict) -> list[str]:
+    with pytest.raises(ProfileError) as caught:
+        validate_profile(doc)
+    return caught.value.problems
+
+
+def test_shipped_profiles_are_the_three_documented_ones():
+    assert available_profiles() == ["g6-validation", "p5-training", "p5en-training"]
+
+
+@pytest.mark.parametrize("name", ["g6-validation", "p5-training", "p5en-training"])
+def test_shipped_profiles_load(name):
+    config = load_profile(name)
+    for group in config.cluster.gpu_node_groups:
+        assert group.efa_enabled and group.catalog_entry.efa_supported
+
+
+def test_defaults_are_safe_and_cheap():
+    config = validate_profile({"name": "tiny", "region": "us-west-2",
+                               "cluster": {"vpc": {"availability_zones": ["us-west-2a", "us-west-2b"]}}})
+    assert config.cluster.vpc.nat_gateways == "single"
+    assert config.cluster.vpc.interface_endpoints == []
+    assert config.cluster.endpoint_public_access_cidrs == []  # API private unless CIDRs are named
+    assert config.cluster.gpu_node_groups == []
+    assert config.storage.protect_from_destroy is True
+    assert config.state.bucket is None
+
+
+def test_catalog_matches_the_documented_efa_facts():
+    expected = {"p4d.24xlarge": 4, "p5.48xlarge": 32, "p5e.48xlarge": 32, "p5en.48xlarge": 16,
+                "p6-b200.48xlarge": 8, "p6-b300.48xlarge": 16, "g6.8xlarge": 1, "g6.xlarge": 0,
+                "g6e.24xlarge": 2, "g6e.48xlarge": 4}
+    assert {name: CATALOG[name].max_efa_interfaces for name in expected} == expected
+    b300 = CATALOG["p6-b300.48xlarge"]
+    assert b300.network_cards == 17 and b300.efa_network_cards == tuple(range(1, 17))
+
+
+# (changes to the default profile, expected field path, words the message must contain)
+BAD_INPUT = [
+    ({"name": "Bad_Name"}, "name", ["'Bad_Name'", "pattern"]),
+    ({"region": "mars-1"}, "region", ["'mars-1'"]),
+    ({"colour": "blue"}, "colour", ["unknown setting", "allowed: name, region"]),
+    ({"state__bucket": "Not A Bucket"}, "state.bucket", ["'Not A Bucket'"]),
+    ({"cluster__kubernetes_version": "1.20"}, "cluster.kubernetes_version", ["'1.20'", "'1.33'"]),
+    ({"cluster__vpc__cidr": "10.0.0.1/16"}, "cluster.vpc.cidr", ["host bits", "'10.0.0.1/16'"]),
+    ({"cluster__vpc__cidr": "10.0.0.0/24"}, "cluster.vpc.cidr", ["/20 or larger"]),
+    ({"cluster__vpc__availability_zones": ["us-west-2a"]}, "cluster.vpc.availability_zones", ["at least 2"]),
+    ({"cluster__vpc__availability_zones": ["us-west-2a", "us-west-2a"]}, "cluster.vpc.availability_zones", ["distinct"]),
+    ({"cluster__vpc__availability_zones": ["us-west-2a", "us-east-1b"]}, "cluster.vpc.availability_zones.1",
+     ["'us-east-1b'", "not an availability zone of region us-west-2"]),
+    ({"cluster__vpc__gpu_availability_zone": "us-west-2c"}, "cluster.vpc.gpu_availability_zone",
+     ["'us-west-2c'", "not one the VPC spans", "allowed: us-west-2a, us-west-2b"]),
+    ({"cluster__vpc__nat_gateways": "two"}, "cluster.vpc.nat_gateways", ["'two'", "'single' or 'per_az'"]),
+    ({"cluster__vpc__interface_endpoints": ["dynamodb"]}, "cluster.vpc.interface_endpoints.0", ["'dynamodb'", "'ecr.api'"]),
+    ({"cluster__endpoint_public_access_cidrs": ["0.0.0.0/0"]}, "cluster.endpoint_public_access_cidrs", ["0.0.0.0/0", "internet"]),
+    ({"cluster__admin_principal_arns": ["alice"]}, "cluster.admin_principal_arns.0", ["'alice'"]),
+    ({"cluster__control_plane_log_types": ["everything"]}, "cluster.control_plane_log_types.0", ["'everything'", "'audit'"]),
+    ({"cluster__system_node_group__desired_size": 9}, "cluster.system_node_group.desired_size", ["got 9", "allowed: 2..3"]),
+    ({"cluster__system_node_group__min_size": 5}, "cluster.system_node_group.min_size", ["above max_size"]),
+    ({"cluster__gpu_node_groups__0__instance_type": "p9.huge"}, "cluster.gpu_node_groups.0.instance_type",
+     ["unknown GPU instance type 'p9.huge'", "p5.48xlarge", "profiles/catalog.py"]),
+    ({"cluster__gpu_node_groups__0__instance_type": "g6.xlarge"}, "cluster.gpu_node_groups.0.efa_enabled",
+     ["g6.xlarge has no EFA", "g6.8xlarge"]),
+    ({"cluster__gpu_node_groups__0__desired_size": 3}, "cluster.gpu_node_groups.0.desired_size",
+     ["between min_size and max_size", "got 3", "0..2"]),
+    ({"cluster__gpu_node_groups__0__capacity": {"type": "capacity_block", "instance_count": 2,
+                                                 "availability_zone": "us-west-2a"}},
+     "cluster.gpu_node_groups.0.capacity.reservation_id", ["needs the block's reservation id"]),
+    ({"cluster__gpu_node_groups__0__capacity": {"type": "capacity_block", "reservation_id": "cr-123",
+                                                 "instance_count": 2, "availability_zone": "us-west-2a"}},
+     "cluster.gpu_node_groups.0.capacity.reservation_id", ["'cr-123'", "17 hex digits"]),
+    ({"cluster__gpu_node_groups__0__capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0",
+                                                 "instance_count": 1, "availability_zone": "us-west-2a"}},
+     "cluster.gpu_node_groups.0.max_size", ["larger than its Capacity Block", "got 2"]),
+    ({"cluster__gpu_node_groups__0__capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0",
+                                                 "instance_count": 2, "availability_zone": "us-west-2b"}},
+     "cluster.gpu_node_groups.0.capacity.availability_zone", ["'us-west-2b'", "GPU availability zone", "us-west-2a"]),
+    ({"cluster__gpu_node_groups__0__capacity": {"type": "odcr", "availability_zone": "us-west-2a"}},
+     "cluster.gpu_node_groups.0.capacity.reservation_id", ["exactly one of reservation_id or resource_group_arn"]),
+    ({"cluster__gpu_node_groups__0__capacity": {"type": "spot"}}, "cluster.gpu_node_groups.0.capacity",
+     ["'spot'", "'on_demand', 'odcr', 'capacity_block'"]),
+    ({"cluster__gpu_node_groups__0__capacity": {"type": "odcr", "reservation_id": "cr-0123456789abcdef0",
+                                                 "availability_zone": "us-west-2a"},
+      "cluster__gpu_node_groups__0__placement_group": "cluster"},
+     "cluster.gpu_node_groups.0.placement_group", ["forcing a new one", "allowed: none, reservation"]),
+    ({"cluster__gpu_node_groups__0__placement_group": "reservation"},
+     "cluster.gpu_node_groups.0.existing_placement_group", ["exactly when placement_group is 'reservation'"]),
+    ({"cluster__gpu_node_groups": [{"name": "gpu-a", "instance_type": "g6.8xlarge"},
+                                   {"name": "gpu-a", "instance_type": "g6.8xlarge"}]},
+     "cluster.gpu_node_groups.1.name", ["unique", "'gpu-a'"]),
+    ({"cluster__gpu_node_groups__0__root_volume_size_gib": 10}, "cluster.gpu_node_groups.0.root_volume_size_gib",
+     ["greater than or equal to 50"]),
+    ({"build__reference_implementations": {"Bad_Name": {"repository_url": "https://example.com/x.git"}}},
+     "build.reference_implementations", ["'Bad_Name'", "lowercase letters"]),
+    ({"build__reference_implementations": {"ok": {"repository_url": "git@example.com:x.git"}}},
+     "build.reference_implementations.ok.repository_url", ["'git@example.com:x.git'"]),
+]
+
+
+@pytest.mark.parametrize("changes, field, words", BAD_INPUT, ids=[case[1] + "-" + str(i) for i, case in enumerate(BAD_INPUT)])
+def test_bad_input_names_field_value_and_allowed(changes, field, words):
+    found = problems(mutated(**changes))
+    matching = [line for line in found if line.startswith(f"{field}: ")]
+    assert matching, f"no problem reported for {field}; got {found}"
+    for word in words:
+        assert any(word in line for line in matching), f"{word!r} missing from {matching}"
+
+
+def test_every_problem_is_reported_at_once():
+    found = problems(mutated(name="X", cluster__vpc__nat_gateways="two", colour=1))
+    assert {line.split(":")[0] for line in found} == {"name", "cluster.vpc.nat_gateways", "colour"}
+
+
+def test_reserved_capacity_defaults_to_no_forced_placement_group():
+    doc = mutated(cluster__gpu_node_groups__0__capacity={
+        "type": "capacity_block", "reservation_id": "cr-0123456789abcdef0", "instance_count": 2,
+        "availability_zone": "us-west-2a"})
+    group = validate_profile(doc).cluster.gpu_node_groups[0]
+    assert isinstance(group.capacity, CapacityBlock) and group.placement == "none"
+    assert validate_profile(BASE).cluster.gpu_node_groups[0].placement == "cluster"
+
+
+def test_odcr_accepts_a_resource_group():
+    doc = mutated(cluster__gpu_node_groups__0__capacity={
+        "type": "odcr", "resource_group_arn": "arn:aws:resource-groups:us-west-2:123456789012:group/gpu-odcrs",
+        "availability_zone": "us-west-2a"})
+    assert isinstance(validate_profile(doc).cluster.gpu_node_groups[0].capacity, OdcrCapacity)
+
+
+def test_unknown_profile_lists_the_available_ones():
+    with pytest.raises(ProfileError) as caught:
+        load_profile("p6-mystery")
+    assert "available: g6-validation, p5-training, p5en-training" in caught.value.problems[0]
+
+
+def test_user_profile_file(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(mutated(name="my-cluster")))
+    assert load_profile(str(path)).name == "my-cluster"
+
+
+def test_yaml_that_is_not_a_mapping(tmp_path):
+    path = tmp_path / "list.yaml"
+    path.write_text("- just\n- a list\n")
+    with pytest.raises(ProfileError, match="mapping"):
+        load_profile(str(path))
