@@ -21,3 +21,6 @@ def use_supported_node() -> None:
     """Point JSII_NODE at the project's Node unless the caller chose one."""
     if "JSII_NODE" not in os.environ:
         os.environ["JSII_NODE"] = str(supported_node())
+    # The jsii runtime still calls Node APIs that Node 24 deprecates; the warnings are noise to users.
+    if "--no-deprecation" not in os.environ.get("NODE_OPTIONS", ""):
+        os.environ["NODE_OPTIONS"] = (os.environ.get("NODE_OPTIONS", "") + " --no-deprecation").strip()

@@ -1,4 +1,4 @@
-"""Cluster layer: VPC, EKS control plane, IAM, managed add-ons and node groups."""
+"""Cluster layer: VPC, EKS control plane, IAM, managed add-ons, system and GPU node groups."""
 
 from __future__ import annotations
 
@@ -7,36 +7,158 @@ from dataclasses import dataclass
 from constructs import Construct
 from cdktf import TerraformOutput
 
+from components.efa import EfaSecurityGroup, EfaSecurityGroupProps
+from components.eks_control_plane import ControlPlaneProps, EksControlPlane
+from components.iam import ServiceRole, ServiceRoleProps, allow, pod_identity_role, policy_document
+from components.managed_addon import ManagedAddon, ManagedAddonProps
 from components.network import Network, NetworkProps
+from components.node_groups import (
+    GpuNodeGroup,
+    GpuNodeGroupProps,
+    NodeGroupWiring,
+    SystemNodeGroup,
+    SystemNodeGroupProps,
+)
+from components.vpc_endpoints import InterfaceEndpoints, InterfaceEndpointsProps
 from profiles import PlatformConfig
 from stacks.layer import LayerStack
+
+NODE_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEKS_CNI_Policy",
+    "AmazonEC2ContainerRegistryReadOnly",
+    "AmazonSSMManagedInstanceCore",  # Session Manager instead of SSH keys
+)
+# CSI node daemonsets must run on tainted GPU nodes too, or pods there cannot mount volumes.
+TOLERATE_ALL_TAINTS = {"node": {"tolerateAllTaints": True}}
 
 
 @dataclass(frozen=True)
 class ClusterOutputs:
     """What later layers use; tokens that cdktf turns into remote-state references."""
 
+    cluster_name: str
+    endpoint: str
+    certificate_authority: str
+    region: str
     vpc_id: str
+    vpc_cidr: str
     private_subnet_ids: list[str]
     gpu_subnet_id: str
+    node_security_group_id: str
+    efa_security_group_id: str | None
+    node_role_arn: str
+    node_role_name: str
+    kms_key_arn: str
 
 
 class ClusterStack(LayerStack):
     def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig):
         super().__init__(scope, layer, config=config)
         self.use_aws_provider()
-        vpc = config.cluster.vpc
-        network = Network(
-            self, "network",
-            props=NetworkProps(
-                name=config.name, cidr=vpc.cidr, availability_zones=tuple(vpc.availability_zones),
-                nat_gateways=vpc.nat_gateways, region=config.region,
-            ),
+        cluster_cfg, vpc = config.cluster, config.cluster.vpc
+        name = config.name
+
+        network = Network(self, "network", props=NetworkProps(
+            name=name, cidr=vpc.cidr, availability_zones=tuple(vpc.availability_zones),
+            nat_gateways=vpc.nat_gateways, region=config.region,
+        ))
+        private_subnets = tuple(network.private_subnet_ids.values())
+        gpu_subnet_id = network.private_subnet_ids[vpc.gpu_az]
+
+        control_plane = EksControlPlane(self, "eks", props=ControlPlaneProps(
+            name=name, kubernetes_version=cluster_cfg.kubernetes_version, subnet_ids=private_subnets,
+            public_access_cidrs=tuple(cluster_cfg.endpoint_public_access_cidrs),
+            log_types=tuple(cluster_cfg.control_plane_log_types),
+            admin_principal_arns=tuple(cluster_cfg.admin_principal_arns),
+        ))
+        node_sg = control_plane.cluster_security_group_id
+
+        if vpc.interface_endpoints:
+            InterfaceEndpoints(self, "endpoints", props=InterfaceEndpointsProps(
+                name=name, region=config.region, vpc_id=network.vpc_id, subnet_ids=private_subnets,
+                services=tuple(vpc.interface_endpoints), client_security_group_id=node_sg,
+            ))
+
+        node_role = ServiceRole(self, "node-role", props=ServiceRoleProps(
+            name=f"{name}-node", service="ec2.amazonaws.com", managed_policies=NODE_POLICIES,
+        ))
+
+        # Networking and identity agents first: nodes cannot become Ready without them.
+        early_addons = [
+            ManagedAddon(self, f"addon-{addon}", props=ManagedAddonProps(
+                cluster_name=control_plane.name, addon_name=addon, depends_on=tuple(control_plane.ready),
+            )).addon
+            for addon in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
+        ]
+        wiring = NodeGroupWiring(
+            cluster_name=control_plane.name, node_role_arn=node_role.arn, node_security_group_id=node_sg,
+            depends_on=(*node_role.attachments, *early_addons),
         )
+        system = SystemNodeGroup(self, "system-nodes", props=SystemNodeGroupProps(
+            wiring=wiring, subnet_ids=private_subnets, config=cluster_cfg.system_node_group,
+        ))
+        self._workload_addons(control_plane.name, depends_on=system.node_group)
+
+        efa_sg = None
+        if any(group.efa_enabled for group in cluster_cfg.gpu_node_groups):
+            efa_sg = EfaSecurityGroup(self, "efa-sg", props=EfaSecurityGroupProps(name=f"{name}-efa", vpc_id=network.vpc_id))
+        self.gpu_node_groups = [
+            GpuNodeGroup(self, f"gpu-{group.name}", props=GpuNodeGroupProps(
+                wiring=wiring, subnet_id=gpu_subnet_id, config=group,
+                efa_security_group_id=efa_sg.id if efa_sg else None,
+            ))
+            for group in cluster_cfg.gpu_node_groups
+        ]
+
         self.outputs = ClusterOutputs(
-            vpc_id=network.vpc_id,
-            private_subnet_ids=list(network.private_subnet_ids.values()),
-            gpu_subnet_id=network.private_subnet_ids[vpc.gpu_az],
+            cluster_name=control_plane.name, endpoint=control_plane.endpoint,
+            certificate_authority=control_plane.certificate_authority, region=config.region,
+            vpc_id=network.vpc_id, vpc_cidr=vpc.cidr, private_subnet_ids=list(private_subnets),
+            gpu_subnet_id=gpu_subnet_id, node_security_group_id=node_sg,
+            efa_security_group_id=efa_sg.id if efa_sg else None,
+            node_role_arn=node_role.arn, node_role_name=node_role.name, kms_key_arn=control_plane.kms_key_arn,
         )
-        TerraformOutput(self, "vpc_id", value=network.vpc_id)
-        TerraformOutput(self, "gpu_subnet_id", value=self.outputs.gpu_subnet_id)
+        self._outputs(config)
+
+    def _workload_addons(self, cluster_name: str, *, depends_on) -> None:
+        """Add-ons whose pods need nodes to run on, with least-privilege Pod Identity roles."""
+        name = self.config.name
+        ebs_role = pod_identity_role(self, "ebs-csi-role", name=f"{name}-ebs-csi",
+                                     managed_policies=("service-role/AmazonEBSCSIDriverPolicy",))
+        # Static FSx volumes only (the storage layer owns the file system): describe is enough.
+        fsx_role = pod_identity_role(self, "fsx-csi-role", name=f"{name}-fsx-csi", inline_policy=policy_document(
+            allow(["fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations"]),
+        ))
+        # Mountpoint reads and writes only the platform's own buckets (named <cluster>-...).
+        s3_role = pod_identity_role(self, "s3-csi-role", name=f"{name}-s3-csi", inline_policy=policy_document(
+            allow(["s3:ListBucket"], f"arn:aws:s3:::{name}-*"),
+            allow(["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"],
+                  f"arn:aws:s3:::{name}-*/*"),
+        ))
+        ManagedAddon(self, "addon-coredns", props=ManagedAddonProps(
+            cluster_name=cluster_name, addon_name="coredns", depends_on=(depends_on,)))
+        for addon, account, role in (
+            ("aws-ebs-csi-driver", "ebs-csi-controller-sa", ebs_role),
+            ("aws-fsx-csi-driver", "fsx-csi-controller-sa", fsx_role),
+            ("aws-mountpoint-s3-csi-driver", "s3-csi-driver-sa", s3_role),
+        ):
+            ManagedAddon(self, f"addon-{addon}", props=ManagedAddonProps(
+                cluster_name=cluster_name, addon_name=addon, service_account=account, role_arn=role.arn,
+                configuration=TOLERATE_ALL_TAINTS, depends_on=(depends_on, *role.attachments),
+            ))
+
+    def _outputs(self, config: PlatformConfig) -> None:
+        out = self.outputs
+        for key in ("cluster_name", "endpoint", "vpc_id", "gpu_subnet_id", "node_security_group_id",
+                    "node_role_arn", "kms_key_arn"):
+            TerraformOutput(self, key, value=getattr(out, key))
+        TerraformOutput(self, "certificate_authority", value=out.certificate_authority, sensitive=True)
+        TerraformOutput(self, "private_subnet_ids", value=out.private_subnet_ids)
+        if out.efa_security_group_id:
+            TerraformOutput(self, "efa_security_group_id", value=out.efa_security_group_id)
+        TerraformOutput(
+            self, "configure_kubectl",
+            value=f"aws eks update-kubeconfig --region {config.region} --name {config.name}",
+            description="Point kubectl at the cluster",
+        )

@@ -64,6 +64,16 @@ class Terraform:
             [self.binary, f"-chdir={workdir}", *args], capture_output=True, text=True, env=full_env, timeout=600
         )
 
+    def test(self, stack_json: dict, test_file: str, workdir: Path) -> subprocess.CompletedProcess:
+        """`terraform test` of one stack (backend removed) with the given .tftest.hcl text."""
+        workdir.mkdir(parents=True, exist_ok=True)
+        stack = {**stack_json, "terraform": {k: v for k, v in stack_json["terraform"].items() if k != "backend"}}
+        (workdir / "cdk.tf.json").write_text(json.dumps(stack))
+        (workdir / "checks.tftest.hcl").write_text(test_file)
+        init = self.run(workdir, "init", "-backend=false", "-input=false", "-no-color")
+        assert init.returncode == 0, init.stderr
+        return self.run(workdir, "test", "-no-color")
+
     def validate(self, stack_json: dict, workdir: Path) -> dict:
         """`terraform init -backend=false` + `validate -json` of one stack; the parsed result."""
         workdir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,67 @@
+"""EFA: the interface layout of a launch template, and the self-referencing security group."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from constructs import Construct
+from cdktf_cdktf_provider_aws.security_group import SecurityGroup
+from cdktf_cdktf_provider_aws.vpc_security_group_egress_rule import VpcSecurityGroupEgressRule
+from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
+
+from profiles.catalog import GpuInstanceType
+
+InterfaceType = Literal["efa", "efa-only"] | None  # None: a plain ENA interface
+
+
+@dataclass(frozen=True)
+class NetworkInterfaceSlot:
+    network_card_index: int
+    device_index: int
+    interface_type: InterfaceType
+
+
+def efa_interface_layout(entry: GpuInstanceType) -> list[NetworkInterfaceSlot]:
+    """One EFA interface on every EFA-capable network card, following EC2's current guidance:
+
+    - the primary interface (card 0, device 0) is `efa` (EFA with an IP), never `efa-only`;
+    - every other EFA card gets an `efa-only` interface at device index 0;
+    - where card 0 carries ENA only (p6-b300), the primary is plain ENA and EFA starts at card 1.
+    """
+    if not entry.efa_supported:
+        return []
+    slots = []
+    if entry.first_efa_card > 0:
+        slots.append(NetworkInterfaceSlot(0, 0, None))
+    for card in entry.efa_network_cards:
+        primary = card == 0
+        slots.append(NetworkInterfaceSlot(card, 0, "efa" if primary else "efa-only"))
+    return slots
+
+
+@dataclass(frozen=True)
+class EfaSecurityGroupProps:
+    name: str
+    vpc_id: str
+
+
+class EfaSecurityGroup(Construct):
+    """All traffic to and from members of this group only (EFA needs it); no CIDR rules. Exposes `id`."""
+
+    def __init__(self, scope: Construct, id_: str, *, props: EfaSecurityGroupProps):
+        super().__init__(scope, id_)
+        group = SecurityGroup(
+            self, "group", name=props.name, vpc_id=props.vpc_id,
+            description="EFA traffic between GPU nodes: all protocols, members only",
+            tags={"Name": props.name},
+        )
+        VpcSecurityGroupIngressRule(
+            self, "from-self", security_group_id=group.id, referenced_security_group_id=group.id, ip_protocol="-1",
+            description="EFA from members",
+        )
+        VpcSecurityGroupEgressRule(
+            self, "to-self", security_group_id=group.id, referenced_security_group_id=group.id, ip_protocol="-1",
+            description="EFA to members",
+        )
+        self.id = group.id

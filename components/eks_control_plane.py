@@ -1,0 +1,104 @@
+"""EKS control plane: API-mode access entries, KMS envelope encryption, control-plane logs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from constructs import Construct
+from cdktf_cdktf_provider_aws.cloudwatch_log_group import CloudwatchLogGroup
+from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
+from cdktf_cdktf_provider_aws.data_aws_iam_session_context import DataAwsIamSessionContext
+from cdktf_cdktf_provider_aws.eks_access_entry import EksAccessEntry
+from cdktf_cdktf_provider_aws.eks_access_policy_association import (
+    EksAccessPolicyAssociation,
+    EksAccessPolicyAssociationAccessScope,
+)
+from cdktf_cdktf_provider_aws.eks_cluster import (
+    EksCluster,
+    EksClusterAccessConfig,
+    EksClusterEncryptionConfig,
+    EksClusterEncryptionConfigProvider,
+    EksClusterVpcConfig,
+)
+from cdktf_cdktf_provider_aws.kms_alias import KmsAlias
+from cdktf_cdktf_provider_aws.kms_key import KmsKey
+
+from components.iam import ServiceRole, ServiceRoleProps
+
+DEFAULTS = {
+    "log_retention_days": 90,
+    "kms_deletion_window_days": 30,
+    "admin_policy": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+}
+
+
+@dataclass(frozen=True)
+class ControlPlaneProps:
+    name: str
+    kubernetes_version: str
+    subnet_ids: tuple[str, ...]
+    public_access_cidrs: tuple[str, ...]  # empty: no public endpoint
+    log_types: tuple[str, ...]
+    admin_principal_arns: tuple[str, ...]
+
+
+class EksControlPlane(Construct):
+    """Exposes `name`, `endpoint`, `certificate_authority`, `cluster_security_group_id`,
+    `kms_key_arn` and `ready` (what must exist before anything talks to the API)."""
+
+    def __init__(self, scope: Construct, id_: str, *, props: ControlPlaneProps):
+        super().__init__(scope, id_)
+        key = KmsKey(
+            self, "secrets-key", description=f"EKS secrets envelope encryption for {props.name}",
+            enable_key_rotation=True, deletion_window_in_days=DEFAULTS["kms_deletion_window_days"],
+        )
+        KmsAlias(self, "secrets-key-alias", name=f"alias/{props.name}-eks-secrets", target_key_id=key.key_id)
+        role = ServiceRole(self, "cluster-role", props=ServiceRoleProps(
+            name=f"{props.name}-cluster", service="eks.amazonaws.com", managed_policies=("AmazonEKSClusterPolicy",),
+            trust_actions=("sts:AssumeRole", "sts:TagSession"),
+        ))
+        # Created before the cluster so retention applies from the first log line.
+        logs = CloudwatchLogGroup(
+            self, "logs", name=f"/aws/eks/{props.name}/cluster", retention_in_days=DEFAULTS["log_retention_days"],
+        )
+        cluster = EksCluster(
+            self, "cluster",
+            name=props.name,
+            version=props.kubernetes_version,
+            role_arn=role.arn,
+            vpc_config=EksClusterVpcConfig(
+                subnet_ids=list(props.subnet_ids),
+                endpoint_private_access=True,
+                endpoint_public_access=bool(props.public_access_cidrs),
+                public_access_cidrs=list(props.public_access_cidrs) or None,
+            ),
+            # Access entries only; the creator gets admin through an explicit entry below, so
+            # access is visible in code and does not depend on who ran the first apply.
+            access_config=EksClusterAccessConfig(
+                authentication_mode="API", bootstrap_cluster_creator_admin_permissions=False,
+            ),
+            encryption_config=EksClusterEncryptionConfig(
+                resources=["secrets"], provider=EksClusterEncryptionConfigProvider(key_arn=key.arn),
+            ),
+            enabled_cluster_log_types=list(props.log_types),
+            depends_on=[*role.attachments, logs],
+        )
+        self.name = cluster.name
+        self.endpoint = cluster.endpoint
+        self.certificate_authority = cluster.certificate_authority.get(0).data
+        self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
+        self.kms_key_arn = key.arn
+
+        # The deploying principal (an assumed role resolves to its role ARN) plus listed admins.
+        caller = DataAwsCallerIdentity(self, "caller")
+        session = DataAwsIamSessionContext(self, "caller-session", arn=caller.arn)
+        admins = {"deployer": session.issuer_arn}
+        admins.update({f"admin-{index}": arn for index, arn in enumerate(props.admin_principal_arns)})
+        self.ready = [cluster]
+        for key_, principal in admins.items():
+            entry = EksAccessEntry(self, f"{key_}-access", cluster_name=cluster.name, principal_arn=principal, type="STANDARD")
+            association = EksAccessPolicyAssociation(
+                self, f"{key_}-admin", cluster_name=cluster.name, principal_arn=entry.principal_arn,
+                policy_arn=DEFAULTS["admin_policy"], access_scope=EksAccessPolicyAssociationAccessScope(type="cluster"),
+            )
+            self.ready.append(association)

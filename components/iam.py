@@ -1,0 +1,61 @@
+"""IAM roles: trusted by an AWS service, or by EKS Pod Identity for one service account."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from constructs import Construct
+from cdktf_cdktf_provider_aws.iam_role import IamRole
+from cdktf_cdktf_provider_aws.iam_role_policy import IamRolePolicy
+from cdktf_cdktf_provider_aws.iam_role_policy_attachment import IamRolePolicyAttachment
+
+AWS_MANAGED = "arn:aws:iam::aws:policy/"
+
+
+def policy_document(*statements: dict) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)}, sort_keys=True)
+
+
+def allow(actions: list[str], resources: list[str] | str = "*", **extra) -> dict:
+    return {"Effect": "Allow", "Action": sorted(actions), "Resource": resources, **extra}
+
+
+@dataclass(frozen=True)
+class ServiceRoleProps:
+    name: str
+    # Service principal (e.g. eks.amazonaws.com); Pod Identity roles use pods.eks.amazonaws.com.
+    service: str
+    managed_policies: tuple[str, ...] = ()  # names under arn:aws:iam::aws:policy/
+    inline_policy: str | None = None  # a JSON policy document
+    trust_actions: tuple[str, ...] = ("sts:AssumeRole",)
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class ServiceRole(Construct):
+    """A role one AWS service may assume. Exposes `arn`, `name` and `attachments` (the managed
+    policy attachments, so dependants can outlive-order against them)."""
+
+    def __init__(self, scope: Construct, id_: str, *, props: ServiceRoleProps):
+        super().__init__(scope, id_)
+        trust = policy_document(
+            {"Effect": "Allow", "Principal": {"Service": props.service}, "Action": list(props.trust_actions)}
+        )
+        role = IamRole(self, "role", name=props.name, assume_role_policy=trust, tags=props.tags or None)
+        self.arn = role.arn
+        self.name = role.name
+        self.attachments = [
+            IamRolePolicyAttachment(self, policy.replace("/", "-"), role=role.name, policy_arn=AWS_MANAGED + policy)
+            for policy in props.managed_policies
+        ]
+        if props.inline_policy is not None:
+            self.attachments.append(IamRolePolicy(self, "inline", role=role.id, name=props.name, policy=props.inline_policy))
+
+
+def pod_identity_role(scope: Construct, id_: str, *, name: str, managed_policies: tuple[str, ...] = (),
+                      inline_policy: str | None = None) -> ServiceRole:
+    """A role for EKS Pod Identity: the agent assumes it and tags the session."""
+    return ServiceRole(scope, id_, props=ServiceRoleProps(
+        name=name, service="pods.eks.amazonaws.com", managed_policies=managed_policies,
+        inline_policy=inline_policy, trust_actions=("sts:AssumeRole", "sts:TagSession"),
+    ))

@@ -1,0 +1,210 @@
+"""EKS managed node groups: the system group, and EFA GPU groups with their launch templates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from constructs import Construct
+from cdktf import ITerraformDependable, Precondition, TerraformResourceLifecycle, Token
+from cdktf_cdktf_provider_aws.data_aws_ec2_instance_type import DataAwsEc2InstanceType
+from cdktf_cdktf_provider_aws.eks_node_group import (
+    EksNodeGroup,
+    EksNodeGroupLaunchTemplate,
+    EksNodeGroupNodeRepairConfig,
+    EksNodeGroupScalingConfig,
+    EksNodeGroupTaint,
+    EksNodeGroupUpdateConfig,
+)
+from cdktf_cdktf_provider_aws.launch_template import (
+    LaunchTemplate,
+    LaunchTemplateBlockDeviceMappings,
+    LaunchTemplateBlockDeviceMappingsEbs,
+    LaunchTemplateCapacityReservationSpecification,
+    LaunchTemplateCapacityReservationSpecificationCapacityReservationTarget,
+    LaunchTemplateInstanceMarketOptions,
+    LaunchTemplateMetadataOptions,
+    LaunchTemplateNetworkInterfaces,
+    LaunchTemplatePlacement,
+    LaunchTemplateTagSpecifications,
+)
+from cdktf_cdktf_provider_aws.placement_group import PlacementGroup
+
+from components.efa import efa_interface_layout
+from components.user_data import gpu_node_user_data
+from profiles.models import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, SystemNodeGroupConfig
+
+BOOTSTRAP_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu-node-bootstrap.sh"
+
+DEFAULTS = {
+    "gpu_ami_type": "AL2023_x86_64_NVIDIA",
+    "system_ami_type": "AL2023_x86_64_STANDARD",
+    # 2 hops: pods on the host network (and containers behind a bridge) can still reach IMDSv2.
+    "imds_hop_limit": 2,
+    "gpu_taint": {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"},
+}
+
+
+def _metadata_options() -> LaunchTemplateMetadataOptions:
+    return LaunchTemplateMetadataOptions(
+        http_endpoint="enabled", http_tokens="required",
+        http_put_response_hop_limit=DEFAULTS["imds_hop_limit"], instance_metadata_tags="disabled",
+    )
+
+
+def _root_volume(size_gib: int) -> list[LaunchTemplateBlockDeviceMappings]:
+    return [LaunchTemplateBlockDeviceMappings(
+        device_name="/dev/xvda",
+        ebs=LaunchTemplateBlockDeviceMappingsEbs(
+            volume_size=size_gib, volume_type="gp3", encrypted="true", delete_on_termination="true",
+        ),
+    )]
+
+
+@dataclass(frozen=True)
+class NodeGroupWiring:
+    """What every node group needs from the cluster."""
+
+    cluster_name: str
+    node_role_arn: str
+    node_security_group_id: str
+    # Created before any node group, destroyed after (node roles outlive nodes, or ENIs leak).
+    depends_on: tuple[ITerraformDependable, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class SystemNodeGroupProps:
+    wiring: NodeGroupWiring
+    subnet_ids: tuple[str, ...]
+    config: SystemNodeGroupConfig
+
+
+class SystemNodeGroup(Construct):
+    """Nodes for cluster services (CoreDNS, controllers, monitoring). Exposes `node_group`."""
+
+    def __init__(self, scope: Construct, id_: str, *, props: SystemNodeGroupProps):
+        super().__init__(scope, id_)
+        cfg, wiring = props.config, props.wiring
+        template = LaunchTemplate(
+            self, "launch-template", name=f"{wiring.cluster_name}-system",
+            block_device_mappings=_root_volume(cfg.disk_size_gib), metadata_options=_metadata_options(),
+            vpc_security_group_ids=[wiring.node_security_group_id], update_default_version=True,
+        )
+        self.node_group = EksNodeGroup(
+            self, "node-group",
+            cluster_name=wiring.cluster_name, node_group_name="system", node_role_arn=wiring.node_role_arn,
+            subnet_ids=list(props.subnet_ids), ami_type=DEFAULTS["system_ami_type"],
+            instance_types=list(cfg.instance_types), capacity_type="ON_DEMAND",
+            scaling_config=EksNodeGroupScalingConfig(min_size=cfg.min_size, desired_size=cfg.desired_size, max_size=cfg.max_size),
+            launch_template=EksNodeGroupLaunchTemplate(id=template.id, version=Token.as_string(template.latest_version)),
+            labels={"role": "system"},
+            update_config=EksNodeGroupUpdateConfig(max_unavailable=1),
+            lifecycle=TerraformResourceLifecycle(ignore_changes=["scaling_config[0].desired_size"]),
+            depends_on=list(wiring.depends_on) or None,
+        )
+
+
+@dataclass(frozen=True)
+class GpuNodeGroupProps:
+    wiring: NodeGroupWiring
+    subnet_id: str  # one private subnet: EFA does not cross AZs
+    config: GpuNodeGroupConfig
+    efa_security_group_id: str | None
+
+
+class GpuNodeGroup(Construct):
+    """A GPU node group on the AL2023 NVIDIA AMI, with every EFA interface its instance type has.
+
+    Exposes `node_group`, `launch_template` and `labels`.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, props: GpuNodeGroupProps):
+        super().__init__(scope, id_)
+        cfg, wiring = props.config, props.wiring
+        entry = cfg.catalog_entry
+        name = f"{wiring.cluster_name}-{cfg.name}"
+
+        # Plan-time check of the catalog: a wrong EFA count must fail `terraform plan`, not a job.
+        instance_type = DataAwsEc2InstanceType(self, "instance-type", instance_type=cfg.instance_type)
+        aws_efa_count = f"coalesce({instance_type.fqn}.efa_maximum_interfaces, 0)"
+        precondition = Precondition(
+            condition=f"${{{aws_efa_count} == {entry.max_efa_interfaces}}}",
+            error_message=(
+                f"The GPU instance catalog says {cfg.instance_type} has {entry.max_efa_interfaces} EFA interfaces, "
+                f"but EC2 reports ${{{aws_efa_count}}}: fix profiles/catalog.py."
+            ),
+        )
+
+        placement = None
+        if cfg.placement == "cluster":
+            group = PlacementGroup(self, "placement-group", name=name, strategy="cluster")
+            placement = LaunchTemplatePlacement(group_name=group.name)
+        elif cfg.placement == "reservation":
+            placement = LaunchTemplatePlacement(group_name=cfg.existing_placement_group)
+
+        security_groups = [wiring.node_security_group_id]
+        interfaces = None
+        if cfg.efa_enabled:
+            security_groups.append(props.efa_security_group_id)
+            interfaces = [
+                LaunchTemplateNetworkInterfaces(
+                    network_card_index=slot.network_card_index, device_index=slot.device_index,
+                    interface_type=slot.interface_type, security_groups=security_groups,
+                    delete_on_termination="true",
+                )
+                for slot in efa_interface_layout(entry)
+            ]
+
+        reservation = market = None
+        if isinstance(cfg.capacity, (CapacityBlock, OdcrCapacity)):
+            target = LaunchTemplateCapacityReservationSpecificationCapacityReservationTarget(
+                capacity_reservation_id=cfg.capacity.reservation_id,
+                capacity_reservation_resource_group_arn=getattr(cfg.capacity, "resource_group_arn", None),
+            )
+            reservation = LaunchTemplateCapacityReservationSpecification(capacity_reservation_target=target)
+        if isinstance(cfg.capacity, CapacityBlock):
+            market = LaunchTemplateInstanceMarketOptions(market_type="capacity-block")
+
+        self.launch_template = LaunchTemplate(
+            self, "launch-template",
+            name=name,
+            update_default_version=True,
+            user_data=gpu_node_user_data(BOOTSTRAP_SCRIPT.read_text(), raid0_local_nvme=entry.local_nvme_disks > 0),
+            metadata_options=_metadata_options(),
+            block_device_mappings=_root_volume(cfg.root_volume_size_gib),
+            network_interfaces=interfaces,
+            # Without explicit interfaces the groups go on the primary interface instead.
+            vpc_security_group_ids=None if interfaces else security_groups,
+            placement=placement,
+            capacity_reservation_specification=reservation,
+            instance_market_options=market,
+            tag_specifications=[
+                LaunchTemplateTagSpecifications(resource_type=kind, tags={"Name": name})
+                for kind in ("instance", "volume", "network-interface")
+            ],
+            lifecycle=TerraformResourceLifecycle(precondition=[precondition]),
+        )
+
+        self.labels = {
+            "role": "gpu-training",
+            "platform/gpu-node-group": cfg.name,
+            "platform/efa": "true" if cfg.efa_enabled else "false",
+            **cfg.labels,
+        }
+        self.node_group = EksNodeGroup(
+            self, "node-group",
+            cluster_name=wiring.cluster_name, node_group_name=cfg.name, node_role_arn=wiring.node_role_arn,
+            subnet_ids=[props.subnet_id], ami_type=DEFAULTS["gpu_ami_type"], instance_types=[cfg.instance_type],
+            capacity_type="CAPACITY_BLOCK" if isinstance(cfg.capacity, CapacityBlock) else "ON_DEMAND",
+            scaling_config=EksNodeGroupScalingConfig(min_size=cfg.min_size, desired_size=cfg.desired_size, max_size=cfg.max_size),
+            launch_template=EksNodeGroupLaunchTemplate(
+                id=self.launch_template.id, version=Token.as_string(self.launch_template.latest_version),
+            ),
+            labels=self.labels,
+            taint=[EksNodeGroupTaint(**DEFAULTS["gpu_taint"])],
+            update_config=EksNodeGroupUpdateConfig(max_unavailable=cfg.max_unavailable),
+            node_repair_config=EksNodeGroupNodeRepairConfig(enabled=True),
+            # desired_size is the first apply's size only; autoscalers and operators own it after.
+            lifecycle=TerraformResourceLifecycle(ignore_changes=["scaling_config[0].desired_size"]),
+            depends_on=list(wiring.depends_on) or None,
+        )

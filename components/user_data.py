@@ -1,0 +1,48 @@
+"""nodeadm user data for AL2023 node groups: a MIME multi-part document built at synth time.
+
+AL2023 ignores `pre_bootstrap_user_data`-style scripts; nodeadm reads MIME parts instead: shell
+scripts run before the node joins, and `application/node.eks.aws` parts are merged into the
+NodeConfig that EKS generates for the managed node group.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+import yaml
+
+BOUNDARY = "==GPU-PLATFORM-BOUNDARY=="
+
+
+@dataclass(frozen=True)
+class MimePart:
+    content_type: str
+    body: str
+
+
+def node_config(*, raid0_local_nvme: bool) -> str:
+    spec: dict = {}
+    if raid0_local_nvme:
+        # Instance-store NVMe as one RAID0 volume for containerd and kubelet: large images and
+        # scratch data stay off the root EBS volume.
+        spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
+    document = {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def mime_multipart(parts: list[MimePart]) -> str:
+    lines = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{BOUNDARY}"', ""]
+    for part in parts:
+        lines += [f"--{BOUNDARY}", f"Content-Type: {part.content_type}", "", part.body.rstrip("\n"), ""]
+    lines.append(f"--{BOUNDARY}--")
+    return "\n".join(lines) + "\n"
+
+
+def gpu_node_user_data(bootstrap_script: str, *, raid0_local_nvme: bool) -> str:
+    """Base64 of the MIME document, as launch templates take it."""
+    document = mime_multipart([
+        MimePart('text/x-shellscript; charset="us-ascii"', bootstrap_script),
+        MimePart("application/node.eks.aws", node_config(raid0_local_nvme=raid0_local_nvme)),
+    ])
+    return base64.b64encode(document.encode()).decode()

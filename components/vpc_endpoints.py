@@ -1,0 +1,39 @@
+"""Interface VPC endpoints, so private nodes reach AWS APIs (ECR, STS, ...) without the NAT."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from constructs import Construct
+from cdktf_cdktf_provider_aws.security_group import SecurityGroup
+from cdktf_cdktf_provider_aws.vpc_endpoint import VpcEndpoint
+from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
+
+
+@dataclass(frozen=True)
+class InterfaceEndpointsProps:
+    name: str
+    region: str
+    vpc_id: str
+    subnet_ids: tuple[str, ...]
+    services: tuple[str, ...]  # e.g. "ecr.api", "sts"
+    client_security_group_id: str  # only members of this group may connect (HTTPS)
+
+
+class InterfaceEndpoints(Construct):
+    def __init__(self, scope: Construct, id_: str, *, props: InterfaceEndpointsProps):
+        super().__init__(scope, id_)
+        group = SecurityGroup(
+            self, "group", name=f"{props.name}-endpoints", vpc_id=props.vpc_id,
+            description="HTTPS to interface endpoints from cluster nodes", tags={"Name": f"{props.name}-endpoints"},
+        )
+        VpcSecurityGroupIngressRule(
+            self, "https-from-nodes", security_group_id=group.id, referenced_security_group_id=props.client_security_group_id,
+            ip_protocol="tcp", from_port=443, to_port=443, description="HTTPS from cluster nodes",
+        )
+        for service in props.services:
+            VpcEndpoint(
+                self, service.replace(".", "-"), vpc_id=props.vpc_id, service_name=f"com.amazonaws.{props.region}.{service}",
+                vpc_endpoint_type="Interface", private_dns_enabled=True, subnet_ids=list(props.subnet_ids),
+                security_group_ids=[group.id], tags={"Name": f"{props.name}-{service}"},
+            )

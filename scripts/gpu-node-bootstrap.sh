@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# GPU node bootstrap, run by cloud-init before nodeadm joins the node to the cluster.
+# The AL2023 NVIDIA AMI already carries the NVIDIA driver, the container toolkit and the EFA
+# driver: nothing here installs or reconfigures them.
+set -euo pipefail
+log() { echo "gpu-node-bootstrap: $*" | tee /dev/kmsg >&2 || true; }
+
+# Pre-allocate 2 MiB huge pages: libfabric's EFA provider registers its buffers in them, and
+# training pods request `hugepages-2Mi`, which the kubelet can only grant from this pool.
+HUGEPAGES_2MI=5128
+echo "${HUGEPAGES_2MI}" > /proc/sys/vm/nr_hugepages
+echo "vm.nr_hugepages = ${HUGEPAGES_2MI}" > /etc/sysctl.d/90-efa-hugepages.conf
+log "reserved $(cat /proc/sys/vm/nr_hugepages) huge pages"
+
+# The Lustre client lets the FSx CSI driver mount FSx for Lustre volumes on this node.
+if ! rpm -q lustre-client >/dev/null 2>&1; then
+  dnf install -y lustre-client || log "lustre-client install failed: FSx volumes will not mount"
+fi
+
+# Record what the node sees, for the topology check: EFA devices and GPUs.
+efa_devices=$(ls /sys/class/infiniband 2>/dev/null | wc -l)
+log "EFA devices visible: ${efa_devices}"

@@ -1,0 +1,35 @@
+"""Reading synthesized stacks: find resources by construct path, follow ${...} references."""
+
+from __future__ import annotations
+
+import re
+
+REF = re.compile(r"^\$\{([a-z0-9_]+)\.([^.}]+)\.([^}]+)\}$")
+
+
+def resources(stack: dict, resource_type: str, section: str = "resource") -> dict[str, dict]:
+    return stack.get(section, {}).get(resource_type, {})
+
+
+def path_of(body: dict) -> str:
+    return body["//"]["metadata"]["path"]
+
+
+def by_path(stack: dict, resource_type: str, suffix: str, section: str = "resource") -> tuple[str, dict]:
+    """The one resource (or data source) of a type whose construct path ends with `suffix`."""
+    found = [(key, body) for key, body in resources(stack, resource_type, section).items()
+             if path_of(body).endswith(suffix)]
+    assert len(found) == 1, f"{len(found)} {resource_type} at *{suffix}: {[path_of(b) for _, b in found]}"
+    return found[0]
+
+
+def ref(resource_type: str, logical_id: str, attribute: str = "id") -> str:
+    return f"${{{resource_type}.{logical_id}.{attribute}}}"
+
+
+def target(stack: dict, reference: str) -> tuple[str, str, dict]:
+    """Follow `${type.id.attr}` to (type, id, body) in the same stack."""
+    match = REF.match(reference)
+    assert match, f"not a plain reference: {reference}"
+    resource_type, logical_id, _ = match.groups()
+    return resource_type, logical_id, resources(stack, resource_type)[logical_id]

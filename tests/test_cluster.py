@@ -1,0 +1,279 @@
+"""Invariants of the cluster layer's synthesized JSON that matter on real hardware."""
+
+from __future__ import annotations
+
+import base64
+import email
+import json
+
+import pytest
+
+from components.efa import efa_interface_layout
+from profiles.catalog import CATALOG
+from tests.conftest import FIXTURES, SHIPPED
+from tests.synth_helpers import by_path, path_of, ref, resources, target
+
+ALL = SHIPPED + FIXTURES
+
+
+def cluster(synthesized, profile):
+    return synthesized.stack(profile, "cluster")
+
+
+def gpu_templates(stack) -> dict[str, dict]:
+    """GPU launch templates keyed by node group name."""
+    return {path_of(body).split("/")[1].removeprefix("gpu-"): body
+            for body in resources(stack, "aws_launch_template").values() if "/gpu-" in path_of(body)}
+
+
+def gpu_node_groups(stack) -> dict[str, dict]:
+    return {body["node_group_name"]: body for body in resources(stack, "aws_eks_node_group").values()
+            if body["ami_type"] == "AL2023_x86_64_NVIDIA"}
+
+
+@pytest.mark.parametrize("profile, expected", [("p5-training", 32), ("p5en-training", 16), ("g6-validation", 1)])
+def test_efa_interface_count_matches_the_catalog(synthesized, profile, expected):
+    (template,) = gpu_templates(cluster(synthesized, profile)).values()
+    efa = [nic for nic in template["network_interfaces"] if nic.get("interface_type") in ("efa", "efa-only")]
+    assert len(efa) == expected
+    instance_type = synthesized.configs[profile].cluster.gpu_node_groups[0].instance_type
+    assert CATALOG[instance_type].max_efa_interfaces == expected
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_interface_layout_follows_ec2_rules(synthesized, profile):
+    stack = cluster(synthesized, profile)
+    for name, template in gpu_templates(stack).items():
+        nics = template.get("network_interfaces")
+        if not nics:
+            continue
+        primary = [n for n in nics if n["network_card_index"] == 0 and n["device_index"] == 0]
+        assert len(primary) == 1, f"{name}: exactly one primary interface"
+        assert primary[0].get("interface_type") != "efa-only", f"{name}: efa-only may never be the primary"
+        cards = [n["network_card_index"] for n in nics]
+        assert len(cards) == len(set(cards)), f"{name}: one interface per network card"
+        assert all(n["device_index"] == 0 for n in nics), f"{name}: device index above 0 fails on P5 cards"
+        assert all("associate_public_ip_address" not in n for n in nics)
+        efa_sg = by_path(stack, "aws_security_group", "efa-sg/group")[0]
+        assert all(ref("aws_security_group", efa_sg) in n["security_groups"] for n in nics)
+        assert "vpc_security_group_ids" not in template
+
+
+def test_p6_b300_keeps_card_zero_for_ena(synthesized):
+    nics = gpu_templates(cluster(synthesized, "odcr"))["b300-odcr"]["network_interfaces"]
+    assert nics[0] == {**nics[0], "network_card_index": 0, "device_index": 0}
+    assert "interface_type" not in nics[0]
+    assert [(n["network_card_index"], n["interface_type"]) for n in nics[1:]] == [(c, "efa-only") for c in range(1, 17)]
+
+
+def test_layout_function_for_every_catalog_entry():
+    for entry in CATALOG.values():
+        slots = efa_interface_layout(entry)
+        efa = [s for s in slots if s.interface_type]
+        assert len(efa) == entry.max_efa_interfaces, entry.name
+        assert all(s.network_card_index < entry.network_cards for s in slots), entry.name
+        if slots:
+            assert slots[0].network_card_index == 0 and slots[0].interface_type != "efa-only"
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_efa_security_group_references_only_itself(synthesized, profile):
+    stack = cluster(synthesized, profile)
+    if not any(g.efa_enabled for g in synthesized.configs[profile].cluster.gpu_node_groups):
+        assert not resources(stack, "aws_vpc_security_group_egress_rule")
+        return
+    group_id = by_path(stack, "aws_security_group", "efa-sg/group")[0]
+    own = ref("aws_security_group", group_id)
+    rules = [r for kind in ("aws_vpc_security_group_ingress_rule", "aws_vpc_security_group_egress_rule")
+             for r in resources(stack, kind).values() if r["security_group_id"] == own]
+    assert len(rules) == 2
+    for rule in rules:
+        assert rule["referenced_security_group_id"] == own
+        assert not {"cidr_ipv4", "cidr_ipv6", "prefix_list_id"} & set(rule)
+    # No rule in the layer opens anything to a CIDR range.
+    for kind in ("aws_vpc_security_group_ingress_rule", "aws_vpc_security_group_egress_rule", "aws_security_group_rule"):
+        assert all("cidr_ipv4" not in r and "cidr_blocks" not in r for r in resources(stack, kind).values())
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_gpu_nodes_only_in_the_one_private_gpu_subnet(synthesized, profile):
+    stack = cluster(synthesized, profile)
+    gpu_az = synthesized.configs[profile].cluster.vpc.gpu_az
+    subnet_id = by_path(stack, "aws_subnet", f"network/private-{gpu_az}")[0]
+    for name, group in gpu_node_groups(stack).items():
+        assert group["subnet_ids"] == [ref("aws_subnet", subnet_id)], name
+    subnet = resources(stack, "aws_subnet")[subnet_id]
+    assert subnet["availability_zone"] == gpu_az and not subnet.get("map_public_ip_on_launch")
+    assert subnet["tags"]["kubernetes.io/role/internal-elb"] == "1"
+    # Its default route goes to a NAT gateway, never the internet gateway.
+    routes = [r for r in resources(stack, "aws_route").values() if f"private-{gpu_az}-default" in path_of(r)]
+    assert len(routes) == 1 and "nat_gateway_id" in routes[0] and "gateway_id" not in routes[0]
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_every_launch_template_requires_imdsv2_and_encrypts_root(synthesized, profile):
+    for template in resources(cluster(synthesized, profile), "aws_launch_template").values():
+        assert template["metadata_options"]["http_tokens"] == "required"
+        assert template["metadata_options"]["http_put_response_hop_limit"] == 2
+        (volume,) = template["block_device_mappings"]
+        assert volume["ebs"]["encrypted"] == "true" and volume["ebs"]["volume_type"] == "gp3"
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_gpu_node_groups_carry_taint_ami_and_repair(synthesized, profile):
+    groups = gpu_node_groups(cluster(synthesized, profile))
+    assert set(groups) == {g.name for g in synthesized.configs[profile].cluster.gpu_node_groups}
+    for group in groups.values():
+        assert group["taint"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
+        assert group["node_repair_config"] == {"enabled": True}
+        assert group["lifecycle"]["ignore_changes"] == ["scaling_config[0].desired_size"]
+        assert "pre_bootstrap_user_data" not in json.dumps(group)
+
+
+@pytest.mark.parametrize("profile", SHIPPED)
+def test_user_data_is_nodeadm_mime_with_script_and_node_config(synthesized, profile):
+    (template,) = gpu_templates(cluster(synthesized, profile)).values()
+    message = email.message_from_string(base64.b64decode(template["user_data"]).decode())
+    assert message.is_multipart()
+    parts = {part.get_content_type(): part.get_payload() for part in message.get_payload()}
+    assert set(parts) == {"text/x-shellscript", "application/node.eks.aws"}
+    assert parts["text/x-shellscript"].startswith("#!/usr/bin/env bash")
+    assert "nr_hugepages" in parts["text/x-shellscript"]
+    assert "kind: NodeConfig" in parts["application/node.eks.aws"]
+    assert "strategy: RAID0" in parts["application/node.eks.aws"]
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_placement_follows_capacity(synthesized, profile):
+    stack = cluster(synthesized, profile)
+    templates = gpu_templates(stack)
+    groups = {g.name: g for g in synthesized.configs[profile].cluster.gpu_node_groups}
+    placement_groups = resources(stack, "aws_placement_group")
+    for name, cfg in groups.items():
+        placement = templates[name].get("placement")
+        if cfg.placement == "cluster":
+            pg_id = by_path(stack, "aws_placement_group", f"gpu-{name}/placement-group")[0]
+            assert placement == {"group_name": ref("aws_placement_group", pg_id, "name")}
+            assert placement_groups[pg_id]["strategy"] == "cluster"
+        elif cfg.placement == "reservation":
+            assert placement == {"group_name": cfg.existing_placement_group}
+        else:
+            assert placement is None
+
+
+def test_capacity_block_has_all_three_settings_and_no_forced_placement(synthesized):
+    stack = cluster(synthesized, "capacity-block")
+    (group,) = gpu_node_groups(stack).values()
+    (template,) = gpu_templates(stack).values()
+    assert group["capacity_type"] == "CAPACITY_BLOCK"
+    assert template["instance_market_options"] == {"market_type": "capacity-block"}
+    assert template["capacity_reservation_specification"] == {
+        "capacity_reservation_target": {"capacity_reservation_id": "cr-0123456789abcdef0"}}
+    assert "placement" not in template and not resources(stack, "aws_placement_group")
+    assert group["scaling_config"]["max_size"] <= 2
+
+
+def test_odcr_targets_reservation_or_group_on_demand(synthesized):
+    stack = cluster(synthesized, "odcr")
+    groups, templates = gpu_node_groups(stack), gpu_templates(stack)
+    assert groups["p5en-odcr"]["capacity_type"] == "ON_DEMAND"
+    assert templates["p5en-odcr"]["capacity_reservation_specification"]["capacity_reservation_target"] == {
+        "capacity_reservation_resource_group_arn":
+            "arn:aws:resource-groups:us-west-2:123456789012:group/p5en-reservations"}
+    assert templates["b300-odcr"]["capacity_reservation_specification"]["capacity_reservation_target"] == {
+        "capacity_reservation_id": "cr-0fedcba9876543210"}
+    assert "instance_market_options" not in templates["p5en-odcr"]
+    # A group without EFA puts the node and nothing else on its primary interface.
+    assert "network_interfaces" not in templates["g6-no-efa"]
+    assert len(templates["g6-no-efa"]["vpc_security_group_ids"]) == 1
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_plan_time_catalog_check(synthesized, profile):
+    stack = cluster(synthesized, profile)
+    for name, template in gpu_templates(stack).items():
+        cfg = next(g for g in synthesized.configs[profile].cluster.gpu_node_groups if g.name == name)
+        (condition,) = template["lifecycle"]["precondition"]
+        data_id, data = by_path(stack, "aws_ec2_instance_type", f"gpu-{name}/instance-type", section="data")
+        assert data["instance_type"] == cfg.instance_type
+        assert condition["condition"] == (
+            f"${{coalesce(data.aws_ec2_instance_type.{data_id}.efa_maximum_interfaces, 0) == "
+            f"{CATALOG[cfg.instance_type].max_efa_interfaces}}}")
+        assert cfg.instance_type in condition["error_message"]
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_network_and_identity_addons_exist_before_nodes(synthesized, profile):
+    stack = cluster(synthesized, profile)
+    addons = {body["addon_name"]: key for key, body in resources(stack, "aws_eks_addon").items()}
+    assert set(addons) == {"vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver",
+                           "aws-fsx-csi-driver", "aws-mountpoint-s3-csi-driver"}
+    for group in resources(stack, "aws_eks_node_group").values():
+        for early in ("vpc-cni", "eks-pod-identity-agent"):
+            assert f"aws_eks_addon.{addons[early]}" in group["depends_on"]
+        # Node role policies are destroyed only after the nodes are gone.
+        assert sum(dep.startswith("aws_iam_role_policy_attachment.node-role") for dep in group["depends_on"]) == 4
+
+
+@pytest.mark.parametrize("profile", SHIPPED)
+def test_csi_addons_use_pod_identity_and_tolerate_all_taints(synthesized, profile):
+    stack = cluster(synthesized, profile)
+    for body in resources(stack, "aws_eks_addon").values():
+        if not body["addon_name"].startswith("aws-"):
+            continue
+        assert json.loads(body["configuration_values"]) == {"node": {"tolerateAllTaints": True}}
+        (association,) = body["pod_identity_association"]
+        _, _, role = target(stack, association["role_arn"])
+        trust = json.loads(role["assume_role_policy"])["Statement"][0]
+        assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+        assert sorted(trust["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+
+
+def test_mountpoint_role_is_limited_to_platform_buckets(synthesized):
+    stack = cluster(synthesized, "g6-validation")
+    policy = json.loads(by_path(stack, "aws_iam_role_policy", "s3-csi-role/inline")[1]["policy"])
+    resources_ = {r for s in policy["Statement"] for r in ([s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"])}
+    assert resources_ == {"arn:aws:s3:::gpu-validation-*", "arn:aws:s3:::gpu-validation-*/*"}
+
+
+@pytest.mark.parametrize("profile, public", [("g6-validation", True), ("s3-state", False)])
+def test_control_plane_endpoint_encryption_and_access(synthesized, profile, public):
+    stack = cluster(synthesized, profile)
+    (eks,) = resources(stack, "aws_eks_cluster").values()
+    vpc_config = eks["vpc_config"]
+    assert vpc_config["endpoint_private_access"] is True
+    assert vpc_config["endpoint_public_access"] is public
+    assert vpc_config.get("public_access_cidrs") == (["198.51.100.0/24"] if public else None)
+    assert eks["access_config"] == {"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": False}
+    assert eks["encryption_config"]["resources"] == ["secrets"]
+    (key,) = resources(stack, "aws_kms_key").values()
+    assert key["enable_key_rotation"] is True
+    assert eks["version"] == synthesized.configs[profile].cluster.kubernetes_version
+
+
+def test_access_entries_for_deployer_and_admins(synthesized):
+    entries = resources(cluster(synthesized, "odcr"), "aws_eks_access_entry")
+    principals = sorted(body["principal_arn"] for body in entries.values())
+    assert len(principals) == 2
+    assert "arn:aws:iam::123456789012:role/platform-admins" in principals
+    assert any("aws_iam_session_context" in p and p.endswith(".issuer_arn}") for p in principals)
+
+
+@pytest.mark.parametrize("profile, nats, endpoints", [("g6-validation", 1, 0), ("p5-training", 3, 6)])
+def test_network_shape(synthesized, profile, nats, endpoints):
+    stack = cluster(synthesized, profile)
+    assert len(resources(stack, "aws_nat_gateway")) == nats
+    interface = [e for e in resources(stack, "aws_vpc_endpoint").values() if e["vpc_endpoint_type"] == "Interface"]
+    gateway = [e for e in resources(stack, "aws_vpc_endpoint").values() if e["vpc_endpoint_type"] == "Gateway"]
+    assert len(interface) == endpoints and len(gateway) == 1 and gateway[0]["service_name"].endswith(".s3")
+    publics = [s for s in resources(stack, "aws_subnet").values() if s["tags"].get("kubernetes.io/role/elb") == "1"]
+    privates = [s for s in resources(stack, "aws_subnet").values() if s["tags"].get("karpenter.sh/discovery")]
+    assert len(publics) == len(privates) == len(synthesized.configs[profile].cluster.vpc.availability_zones) >= 2
+
+
+def test_outputs_for_later_layers(synthesized):
+    outputs = cluster(synthesized, "g6-validation")["output"]
+    for name in ("cluster_name", "endpoint", "certificate_authority", "node_security_group_id",
+                 "efa_security_group_id", "private_subnet_ids", "gpu_subnet_id", "node_role_arn", "kms_key_arn"):
+        assert name in outputs
+    assert outputs["configure_kubectl"]["value"] == "aws eks update-kubeconfig --region us-west-2 --name gpu-validation"

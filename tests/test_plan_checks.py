@@ -1,0 +1,50 @@
+"""Plan-time checks, exercised offline with `terraform test` and a mocked AWS provider:
+a catalog entry that disagrees with what EC2 reports must fail the plan with a clear message."""
+
+from __future__ import annotations
+
+import pytest
+
+from profiles.catalog import CATALOG
+from tests.conftest import SHIPPED
+from tests.synth_helpers import by_path
+
+MOCKS = '''
+mock_provider "aws" {
+  mock_data "aws_iam_session_context" {
+    defaults = { issuer_arn = "arn:aws:iam::123456789012:role/deployer" }
+  }
+  mock_data "aws_caller_identity" {
+    defaults = { arn = "arn:aws:sts::123456789012:assumed-role/deployer/ci", account_id = "123456789012" }
+  }
+}
+'''
+
+
+def _run(name: str, data_address: str, efa_count: int) -> str:
+    return f'''
+run "{name}" {{
+  command = plan
+  override_data {{
+    target = {data_address}
+    values = {{ efa_maximum_interfaces = {efa_count} }}
+  }}
+}}
+'''
+
+
+@pytest.mark.parametrize("profile", SHIPPED)
+def test_catalog_efa_count_is_checked_against_aws_at_plan(synthesized, terraform, tmp_path, profile):
+    stack = synthesized.stack(profile, "cluster")
+    group = synthesized.configs[profile].cluster.gpu_node_groups[0]
+    expected = CATALOG[group.instance_type].max_efa_interfaces
+    data_id, _ = by_path(stack, "aws_ec2_instance_type", f"gpu-{group.name}/instance-type", section="data")
+    address = f"data.aws_ec2_instance_type.{data_id}"
+    wrong = expected // 2 or 2
+    result = terraform.test(stack, MOCKS + _run("agrees", address, expected) + _run("disagrees", address, wrong), tmp_path)
+    output = result.stdout + result.stderr
+    assert 'run "agrees"... pass' in output, output[-3000:]
+    assert 'run "disagrees"... fail' in output, output[-3000:]
+    assert (f"The GPU instance catalog says {group.instance_type} has {expected} EFA interfaces, "
+            f"but EC2 reports {wrong}") in " ".join(output.split())
+    assert "1 passed, 1 failed" in output
