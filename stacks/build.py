@@ -1,14 +1,64 @@
-"""Build layer: ECR repositories and CodeBuild projects per reference implementation."""
+"""Build layer: a source bucket, and per reference implementation an ECR repository and a
+CodeBuild project that builds and pushes its image."""
 
 from __future__ import annotations
 
-from constructs import Construct
+from dataclasses import dataclass
 
+from constructs import Construct
+from cdktf import TerraformOutput
+from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
+
+from components.image_pipeline import ImagePipeline, ImagePipelineProps
+from components.s3 import SecureBucket, SecureBucketProps
 from profiles import PlatformConfig
 from stacks.layer import LayerStack
+
+
+@dataclass(frozen=True)
+class BuildOutputs:
+    repository_urls: dict[str, str]
+    project_names: dict[str, str]
+    source_bucket_name: str
 
 
 class BuildStack(LayerStack):
     def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig):
         super().__init__(scope, layer, config=config)
         self.use_aws_provider()
+        build = config.build
+        account = DataAwsCallerIdentity(self, "account").account_id
+        # Source archives are re-uploadable: no prevent_destroy, short version history.
+        source = SecureBucket(self, "source-bucket", props=SecureBucketProps(
+            bucket_name=f"{config.name}-build-src-{account}", prevent_destroy=False,
+            noncurrent_version_expiration_days=7,
+        ))
+        pipelines = {
+            impl: ImagePipeline(self, f"image-{impl}", props=ImagePipelineProps(
+                platform_name=config.name, implementation=impl, repository_url=spec.repository_url, ref=spec.ref,
+                buildspec=spec.buildspec, source_bucket_name=source.name, source_bucket_arn=source.arn,
+                compute_type=build.compute_type, keep_images=build.keep_images,
+                timeout_minutes=build.build_timeout_minutes,
+            ))
+            for impl, spec in build.reference_implementations.items()
+        }
+        self.outputs = BuildOutputs(
+            repository_urls={impl: p.repository_url for impl, p in pipelines.items()},
+            project_names={impl: p.project_name for impl, p in pipelines.items()},
+            source_bucket_name=source.name,
+        )
+        TerraformOutput(self, "source_bucket_name", value=source.name)
+        TerraformOutput(self, "repository_urls", value=self.outputs.repository_urls)
+        TerraformOutput(self, "project_names", value=self.outputs.project_names)
+        TerraformOutput(
+            self, "build_commands", description="Upload a source archive and start the build, per implementation",
+            value={
+                impl: (
+                    f"git clone --depth 1 --branch {spec.ref} {spec.repository_url} {impl}-src && "
+                    f"(cd {impl}-src && zip -qr ../{pipelines[impl].source_key} . -x '.git/*') && "
+                    f"aws s3 cp {pipelines[impl].source_key} s3://{source.name}/{pipelines[impl].source_key} && "
+                    f"aws codebuild start-build --region {config.region} --project-name {pipelines[impl].project_name}"
+                )
+                for impl, spec in build.reference_implementations.items()
+            },
+        )

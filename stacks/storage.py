@@ -1,16 +1,66 @@
-"""Storage layer: FSx for Lustre, S3 buckets for datasets and checkpoints."""
+"""Storage layer: S3 buckets for datasets and checkpoints, FSx for Lustre in the GPU subnet."""
 
 from __future__ import annotations
 
-from constructs import Construct
+from dataclasses import dataclass
 
+from constructs import Construct
+from cdktf import TerraformOutput
+from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
+
+from components.fsx import LustreFileSystem, LustreProps
+from components.s3 import SecureBucket, SecureBucketProps
 from profiles import PlatformConfig
 from stacks.cluster import ClusterOutputs
 from stacks.layer import LayerStack
+
+BUCKETS = ("datasets", "checkpoints")
+
+
+@dataclass(frozen=True)
+class StorageOutputs:
+    bucket_names: dict[str, str]
+    bucket_arns: dict[str, str]
+    fsx_file_system_id: str | None
+    fsx_dns_name: str | None
+    fsx_mount_name: str | None
 
 
 class StorageStack(LayerStack):
     def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, cluster: ClusterOutputs):
         super().__init__(scope, layer, config=config)
         self.use_aws_provider()
-        self.cluster = cluster
+        storage = config.storage
+        account = DataAwsCallerIdentity(self, "account").account_id
+        buckets = {
+            purpose: SecureBucket(self, f"{purpose}-bucket", props=SecureBucketProps(
+                # Bucket names are global: the account id keeps them unique; the cluster-name prefix
+                # is what the Mountpoint CSI role in the cluster layer is scoped to.
+                bucket_name=f"{config.name}-{purpose}-{account}",
+                prevent_destroy=storage.protect_from_destroy,
+                **getattr(storage, f"{purpose}_bucket").model_dump(),
+            ))
+            for purpose in BUCKETS
+        }
+        fsx = None
+        if storage.fsx.enabled:
+            fsx = LustreFileSystem(self, "fsx", props=LustreProps(
+                name=config.name, vpc_id=cluster.vpc_id, subnet_id=cluster.gpu_subnet_id,
+                client_security_group_id=cluster.node_security_group_id,
+                bucket_names={purpose: bucket.name for purpose, bucket in buckets.items()},
+                config=storage.fsx, prevent_destroy=storage.protect_from_destroy,
+            ))
+        self.outputs = StorageOutputs(
+            bucket_names={purpose: bucket.name for purpose, bucket in buckets.items()},
+            bucket_arns={purpose: bucket.arn for purpose, bucket in buckets.items()},
+            fsx_file_system_id=fsx.id if fsx else None,
+            fsx_dns_name=fsx.dns_name if fsx else None,
+            fsx_mount_name=fsx.mount_name if fsx else None,
+        )
+        for purpose in BUCKETS:
+            TerraformOutput(self, f"{purpose}_bucket_name", value=self.outputs.bucket_names[purpose])
+            TerraformOutput(self, f"{purpose}_bucket_arn", value=self.outputs.bucket_arns[purpose])
+        if fsx:
+            TerraformOutput(self, "fsx_file_system_id", value=fsx.id)
+            TerraformOutput(self, "fsx_dns_name", value=fsx.dns_name)
+            TerraformOutput(self, "fsx_mount_name", value=fsx.mount_name)

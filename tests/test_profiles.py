@@ -182,3 +182,73 @@ def test_yaml_that_is_not_a_mapping(tmp_path):
     path.write_text("- just\n- a list\n")
     with pytest.raises(ProfileError, match="mapping"):
         load_profile(str(path))
+
+
+# Storage and build: sizing rules with the nearest valid values, and naming rules.
+def fsx(**settings) -> dict:
+    return mutated(storage__fsx=settings)
+
+
+STORAGE_BAD_INPUT = [
+    (fsx(deployment_type="PERSISTENT_2", storage_capacity_gib=2000, throughput_mbps_per_tib=125),
+     "storage.fsx.storage_capacity_gib", ["got 2000", "not a valid PERSISTENT_2 capacity", "use 1200 or 2400"]),
+    (fsx(deployment_type="SCRATCH_2", storage_capacity_gib=1300),
+     "storage.fsx.storage_capacity_gib", ["got 1300", "SCRATCH_2", "use 1200 or 2400"]),
+    (fsx(deployment_type="PERSISTENT_1", storage_capacity_gib=5000, throughput_mbps_per_tib=50),
+     "storage.fsx.storage_capacity_gib", ["got 5000", "PERSISTENT_1", "use 4800 or 7200"]),
+    (fsx(deployment_type="PERSISTENT_2", efa_enabled=True, storage_capacity_gib=4800, throughput_mbps_per_tib=125),
+     "storage.fsx.storage_capacity_gib", ["units of 38400", "nearest: 38400"]),
+    (fsx(deployment_type="PERSISTENT_2", efa_enabled=True, storage_capacity_gib=12000, throughput_mbps_per_tib=500),
+     "storage.fsx.storage_capacity_gib", ["units of 9600", "nearest: 9600 or 19200"]),
+    (fsx(storage_capacity_gib=600), "storage.fsx.storage_capacity_gib", ["greater than or equal to 1200"]),
+    (fsx(deployment_type="SCRATCH_2", throughput_mbps_per_tib=125),
+     "storage.fsx.throughput_mbps_per_tib", ["SCRATCH_2 has no per-unit throughput", "got 125"]),
+    (fsx(deployment_type="PERSISTENT_2", throughput_mbps_per_tib=200),
+     "storage.fsx.throughput_mbps_per_tib", ["got 200", "allowed: 125, 250, 500, 1000"]),
+    (fsx(deployment_type="PERSISTENT_1"),
+     "storage.fsx.throughput_mbps_per_tib", ["got None", "allowed: 50, 100, 200"]),
+    (fsx(deployment_type="PERSISTENT_1", throughput_mbps_per_tib=100, efa_enabled=True),
+     "storage.fsx.efa_enabled", ["PERSISTENT_2 with Lustre 2.15"]),
+    (fsx(deployment_type="SCRATCH_2", metadata_iops=3000), "storage.fsx.metadata_iops", ["PERSISTENT_2 setting"]),
+    (fsx(deployment_type="PERSISTENT_2", throughput_mbps_per_tib=125, metadata_iops=5000),
+     "storage.fsx.metadata_iops", ["got 5000", "multiple of 12000"]),
+    (fsx(automatic_backup_retention_days=7), "storage.fsx.automatic_backup_retention_days", ["no backups"]),
+    (fsx(data_repository_associations=[{"file_system_path": f"/d{i}", "bucket": "datasets"} for i in range(9)]),
+     "storage.fsx.data_repository_associations", ["too many", "at most 8", "got '9 associations'"]),
+    (fsx(data_repository_associations=[{"file_system_path": "/data", "bucket": "datasets"},
+                                       {"file_system_path": "/data/sub", "bucket": "checkpoints"}]),
+     "storage.fsx.data_repository_associations.0.file_system_path", ["must not repeat or nest"]),
+    (fsx(data_repository_associations=[{"file_system_path": "/data", "bucket": "models"}]),
+     "storage.fsx.data_repository_associations.0.bucket", ["'models'", "'datasets' or 'checkpoints'"]),
+    (fsx(data_repository_associations=[{"file_system_path": "/data", "bucket": "datasets", "s3_prefix": "no-slash"}]),
+     "storage.fsx.data_repository_associations.0.s3_prefix", ["'no-slash'"]),
+    (fsx(deployment_type="SCRATCH_1"), "storage.fsx.deployment_type", ["'SCRATCH_1'", "'SCRATCH_2'"]),
+    (mutated(storage__datasets_bucket={"noncurrent_version_expiration_days": 0}),
+     "storage.datasets_bucket.noncurrent_version_expiration_days", ["greater than or equal to 1"]),
+    (mutated(build__compute_type="BUILD_GENERAL1_HUGE"), "build.compute_type", ["'BUILD_GENERAL1_HUGE'", "'BUILD_GENERAL1_SMALL'"]),
+    (mutated(build__reference_implementations={"-bad-": {"repository_url": "https://example.com/x.git"}}),
+     "build.reference_implementations", ["'-bad-'"]),
+    (mutated(build__reference_implementations={"ok": {"repository_url": "https://example.com/x.git", "ref": "a b"}}),
+     "build.reference_implementations.ok.ref", ["'a b'"]),
+]
+
+
+@pytest.mark.parametrize("doc, field, words", STORAGE_BAD_INPUT,
+                         ids=[case[1] + "-" + str(i) for i, case in enumerate(STORAGE_BAD_INPUT)])
+def test_bad_storage_and_build_input(doc, field, words):
+    found = problems(doc)
+    matching = [line for line in found if line.startswith(f"{field}: ")]
+    assert matching, f"no problem reported for {field}; got {found}"
+    for word in words:
+        assert any(word in line for line in matching), f"{word!r} missing from {matching}"
+
+
+@pytest.mark.parametrize("settings", [
+    {"deployment_type": "SCRATCH_2", "storage_capacity_gib": 2400},
+    {"deployment_type": "PERSISTENT_1", "storage_capacity_gib": 7200, "throughput_mbps_per_tib": 200},
+    {"deployment_type": "PERSISTENT_2", "storage_capacity_gib": 1200, "throughput_mbps_per_tib": 1000,
+     "metadata_iops": 1500},
+    {"deployment_type": "PERSISTENT_2", "efa_enabled": True, "storage_capacity_gib": 76800, "throughput_mbps_per_tib": 125},
+])
+def test_valid_fsx_sizes(settings):
+    assert validate_profile(fsx(**settings)).storage.fsx.storage_capacity_gib == settings["storage_capacity_gib"]

@@ -1,0 +1,113 @@
+"""FSx for Lustre in the GPU subnet, its security group and its S3 data repository associations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from constructs import Construct
+from cdktf import TerraformResourceLifecycle
+from cdktf_cdktf_provider_aws.fsx_data_repository_association import (
+    FsxDataRepositoryAssociation,
+    FsxDataRepositoryAssociationS3,
+    FsxDataRepositoryAssociationS3AutoExportPolicy,
+    FsxDataRepositoryAssociationS3AutoImportPolicy,
+)
+from cdktf_cdktf_provider_aws.fsx_lustre_file_system import (
+    FsxLustreFileSystem,
+    FsxLustreFileSystemMetadataConfiguration,
+)
+from cdktf_cdktf_provider_aws.security_group import SecurityGroup
+from cdktf_cdktf_provider_aws.vpc_security_group_egress_rule import VpcSecurityGroupEgressRule
+from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
+
+from profiles.models import FsxConfig
+
+# Lustre: 988 for the management service, 1018-1023 for the data path.
+LUSTRE_PORTS = ((988, 988), (1018, 1023))
+
+
+@dataclass(frozen=True)
+class LustreProps:
+    name: str
+    vpc_id: str
+    subnet_id: str
+    client_security_group_id: str
+    bucket_names: dict[str, str]  # "datasets" / "checkpoints" -> bucket name
+    config: FsxConfig
+    prevent_destroy: bool
+
+
+class LustreFileSystem(Construct):
+    """Exposes `id`, `dns_name`, `mount_name` and `security_group_id`."""
+
+    def __init__(self, scope: Construct, id_: str, *, props: LustreProps):
+        super().__init__(scope, id_)
+        cfg = props.config
+        group = SecurityGroup(
+            self, "security-group", name=f"{props.name}-fsx", vpc_id=props.vpc_id,
+            description="Lustre from cluster nodes and between file servers", tags={"Name": f"{props.name}-fsx"},
+        )
+        self.security_group_id = group.id
+        for source_name, source in (("nodes", props.client_security_group_id), ("self", group.id)):
+            for low, high in LUSTRE_PORTS:
+                VpcSecurityGroupIngressRule(
+                    self, f"lustre-{low}-from-{source_name}", security_group_id=group.id,
+                    referenced_security_group_id=source, ip_protocol="tcp", from_port=low, to_port=high,
+                    description=f"Lustre {low}-{high} from {source_name}",
+                )
+        for low, high in LUSTRE_PORTS:
+            VpcSecurityGroupEgressRule(
+                self, f"lustre-{low}-to-self", security_group_id=group.id, referenced_security_group_id=group.id,
+                ip_protocol="tcp", from_port=low, to_port=high, description=f"Lustre {low}-{high} between servers",
+            )
+        if cfg.efa_enabled:
+            # EFA-enabled file servers exchange all traffic among themselves.
+            VpcSecurityGroupIngressRule(self, "efa-from-self", security_group_id=group.id,
+                                        referenced_security_group_id=group.id, ip_protocol="-1", description="EFA")
+            VpcSecurityGroupEgressRule(self, "efa-to-self", security_group_id=group.id,
+                                       referenced_security_group_id=group.id, ip_protocol="-1", description="EFA")
+
+        persistent = cfg.deployment_type != "SCRATCH_2"
+        metadata = None
+        if cfg.deployment_type == "PERSISTENT_2":
+            metadata = FsxLustreFileSystemMetadataConfiguration(
+                mode="USER_PROVISIONED" if cfg.metadata_iops else "AUTOMATIC", iops=cfg.metadata_iops,
+            )
+        file_system = FsxLustreFileSystem(
+            self, "file-system",
+            storage_capacity=cfg.storage_capacity_gib,
+            deployment_type=cfg.deployment_type,
+            storage_type="SSD",
+            per_unit_storage_throughput=cfg.throughput_mbps_per_tib,
+            file_system_type_version=cfg.lustre_version,
+            data_compression_type=cfg.data_compression,
+            efa_enabled=cfg.efa_enabled or None,
+            metadata_configuration=metadata,
+            automatic_backup_retention_days=cfg.automatic_backup_retention_days if persistent else None,
+            copy_tags_to_backups=persistent or None,
+            subnet_ids=[props.subnet_id],
+            security_group_ids=[group.id],
+            tags={"Name": f"{props.name}-training"},
+            lifecycle=TerraformResourceLifecycle(prevent_destroy=props.prevent_destroy),
+        )
+        self.id = file_system.id
+        self.dns_name = file_system.dns_name
+        self.mount_name = file_system.mount_name
+
+        # S3 is linked through associations only; import_path / export_path are never used
+        # (PERSISTENT_2 rejects them, and one mechanism is easier to reason about).
+        for index, association in enumerate(cfg.data_repository_associations):
+            FsxDataRepositoryAssociation(
+                self, f"association-{index}",
+                file_system_id=file_system.id,
+                file_system_path=association.file_system_path,
+                data_repository_path=f"s3://{props.bucket_names[association.bucket]}/{association.s3_prefix}",
+                batch_import_meta_data_on_create=True,
+                delete_data_in_filesystem=False,
+                s3=FsxDataRepositoryAssociationS3(
+                    auto_import_policy=FsxDataRepositoryAssociationS3AutoImportPolicy(events=list(association.import_events))
+                    if association.import_events else None,
+                    auto_export_policy=FsxDataRepositoryAssociationS3AutoExportPolicy(events=list(association.export_events))
+                    if association.export_events else None,
+                ),
+            )

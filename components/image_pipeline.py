@@ -1,0 +1,109 @@
+"""One reference implementation's image pipeline: an ECR repository and the CodeBuild project
+that builds the image from a source archive in S3 and pushes it there."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from constructs import Construct
+from cdktf_cdktf_provider_aws.cloudwatch_log_group import CloudwatchLogGroup
+from cdktf_cdktf_provider_aws.codebuild_project import (
+    CodebuildProject,
+    CodebuildProjectArtifacts,
+    CodebuildProjectEnvironment,
+    CodebuildProjectEnvironmentEnvironmentVariable,
+    CodebuildProjectLogsConfig,
+    CodebuildProjectLogsConfigCloudwatchLogs,
+    CodebuildProjectSource,
+)
+from cdktf_cdktf_provider_aws.ecr_lifecycle_policy import EcrLifecyclePolicy
+from cdktf_cdktf_provider_aws.ecr_repository import (
+    EcrRepository,
+    EcrRepositoryEncryptionConfiguration,
+    EcrRepositoryImageScanningConfiguration,
+)
+
+from components.iam import ServiceRole, ServiceRoleProps, allow, policy_document
+
+DEFAULTS = {
+    # Docker-in-Docker capable standard image; privileged mode is needed to run `docker build`.
+    "build_image": "aws/codebuild/amazonlinux2-x86_64-standard:5.0",
+    "log_retention_days": 30,
+}
+
+
+@dataclass(frozen=True)
+class ImagePipelineProps:
+    platform_name: str
+    implementation: str  # validated: lowercase letters, digits, inner hyphens
+    repository_url: str
+    ref: str
+    buildspec: str
+    source_bucket_name: str
+    source_bucket_arn: str
+    compute_type: str
+    keep_images: int
+    timeout_minutes: int
+
+
+class ImagePipeline(Construct):
+    """Exposes `repository_url`, `project_name` and `source_key`."""
+
+    def __init__(self, scope: Construct, id_: str, *, props: ImagePipelineProps):
+        super().__init__(scope, id_)
+        name = f"{props.platform_name}-{props.implementation}"
+        repository = EcrRepository(
+            self, "repository", name=f"{props.platform_name}/{props.implementation}",
+            image_tag_mutability="IMMUTABLE",
+            image_scanning_configuration=EcrRepositoryImageScanningConfiguration(scan_on_push=True),
+            encryption_configuration=[EcrRepositoryEncryptionConfiguration(encryption_type="KMS")],
+        )
+        EcrLifecyclePolicy(self, "keep-newest", repository=repository.name, policy=json.dumps({"rules": [{
+            "rulePriority": 1,
+            "description": f"keep the newest {props.keep_images} images",
+            "selection": {"tagStatus": "any", "countType": "imageCountMoreThan", "countNumber": props.keep_images},
+            "action": {"type": "expire"},
+        }]}))
+
+        self.source_key = f"{props.implementation}.zip"
+        logs = CloudwatchLogGroup(self, "logs", name=f"/aws/codebuild/{name}",
+                                  retention_in_days=DEFAULTS["log_retention_days"])
+        role = ServiceRole(self, "role", props=ServiceRoleProps(
+            name=f"{name}-build", service="codebuild.amazonaws.com",
+            inline_policy=policy_document(
+                allow(["logs:CreateLogStream", "logs:PutLogEvents"], [logs.arn, f"{logs.arn}:*"]),
+                allow(["s3:GetObject", "s3:GetObjectVersion"], f"{props.source_bucket_arn}/{self.source_key}"),
+                allow(["ecr:GetAuthorizationToken"], "*"),
+                allow(["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:CompleteLayerUpload",
+                       "ecr:GetDownloadUrlForLayer", "ecr:InitiateLayerUpload", "ecr:PutImage", "ecr:UploadLayerPart"],
+                      repository.arn),
+            ),
+        ))
+        variables = {
+            "REPOSITORY_URI": repository.repository_url,
+            "SOURCE_REPOSITORY_URL": props.repository_url,
+            "SOURCE_REF": props.ref,
+        }
+        project = CodebuildProject(
+            self, "project", name=name, description=f"Builds and pushes the {props.implementation} image",
+            service_role=role.arn, build_timeout=props.timeout_minutes,
+            source=CodebuildProjectSource(
+                type="S3", location=f"{props.source_bucket_name}/{self.source_key}", buildspec=props.buildspec,
+            ),
+            artifacts=CodebuildProjectArtifacts(type="NO_ARTIFACTS"),
+            environment=CodebuildProjectEnvironment(
+                compute_type=props.compute_type, image=DEFAULTS["build_image"], type="LINUX_CONTAINER",
+                privileged_mode=True, image_pull_credentials_type="CODEBUILD",
+                environment_variable=[
+                    CodebuildProjectEnvironmentEnvironmentVariable(name=key, value=value, type="PLAINTEXT")
+                    for key, value in variables.items()
+                ],
+            ),
+            logs_config=CodebuildProjectLogsConfig(
+                cloudwatch_logs=CodebuildProjectLogsConfigCloudwatchLogs(group_name=logs.name, status="ENABLED"),
+            ),
+            depends_on=role.attachments,
+        )
+        self.repository_url = repository.repository_url
+        self.project_name = project.name

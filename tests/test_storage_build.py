@@ -1,0 +1,175 @@
+"""Invariants of the storage and build layers' synthesized JSON."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import FIXTURES, SHIPPED
+from tests.synth_helpers import by_path, path_of, ref, resources
+
+ALL = SHIPPED + FIXTURES
+REMOTE_CLUSTER = "${data.terraform_remote_state.cross-stack-reference-input-cluster.outputs."
+
+
+def storage(synthesized, profile):
+    return synthesized.stack(profile, "storage")
+
+
+def cluster_output_for(synthesized, profile, reference: str) -> str:
+    """The cluster-stack expression behind a cross-stack reference in a consumer stack."""
+    assert reference.startswith(REMOTE_CLUSTER), reference
+    output_name = reference[len(REMOTE_CLUSTER):-1]
+    return synthesized.stack(profile, "cluster")["output"][output_name]["value"]
+
+
+def fsx_profiles():
+    return [p for p in ALL if p != "odcr"]
+
+
+@pytest.mark.parametrize("profile", fsx_profiles())
+def test_fsx_lives_in_the_gpu_subnet(synthesized, profile):
+    (fsx,) = resources(storage(synthesized, profile), "aws_fsx_lustre_file_system").values()
+    (subnet,) = fsx["subnet_ids"]
+    gpu_az = synthesized.configs[profile].cluster.vpc.gpu_az
+    subnet_id = by_path(synthesized.stack(profile, "cluster"), "aws_subnet", f"network/private-{gpu_az}")[0]
+    assert cluster_output_for(synthesized, profile, subnet) == ref("aws_subnet", subnet_id)
+
+
+@pytest.mark.parametrize("profile", fsx_profiles())
+def test_fsx_security_group_allows_lustre_ports_from_nodes_and_itself_only(synthesized, profile):
+    stack = storage(synthesized, profile)
+    group_id = by_path(stack, "aws_security_group", "fsx/security-group")[0]
+    own = ref("aws_security_group", group_id)
+    ingress = [r for r in resources(stack, "aws_vpc_security_group_ingress_rule").values() if r["security_group_id"] == own]
+    tcp = sorted((r["from_port"], r["to_port"], r["referenced_security_group_id"] == own) for r in ingress
+                 if r["ip_protocol"] == "tcp")
+    assert tcp == [(988, 988, False), (988, 988, True), (1018, 1023, False), (1018, 1023, True)]
+    node_sources = {r["referenced_security_group_id"] for r in ingress if r["referenced_security_group_id"] != own}
+    (node_source,) = node_sources
+    assert cluster_output_for(synthesized, profile, node_source).endswith("vpc_config[0].cluster_security_group_id}")
+    for rule in ingress:
+        assert not {"cidr_ipv4", "cidr_ipv6", "prefix_list_id"} & set(rule)
+        if rule["ip_protocol"] == "-1":  # only EFA-enabled file systems, and only from themselves
+            assert synthesized.configs[profile].storage.fsx.efa_enabled and rule["referenced_security_group_id"] == own
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_every_bucket_is_private_encrypted_versioned_and_tls_only(synthesized, profile):
+    for layer in ("storage", "build"):
+        stack = synthesized.stack(profile, layer)
+        buckets = resources(stack, "aws_s3_bucket")
+        assert buckets
+        for kind, check in (
+            ("aws_s3_bucket_public_access_block",
+             lambda b: all(b[k] is True for k in ("block_public_acls", "block_public_policy", "ignore_public_acls",
+                                                  "restrict_public_buckets"))),
+            ("aws_s3_bucket_server_side_encryption_configuration",
+             lambda b: b["rule"][0]["apply_server_side_encryption_by_default"]["sse_algorithm"] in ("AES256", "aws:kms")),
+            ("aws_s3_bucket_versioning", lambda b: b["versioning_configuration"]["status"] == "Enabled"),
+            ("aws_s3_bucket_policy",
+             lambda b: json.loads(b["policy"])["Statement"][0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}),
+        ):
+            covered = {body["bucket"] for body in resources(stack, kind).values() if check(body)}
+            assert covered == {ref("aws_s3_bucket", key) for key in buckets}, f"{layer}: {kind}"
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_data_is_protected_unless_the_profile_opts_out(synthesized, profile):
+    stack = storage(synthesized, profile)
+    protect = synthesized.configs[profile].storage.protect_from_destroy
+    protected = list(resources(stack, "aws_s3_bucket").values()) + list(resources(stack, "aws_fsx_lustre_file_system").values())
+    assert protected
+    assert all(body["lifecycle"]["prevent_destroy"] is protect for body in protected)
+    assert protect is (profile != "g6-validation")
+
+
+@pytest.mark.parametrize("profile", fsx_profiles())
+def test_fsx_links_s3_only_through_associations(synthesized, profile):
+    stack = storage(synthesized, profile)
+    (fsx,) = resources(stack, "aws_fsx_lustre_file_system").values()
+    assert not {"import_path", "export_path", "auto_import_policy", "imported_file_chunk_size"} & set(fsx)
+    cfg = synthesized.configs[profile].storage.fsx
+    associations = resources(stack, "aws_fsx_data_repository_association")
+    assert len(associations) == len(cfg.data_repository_associations)
+    for wanted, body in zip(cfg.data_repository_associations, sorted(associations.values(), key=path_of)):
+        assert body["file_system_path"] == wanted.file_system_path
+        assert body["data_repository_path"].startswith("s3://${aws_s3_bucket.")
+        assert body["data_repository_path"].endswith("/" + wanted.s3_prefix)
+        assert body["delete_data_in_filesystem"] is False
+
+
+def test_fsx_sizing_reaches_the_json(synthesized):
+    (p5,) = resources(storage(synthesized, "p5-training"), "aws_fsx_lustre_file_system").values()
+    assert (p5["deployment_type"], p5["storage_capacity"], p5["per_unit_storage_throughput"]) == ("PERSISTENT_2", 4800, 250)
+    assert p5["metadata_configuration"] == {"mode": "AUTOMATIC"}
+    (p5en,) = resources(storage(synthesized, "p5en-training"), "aws_fsx_lustre_file_system").values()
+    assert p5en["efa_enabled"] is True and p5en["metadata_configuration"] == {"mode": "USER_PROVISIONED", "iops": 12000}
+    (scratch,) = resources(storage(synthesized, "g6-validation"), "aws_fsx_lustre_file_system").values()
+    assert "per_unit_storage_throughput" not in scratch and "automatic_backup_retention_days" not in scratch
+
+
+def test_no_fsx_when_disabled(synthesized):
+    stack = storage(synthesized, "odcr")
+    assert not resources(stack, "aws_fsx_lustre_file_system") and "fsx_file_system_id" not in stack["output"]
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_storage_outputs_for_static_volumes(synthesized, profile):
+    outputs = storage(synthesized, profile)["output"]
+    assert {"datasets_bucket_name", "datasets_bucket_arn", "checkpoints_bucket_name", "checkpoints_bucket_arn"} <= set(outputs)
+    if synthesized.configs[profile].storage.fsx.enabled:
+        assert {"fsx_file_system_id", "fsx_dns_name", "fsx_mount_name"} <= set(outputs)
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_bucket_names_match_the_mountpoint_role_scope(synthesized, profile):
+    name = synthesized.configs[profile].name
+    for body in resources(storage(synthesized, profile), "aws_s3_bucket").values():
+        assert body["bucket"].startswith(f"{name}-") and body["force_destroy"] is False
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_ecr_repositories_are_immutable_scanned_encrypted_and_pruned(synthesized, profile):
+    stack = synthesized.stack(profile, "build")
+    repositories = resources(stack, "aws_ecr_repository")
+    assert len(repositories) == len(synthesized.configs[profile].build.reference_implementations)
+    for key, repo in repositories.items():
+        assert repo["image_tag_mutability"] == "IMMUTABLE"
+        assert repo["image_scanning_configuration"] == {"scan_on_push": True}
+        assert repo["encryption_configuration"] == [{"encryption_type": "KMS"}]
+        (policy,) = [p for p in resources(stack, "aws_ecr_lifecycle_policy").values()
+                     if p["repository"] == ref("aws_ecr_repository", key, "name")]
+        (rule,) = json.loads(policy["policy"])["rules"]
+        assert rule["selection"]["countNumber"] == synthesized.configs[profile].build.keep_images
+
+
+def test_codebuild_project_builds_from_the_source_archive(synthesized):
+    stack = synthesized.stack("capacity-block", "build")
+    (project,) = resources(stack, "aws_codebuild_project").values()
+    source_bucket = by_path(stack, "aws_s3_bucket", "source-bucket/bucket")[0]
+    assert project["source"] == {"type": "S3", "buildspec": "ci/buildspec.yml",
+                                 "location": f"{ref('aws_s3_bucket', source_bucket, 'bucket')}/rl-trainer.zip"}
+    env = project["environment"]
+    assert env["privileged_mode"] is True and env["compute_type"] == "BUILD_GENERAL1_2XLARGE"
+    variables = {v["name"]: v["value"] for v in env["environment_variable"]}
+    assert variables["SOURCE_REPOSITORY_URL"] == "https://example.com/org/rl-trainer.git"
+    assert variables["SOURCE_REF"] == "v1.2.0"
+    assert variables["REPOSITORY_URI"].endswith(".repository_url}")
+    commands = stack["output"]["build_commands"]["value"]["rl-trainer"]
+    assert "git clone --depth 1 --branch v1.2.0 https://example.com/org/rl-trainer.git" in commands
+    assert "aws codebuild start-build --region us-east-1 --project-name" in commands
+
+
+def test_codebuild_role_is_least_privilege(synthesized):
+    stack = synthesized.stack("capacity-block", "build")
+    (policy,) = resources(stack, "aws_iam_role_policy").values()
+    statements = json.loads(policy["policy"])["Statement"]
+    wildcard = [s for s in statements if s["Resource"] == "*"]
+    assert [s["Action"] for s in wildcard] == [["ecr:GetAuthorizationToken"]]
+    push = next(s for s in statements if "ecr:PutImage" in s["Action"])
+    assert push["Resource"].startswith("${aws_ecr_repository.")
+    read = next(s for s in statements if "s3:GetObject" in s["Action"])
+    assert read["Resource"].endswith("/rl-trainer.zip")
+    assert not any(a.endswith("*") for s in statements for a in s["Action"])
