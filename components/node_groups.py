@@ -31,6 +31,7 @@ from cdktf_cdktf_provider_aws.launch_template import (
 from cdktf_cdktf_provider_aws.placement_group import PlacementGroup
 
 from components.efa import efa_interface_layout
+from components.labels import EFA_LABEL, GPU_TAINT_EKS, GPU_TRAINING_ROLE, NODE_GROUP_LABEL, ROLE_LABEL, SYSTEM_NODES
 from components.user_data import gpu_node_user_data
 from profiles.models import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, SystemNodeGroupConfig
 
@@ -41,7 +42,6 @@ DEFAULTS = {
     "system_ami_type": "AL2023_x86_64_STANDARD",
     # 2 hops: pods on the host network (and containers behind a bridge) can still reach IMDSv2.
     "imds_hop_limit": 2,
-    "gpu_taint": {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"},
 }
 
 
@@ -97,7 +97,7 @@ class SystemNodeGroup(Construct):
             instance_types=list(cfg.instance_types), capacity_type="ON_DEMAND",
             scaling_config=EksNodeGroupScalingConfig(min_size=cfg.min_size, desired_size=cfg.desired_size, max_size=cfg.max_size),
             launch_template=EksNodeGroupLaunchTemplate(id=template.id, version=Token.as_string(template.latest_version)),
-            labels={"role": "system"},
+            labels=SYSTEM_NODES,
             update_config=EksNodeGroupUpdateConfig(max_unavailable=1),
             lifecycle=TerraformResourceLifecycle(ignore_changes=["scaling_config[0].desired_size"]),
             depends_on=list(wiring.depends_on) or None,
@@ -186,9 +186,9 @@ class GpuNodeGroup(Construct):
         )
 
         self.labels = {
-            "role": "gpu-training",
-            "platform/gpu-node-group": cfg.name,
-            "platform/efa": "true" if cfg.efa_enabled else "false",
+            ROLE_LABEL: GPU_TRAINING_ROLE,
+            NODE_GROUP_LABEL: cfg.name,
+            EFA_LABEL: "true" if cfg.efa_enabled else "false",
             **cfg.labels,
         }
         self.node_group = EksNodeGroup(
@@ -201,7 +201,7 @@ class GpuNodeGroup(Construct):
                 id=self.launch_template.id, version=Token.as_string(self.launch_template.latest_version),
             ),
             labels=self.labels,
-            taint=[EksNodeGroupTaint(**DEFAULTS["gpu_taint"])],
+            taint=[EksNodeGroupTaint(**GPU_TAINT_EKS)],
             update_config=EksNodeGroupUpdateConfig(max_unavailable=cfg.max_unavailable),
             node_repair_config=EksNodeGroupNodeRepairConfig(enabled=True),
             # desired_size is the first apply's size only; autoscalers and operators own it after.

@@ -23,6 +23,12 @@ SHIPPED = tuple(available_profiles())
 FIXTURES = tuple(sorted(path.stem for path in FIXTURE_PROFILES.glob("*.yaml")))
 AWS_LAYERS = ("cluster", "storage", "build")
 IN_CI = os.environ.get("CI", "").lower() == "true"
+# Secrets a careless synthesis could leak: present in the environment while synthesizing, they
+# must appear nowhere in the JSON.
+TEST_SECRETS = {
+    "TF_VAR_grafana_admin_password": "grafana-test-secret-9f8e7d6c",
+    "OIDC_CLIENT_SECRET": "oidc-test-secret-1a2b3c4d",
+}
 
 
 def profile_source(name: str) -> str:
@@ -34,6 +40,8 @@ class Synthesized:
 
     def __init__(self, outroot: Path):
         from stacks.platform import LAYERS, synthesize
+
+        os.environ.update(TEST_SECRETS)
 
         self.outroot = outroot
         self.stacks: dict[str, dict[str, dict]] = {}

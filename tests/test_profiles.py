@@ -252,3 +252,54 @@ def test_bad_storage_and_build_input(doc, field, words):
 ])
 def test_valid_fsx_sizes(settings):
     assert validate_profile(fsx(**settings)).storage.fsx.storage_capacity_gib == settings["storage_capacity_gib"]
+
+
+JARK = yaml.safe_load((Path(__file__).parent / "fixtures" / "profiles" / "jark.yaml").read_text())
+
+
+def jark(**changes) -> dict:
+    doc = copy.deepcopy(JARK)
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split("__")
+        node = doc
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return doc
+
+
+ADDON_BAD_INPUT = [
+    (jark(addons__jupyterhub__oidc=None), "addons.jupyterhub.oidc", ["needs OIDC settings"]),
+    (jark(addons__jupyterhub__allowed_users=[]), "addons.jupyterhub.allowed_users", ["empty allow-list", "got []"]),
+    (jark(addons__jupyterhub__oidc={**JARK["addons"]["jupyterhub"]["oidc"], "token_url": "http://insecure/token"}),
+     "addons.jupyterhub.oidc.token_url", ["'http://insecure/token'"]),
+    (jark(addons__jupyterhub__oidc={**JARK["addons"]["jupyterhub"]["oidc"], "client_secret": "s3cr3t"}),
+     "addons.jupyterhub.oidc.client_secret", ["unknown setting"]),
+    (jark(cluster__kubernetes_version="1.33"), "addons.gpu_operator.dra",
+     ["Kubernetes 1.34+", "runs 1.33", "allowed: cluster.kubernetes_version 1.34 or later"]),
+    (mutated(cluster__gpu_node_groups__0__capacity={"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0",
+                                                     "instance_count": 2, "availability_zone": "us-west-2a"},
+             addons={"karpenter": {"chart_version": "1.5.2"}}),
+     "addons.karpenter.chart_version", ["'1.5.2'", "Capacity Blocks only from 1.6", "allowed: 1.6.0 or later"]),
+    (mutated(addons={"efa_device_plugin": {"chart_version": "v0.5.6"}}),
+     "addons.efa_device_plugin.chart_version", ["'v0.5.6'", "NVLink", "0.5.10 or later"]),
+    (mutated(addons={"karpenter": {"chart_version": "latest"}}), "addons.karpenter.chart_version", ["'latest'"]),
+    (mutated(addons={"monitoring": {"grafana_admin_password": "hunter2"}}),
+     "addons.monitoring.grafana_admin_password", ["unknown setting"]),
+    (mutated(addons={"argo_workflows": {"namespace": "Argo_WF"}}), "addons.argo_workflows.namespace", ["'Argo_WF'"]),
+    (mutated(addons={"gpu_operator": {"driver": True}}), "addons.gpu_operator.driver", ["unknown setting", "allowed: enabled"]),
+]
+
+
+@pytest.mark.parametrize("doc, field, words", ADDON_BAD_INPUT,
+                         ids=[case[1] + "-" + str(i) for i, case in enumerate(ADDON_BAD_INPUT)])
+def test_bad_addon_input(doc, field, words):
+    found = problems(doc)
+    matching = [line for line in found if line.startswith(f"{field}: ")]
+    assert matching, f"no problem reported for {field}; got {found}"
+    for word in words:
+        assert any(word in line for line in matching), f"{word!r} missing from {matching}"
+
+
+def test_karpenter_below_1_6_is_fine_without_capacity_blocks():
+    assert validate_profile(mutated(addons={"karpenter": {"chart_version": "1.5.2"}})).addons.karpenter.chart_version == "1.5.2"

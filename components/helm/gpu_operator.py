@@ -1,0 +1,51 @@
+"""NVIDIA GPU Operator on the AL2023 NVIDIA AMI.
+
+The AMI brings the driver and configures containerd for the NVIDIA runtime, so the operator
+installs neither the driver nor the container toolkit (which would rewrite containerd's config).
+It runs the device plugin, DCGM exporter (scraped through a ServiceMonitor) and GPU Feature
+Discovery on GPU nodes, tolerating their taint. DRA mode follows GPU Operator 26.7: the GPUCluster
+singleton replaces the ClusterPolicy, and no standalone DRA driver release is installed.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from components.helm.common import GPU_TOLERATIONS, Placement, Toggle, Toleration
+from components.helm.release import Values
+
+
+class DeployCr(Values):
+    deploy_cr: bool = Field(alias="deployCR")
+
+
+class DcgmExporter(Values):
+    enabled: bool = True
+    service_monitor: Toggle
+
+
+class Daemonsets(Values):
+    tolerations: list[Toleration]
+
+
+class GpuOperatorValues(Values):
+    driver: Toggle = Toggle(enabled=False)
+    toolkit: Toggle = Toggle(enabled=False)
+    device_plugin: Toggle
+    dcgm_exporter: DcgmExporter
+    gfd: Toggle = Toggle(enabled=True)
+    nfd: Toggle = Toggle(enabled=True)
+    daemonsets: Daemonsets = Daemonsets(tolerations=GPU_TOLERATIONS)
+    operator: Placement = Placement()
+    cluster_policy: DeployCr | None = None
+    gpu_cluster: DeployCr | None = None
+
+
+def gpu_operator_values(*, dra: bool, service_monitor: bool) -> GpuOperatorValues:
+    return GpuOperatorValues(
+        # In DRA mode GPUs are allocated through claims, not the extended-resource device plugin.
+        device_plugin=Toggle(enabled=not dra),
+        dcgm_exporter=DcgmExporter(service_monitor=Toggle(enabled=service_monitor)),
+        cluster_policy=DeployCr(deploy_cr=False) if dra else None,
+        gpu_cluster=DeployCr(deploy_cr=True) if dra else None,
+    )

@@ -1,0 +1,100 @@
+"""JupyterHub (zero-to-jupyterhub chart) behind GenericOAuthenticator.
+
+Authentication follows an explicit allow policy: allow_all false, allow_existing_users false and
+an explicit allow-list of stable usernames (the `sub` claim by default). The OIDC client secret is
+read from a Secret mounted at /run/secrets/oidc, never from values, a ConfigMap or an env var.
+Notebook profiles select Karpenter pool nodes by their real labels and tolerate the GPU taint.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from components.helm.release import Values
+from components.labels import GPU_TAINT_KEY, GPU_TOLERATION, NODE_POOL_LABEL, SYSTEM_NODES
+from profiles.models import JupyterHubConfig
+
+SECRET_MOUNT = "/run/secrets/oidc"
+
+# Runs inside the hub at start-up: the only place the client secret is read.
+READ_CLIENT_SECRET = (
+    "from pathlib import Path\n"
+    f"c.GenericOAuthenticator.client_secret = Path('{SECRET_MOUNT}/client-secret').read_text().strip()\n"
+)
+
+
+class HubValues(Values):
+    config: dict[str, Any]
+    extra_config: dict[str, str]
+    extra_volumes: list[dict[str, Any]]
+    extra_volume_mounts: list[dict[str, Any]]
+    node_selector: dict[str, str] = Field(default_factory=lambda: dict(SYSTEM_NODES))
+
+
+class SingleUserValues(Values):
+    image: dict[str, str]
+    start_timeout: int
+    storage: dict[str, Any]
+    profile_list: list[dict[str, Any]]
+
+
+class JupyterHubValues(Values):
+    hub: HubValues
+    singleuser: SingleUserValues
+    # User pods are scheduled by the default scheduler onto Karpenter nodes; no placeholder pods.
+    scheduling: dict[str, Any] = Field(default_factory=lambda: {"userScheduler": {"enabled": False},
+                                                                 "userPlaceholder": {"enabled": False}})
+
+
+def _image(reference: str) -> dict[str, str]:
+    name, _, tag = reference.rpartition(":")
+    return {"name": name, "tag": tag}
+
+
+def jupyterhub_values(cfg: JupyterHubConfig, *, storage_class: str) -> JupyterHubValues:
+    oidc = cfg.oidc
+    assert oidc is not None  # the profile model guarantees it for an enabled hub
+    authenticator = {
+        "client_id": oidc.client_id,
+        "oauth_callback_url": oidc.callback_url,
+        "authorize_url": oidc.authorize_url,
+        "token_url": oidc.token_url,
+        "userdata_url": oidc.userdata_url,
+        "scope": list(oidc.scopes),
+        "username_claim": oidc.username_claim,
+        "allow_all": False,
+        "allow_existing_users": False,
+        "allowed_users": sorted(cfg.allowed_users),
+    }
+    return JupyterHubValues(
+        hub=HubValues(
+            config={"JupyterHub": {"authenticator_class": "generic-oauth"}, "GenericOAuthenticator": authenticator},
+            extra_config={"10-oidc-client-secret": READ_CLIENT_SECRET},
+            extra_volumes=[{"name": "oidc", "secret": {"secretName": oidc.client_secret_name}}],
+            extra_volume_mounts=[{"name": "oidc", "mountPath": SECRET_MOUNT, "readOnly": True}],
+        ),
+        singleuser=SingleUserValues(
+            image=_image(cfg.cpu_image),
+            start_timeout=cfg.start_timeout_seconds,
+            # Per-user volumes live in the hub's namespace, next to the pods that mount them.
+            storage={"type": "dynamic", "capacity": f"{cfg.user_storage_gib}Gi",
+                     "dynamic": {"storageClass": storage_class}},
+            profile_list=[
+                {"display_name": "CPU", "description": "CPU notebook", "default": True,
+                 "kubespawner_override": {"node_selector": {NODE_POOL_LABEL: "cpu"},
+                                          "cpu_guarantee": 1, "cpu_limit": 4,
+                                          "mem_guarantee": "4G", "mem_limit": "16G"}},
+                {"display_name": "1 GPU", "description": "One NVIDIA GPU on a GPU pool node",
+                 "kubespawner_override": {
+                     "image": cfg.gpu_image,
+                     "node_selector": {NODE_POOL_LABEL: "gpu"},
+                     "tolerations": [dict(GPU_TOLERATION)],
+                     "extra_resource_guarantees": {GPU_TAINT_KEY: "1"},
+                     "extra_resource_limits": {GPU_TAINT_KEY: "1"},
+                     "cpu_guarantee": 4, "cpu_limit": 8, "mem_guarantee": "16G", "mem_limit": "32G",
+                 }},
+            ],
+        ),
+    )

@@ -1,0 +1,80 @@
+"""kube-prometheus-stack: Prometheus selecting monitors and rules cluster-wide, Grafana with an
+admin password that never appears in the JSON, and GPU recording and alerting rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.helm.common import Placement
+from components.helm.release import Values
+from components.labels import SYSTEM_NODES
+
+# DCGM exporter semantics: DCGM_FI_DEV_XID_ERRORS is the last XID code seen (a gauge), not a
+# count, so alerts look at its current value; increase() over it would be meaningless.
+# FB_USED / FB_FREE are MiB gauges; their ratio is 0..1. These rules assume one cluster per Prometheus.
+GPU_RULES: dict[str, Any] = {
+    "groups": [{
+        "name": "gpu-platform",
+        "rules": [
+            {"record": "gpu:framebuffer_used:ratio",
+             "expr": "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"},
+            {"alert": "GpuXidCodeReported",
+             "expr": "DCGM_FI_DEV_XID_ERRORS != 0",
+             "for": "1m",
+             "labels": {"severity": "warning"},
+             "annotations": {
+                 "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} last reported XID {{ $value }}",
+                 "description": "The value is the most recent XID code, not a count. Look the code up before "
+                                "draining: not every XID means failed hardware.",
+             }},
+            {"record": "namespace:gpu_requesting_pods_pending:count",
+             "expr": "count by (namespace) ("
+                     "max by (namespace, pod) (kube_pod_status_phase{phase=\"Pending\"} == 1) "
+                     "and on (namespace, pod) "
+                     "max by (namespace, pod) (kube_pod_container_resource_requests{resource=\"nvidia_com_gpu\"} > 0))"},
+        ],
+    }],
+}
+
+
+class PrometheusValues(Values):
+    prometheus_spec: dict[str, Any]
+
+
+class GrafanaAdmin(Values):
+    existing_secret: str
+    user_key: str = "admin-user"
+    password_key: str = "admin-password"
+
+
+class GrafanaValues(Values):
+    admin: GrafanaAdmin | None = None
+    node_selector: dict[str, str] = dict(SYSTEM_NODES)
+
+
+class MonitoringValues(Values):
+    prometheus: PrometheusValues
+    grafana: GrafanaValues
+    prometheus_operator: Placement = Placement()
+    additional_prometheus_rules_map: dict[str, Any]
+
+
+def monitoring_values(*, retention_days: int, storage_gib: int, storage_class: str,
+                      grafana_secret: str | None) -> MonitoringValues:
+    return MonitoringValues(
+        prometheus=PrometheusValues(prometheus_spec={
+            # Select every ServiceMonitor, PodMonitor and PrometheusRule in the cluster, not only
+            # those labelled for this release (DCGM, Ray and Karpenter monitors come from other charts).
+            "serviceMonitorSelectorNilUsesHelmValues": False,
+            "podMonitorSelectorNilUsesHelmValues": False,
+            "ruleSelectorNilUsesHelmValues": False,
+            "retention": f"{retention_days}d",
+            "nodeSelector": dict(SYSTEM_NODES),
+            "storageSpec": {"volumeClaimTemplate": {"spec": {
+                "storageClassName": storage_class, "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": f"{storage_gib}Gi"}},
+            }}},
+        }),
+        grafana=GrafanaValues(admin=GrafanaAdmin(existing_secret=grafana_secret) if grafana_secret else None),
+        additional_prometheus_rules_map={"gpu-platform": GPU_RULES},
+    )

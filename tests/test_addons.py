@@ -1,0 +1,199 @@
+"""Invariants of the addons layer: pinned releases, typed values, secrets kept out, ordering."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from components.helm.charts import CHARTS
+from components.labels import EFA_LABEL, NODE_POOL_LABEL
+from tests.conftest import FIXTURES, SHIPPED, TEST_SECRETS
+from tests.synth_helpers import path_of, resources
+
+ALL = SHIPPED + FIXTURES
+
+
+def addons(synthesized, profile):
+    return synthesized.stack(profile, "addons")
+
+
+def releases(synthesized, profile) -> dict[str, dict]:
+    """Helm releases keyed by release name."""
+    return {body["name"]: body for body in resources(addons(synthesized, profile), "helm_release").values()}
+
+
+def values(release: dict) -> dict:
+    (document,) = release["values"]
+    return yaml.safe_load(document)
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_every_release_is_pinned_atomic_and_from_a_secure_repository(synthesized, profile):
+    found = releases(synthesized, profile)
+    assert found
+    for name, release in found.items():
+        assert release["repository"].startswith(("https://", "oci://")), name
+        assert release["version"] and release["version"][0].isdigit() or release["version"].startswith("v")
+        assert release["atomic"] is True and release["cleanup_on_fail"] is True and release["wait"] is True
+        assert release["timeout"] >= 600
+        pinned = {(c.repository, c.chart, c.version) for c in CHARTS.values()}
+        assert (release["repository"], release["chart"], release["version"]) in pinned, name
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_no_secret_value_reaches_the_json(synthesized, profile):
+    for layer, stack in synthesized.stacks[profile].items():
+        text = json.dumps(stack)
+        for secret in TEST_SECRETS.values():
+            assert secret not in text, f"{layer} leaks a secret"
+
+
+def test_grafana_password_is_a_sensitive_variable_never_a_value(synthesized):
+    stack = addons(synthesized, "g6-validation")
+    variable = stack["variable"]["grafana_admin_password"]
+    assert variable["sensitive"] is True and "default" not in variable
+    monitoring = releases(synthesized, "g6-validation")["monitoring"]
+    assert monitoring["set_sensitive"] == [{"name": "grafana.adminPassword", "value": "${var.grafana_admin_password}"}]
+    assert "adminPassword" not in monitoring["values"][0]
+    # Or from a Secret the operator creates: no variable at all.
+    jark = releases(synthesized, "jark")["monitoring"]
+    assert values(jark)["grafana"]["admin"] == {"existingSecret": "grafana-admin", "userKey": "admin-user",
+                                                "passwordKey": "admin-password"}
+    assert "set_sensitive" not in jark and "variable" not in addons(synthesized, "jark")
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_gpu_operator_uses_the_amis_driver_and_runtime(synthesized, profile):
+    operator = values(releases(synthesized, profile)["gpu-operator"])
+    assert operator["driver"] == {"enabled": False}
+    assert operator["toolkit"] == {"enabled": False}  # the AMI already configured containerd
+    assert operator["gfd"] == {"enabled": True}
+    assert operator["dcgmExporter"]["serviceMonitor"] == {"enabled": True}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in operator["daemonsets"]["tolerations"]
+
+
+def test_dra_mode_deploys_gpucluster_not_clusterpolicy(synthesized):
+    operator = values(releases(synthesized, "jark")["gpu-operator"])
+    assert operator["clusterPolicy"] == {"deployCR": False} and operator["gpuCluster"] == {"deployCR": True}
+    assert operator["driver"] == {"enabled": False}
+    assert not any("dra" in name for name in releases(synthesized, "jark")), "no standalone DRA driver release"
+    default = values(releases(synthesized, "g6-validation")["gpu-operator"])
+    assert "gpuCluster" not in default and "clusterPolicy" not in default
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_efa_plugin_runs_only_on_efa_nodes(synthesized, profile):
+    plugin = values(releases(synthesized, profile)["efa-device-plugin"])
+    assert plugin["nodeSelector"] == {EFA_LABEL: "true"}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in plugin["tolerations"]
+    # The label the plugin selects is the one EFA-enabled node groups carry.
+    groups = synthesized.configs[profile].cluster.gpu_node_groups
+    node_groups = {b["node_group_name"]: b for b in resources(synthesized.stack(profile, "cluster"), "aws_eks_node_group").values()}
+    for group in groups:
+        assert node_groups[group.name]["labels"][EFA_LABEL] == ("true" if group.efa_enabled else "false")
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_crd_providers_install_before_their_users(synthesized, profile):
+    found = releases(synthesized, profile)
+    keys = {body["name"]: key for key, body in resources(addons(synthesized, profile), "helm_release").items()}
+    assert f"helm_release.{keys['monitoring']}" in found["gpu-operator"]["depends_on"]
+
+
+def test_prometheus_selects_cluster_wide_and_carries_gpu_rules(synthesized):
+    monitoring = values(releases(synthesized, "g6-validation")["monitoring"])
+    spec = monitoring["prometheus"]["prometheusSpec"]
+    for key in ("serviceMonitorSelectorNilUsesHelmValues", "podMonitorSelectorNilUsesHelmValues",
+                "ruleSelectorNilUsesHelmValues"):
+        assert spec[key] is False
+    rules = {rule.get("record") or rule.get("alert"): rule
+             for group in monitoring["additionalPrometheusRulesMap"]["gpu-platform"]["groups"] for rule in group["rules"]}
+    xid = rules["GpuXidCodeReported"]["expr"]
+    assert "DCGM_FI_DEV_XID_ERRORS" in xid and "increase(" not in xid and "rate(" not in xid
+    assert rules["gpu:framebuffer_used:ratio"]["expr"] == "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"
+    pending = rules["namespace:gpu_requesting_pods_pending:count"]["expr"]
+    assert 'phase="Pending"' in pending and 'resource="nvidia_com_gpu"' in pending
+
+
+def test_jupyterhub_allow_policy_and_secret_mount(synthesized):
+    hub = values(releases(synthesized, "jark")["jupyterhub"])
+    auth = hub["hub"]["config"]["GenericOAuthenticator"]
+    assert auth["allow_all"] is False and auth["allow_existing_users"] is False
+    assert auth["allowed_users"] == ["0f3c2b9e-approved-sub", "7a1d-second-approved-sub"]
+    assert auth["username_claim"] == "sub"
+    assert auth["oauth_callback_url"] == "https://jupyter.example.com/hub/oauth_callback"
+    assert "client_secret" not in auth
+    assert hub["hub"]["extraVolumes"] == [{"name": "oidc", "secret": {"secretName": "jupyterhub-oidc"}}]
+    assert hub["hub"]["extraVolumeMounts"][0]["mountPath"] == "/run/secrets/oidc"
+    assert "/run/secrets/oidc/client-secret" in hub["hub"]["extraConfig"]["10-oidc-client-secret"]
+
+
+def test_jupyterhub_notebook_profiles_match_real_node_labels(synthesized):
+    hub = values(releases(synthesized, "jark")["jupyterhub"])
+    profiles = {p["display_name"]: p["kubespawner_override"] for p in hub["singleuser"]["profileList"]}
+    gpu, cpu = profiles["1 GPU"], profiles["CPU"]
+    assert gpu["node_selector"] == {NODE_POOL_LABEL: "gpu"} and cpu["node_selector"] == {NODE_POOL_LABEL: "cpu"}
+    assert gpu["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert gpu["extra_resource_limits"] == {"nvidia.com/gpu": "1"}
+    assert "tolerations" not in cpu
+    assert hub["singleuser"]["startTimeout"] >= 600
+    assert hub["singleuser"]["storage"]["dynamic"]["storageClass"] == "gp3"
+
+
+def test_argo_server_is_not_anonymous_and_workflows_are_bounded(synthesized):
+    stack = addons(synthesized, "jark")
+    argo = values(releases(synthesized, "jark")["argo-workflows"])
+    assert argo["server"]["authModes"] == ["client"]
+    defaults = argo["controller"]["workflowDefaults"]["spec"]
+    assert defaults["activeDeadlineSeconds"] == 7200 and defaults["serviceAccountName"] == "argo-workflow"
+    assert argo["controller"]["workflowNamespaces"] == ["workflows"]
+    assert argo["images"]["tag"] == "v4.1.3"
+    (quota,) = resources(stack, "kubernetes_resource_quota_v1").values()
+    assert quota["metadata"]["namespace"] == "workflows"
+    assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "8"
+
+
+def test_karpenter_identity_queue_and_chart(synthesized):
+    stack = addons(synthesized, "g6-validation")
+    chart = values(releases(synthesized, "g6-validation")["karpenter"])
+    assert chart["nodeSelector"] == {"role": "system"}
+    settings = chart["settings"]
+    assert settings["clusterName"].startswith("${data.terraform_remote_state.cross-stack-reference-input-cluster")
+    assert settings["interruptionQueue"].startswith("${aws_sqs_queue.")
+    rules = resources(stack, "aws_cloudwatch_event_rule")
+    kinds = {json.loads(r["event_pattern"])["detail-type"][0] for r in rules.values()}
+    assert {"EC2 Spot Instance Interruption Warning", "AWS Health Event", "EC2 Instance Rebalance Recommendation",
+            "EC2 Instance State-change Notification"} <= kinds
+    assert len(resources(stack, "aws_cloudwatch_event_target")) == len(rules)
+    (association,) = resources(stack, "aws_eks_pod_identity_association").values()
+    assert (association["namespace"], association["service_account"]) == ("kube-system", "karpenter")
+    (entry,) = resources(stack, "aws_eks_access_entry").values()
+    assert entry["type"] == "EC2_LINUX"
+    pass_role = [s for s in json.loads(next(iter(resources(stack, "aws_iam_role_policy").values()))["policy"])["Statement"]
+                 if "iam:PassRole" in s["Action"]]
+    assert pass_role[0]["Resource"].startswith("${aws_iam_role.")
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_providers_authenticate_with_exec_tokens(synthesized, profile):
+    stack = addons(synthesized, profile)
+    (kubernetes,) = stack["provider"]["kubernetes"]
+    (helm,) = stack["provider"]["helm"]
+    for exec_ in (kubernetes["exec"][0], helm["kubernetes"]["exec"]):
+        assert exec_["command"] == "aws" and exec_["args"][:2] == ["eks", "get-token"]
+    assert "token" not in kubernetes and "token" not in helm["kubernetes"]
+
+
+def test_optional_releases_follow_the_profile(synthesized):
+    assert {"kuberay-operator", "argo-workflows"} <= set(releases(synthesized, "p5-training"))
+    assert not {"kuberay-operator", "jupyterhub", "argo-workflows"} & set(releases(synthesized, "g6-validation"))
+    assert {"mpi-operator", "karpenter", "monitoring", "gpu-operator", "efa-device-plugin"} <= set(
+        releases(synthesized, "g6-validation"))
+
+
+def test_rendered_values_are_visible_yaml(synthesized):
+    for release in releases(synthesized, "p5-training").values():
+        assert isinstance(values(release), dict)
+        assert "TfToken" not in release["values"][0]
