@@ -18,7 +18,7 @@ export UV_COMPILE_BYTECODE := 1
 # jsii unpacks the provider bindings (~570 MB) once; keep them with the project.
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT ?= $(CURDIR)/.cache/jsii
 
-.PHONY: synth test env manifests clean
+.PHONY: synth test env manifests verify clean
 
 env: $(STAMP)
 
@@ -32,6 +32,12 @@ $(STAMP): $(UV) pyproject.toml uv.lock
 
 synth: $(STAMP)
 	$(PY) main.py synth --profile $(PROFILE)
+
+manifests: $(STAMP)
+	$(PY) main.py manifests --profile $(PROFILE)
+
+verify: $(STAMP)
+	$(PY) main.py verify --profile $(PROFILE)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -2,6 +2,8 @@
 
     python main.py synth [--profile NAME|PATH] [--outdir DIR]
     python main.py schema            # rewrite profiles/profile.schema.json
+    python main.py manifests [--profile ...] [--image URI] [--outdir DIR]
+    python main.py verify [--profile ...] [--image URI]   # needs kubectl and a live cluster
 
 `cdktf synth` / `cdktf deploy <layer>` run this file with no arguments: the profile then comes
 from the PROFILE environment variable (default: g6-validation).
@@ -28,6 +30,14 @@ def main(argv: list[str] | None = None) -> int:
     synth.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE)
     synth.add_argument("--outdir", default=os.environ.get("CDKTF_OUTDIR", "cdktf.out"))
     commands.add_parser("schema", help="write the profile JSON schema for editor completion")
+    for name, help_ in (("manifests", "write the validation workloads as plain YAML"),
+                        ("verify", "run the validation workloads on the live cluster (kubectl)")):
+        sub = commands.add_parser(name, help=help_)
+        sub.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE)
+        sub.add_argument("--image", default=os.environ.get("IMAGE") or None,
+                         help="reference image for the container test (build layer's repository_urls output + tag)")
+        if name == "manifests":
+            sub.add_argument("--outdir", default="cdktf.out/manifests")
     args = parser.parse_args(argv)
 
     if args.command == "schema":
@@ -44,6 +54,11 @@ def main(argv: list[str] | None = None) -> int:
         print(error.render(), file=sys.stderr)
         return EXIT_USER_ERROR
 
+    if args.command == "manifests":
+        return write_manifests(config, Path(args.outdir), image=args.image)
+    if args.command == "verify":
+        return verify(config, image=args.image)
+
     import toolchain
 
     toolchain.use_supported_node()
@@ -55,6 +70,34 @@ def main(argv: list[str] | None = None) -> int:
     print(f"synthesized profile {config.name} ({args.profile}): " + ", ".join(
         str(outdir / "stacks" / layer / "cdk.tf.json") for layer in LAYERS))
     return 0
+
+
+def write_manifests(config, outdir: Path, *, image: str | None) -> int:
+    import yaml
+
+    from manifests.render import render
+
+    files = render(config, image=image)
+    if not files:
+        print(f"profile {config.name} has no GPU node group: nothing to validate", file=sys.stderr)
+        return EXIT_USER_ERROR
+    outdir.mkdir(parents=True, exist_ok=True)
+    for stale in outdir.glob("*.yaml"):
+        stale.unlink()
+    for file_name, objects in files.items():
+        (outdir / file_name).write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    print(f"wrote {', '.join(sorted(files))} to {outdir}" + ("" if image else
+          " (no container test: pass IMAGE=<repository url>:<tag> from the build layer's repository_urls output)"))
+    return 0
+
+
+def verify(config, *, image: str | None) -> int:
+    from manifests.verify import run_checks
+
+    results = run_checks(config, image=image)
+    for result in results:
+        print(f"{'PASS' if result.passed else 'FAIL'} {result.name}: {result.detail}")
+    return 0 if all(result.passed for result in results) else 1
 
 
 if __name__ == "__main__":

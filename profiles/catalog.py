@@ -40,6 +40,12 @@ class GpuInstanceType:
         return tuple(range(self.first_efa_card, self.first_efa_card + self.max_efa_interfaces))
 
     @property
+    def nccl_min_busbw_gbytes_per_s(self) -> float:
+        """Lowest acceptable NCCL all-reduce bus bandwidth between two nodes over EFA: 60% of the
+        instance's network line rate in GB/s. Below it, EFA or NCCL's network plugin is misconfigured."""
+        return round(self.network_gbps / 8 * 0.6, 1)
+
+    @property
     def family(self) -> str:
         return self.name.split(".", 1)[0]
 

@@ -29,6 +29,8 @@ NODE_POLICIES = (
     "AmazonEC2ContainerRegistryReadOnly",
     "AmazonSSMManagedInstanceCore",  # Session Manager instead of SSH keys
 )
+# The VPC CNI enforces NetworkPolicy only when asked to: tenant namespaces rely on it.
+EARLY_ADDON_CONFIG = {"vpc-cni": {"enableNetworkPolicy": "true"}}
 # CSI node daemonsets must run on tainted GPU nodes too, or pods there cannot mount volumes.
 TOLERATE_ALL_TAINTS = {"node": {"tolerateAllTaints": True}}
 
@@ -88,6 +90,7 @@ class ClusterStack(LayerStack):
         early_addons = [
             ManagedAddon(self, f"addon-{addon}", props=ManagedAddonProps(
                 cluster_name=control_plane.name, addon_name=addon, depends_on=tuple(control_plane.ready),
+                configuration=EARLY_ADDON_CONFIG.get(addon),
             )).addon
             for addon in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
         ]

@@ -31,7 +31,8 @@ def build_platform(app: App, config: PlatformConfig) -> Platform:
     storage = StorageStack(app, "storage", config=config, cluster=cluster.outputs)
     build = BuildStack(app, "build", config=config)
     addons = AddonsStack(app, "addons", config=config, cluster=cluster.outputs)
-    workloads = WorkloadsStack(app, "workloads", config=config, cluster=cluster.outputs)
+    workloads = WorkloadsStack(app, "workloads", config=config, cluster=cluster.outputs, storage=storage.outputs,
+                               addons=addons.outputs)
     # Deploy order, stated even where a passed value already implies it (cdktf de-duplicates).
     for stack, upstream in ((storage, cluster), (build, cluster), (addons, cluster), (workloads, storage), (workloads, addons)):
         stack.add_dependency(upstream)

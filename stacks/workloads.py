@@ -1,16 +1,52 @@
-"""Workloads layer: Kubernetes objects (Karpenter pools, tenants, static PVs)."""
+"""Workloads layer: Karpenter node class and pools, tenant namespaces with quotas, policies,
+identities and static volumes, and DRA claim templates."""
 
 from __future__ import annotations
 
 from constructs import Construct
 
+from components.k8s.karpenter_pools import KarpenterPoolsProps, karpenter_objects
+from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
+from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, tenant_objects
+from components.tenant_identity import TenantIdentity, TenantIdentityProps
 from profiles import PlatformConfig
+from stacks.addons import AddonsOutputs, use_cluster_credentials
 from stacks.cluster import ClusterOutputs
 from stacks.layer import LayerStack
+from stacks.storage import StorageOutputs
 
 
 class WorkloadsStack(LayerStack):
-    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, cluster: ClusterOutputs):
+    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, cluster: ClusterOutputs,
+                 storage: StorageOutputs, addons: AddonsOutputs):
         super().__init__(scope, layer, config=config)
         self.use_aws_provider()
-        self.cluster = cluster
+        use_cluster_credentials(self, cluster)
+        workloads = config.workloads
+        self.objects: list[dict] = []
+
+        if addons.karpenter_node_role_name is not None:
+            pools = KubernetesObjects(self, "karpenter", props=KubernetesObjectsProps(objects=tuple(karpenter_objects(
+                KarpenterPoolsProps(
+                    cluster_name=config.name, node_role_name=addons.karpenter_node_role_name,
+                    node_security_group_id=cluster.node_security_group_id,
+                    cpu=workloads.cpu_pool, gpu=workloads.gpu_pool,
+                )))))
+            self.objects += pools.objects
+
+        shared = SharedStorage(
+            region=config.region, fsx_file_system_id=storage.fsx_file_system_id, fsx_dns_name=storage.fsx_dns_name,
+            fsx_mount_name=storage.fsx_mount_name, fsx_capacity_gib=config.storage.fsx.storage_capacity_gib,
+            bucket_names=storage.bucket_names,
+        )
+        dra = config.addons.gpu_operator.enabled and config.addons.gpu_operator.dra
+        for tenant in workloads.tenants:
+            objects = KubernetesObjects(self, f"tenant-{tenant.name}", props=KubernetesObjectsProps(objects=tuple(
+                tenant_objects(TenantProps(config=tenant, storage=shared,
+                                           dra_gpu_counts=tuple(workloads.dra_gpu_counts) if dra else ()))
+            )))
+            self.objects += objects.objects
+            TenantIdentity(self, f"tenant-{tenant.name}-identity", props=TenantIdentityProps(
+                platform_name=config.name, cluster_name=cluster.cluster_name, namespace=tenant.name,
+                service_account=SERVICE_ACCOUNT, bucket_arns=tuple(storage.bucket_arns[p] for p in sorted(storage.bucket_arns)),
+            ))

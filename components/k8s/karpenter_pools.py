@@ -1,0 +1,100 @@
+"""Karpenter EC2NodeClass and the CPU and GPU NodePools."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.k8s.crds import (
+    BlockDeviceMapping,
+    Disruption,
+    Ebs,
+    Ec2NodeClass,
+    Ec2NodeClassSpec,
+    MetadataOptions,
+    NodeClaimSpec,
+    NodeClaimTemplate,
+    NodeClaimTemplateMeta,
+    NodeClassRef,
+    NodePool,
+    NodePoolSpec,
+    ObjectMeta,
+    Requirement,
+    SelectorTerm,
+    Taint,
+)
+from components.labels import GPU_TAINT_K8S, NODE_POOL_LABEL
+from profiles.models import CpuPoolConfig, GpuPoolConfig
+
+NODE_CLASS = "default"
+
+
+@dataclass(frozen=True)
+class KarpenterPoolsProps:
+    cluster_name: str
+    node_role_name: str
+    node_security_group_id: str
+    cpu: CpuPoolConfig
+    gpu: GpuPoolConfig
+
+
+def karpenter_objects(props: KarpenterPoolsProps) -> list[dict]:
+    node_class = Ec2NodeClass(
+        metadata=ObjectMeta(name=NODE_CLASS),
+        spec=Ec2NodeClassSpec(
+            role=props.node_role_name,
+            # Karpenter picks the NVIDIA variant of AL2023 for GPU instance types by itself.
+            ami_selector_terms=[SelectorTerm(alias="al2023@latest")],
+            subnet_selector_terms=[SelectorTerm(tags={"karpenter.sh/discovery": props.cluster_name})],
+            security_group_selector_terms=[SelectorTerm(id=props.node_security_group_id)],
+            metadata_options=MetadataOptions(http_tokens="required", http_put_response_hop_limit=2),
+            block_device_mappings=[BlockDeviceMapping(
+                device_name="/dev/xvda", ebs=Ebs(volume_size="200Gi", encrypted=True))],
+            tags={"karpenter.sh/discovery": props.cluster_name},
+        ),
+    )
+    cpu = NodePool(
+        metadata=ObjectMeta(name="cpu"),
+        spec=NodePoolSpec(
+            template=NodeClaimTemplate(
+                metadata=NodeClaimTemplateMeta(labels={NODE_POOL_LABEL: "cpu"}),
+                spec=NodeClaimSpec(
+                    node_class_ref=NodeClassRef(name=NODE_CLASS),
+                    requirements=[
+                        Requirement(key="karpenter.k8s.aws/instance-category", operator="In",
+                                    values=list(props.cpu.instance_categories)),
+                        Requirement(key="karpenter.sh/capacity-type", operator="In", values=list(props.cpu.capacity_types)),
+                        Requirement(key="kubernetes.io/arch", operator="In", values=["amd64"]),
+                    ],
+                    expire_after=f"{props.cpu.expire_after_hours}h",
+                ),
+            ),
+            disruption=Disruption(consolidation_policy="WhenEmptyOrUnderutilized",
+                                  consolidate_after=f"{props.cpu.consolidate_after_minutes}m"),
+            limits={"cpu": str(props.cpu.cpu_limit)},
+        ),
+    )
+    gpu = NodePool(
+        metadata=ObjectMeta(name="gpu"),
+        spec=NodePoolSpec(
+            template=NodeClaimTemplate(
+                metadata=NodeClaimTemplateMeta(labels={NODE_POOL_LABEL: "gpu"}),
+                spec=NodeClaimSpec(
+                    node_class_ref=NodeClassRef(name=NODE_CLASS),
+                    requirements=[
+                        Requirement(key="node.kubernetes.io/instance-type", operator="In",
+                                    values=list(props.gpu.instance_types)),
+                        Requirement(key="karpenter.sh/capacity-type", operator="In", values=list(props.gpu.capacity_types)),
+                    ],
+                    # The same taint as the managed GPU node groups: the GPU Operator's daemonsets
+                    # and GPU workloads tolerate exactly this.
+                    taints=[Taint(**GPU_TAINT_K8S)],
+                    expire_after=f"{props.gpu.expire_after_hours}h",
+                ),
+            ),
+            # GPU nodes leave only when empty: consolidation must not evict running training.
+            disruption=Disruption(consolidation_policy="WhenEmpty",
+                                  consolidate_after=f"{props.gpu.consolidate_after_minutes}m"),
+            limits={"nvidia.com/gpu": str(props.gpu.gpu_limit)},
+        ),
+    )
+    return [node_class.manifest(), cpu.manifest(), gpu.manifest()]

@@ -1,0 +1,37 @@
+"""Apply a list of Kubernetes manifests through the kubernetes provider's `kubernetes_manifest`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from constructs import Construct
+from cdktf import ITerraformDependable
+from cdktf_cdktf_provider_kubernetes.manifest import Manifest
+
+
+def object_id(obj: dict) -> str:
+    """Stable construct id: kind, namespace and name (renaming one replaces the object)."""
+    meta = obj["metadata"]
+    parts = [obj["kind"].lower(), meta.get("namespace"), meta["name"]]
+    return "-".join(part for part in parts if part)
+
+
+@dataclass(frozen=True)
+class KubernetesObjectsProps:
+    objects: tuple[dict, ...]
+    depends_on: tuple[ITerraformDependable, ...] = field(default=())
+
+
+class KubernetesObjects(Construct):
+    """Exposes `objects` (the manifests) and `resources` by object id."""
+
+    def __init__(self, scope: Construct, id_: str, *, props: KubernetesObjectsProps):
+        super().__init__(scope, id_)
+        self.objects = list(props.objects)
+        self.resources: dict[str, Manifest] = {}
+        for obj in self.objects:
+            key = object_id(obj)
+            # Namespaces first: every namespaced object waits for its namespace.
+            namespace = self.resources.get(f"namespace-{obj['metadata'].get('namespace')}")
+            depends = [*props.depends_on, *([namespace] if namespace else [])]
+            self.resources[key] = Manifest(self, key, manifest=obj, depends_on=depends or None)

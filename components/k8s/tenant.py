@@ -1,0 +1,115 @@
+"""A tenant namespace: quota, limits, default-deny network policy, a workload service account,
+static PV/PVC pairs for FSx and the S3 buckets, and (DRA mode) GPU claim templates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.labels import GPU_TAINT_KEY
+from profiles.models import TenantConfig
+
+SERVICE_ACCOUNT = "workload"
+# The EKS Pod Identity agent's link-local address: pods fetch credentials there.
+POD_IDENTITY_AGENT = "169.254.170.23/32"
+
+
+@dataclass(frozen=True)
+class SharedStorage:
+    """What the storage layer provides; None where a part is disabled."""
+
+    region: str
+    fsx_file_system_id: str | None
+    fsx_dns_name: str | None
+    fsx_mount_name: str | None
+    fsx_capacity_gib: int
+    bucket_names: dict[str, str]  # purpose -> bucket
+
+
+@dataclass(frozen=True)
+class TenantProps:
+    config: TenantConfig
+    storage: SharedStorage
+    dra_gpu_counts: tuple[int, ...]  # empty: no DRA claim templates
+
+
+def _meta(name: str, namespace: str | None = None, **labels: str) -> dict:
+    meta: dict = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    if labels:
+        meta["labels"] = labels
+    return meta
+
+
+def _static_volume(namespace: str, name: str, capacity: str, csi: dict, mount_options: list[str] | None = None):
+    """A PV bound to exactly one PVC in the consuming namespace (a PVC cannot cross namespaces)."""
+    pv_name = f"{namespace}-{name}"
+    pv = {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": _meta(pv_name),
+        "spec": {
+            "capacity": {"storage": capacity}, "accessModes": ["ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+            "claimRef": {"namespace": namespace, "name": name}, "csi": csi,
+            **({"mountOptions": mount_options} if mount_options else {}),
+        },
+    }
+    pvc = {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(name, namespace),
+        "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": pv_name,
+                 "resources": {"requests": {"storage": capacity}}},
+    }
+    return [pv, pvc]
+
+
+def tenant_objects(props: TenantProps) -> list[dict]:
+    cfg, storage = props.config, props.storage
+    ns = cfg.name
+    objects: list[dict] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(ns, **{"platform/tenant": ns})},
+        {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": _meta("compute", ns), "spec": {"hard": {
+            "requests.cpu": cfg.cpu_quota, "requests.memory": cfg.memory_quota,
+            f"requests.{GPU_TAINT_KEY}": str(cfg.gpu_quota),
+            "persistentvolumeclaims": str(cfg.max_persistent_volume_claims),
+        }}},
+        # Defaults for containers that state nothing; GPU pods set their own requests and limits.
+        {"apiVersion": "v1", "kind": "LimitRange", "metadata": _meta("defaults", ns), "spec": {"limits": [{
+            "type": "Container",
+            "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
+            "default": {"cpu": "2", "memory": "4Gi"},
+        }]}},
+        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": _meta("default-deny", ns),
+         "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}},
+        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": _meta("allow-same-namespace", ns),
+         "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"],
+                  "ingress": [{"from": [{"podSelector": {}}]}], "egress": [{"to": [{"podSelector": {}}]}]}},
+        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": _meta("allow-dns", ns),
+         "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{
+             "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                     "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+             "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+         }]}},
+        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": _meta("allow-pod-identity", ns),
+         "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{
+             "to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT}}], "ports": [{"protocol": "TCP", "port": 80}],
+         }]}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(SERVICE_ACCOUNT, ns)},
+    ]
+    if storage.fsx_file_system_id:
+        objects += _static_volume(ns, "fsx", f"{storage.fsx_capacity_gib}Gi", {
+            "driver": "fsx.csi.aws.com", "volumeHandle": storage.fsx_file_system_id,
+            "volumeAttributes": {"dnsname": storage.fsx_dns_name, "mountname": storage.fsx_mount_name},
+        }, mount_options=["flock"])
+    for purpose, bucket in sorted(storage.bucket_names.items()):
+        # Mountpoint for S3 supports static provisioning only; the tenant sees its own prefix.
+        objects += _static_volume(ns, f"s3-{purpose}", "1200Gi", {
+            "driver": "s3.csi.aws.com", "volumeHandle": f"s3-{ns}-{purpose}",
+            "volumeAttributes": {"bucketName": bucket},
+        }, mount_options=["allow-delete", f"region {storage.region}", f"prefix {ns}/"])
+    for count in props.dra_gpu_counts:
+        objects.append({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": _meta(f"gpu-{count}", ns),
+            "spec": {"spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": count}},
+            ]}}},
+        })
+    return objects

@@ -1,0 +1,136 @@
+"""Render the validation workloads for one profile.
+
+- gpu-smoke-test: nvidia-smi in a pod on a GPU node;
+- topology-check: every GPU and EFA device of one node, listed by nvidia-smi topo and fi_info;
+- container-test: the reference image from the build layer starts and runs;
+- nccl-allreduce: an MPIJob across 2+ GPU nodes requesting every EFA interface of the type,
+  huge pages and a memory-backed /dev/shm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
+from components.labels import GPU_TAINT_KEY, GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
+from profiles.catalog import GpuInstanceType
+from profiles.models import GpuNodeGroupConfig, PlatformConfig
+
+NAMESPACE = "gpu-validation"
+# Pinned images. The NCCL image must carry the EFA installer, aws-ofi-nccl and nccl-tests.
+CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
+NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.42.0-ofiv1.16.0-ncclv2.27.5-1-testsv2.16.4"
+HUGEPAGES = "5120Mi"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+EFA_ENV = [{"name": "FI_PROVIDER", "value": "efa"}, {"name": "FI_EFA_FORK_SAFE", "value": "1"}]
+NCCL_JOB = "nccl-allreduce"
+
+
+@dataclass(frozen=True)
+class ValidationTarget:
+    """The managed GPU node group the checks run on, with its catalog facts."""
+
+    group: GpuNodeGroupConfig
+    entry: GpuInstanceType
+
+    @classmethod
+    def for_profile(cls, config: PlatformConfig) -> "ValidationTarget | None":
+        groups = config.cluster.gpu_node_groups
+        chosen = next((g for g in groups if g.efa_enabled), groups[0] if groups else None)
+        return cls(chosen, chosen.catalog_entry) if chosen else None
+
+    @property
+    def efa_interfaces(self) -> int:
+        return self.entry.max_efa_interfaces if self.group.efa_enabled else 0
+
+
+def _pod(name: str, target: ValidationTarget, container: dict, **spec) -> dict:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "gpu-validation"}},
+        "spec": {
+            "restartPolicy": "Never",
+            "nodeSelector": {NODE_GROUP_LABEL: target.group.name},
+            "tolerations": [dict(GPU_TOLERATION)],
+            "containers": [container],
+            **spec,
+        },
+    }
+
+
+def _device_resources(target: ValidationTarget, gpus: int, *, all_efa: bool) -> dict:
+    limits: dict[str, str] = {GPU_TAINT_KEY: str(gpus)}
+    if all_efa and target.efa_interfaces:
+        limits[EFA_RESOURCE] = str(target.efa_interfaces)
+        limits["hugepages-2Mi"] = HUGEPAGES
+        limits["memory"] = "16Gi"
+    return {"requests": dict(limits), "limits": limits}
+
+
+def _shm_volume() -> tuple[dict, dict]:
+    return ({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+            {"name": "dshm", "mountPath": "/dev/shm"})
+
+
+def render(config: PlatformConfig, *, image: str | None = None, nccl_image: str = NCCL_TESTS_IMAGE,
+           nodes: int = 2) -> dict[str, list[dict]]:
+    """File name -> objects. Empty when the profile has no GPU node group."""
+    target = ValidationTarget.for_profile(config)
+    if target is None:
+        return {}
+    gpus = target.entry.gpu_count
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+    files: dict[str, list[dict]] = {"00-namespace.yaml": [namespace]}
+    files["gpu-smoke-test.yaml"] = [_pod("gpu-smoke-test", target, {
+        "name": "nvidia-smi", "image": CUDA_IMAGE, "command": ["nvidia-smi", "-L"],
+        "resources": _device_resources(target, 1, all_efa=False),
+    })]
+    shm, shm_mount = _shm_volume()
+    files["topology-check.yaml"] = [_pod("topology-check", target, {
+        "name": "topology", "image": nccl_image,
+        "command": ["/bin/bash", "-c", "nvidia-smi topo -m && fi_info -p efa -t FI_EP_RDM"],
+        "resources": _device_resources(target, gpus, all_efa=True), "volumeMounts": [shm_mount],
+        "env": list(EFA_ENV),
+    }, volumes=[shm])]
+    if image:
+        files["container-test.yaml"] = [_pod("container-test", target, {
+            "name": "reference", "image": image, "command": ["/bin/sh", "-c", "nvidia-smi -L && echo container-ok"],
+            "resources": _device_resources(target, 1, all_efa=False),
+        })]
+    files["nccl-allreduce.yaml"] = [nccl_mpijob(target, nccl_image, nodes)]
+    return files
+
+
+def nccl_mpijob(target: ValidationTarget, image: str, nodes: int) -> dict:
+    gpus = target.entry.gpu_count
+    shm, shm_mount = _shm_volume()
+    mpirun = [
+        "mpirun", "--allow-run-as-root", "-np", str(nodes * gpus), "-N", str(gpus), "--bind-to", "none",
+        "-x", "FI_PROVIDER=efa", "-x", "FI_EFA_FORK_SAFE=1", "-x", "NCCL_DEBUG=INFO", "-x", "LD_LIBRARY_PATH", "-x", "PATH",
+        "/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "2G", "-f", "2", "-g", "1", "-c", "1", "-n", "20",
+    ]
+    launcher = {"spec": {
+        "restartPolicy": "OnFailure",
+        "nodeSelector": dict(SYSTEM_NODES),
+        "containers": [{"name": "launcher", "image": image, "command": mpirun,
+                        "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
+    }}
+    worker = {"spec": {
+        "nodeSelector": {NODE_GROUP_LABEL: target.group.name},
+        "tolerations": [dict(GPU_TOLERATION)],
+        "containers": [{
+            "name": "worker", "image": image, "command": ["/usr/sbin/sshd", "-De"], "env": list(EFA_ENV),
+            "resources": _device_resources(target, gpus, all_efa=True), "volumeMounts": [shm_mount],
+        }],
+        "volumes": [shm],
+    }}
+    job = MpiJob(
+        metadata=ObjectMeta(name=NCCL_JOB, namespace=NAMESPACE),
+        spec=MpiJobSpec(
+            slots_per_worker=gpus,
+            run_policy=RunPolicy(clean_pod_policy="Running", backoff_limit=2, active_deadline_seconds=3600),
+            mpi_replica_specs={"Launcher": ReplicaSpec(replicas=1, template=launcher),
+                               "Worker": ReplicaSpec(replicas=nodes, template=worker)},
+        ),
+    )
+    return job.manifest()

@@ -1,0 +1,122 @@
+"""Post-deploy acceptance gate: apply the validation workloads to a live cluster, wait, read
+their output and fail with a clear reason when the platform does not perform as the catalog says.
+
+The parsing is pure (unit-tested on recorded outputs); `run_checks` drives kubectl through a
+small runner so it can be exercised without a cluster.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from manifests.render import NAMESPACE, NCCL_JOB, ValidationTarget, render
+from profiles.models import PlatformConfig
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    passed: bool
+    detail: str
+
+
+def check_gpu_smoke(log: str) -> CheckResult:
+    gpus = re.findall(r"^GPU \d+: .+\(UUID: GPU-[0-9a-f-]+\)", log, flags=re.MULTILINE)
+    if not gpus:
+        return CheckResult("gpu-smoke-test", False, "nvidia-smi listed no GPU: is the device plugin running?")
+    return CheckResult("gpu-smoke-test", True, f"nvidia-smi sees {len(gpus)} GPU(s)")
+
+
+def efa_devices(fi_info_log: str) -> set[str]:
+    """Distinct EFA domains that libfabric reports (one per EFA device)."""
+    return set(re.findall(r"^\s*domain:\s*(\S+)", fi_info_log, flags=re.MULTILINE))
+
+
+def check_topology(log: str, target: ValidationTarget) -> CheckResult:
+    expected = target.efa_interfaces
+    seen = len(efa_devices(log))
+    gpus = len(re.findall(r"^GPU\d+\s", log, flags=re.MULTILINE))
+    if gpus < target.entry.gpu_count:
+        return CheckResult("topology-check", False,
+                           f"GPUs per node: nvidia-smi topo shows {gpus}, the catalog says {target.entry.gpu_count} "
+                           f"for {target.entry.name}")
+    if seen < expected:
+        return CheckResult("topology-check", False,
+                           f"EFA devices per node: fi_info shows {seen}, the catalog says {expected} for "
+                           f"{target.entry.name}: check the launch template interfaces and the EFA device plugin")
+    return CheckResult("topology-check", True, f"{gpus} GPUs and {seen} EFA devices on the node")
+
+
+_BUSBW = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([0-9.]+)")
+_SOCKET = re.compile(r"NET/Socket|Using network Socket")
+_EFA = re.compile(r"NET/OFI|Using network (AWS )?Libfabric|Selected [Pp]rovider is efa")
+
+
+def check_nccl(log: str, target: ValidationTarget) -> CheckResult:
+    name = "nccl-allreduce"
+    if _SOCKET.search(log) and not _EFA.search(log):
+        return CheckResult(name, False, "NCCL fell back to TCP sockets instead of EFA (NET/Socket): "
+                                        "check aws-ofi-nccl in the image, FI_PROVIDER=efa and the pod's EFA request")
+    if target.efa_interfaces and not _EFA.search(log):
+        return CheckResult(name, False, "NCCL did not report the EFA (OFI) network plugin: was NCCL_DEBUG=INFO set?")
+    match = _BUSBW.search(log)
+    if not match:
+        return CheckResult(name, False, "no '# Avg bus bandwidth' line: the all-reduce did not finish")
+    busbw = float(match.group(1))
+    minimum = target.entry.nccl_min_busbw_gbytes_per_s
+    if busbw < minimum:
+        return CheckResult(name, False, f"bus bandwidth {busbw} GB/s is below {minimum} GB/s, the threshold for "
+                                        f"{target.entry.name} (60% of {target.entry.network_gbps} Gbps)")
+    return CheckResult(name, True, f"bus bandwidth {busbw} GB/s over EFA (threshold {minimum} GB/s)")
+
+
+Runner = Callable[[list[str]], subprocess.CompletedProcess]
+
+
+def kubectl_runner(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(["kubectl", *args], capture_output=True, text=True, timeout=3600)
+
+
+def run_checks(config: PlatformConfig, *, kubectl: Runner = kubectl_runner, image: str | None = None,
+               timeout_minutes: int = 30) -> list[CheckResult]:
+    target = ValidationTarget.for_profile(config)
+    if target is None:
+        return [CheckResult("profile", False, "the profile has no GPU node group to validate")]
+    files = render(config, image=image)
+    with tempfile.TemporaryDirectory() as folder:
+        for file_name, objects in files.items():
+            path = Path(folder) / file_name
+            path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+            applied = kubectl(["apply", "-f", str(path)])
+            if applied.returncode != 0:
+                return [CheckResult(file_name, False, f"kubectl apply failed: {applied.stderr.strip()}")]
+
+    def pod_log(pod: str) -> tuple[bool, str]:
+        waited = kubectl(["wait", "-n", NAMESPACE, f"pod/{pod}", "--for=jsonpath={.status.phase}=Succeeded",
+                          f"--timeout={timeout_minutes}m"])
+        logs = kubectl(["logs", "-n", NAMESPACE, f"pod/{pod}"])
+        return waited.returncode == 0, logs.stdout
+
+    results = []
+    done, log = pod_log("gpu-smoke-test")
+    results.append(check_gpu_smoke(log) if done else CheckResult("gpu-smoke-test", False, "pod did not succeed"))
+    done, log = pod_log("topology-check")
+    results.append(check_topology(log, target) if done else CheckResult("topology-check", False, "pod did not succeed"))
+    if image:
+        done, log = pod_log("container-test")
+        results.append(CheckResult("container-test", done and "container-ok" in log,
+                                   "the reference image ran" if done else "the reference image did not run"))
+    waited = kubectl(["wait", "-n", NAMESPACE, f"mpijob/{NCCL_JOB}", "--for=condition=Succeeded",
+                      f"--timeout={timeout_minutes}m"])
+    logs = kubectl(["logs", "-n", NAMESPACE, "-l",
+                    f"training.kubeflow.org/job-name={NCCL_JOB},training.kubeflow.org/job-role=launcher", "--tail=-1"])
+    results.append(check_nccl(logs.stdout, target) if waited.returncode == 0
+                   else CheckResult("nccl-allreduce", False, f"the MPIJob did not succeed: {waited.stderr.strip()}"))
+    return results

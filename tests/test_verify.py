@@ -1,0 +1,90 @@
+"""The acceptance gate's parsing on recorded-shape outputs, and its kubectl flow with a fake runner."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from manifests.render import ValidationTarget
+from manifests.verify import check_gpu_smoke, check_nccl, check_topology, efa_devices, run_checks
+from profiles import load_profile
+
+FIXTURES = Path(__file__).parent / "fixtures" / "verify"
+
+
+def log(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+@pytest.fixture(scope="module")
+def p5():
+    return ValidationTarget.for_profile(load_profile("p5-training"))
+
+
+def test_good_nccl_run_passes(p5):
+    result = check_nccl(log("nccl-good-p5.log"), p5)
+    assert result.passed, result.detail
+    assert "341.527 GB/s" in result.detail
+
+
+def test_tcp_fallback_fails_with_reason(p5):
+    result = check_nccl(log("nccl-tcp-fallback.log"), p5)
+    assert not result.passed and "fell back to TCP sockets" in result.detail
+
+
+def test_low_bandwidth_fails_with_threshold(p5):
+    result = check_nccl(log("nccl-low-bandwidth-p5.log"), p5)
+    assert not result.passed
+    assert "88.214 GB/s is below 240.0 GB/s" in result.detail and "p5.48xlarge" in result.detail
+
+
+def test_unfinished_run_fails(p5):
+    assert not check_nccl("NCCL INFO NET/OFI Selected provider is efa\n", p5).passed
+
+
+def test_topology_counts_efa_devices_against_the_catalog(p5):
+    assert len(efa_devices(log("topology-good-p5.log"))) == 32
+    assert check_topology(log("topology-good-p5.log"), p5).passed
+    missing = check_topology(log("topology-missing-efa-p5.log"), p5)
+    assert not missing.passed
+    assert "fi_info shows 16, the catalog says 32 for p5.48xlarge" in missing.detail
+
+
+def test_gpu_smoke():
+    assert check_gpu_smoke(log("gpu-smoke-good.log")).passed
+    assert not check_gpu_smoke("No devices were found\n").passed
+
+
+class FakeKubectl:
+    """Answers kubectl calls with recorded outputs; remembers what was applied."""
+
+    def __init__(self, nccl_log: str):
+        self.nccl_log = nccl_log
+        self.applied: list[str] = []
+
+    def __call__(self, args: list[str]) -> subprocess.CompletedProcess:
+        out = ""
+        if args[0] == "apply":
+            self.applied.append(Path(args[2]).name)
+        elif args[0] == "logs":
+            target = args[-1] if not args[-1].startswith("--") else "launcher"
+            out = {"pod/gpu-smoke-test": log("gpu-smoke-good.log"), "pod/topology-check": log("topology-good-p5.log"),
+                   "pod/container-test": "GPU 0: ...\ncontainer-ok\n"}.get(target, self.nccl_log)
+        return subprocess.CompletedProcess(args, 0, out, "")
+
+
+def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
+    kubectl = FakeKubectl(log("nccl-good-p5.log"))
+    results = run_checks(load_profile("p5-training"), kubectl=kubectl, image="repo/img:v1")
+    assert [r.name for r in results] == ["gpu-smoke-test", "topology-check", "container-test", "nccl-allreduce"]
+    assert all(r.passed for r in results), results
+    assert kubectl.applied == ["00-namespace.yaml", "gpu-smoke-test.yaml", "topology-check.yaml",
+                               "container-test.yaml", "nccl-allreduce.yaml"]
+
+
+def test_run_checks_reports_the_failing_check():
+    results = run_checks(load_profile("p5-training"), kubectl=FakeKubectl(log("nccl-tcp-fallback.log")))
+    failed = [r for r in results if not r.passed]
+    assert [r.name for r in failed] == ["nccl-allreduce"]

@@ -1,0 +1,184 @@
+"""The workloads layer's Kubernetes objects: schema-valid, consistent with the other layers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from components.labels import GPU_TAINT_K8S, NODE_POOL_LABEL
+from manifests.render import render
+from profiles.catalog import CATALOG
+from tests.conftest import FIXTURES, SHIPPED
+from tests.k8s_validation import validate_object
+from tests.synth_helpers import resources
+
+ALL = SHIPPED + FIXTURES
+
+
+def objects(synthesized, profile) -> list[dict]:
+    return [body["manifest"] for body in resources(synthesized.stack(profile, "workloads"), "kubernetes_manifest").values()]
+
+
+def of_kind(items, kind):
+    return [o for o in items if o["kind"] == kind]
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_every_stack_rendered_object_validates(synthesized, profile):
+    version = synthesized.configs[profile].cluster.kubernetes_version
+    found = objects(synthesized, profile)
+    assert found
+    for obj in found:
+        validate_object(obj, version)
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_every_validation_manifest_validates(synthesized, profile):
+    config = synthesized.configs[profile]
+    files = render(config, image="123456789012.dkr.ecr.us-west-2.amazonaws.com/x/nccl-tests:v1")
+    if not config.cluster.gpu_node_groups:
+        assert files == {}
+        return
+    assert set(files) == {"00-namespace.yaml", "gpu-smoke-test.yaml", "topology-check.yaml", "container-test.yaml",
+                          "nccl-allreduce.yaml"}
+    for items in files.values():
+        for obj in items:
+            validate_object(obj, config.cluster.kubernetes_version)
+            yaml.safe_load(yaml.safe_dump(obj))  # plain YAML that kubectl can apply
+
+
+def test_an_invalid_object_is_caught():
+    with pytest.raises(Exception):
+        validate_object({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containerz": []}}, "1.33")
+    with pytest.raises(Exception):
+        validate_object({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "x"},
+                         "spec": {"template": {}, "disruption": {}, "limits": {}, "weigth": 1}}, "1.33")
+
+
+@pytest.mark.parametrize("profile, expected", [("p5-training", 32), ("p5en-training", 16), ("g6-validation", 1)])
+def test_nccl_job_requests_every_efa_interface(synthesized, profile, expected):
+    (job,) = render(synthesized.configs[profile])["nccl-allreduce.yaml"]
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]
+    assert worker["replicas"] >= 2
+    (container,) = worker["template"]["spec"]["containers"]
+    instance_type = synthesized.configs[profile].cluster.gpu_node_groups[0].instance_type
+    for section in ("requests", "limits"):
+        resources_ = container["resources"][section]
+        assert resources_["vpc.amazonaws.com/efa"] == str(expected) == str(CATALOG[instance_type].max_efa_interfaces)
+        assert resources_["nvidia.com/gpu"] == str(CATALOG[instance_type].gpu_count)
+        assert resources_["hugepages-2Mi"]
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in container["volumeMounts"]
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in worker["template"]["spec"]["volumes"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env == {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1"}
+    assert job["spec"]["slotsPerWorker"] == CATALOG[instance_type].gpu_count
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_pvcs_live_with_their_consumers(synthesized, profile):
+    found = objects(synthesized, profile)
+    tenants = {t.name for t in synthesized.configs[profile].workloads.tenants}
+    pvs = {o["metadata"]["name"]: o for o in of_kind(found, "PersistentVolume")}
+    pvcs = of_kind(found, "PersistentVolumeClaim")
+    assert pvcs and len(pvcs) == len(pvs)
+    for pvc in pvcs:
+        namespace = pvc["metadata"]["namespace"]
+        assert namespace in tenants
+        pv = pvs[pvc["spec"]["volumeName"]]
+        assert pv["spec"]["claimRef"] == {"namespace": namespace, "name": pvc["metadata"]["name"]}
+        assert pv["spec"]["storageClassName"] == pvc["spec"]["storageClassName"] == ""  # static, never dynamic
+
+
+def test_static_volumes_reference_the_storage_layer(synthesized):
+    pvs = {o["metadata"]["name"]: o for o in of_kind(objects(synthesized, "p5-training"), "PersistentVolume")}
+    fsx = pvs["ml-team-fsx"]["spec"]["csi"]
+    assert fsx["driver"] == "fsx.csi.aws.com"
+    remote = "${data.terraform_remote_state.cross-stack-reference-input-storage.outputs."
+    assert fsx["volumeHandle"].startswith(remote)
+    assert set(fsx["volumeAttributes"]) == {"dnsname", "mountname"}
+    assert pvs["ml-team-fsx"]["spec"]["capacity"] == {"storage": "4800Gi"}
+    s3 = pvs["ml-team-s3-datasets"]["spec"]
+    assert s3["csi"]["driver"] == "s3.csi.aws.com" and s3["csi"]["volumeAttributes"]["bucketName"].startswith(remote)
+    assert "prefix ml-team/" in s3["mountOptions"]
+    assert "ml-team-fsx" not in {o["metadata"]["name"] for o in of_kind(objects(synthesized, "odcr"), "PersistentVolume")}
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_tenant_namespace_guardrails(synthesized, profile):
+    found = objects(synthesized, profile)
+    for tenant in synthesized.configs[profile].workloads.tenants:
+        mine = [o for o in found if o["metadata"].get("namespace") == tenant.name]
+        (quota,) = of_kind(mine, "ResourceQuota")
+        assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == str(tenant.gpu_quota)
+        assert of_kind(mine, "LimitRange")
+        policies = {p["metadata"]["name"]: p["spec"] for p in of_kind(mine, "NetworkPolicy")}
+        assert policies["default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+        assert policies["allow-same-namespace"]["ingress"] == [{"from": [{"podSelector": {}}]}]
+        dns = policies["allow-dns"]["egress"][0]
+        assert {"protocol": "UDP", "port": 53} in dns["ports"]
+        assert dns["to"][0]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}
+        for policy in policies.values():  # nothing opens to a whole VPC range
+            assert "10.0.0.0" not in json.dumps(policy)
+
+
+def test_network_policies_are_enforced_by_the_vpc_cni(synthesized):
+    addons = resources(synthesized.stack("g6-validation", "cluster"), "aws_eks_addon")
+    (cni,) = [a for a in addons.values() if a["addon_name"] == "vpc-cni"]
+    assert json.loads(cni["configuration_values"]) == {"enableNetworkPolicy": "true"}
+
+
+def test_tenant_identity_is_scoped_to_its_prefix(synthesized):
+    stack = synthesized.stack("g6-validation", "workloads")
+    (association,) = resources(stack, "aws_eks_pod_identity_association").values()
+    assert (association["namespace"], association["service_account"]) == ("ml-team", "workload")
+    (policy,) = resources(stack, "aws_iam_role_policy").values()
+    statements = json.loads(policy["policy"])["Statement"]
+    listing = next(s for s in statements if s["Action"] == ["s3:ListBucket"])
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["ml-team/", "ml-team/*"]}}
+    objects_ = next(s for s in statements if "s3:GetObject" in s["Action"])
+    assert all(resource.endswith("/ml-team/*") for resource in objects_["Resource"])
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_gpu_pool_taint_matches_node_groups_and_gpu_operator(synthesized, profile):
+    found = objects(synthesized, profile)
+    pools = {o["metadata"]["name"]: o for o in of_kind(found, "NodePool")}
+    gpu_claim = pools["gpu"]["spec"]["template"]
+    assert gpu_claim["spec"]["taints"] == [GPU_TAINT_K8S]
+    assert gpu_claim["metadata"]["labels"] == {NODE_POOL_LABEL: "gpu"}
+    assert "taints" not in pools["cpu"]["spec"]["template"]["spec"]
+    for group in resources(synthesized.stack(profile, "cluster"), "aws_eks_node_group").values():
+        if group["ami_type"].endswith("NVIDIA"):
+            (taint,) = group["taint"]
+            assert (taint["key"], taint["value"]) == (GPU_TAINT_K8S["key"], GPU_TAINT_K8S["value"])
+    operator = next(r for r in resources(synthesized.stack(profile, "addons"), "helm_release").values()
+                    if r["name"] == "gpu-operator")
+    tolerations = yaml.safe_load(operator["values"][0])["daemonsets"]["tolerations"]
+    assert any(t["key"] == GPU_TAINT_K8S["key"] and t["operator"] == "Exists" and t["effect"] == GPU_TAINT_K8S["effect"]
+               for t in tolerations)
+
+
+def test_karpenter_node_class_wiring(synthesized):
+    (node_class,) = of_kind(objects(synthesized, "g6-validation"), "EC2NodeClass")
+    spec = node_class["spec"]
+    assert spec["role"].startswith("${data.terraform_remote_state.cross-stack-reference-input-addons.")
+    assert spec["securityGroupSelectorTerms"][0]["id"].startswith(
+        "${data.terraform_remote_state.cross-stack-reference-input-cluster.")
+    assert spec["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "gpu-validation"}}]
+    assert spec["metadataOptions"]["httpTokens"] == "required"
+    pools = {o["metadata"]["name"]: o for o in of_kind(objects(synthesized, "g6-validation"), "NodePool")}
+    gpu_req = {r["key"]: r["values"] for r in pools["gpu"]["spec"]["template"]["spec"]["requirements"]}
+    assert gpu_req["node.kubernetes.io/instance-type"] == ["g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6e.xlarge"]
+    assert pools["gpu"]["spec"]["disruption"]["consolidationPolicy"] == "WhenEmpty"
+    assert pools["gpu"]["spec"]["limits"] == {"nvidia.com/gpu": "8"}
+
+
+def test_dra_claim_templates_only_in_dra_mode(synthesized):
+    claims = of_kind(objects(synthesized, "jark"), "ResourceClaimTemplate")
+    assert sorted(c["metadata"]["name"] for c in claims) == ["gpu-1", "gpu-8"]
+    request = claims[0]["spec"]["spec"]["devices"]["requests"][0]
+    assert claims[0]["apiVersion"] == "resource.k8s.io/v1"
+    assert set(request) == {"name", "exactly"} and request["exactly"]["deviceClassName"] == "gpu.nvidia.com"
+    assert not of_kind(objects(synthesized, "p5-training"), "ResourceClaimTemplate")
