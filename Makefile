@@ -30,6 +30,14 @@ $(STAMP): $(UV) pyproject.toml uv.lock
 	$(UV) sync --frozen
 	touch $@
 
+# checkov pins dependencies that conflict with the app's (packaging), so it lives in its own
+# environment, installed from its own hash-locked requirements.
+CHECKOV := $(TOOLS)/checkov/bin/checkov
+$(CHECKOV): $(UV) tools/checkov.lock
+	$(UV) venv --quiet --allow-existing $(TOOLS)/checkov --python $(PYTHON)
+	VIRTUAL_ENV=$(TOOLS)/checkov $(UV) pip sync --quiet --require-hashes tools/checkov.lock
+	touch $@
+
 synth: $(STAMP)
 	$(PY) main.py synth --profile $(PROFILE)
 
@@ -39,7 +47,7 @@ manifests: $(STAMP)
 verify: $(STAMP)
 	$(PY) main.py verify --profile $(PROFILE)
 
-test: $(STAMP)
+test: $(STAMP) $(CHECKOV)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 clean:

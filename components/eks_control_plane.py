@@ -23,7 +23,7 @@ from cdktf_cdktf_provider_aws.eks_cluster import (
 from cdktf_cdktf_provider_aws.kms_alias import KmsAlias
 from cdktf_cdktf_provider_aws.kms_key import KmsKey
 
-from components.iam import ServiceRole, ServiceRoleProps
+from components.iam import ServiceRole, ServiceRoleProps, allow, policy_document
 
 DEFAULTS = {
     "log_retention_days": 90,
@@ -48,14 +48,23 @@ class EksControlPlane(Construct):
 
     def __init__(self, scope: Construct, id_: str, *, props: ControlPlaneProps):
         super().__init__(scope, id_)
+        caller = DataAwsCallerIdentity(self, "caller")
+        # The account administers the key through IAM; nothing else is granted here.
         key = KmsKey(
             self, "secrets-key", description=f"EKS secrets envelope encryption for {props.name}",
             enable_key_rotation=True, deletion_window_in_days=DEFAULTS["kms_deletion_window_days"],
+            policy=policy_document({
+                "Sid": "AccountAdministersThroughIam", "Effect": "Allow",
+                "Principal": {"AWS": f"arn:aws:iam::{caller.account_id}:root"}, "Action": "kms:*", "Resource": "*",
+            }),
         )
         KmsAlias(self, "secrets-key-alias", name=f"alias/{props.name}-eks-secrets", target_key_id=key.key_id)
         role = ServiceRole(self, "cluster-role", props=ServiceRoleProps(
             name=f"{props.name}-cluster", service="eks.amazonaws.com", managed_policies=("AmazonEKSClusterPolicy",),
             trust_actions=("sts:AssumeRole", "sts:TagSession"),
+            # Envelope encryption: the control plane encrypts and decrypts secrets with this key only.
+            inline_policy=policy_document(
+                allow(["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:ListGrants"], key.arn)),
         ))
         # Created before the cluster so retention applies from the first log line.
         logs = CloudwatchLogGroup(
@@ -90,7 +99,6 @@ class EksControlPlane(Construct):
         self.kms_key_arn = key.arn
 
         # The deploying principal (an assumed role resolves to its role ARN) plus listed admins.
-        caller = DataAwsCallerIdentity(self, "caller")
         session = DataAwsIamSessionContext(self, "caller-session", arn=caller.arn)
         admins = {"deployer": session.issuer_arn}
         admins.update({f"admin-{index}": arn for index, arn in enumerate(props.admin_principal_arns)})

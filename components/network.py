@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from constructs import Construct
+from cdktf_cdktf_provider_aws.default_security_group import DefaultSecurityGroup
 from cdktf_cdktf_provider_aws.eip import Eip
 from cdktf_cdktf_provider_aws.internet_gateway import InternetGateway
 from cdktf_cdktf_provider_aws.nat_gateway import NatGateway
@@ -48,6 +49,9 @@ class Network(Construct):
         )
         self.vpc_id = vpc.id
         self.cidr = props.cidr
+        # Take over the VPC's default security group and leave it without rules: nothing may
+        # fall back to it and silently get VPC-wide access.
+        DefaultSecurityGroup(self, "default-sg", vpc_id=vpc.id, tags={"Name": f"{props.name}-default-unused"})
         igw = InternetGateway(self, "igw", vpc_id=vpc.id, tags={"Name": props.name})
         public_rt = RouteTable(self, "public", vpc_id=vpc.id, tags={"Name": f"{props.name}-public"})
         Route(self, "public-default", route_table_id=public_rt.id, destination_cidr_block="0.0.0.0/0", gateway_id=igw.id)

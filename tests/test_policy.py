@@ -1,0 +1,88 @@
+"""Policy gate: checkov on every stack of every shipped profile. Every failed check is fixed or
+accepted in tests/checkov_baseline.yaml (checkov ignores skip comments inside JSON)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import IN_CI, SHIPPED
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = yaml.safe_load((Path(__file__).parent / "checkov_baseline.yaml").read_text())
+
+
+def find_checkov() -> str | None:
+    explicit = os.environ.get("CHECKOV")
+    local = ROOT / ".tools" / "checkov" / "bin" / "checkov"
+    return explicit or (str(local) if local.exists() else shutil.which("checkov"))
+
+
+def resource_id(finding: dict) -> str:
+    # checkov prints "resource.<id>" for some checks and "<type>.<id>" for graph checks.
+    return finding["resource"].split(".", 1)[1]
+
+
+def accepted(finding: dict) -> dict | None:
+    return next((entry for entry in BASELINE if entry["check"] == finding["check_id"]
+                 and fnmatch.fnmatch(resource_id(finding), entry["resource"])), None)
+
+
+@pytest.fixture(scope="session")
+def findings(synthesized) -> dict[tuple[str, str], dict]:
+    """(profile, layer) -> {"passed": n, "failed": [findings]} from one checkov run per profile."""
+    checkov = find_checkov()
+    if checkov is None:
+        if IN_CI:
+            pytest.fail("CI needs checkov (make installs it into .tools/checkov)")
+        pytest.skip("SKIPPING policy gate: checkov not installed (make test installs it)")
+    results = {}
+    for profile in SHIPPED:
+        stacks = synthesized.outroot / profile / "stacks"
+        run = subprocess.run([checkov, "-d", str(stacks), "--framework", "terraform_json", "-o", "json",
+                              "--compact", "--skip-download"], capture_output=True, text=True, timeout=600)
+        report = json.loads(run.stdout)
+        if report == []:
+            report = {"results": {"failed_checks": [], "passed_checks": []}}
+        for layer in synthesized.stacks[profile]:
+            results[(profile, layer)] = {"passed": 0, "failed": []}
+        for outcome, key in (("passed_checks", "passed"), ("failed_checks", "failed")):
+            for finding in report["results"][outcome]:
+                layer = Path(finding["file_path"]).parts[1]
+                if key == "passed":
+                    results[(profile, layer)]["passed"] += 1
+                else:
+                    results[(profile, layer)]["failed"].append(finding)
+    print("\ncheckov per stack (passed / failed, of which accepted):")
+    for (profile, layer), result in sorted(results.items()):
+        accepted_count = sum(1 for f in result["failed"] if accepted(f))
+        print(f"  {profile:15} {layer:10} {result['passed']:4} / {len(result['failed']):3} ({accepted_count} accepted)")
+    return results
+
+
+@pytest.mark.parametrize("layer", ["cluster", "storage", "build", "addons", "workloads"])
+@pytest.mark.parametrize("profile", SHIPPED)
+def test_no_unaccepted_policy_findings(findings, profile, layer):
+    result = findings[(profile, layer)]
+    new = [f"{f['check_id']} {f['resource']}: {f['check_name']}" for f in result["failed"] if not accepted(f)]
+    assert not new, "fix these or accept them in tests/checkov_baseline.yaml:\n" + "\n".join(new)
+
+
+def test_the_scan_really_ran(findings):
+    assert sum(result["passed"] for result in findings.values()) > 100
+
+
+def test_baseline_has_no_stale_entries(findings):
+    used = Counter(entry["check"] + entry["resource"] for result in findings.values()
+                   for finding in result["failed"] if (entry := accepted(finding)))
+    stale = [f"{e['check']} {e['resource']}" for e in BASELINE if e["check"] + e["resource"] not in used]
+    assert not stale, f"baseline entries that match nothing: {stale}"
+    assert all(entry.get("why") for entry in BASELINE)
