@@ -18,7 +18,8 @@ export UV_COMPILE_BYTECODE := 1
 # jsii unpacks the provider bindings (~570 MB) once; keep them with the project.
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT ?= $(CURDIR)/.cache/jsii
 
-.PHONY: synth test env manifests verify clean
+.PHONY: synth test env manifests verify plan deploy destroy hcl clean
+LAYER ?= all
 
 env: $(STAMP)
 
@@ -46,6 +47,12 @@ manifests: $(STAMP)
 
 verify: $(STAMP)
 	$(PY) main.py verify --profile $(PROFILE)
+
+hcl: $(STAMP)
+	$(PY) main.py hcl --profile $(PROFILE)
+
+plan deploy destroy: $(STAMP)
+	$(PY) main.py $@ --profile $(PROFILE) --layer $(LAYER)
 
 test: $(STAMP) $(CHECKOV)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -4,6 +4,8 @@
     python main.py schema            # rewrite profiles/profile.schema.json
     python main.py manifests [--profile ...] [--image URI] [--outdir DIR]
     python main.py verify [--profile ...] [--image URI]   # needs kubectl and a live cluster
+    python main.py hcl [--profile ...] [--outdir cdktf.out/hcl]   # the stacks as HCL, for leaving cdktf
+    python main.py plan|deploy|destroy [--layer all|LAYER] [--profile ...]   # plain terraform, in order
 
 `cdktf synth` / `cdktf deploy <layer>` run this file with no arguments: the profile then comes
 from the PROFILE environment variable (default: g6-validation).
@@ -14,6 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -38,6 +42,16 @@ def main(argv: list[str] | None = None) -> int:
                          help="reference image for the container test (build layer's repository_urls output + tag)")
         if name == "manifests":
             sub.add_argument("--outdir", default="cdktf.out/manifests")
+    hcl = commands.add_parser("hcl", help="write the stacks as HCL (cdk.tf) for teams leaving cdktf")
+    hcl.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE)
+    hcl.add_argument("--outdir", default="cdktf.out/hcl")
+    for name, help_ in (("plan", "terraform plan the layers in dependency order"),
+                        ("deploy", "plan and apply the layers in dependency order"),
+                        ("destroy", "clean up controller-made resources, then destroy in reverse order")):
+        sub = commands.add_parser(name, help=help_)
+        sub.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE)
+        sub.add_argument("--layer", default=os.environ.get("LAYER") or "all")
+        sub.add_argument("--outdir", default=os.environ.get("CDKTF_OUTDIR", "cdktf.out"))
     args = parser.parse_args(argv)
 
     if args.command == "schema":
@@ -54,6 +68,15 @@ def main(argv: list[str] | None = None) -> int:
         print(error.render(), file=sys.stderr)
         return EXIT_USER_ERROR
 
+    layers: list[str] = []
+    if args.command in ("plan", "deploy", "destroy"):
+        from operate.layers import select_layers
+
+        try:
+            layers = select_layers(args.layer)
+        except ValueError as error:
+            print(error, file=sys.stderr)
+            return EXIT_USER_ERROR
     if args.command == "manifests":
         return write_manifests(config, Path(args.outdir), image=args.image)
     if args.command == "verify":
@@ -61,15 +84,36 @@ def main(argv: list[str] | None = None) -> int:
 
     import toolchain
 
+    if args.command == "hcl":
+        # cdktf renders HCL when its (Node) process starts with this set: before any binding loads.
+        os.environ["SYNTH_HCL_OUTPUT"] = "true"
     toolchain.use_supported_node()
     from stacks.platform import LAYERS, synthesize
 
     outdir = Path(args.outdir)
-    outdir.parent.mkdir(parents=True, exist_ok=True)
     synthesize(config, str(outdir))
+    if args.command in ("plan", "deploy", "destroy"):
+        return operate(args.command, layers, outdir / "stacks")
+    file_name = "cdk.tf.json"
+    if args.command == "hcl":
+        from operate.hcl import repair_cdktf_hcl
+
+        file_name = "cdk.tf"
+        for layer in LAYERS:
+            path = outdir / "stacks" / layer / file_name
+            path.write_text(repair_cdktf_hcl(path.read_text()))
+        if shutil.which("terraform"):  # cdktf writes HCL unindented
+            subprocess.run(["terraform", "fmt", "-recursive", str(outdir / "stacks")], capture_output=True)
     print(f"synthesized profile {config.name} ({args.profile}): " + ", ".join(
-        str(outdir / "stacks" / layer / "cdk.tf.json") for layer in LAYERS))
+        str(outdir / "stacks" / layer / file_name) for layer in LAYERS))
     return 0
+
+
+def operate(action: str, layers: list[str], stacks_dir: Path) -> int:
+    from operate.layers import Operator
+
+    results = Operator(stacks_dir).run(action, layers)  # type: ignore[arg-type]
+    return 0 if results and all(result.ok for result in results) and len(results) == len(layers) else 1
 
 
 def write_manifests(config, outdir: Path, *, image: str | None) -> int:

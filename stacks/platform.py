@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from cdktf import App
 
@@ -40,7 +41,9 @@ def build_platform(app: App, config: PlatformConfig) -> Platform:
 
 
 def synthesize(config: PlatformConfig, outdir: str) -> Platform:
-    """Synthesize every layer of one profile into `outdir`/stacks/<layer>/cdk.tf.json."""
+    """Synthesize every layer of one profile into `outdir`/stacks/<layer>/cdk.tf.json (or `cdk.tf`
+    as HCL when the process was started for HCL export, see main.py)."""
+    Path(outdir).parent.mkdir(parents=True, exist_ok=True)  # cdktf's App fails without it
     app = App(outdir=outdir)
     platform = build_platform(app, config)
     app.synth()

@@ -74,10 +74,14 @@ class Terraform:
         assert init.returncode == 0, init.stderr
         return self.run(workdir, "test", "-no-color")
 
-    def validate(self, stack_json: dict, workdir: Path) -> dict:
-        """`terraform init -backend=false` + `validate -json` of one stack; the parsed result."""
+    def validate(self, stack_json: dict | str, workdir: Path) -> dict:
+        """`terraform init -backend=false` + `validate -json` of one stack (JSON, or HCL text);
+        the parsed result."""
         workdir.mkdir(parents=True, exist_ok=True)
-        (workdir / "cdk.tf.json").write_text(json.dumps(stack_json))
+        if isinstance(stack_json, str):
+            (workdir / "cdk.tf").write_text(stack_json)
+        else:
+            (workdir / "cdk.tf.json").write_text(json.dumps(stack_json))
         init = self.run(workdir, "init", "-backend=false", "-input=false", "-no-color")
         if init.returncode != 0:
             return {"valid": False, "init_error": init.stderr + init.stdout, "diagnostics": []}

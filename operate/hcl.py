@@ -1,0 +1,57 @@
+"""Repairs for cdktf 0.21's HCL renderer, applied by `main.py hcl` before `terraform fmt`.
+
+cdktf (archived upstream) renders two constructs this platform uses as invalid HCL:
+- a string attribute that embeds a `${...}` reference keeps its inner double quotes unescaped
+  (IAM and key policies with an account id or ARN in them);
+- a lifecycle `precondition` comes out as a list attribute instead of a nested block.
+Both are fixed textually here; the result is checked with `terraform validate` in the tests.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ATTRIBUTE = re.compile(r'^(\s*[A-Za-z_][\w-]* = )"(.*)"\s*$')
+
+
+def _escape_outside_interpolations(text: str) -> str:
+    out, depth, index = [], 0, 0
+    while index < len(text):
+        if text.startswith("${", index):
+            depth += 1
+            out.append("${")
+            index += 2
+            continue
+        char = text[index]
+        if char == "}" and depth:
+            depth -= 1
+        elif char == "\\" and not depth and index + 1 < len(text):
+            out.append(text[index:index + 2])  # already escaped
+            index += 2
+            continue
+        elif char == '"' and not depth:
+            char = '\\"'
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
+def _fix_string_line(line: str) -> str:
+    match = _ATTRIBUTE.match(line)
+    if not match or "${" not in match.group(2):
+        return line
+    return f'{match.group(1)}"{_escape_outside_interpolations(match.group(2))}"'
+
+
+def _fix_preconditions(text: str) -> str:
+    def block(match: re.Match) -> str:
+        indent, body = match.group(1), match.group(2)
+        items = re.findall(r"\{\n(.*?)\n\s*\},?", body, flags=re.DOTALL)
+        return "".join(f"{indent}precondition {{\n{item}\n{indent}}}\n" for item in items)
+
+    return re.sub(r"^(\s*)precondition = \[\n(.*?)\n\s*\]\n", block, text, flags=re.MULTILINE | re.DOTALL)
+
+
+def repair_cdktf_hcl(text: str) -> str:
+    text = "\n".join(_fix_string_line(line) for line in text.split("\n"))
+    return _fix_preconditions(text)

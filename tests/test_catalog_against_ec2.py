@@ -1,0 +1,27 @@
+"""The GPU catalog against EC2's own DescribeInstanceTypes data, as recorded in moto's package.
+
+An independent source for the facts the launch template is built from; the plan-time
+precondition checks the same numbers against the live API."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from importlib.resources import files
+
+import pytest
+
+from profiles.catalog import CATALOG
+
+EC2 = json.loads(gzip.decompress((files("moto.ec2") / "resources" / "instance_types.json.gz").read_bytes()))
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_catalog_entry_matches_ec2(name):
+    entry, ec2 = CATALOG[name], EC2[name]
+    network, (gpu,) = ec2["NetworkInfo"], ec2["GpuInfo"]["Gpus"]
+    assert entry.max_efa_interfaces == network.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0)
+    assert entry.network_cards == network["MaximumNetworkCards"]
+    assert entry.gpu_count == gpu["Count"]
+    assert entry.gpu_model == gpu["Name"]
+    assert abs(entry.gpu_memory_gib * 1024 - gpu["MemoryInfo"]["SizeInMiB"]) <= 0.1 * entry.gpu_memory_gib * 1024

@@ -1,0 +1,61 @@
+"""HCL export for teams leaving cdktf: the AWS layers' HCL is valid Terraform too."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import AWS_LAYERS
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILES = ("g6-validation", "p5-training")
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> Path:
+    # HCL rendering is chosen when cdktf's Node process starts, so it needs processes of its own.
+    out = tmp_path_factory.mktemp("hcl")
+    runs = [subprocess.Popen([sys.executable, str(ROOT / "main.py"), "hcl", "--profile", p, "--outdir", str(out / p)],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for p in PROFILES]
+    for run in runs:
+        _, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err
+    return out
+
+
+@pytest.mark.parametrize("layer", AWS_LAYERS)
+@pytest.mark.parametrize("profile", PROFILES)
+def test_hcl_of_aws_layers_is_valid(exported, terraform, tmp_path, profile, layer):
+    hcl = (exported / profile / "stacks" / layer / "cdk.tf").read_text()
+    assert hcl.lstrip().startswith("terraform {") and 'resource "aws_' in hcl
+    result = terraform.validate(hcl, tmp_path)
+    assert result["valid"], result
+
+
+def test_hcl_and_json_describe_the_same_resources(exported, synthesized):
+    import re
+
+    for layer in ("cluster", "storage", "build", "addons", "workloads"):
+        hcl = (exported / "p5-training" / "stacks" / layer / "cdk.tf").read_text()
+        in_hcl = set(re.findall(r'^resource "([^"]+)" "([^"]+)"', hcl, flags=re.MULTILINE))
+        in_json = {(t, n) for t, items in synthesized.stack("p5-training", layer).get("resource", {}).items() for n in items}
+        assert in_hcl == in_json, layer
+
+
+def test_repair_escapes_quotes_around_interpolations_only():
+    from operate.hcl import repair_cdktf_hcl
+
+    broken = 'policy = "{"Principal": {"AWS": "arn:aws:iam::${data.a.b.account_id}:root"}}"'
+    assert repair_cdktf_hcl(broken) == 'policy = "{\\"Principal\\": {\\"AWS\\": \\"arn:aws:iam::${data.a.b.account_id}:root\\"}}"'
+    fine = 'assume_role_policy = "{\\"Action\\": \\"x\\"}"'
+    assert repair_cdktf_hcl(fine) == fine
+
+
+def test_repair_turns_precondition_lists_into_blocks():
+    from operate.hcl import repair_cdktf_hcl
+
+    broken = 'lifecycle {\n  precondition = [\n{\ncondition = "${a == 1}"\nerror_message = "bad"\n},\n]\n}\n'
+    assert repair_cdktf_hcl(broken) == 'lifecycle {\n  precondition {\ncondition = "${a == 1}"\nerror_message = "bad"\n  }\n}\n'
