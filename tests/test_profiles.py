@@ -17,8 +17,12 @@ BASE = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "g6-va
 
 
 def mutated(**changes) -> dict:
-    """The default profile with dotted-path changes; a value of DELETE removes the key."""
-    doc = copy.deepcopy(BASE)
+    """The default profile with changes at `a__b__0__c` paths; a value of DELETE removes the key."""
+    return changed(BASE, **changes)
+
+
+def changed(base: dict, **changes) -> dict:
+    doc = copy.deepcopy(base)
     for dotted, value in changes.items():
         *parents, leaf = dotted.split("__")
         node = doc
@@ -40,6 +44,15 @@ def problems(doc: dict) -> list[str]:
     with pytest.raises(ProfileError) as caught:
         validate_profile(doc)
     return caught.value.problems
+
+
+def assert_reported(doc: dict, field: str, words: list[str]) -> None:
+    """The profile is rejected with a problem on `field` whose text contains every word."""
+    found = problems(doc)
+    matching = [line for line in found if line.startswith(f"{field}: ")]
+    assert matching, f"no problem reported for {field}; got {found}"
+    for word in words:
+        assert any(word in line for line in matching), f"{word!r} missing from {matching}"
 
 
 def test_shipped_profiles_are_the_three_documented_ones():
@@ -137,11 +150,7 @@ BAD_INPUT = [
 
 @pytest.mark.parametrize("changes, field, words", BAD_INPUT, ids=[case[1] + "-" + str(i) for i, case in enumerate(BAD_INPUT)])
 def test_bad_input_names_field_value_and_allowed(changes, field, words):
-    found = problems(mutated(**changes))
-    matching = [line for line in found if line.startswith(f"{field}: ")]
-    assert matching, f"no problem reported for {field}; got {found}"
-    for word in words:
-        assert any(word in line for line in matching), f"{word!r} missing from {matching}"
+    assert_reported(mutated(**changes), field, words)
 
 
 def test_every_problem_is_reported_at_once():
@@ -236,11 +245,7 @@ STORAGE_BAD_INPUT = [
 @pytest.mark.parametrize("doc, field, words", STORAGE_BAD_INPUT,
                          ids=[case[1] + "-" + str(i) for i, case in enumerate(STORAGE_BAD_INPUT)])
 def test_bad_storage_and_build_input(doc, field, words):
-    found = problems(doc)
-    matching = [line for line in found if line.startswith(f"{field}: ")]
-    assert matching, f"no problem reported for {field}; got {found}"
-    for word in words:
-        assert any(word in line for line in matching), f"{word!r} missing from {matching}"
+    assert_reported(doc, field, words)
 
 
 @pytest.mark.parametrize("settings", [
@@ -258,14 +263,7 @@ JARK = yaml.safe_load((Path(__file__).parent / "fixtures" / "profiles" / "jark.y
 
 
 def jark(**changes) -> dict:
-    doc = copy.deepcopy(JARK)
-    for dotted, value in changes.items():
-        *parents, leaf = dotted.split("__")
-        node = doc
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return doc
+    return changed(JARK, **changes)
 
 
 ADDON_BAD_INPUT = [
@@ -294,11 +292,7 @@ ADDON_BAD_INPUT = [
 @pytest.mark.parametrize("doc, field, words", ADDON_BAD_INPUT,
                          ids=[case[1] + "-" + str(i) for i, case in enumerate(ADDON_BAD_INPUT)])
 def test_bad_addon_input(doc, field, words):
-    found = problems(doc)
-    matching = [line for line in found if line.startswith(f"{field}: ")]
-    assert matching, f"no problem reported for {field}; got {found}"
-    for word in words:
-        assert any(word in line for line in matching), f"{word!r} missing from {matching}"
+    assert_reported(doc, field, words)
 
 
 def test_karpenter_below_1_6_is_fine_without_capacity_blocks():

@@ -37,6 +37,23 @@ class KarpenterPoolsProps:
     gpu: GpuPoolConfig
 
 
+def _pool(name: str, requirements: list[Requirement], *, taints: list[Taint] | None, expire_hours: int,
+          disruption: Disruption, limits: dict[str, str]) -> NodePool:
+    """A NodePool whose nodes carry the label platform/node-pool=<name>."""
+    return NodePool(
+        metadata=ObjectMeta(name=name),
+        spec=NodePoolSpec(
+            template=NodeClaimTemplate(
+                metadata=NodeClaimTemplateMeta(labels={NODE_POOL_LABEL: name}),
+                spec=NodeClaimSpec(node_class_ref=NodeClassRef(name=NODE_CLASS), requirements=requirements,
+                                   taints=taints, expire_after=f"{expire_hours}h"),
+            ),
+            disruption=disruption,
+            limits=limits,
+        ),
+    )
+
+
 def karpenter_objects(props: KarpenterPoolsProps) -> list[dict]:
     node_class = Ec2NodeClass(
         metadata=ObjectMeta(name=NODE_CLASS),
@@ -52,49 +69,23 @@ def karpenter_objects(props: KarpenterPoolsProps) -> list[dict]:
             tags={"karpenter.sh/discovery": props.cluster_name},
         ),
     )
-    cpu = NodePool(
-        metadata=ObjectMeta(name="cpu"),
-        spec=NodePoolSpec(
-            template=NodeClaimTemplate(
-                metadata=NodeClaimTemplateMeta(labels={NODE_POOL_LABEL: "cpu"}),
-                spec=NodeClaimSpec(
-                    node_class_ref=NodeClassRef(name=NODE_CLASS),
-                    requirements=[
-                        Requirement(key="karpenter.k8s.aws/instance-category", operator="In",
-                                    values=list(props.cpu.instance_categories)),
-                        Requirement(key="karpenter.sh/capacity-type", operator="In", values=list(props.cpu.capacity_types)),
-                        Requirement(key="kubernetes.io/arch", operator="In", values=["amd64"]),
-                    ],
-                    expire_after=f"{props.cpu.expire_after_hours}h",
-                ),
-            ),
-            disruption=Disruption(consolidation_policy="WhenEmptyOrUnderutilized",
-                                  consolidate_after=f"{props.cpu.consolidate_after_minutes}m"),
-            limits={"cpu": str(props.cpu.cpu_limit)},
-        ),
-    )
-    gpu = NodePool(
-        metadata=ObjectMeta(name="gpu"),
-        spec=NodePoolSpec(
-            template=NodeClaimTemplate(
-                metadata=NodeClaimTemplateMeta(labels={NODE_POOL_LABEL: "gpu"}),
-                spec=NodeClaimSpec(
-                    node_class_ref=NodeClassRef(name=NODE_CLASS),
-                    requirements=[
-                        Requirement(key="node.kubernetes.io/instance-type", operator="In",
-                                    values=list(props.gpu.instance_types)),
-                        Requirement(key="karpenter.sh/capacity-type", operator="In", values=list(props.gpu.capacity_types)),
-                    ],
-                    # The same taint as the managed GPU node groups: the GPU Operator's daemonsets
-                    # and GPU workloads tolerate exactly this.
-                    taints=[Taint(**GPU_TAINT_K8S)],
-                    expire_after=f"{props.gpu.expire_after_hours}h",
-                ),
-            ),
-            # GPU nodes leave only when empty: consolidation must not evict running training.
-            disruption=Disruption(consolidation_policy="WhenEmpty",
-                                  consolidate_after=f"{props.gpu.consolidate_after_minutes}m"),
-            limits={"nvidia.com/gpu": str(props.gpu.gpu_limit)},
-        ),
-    )
+    cpu = _pool("cpu", [
+        Requirement(key="karpenter.k8s.aws/instance-category", operator="In", values=list(props.cpu.instance_categories)),
+        Requirement(key="karpenter.sh/capacity-type", operator="In", values=list(props.cpu.capacity_types)),
+        Requirement(key="kubernetes.io/arch", operator="In", values=["amd64"]),
+    ], taints=None, expire_hours=props.cpu.expire_after_hours,
+        disruption=Disruption(consolidation_policy="WhenEmptyOrUnderutilized",
+                              consolidate_after=f"{props.cpu.consolidate_after_minutes}m"),
+        limits={"cpu": str(props.cpu.cpu_limit)})
+    gpu = _pool("gpu", [
+        Requirement(key="node.kubernetes.io/instance-type", operator="In", values=list(props.gpu.instance_types)),
+        Requirement(key="karpenter.sh/capacity-type", operator="In", values=list(props.gpu.capacity_types)),
+    ],
+        # The same taint as the managed GPU node groups: the GPU Operator's daemonsets and GPU
+        # workloads tolerate exactly this.
+        taints=[Taint(**GPU_TAINT_K8S)], expire_hours=props.gpu.expire_after_hours,
+        # GPU nodes leave only when empty: consolidation must not evict running training.
+        disruption=Disruption(consolidation_policy="WhenEmpty",
+                              consolidate_after=f"{props.gpu.consolidate_after_minutes}m"),
+        limits={"nvidia.com/gpu": str(props.gpu.gpu_limit)})
     return [node_class.manifest(), cpu.manifest(), gpu.manifest()]
