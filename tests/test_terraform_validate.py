@@ -6,9 +6,24 @@ layers are checked by assertions and snapshots instead.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from tests.conftest import AWS_LAYERS, FIXTURES, SHIPPED
+
+CASES = [(profile, layer) for profile in SHIPPED + FIXTURES for layer in AWS_LAYERS]
+
+
+@pytest.fixture(scope="module")
+def validated(synthesized, terraform, tmp_path_factory) -> dict:
+    """Every case validated up front, one Terraform process per core (they wait on I/O a lot)."""
+    root = tmp_path_factory.mktemp("validate")
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        futures = {case: pool.submit(terraform.validate, synthesized.stack(*case), root / "-".join(case))
+                   for case in CASES}
+        return {case: future.result() for case, future in futures.items()}
 
 
 def _diagnostics(result: dict) -> str:
@@ -20,8 +35,8 @@ def _diagnostics(result: dict) -> str:
 
 @pytest.mark.parametrize("layer", AWS_LAYERS)
 @pytest.mark.parametrize("profile", SHIPPED + FIXTURES)
-def test_aws_stack_is_valid_terraform(synthesized, terraform, tmp_path, profile, layer):
-    result = terraform.validate(synthesized.stack(profile, layer), tmp_path / layer)
+def test_aws_stack_is_valid_terraform(validated, profile, layer):
+    result = validated[(profile, layer)]
     assert result["valid"], _diagnostics(result)
     assert result["error_count"] == 0 and result["warning_count"] == 0, _diagnostics(result)
 

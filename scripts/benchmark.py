@@ -1,0 +1,145 @@
+"""Benchmark synthesis against the provider-import floor (not a test: run it on a quiet machine).
+
+    .venv/bin/python scripts/benchmark.py [--runs 3] [--suite-runs 1] [--eager]
+
+Scenarios, each a fresh process, median wall time and peak memory (RSS of the process tree:
+Python plus jsii's Node) over the runs:
+  a  floor: import the provider bindings the app uses and synthesize an empty stack
+  b  main job: `main.py synth` of the default profile
+  c  every shipped profile synthesized in one process
+  d  the test suite without the emulator
+Prints each figure and the ratios b/a and c/a, and writes benchmarks/results[-eager].json.
+--eager measures with GPU_PLATFORM_EAGER_BINDINGS=1 (the bindings' own eager imports).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+FLOOR = """
+import sys, toolchain
+toolchain.prepare()
+from cdktf import App, TerraformStack
+from cdktf_cdktf_provider_aws.provider import AwsProvider
+from cdktf_cdktf_provider_helm.provider import HelmProvider
+from cdktf_cdktf_provider_kubernetes.provider import KubernetesProvider
+app = App(outdir=sys.argv[1])
+TerraformStack(app, "empty")
+app.synth()
+"""
+ALL_PROFILES = """
+import sys, toolchain
+toolchain.prepare()
+from profiles import available_profiles, load_profile
+from stacks.platform import synthesize
+for name in available_profiles():
+    synthesize(load_profile(name), f"{sys.argv[1]}/{name}")
+"""
+
+
+def _tree_rss_kib(root: int) -> int:
+    """RSS of a process and all its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        pid = int(entry.name)
+        children.setdefault(int(fields.get("PPid", "0").strip() or 0), []).append(pid)
+        rss[pid] = int(fields.get("VmRSS", "0 kB").split()[0]) if "VmRSS" in fields else 0
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack += children.get(pid, [])
+    return total
+
+
+def measure(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(seconds, peak MiB) of one run."""
+    started = time.monotonic()
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    stop = threading.Event()
+
+    def sample():
+        nonlocal peak
+        while not stop.is_set():
+            peak = max(peak, _tree_rss_kib(process.pid))
+            stop.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, stderr = process.communicate()
+    elapsed = time.monotonic() - started
+    stop.set()
+    sampler.join()
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{stderr[-2000:]}")
+    return elapsed, peak / 1024
+
+
+def scenario(command_for_run, runs: int, env: dict[str, str]) -> dict:
+    samples = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as folder:
+            samples.append(measure(command_for_run(folder), env))
+    return {"median_seconds": round(statistics.median(s[0] for s in samples), 2),
+            "peak_mib": round(max(s[1] for s in samples)), "runs": runs}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--suite-runs", type=int, default=1)
+    parser.add_argument("--eager", action="store_true")
+    args = parser.parse_args()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("CI", None)
+    if args.eager:
+        env["GPU_PLATFORM_EAGER_BINDINGS"] = "1"
+
+    results = {
+        "a_floor": scenario(lambda d: [PY, "-c", FLOOR, f"{d}/out"], args.runs, env),
+        "b_main_job": scenario(lambda d: [PY, "main.py", "synth", "--outdir", f"{d}/out"], args.runs, env),
+        "c_all_profiles": scenario(lambda d: [PY, "-c", ALL_PROFILES, d], args.runs, env),
+        "d_tests_without_emulator": scenario(
+            lambda d: [PY, "-m", "pytest", "-q", "-m", "not emulator", "-p", "no:cacheprovider", "--basetemp", f"{d}/t"],
+            args.suite_runs, env),
+    }
+    floor = results["a_floor"]["median_seconds"]
+    results["ratio_b_over_a"] = round(results["b_main_job"]["median_seconds"] / floor, 2)
+    results["ratio_c_over_a"] = round(results["c_all_profiles"]["median_seconds"] / floor, 2)
+    results["c_minus_a_seconds"] = round(results["c_all_profiles"]["median_seconds"] - floor, 2)
+    results["bindings"] = "eager" if args.eager else "lazy"
+    results["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    results["machine"] = f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}"
+    for key, value in results.items():
+        print(f"{key:26} {value}")
+    out = ROOT / "benchmarks" / f"results{'-eager' if args.eager else ''}.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""The lazy-bindings import hook changes how fast synthesis starts, never what it writes."""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import toolchain
+from tests.conftest import FIXTURES, SHIPPED, profile_source
+
+ROOT = Path(__file__).resolve().parents[1]
+EAGER_SYNTH = """
+import sys, toolchain
+toolchain.prepare()
+from profiles import load_profile
+from stacks.platform import synthesize
+for name, source in zip(sys.argv[1::2], sys.argv[2::2]):
+    synthesize(load_profile(source), f"{OUT}/{name}")
+"""
+
+
+def test_this_session_uses_lazy_bindings():
+    import cdktf_cdktf_provider_aws
+
+    assert toolchain.lazy_bindings_enabled()
+    assert "cdktf_cdktf_provider_aws.xray_group" not in sys.modules  # never imported by the app
+    assert cdktf_cdktf_provider_aws.xray_group.XrayGroup  # ... yet reachable on demand
+
+
+def test_every_profile_is_byte_identical_with_eager_bindings(synthesized, tmp_path):
+    names = SHIPPED + FIXTURES
+    args = [arg for name in names for arg in (name, profile_source(name))]
+    run = subprocess.run([sys.executable, "-c", EAGER_SYNTH.replace("{OUT}", str(tmp_path)), *args], cwd=ROOT,
+                         env={**os.environ, "GPU_PLATFORM_EAGER_BINDINGS": "1", "PYTHONPATH": str(ROOT)},
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    for name in names:
+        lazy, eager = synthesized.outroot / name / "stacks", tmp_path / name / "stacks"
+        for layer in ("cluster", "storage", "build", "addons", "workloads"):
+            assert filecmp.cmp(lazy / layer / "cdk.tf.json", eager / layer / "cdk.tf.json", shallow=False), (name, layer)
