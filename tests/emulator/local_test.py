@@ -40,8 +40,9 @@ def provider_override(endpoint: str) -> dict:
         "access_key": "emulator", "secret_key": "emulator",
         "skip_credentials_validation": True, "skip_metadata_api_check": True, "skip_region_validation": True,
         "s3_use_path_style": True,
-        # The emulator answers at once or never: retries only slow a failing run down.
-        "max_retries": 1,
+        # Low: an API the emulator lacks fails fast instead of retrying for minutes; 3 still rides
+        # out a dropped local connection on a busy machine.
+        "max_retries": 3,
         "endpoints": [{service: endpoint for service in SERVICES}],
     }]}}
 
