@@ -3,8 +3,10 @@
 cdktf (archived upstream) renders two constructs this platform uses as invalid HCL:
 - a string attribute that embeds a `${...}` reference keeps its inner double quotes unescaped
   (IAM and key policies with an account id or ARN in them);
-- a lifecycle `precondition` comes out as a list attribute instead of a nested block.
-Both are fixed textually here; the result is checked with `terraform validate` in the tests.
+- a lifecycle `precondition` comes out as a list attribute instead of a nested block;
+- `depends_on` and `ignore_changes` list quoted references, which Terraform accepts with a
+  deprecation warning.
+All three are fixed textually here; the result is checked with `terraform validate` in the tests.
 """
 
 from __future__ import annotations
@@ -52,6 +54,19 @@ def _fix_preconditions(text: str) -> str:
     return re.sub(r"^(\s*)precondition = \[\n(.*?)\n\s*\]\n", block, text, flags=re.MULTILINE | re.DOTALL)
 
 
+def _unquote_reference_lists(text: str) -> str:
+    out, inside = [], False
+    for line in text.split("\n"):
+        if re.match(r"^\s*(depends_on|ignore_changes) = \[\s*$", line):
+            inside = True
+        elif inside and re.match(r"^\s*\]", line):
+            inside = False
+        elif inside:
+            line = re.sub(r'^(\s*)"([^"]+)"(,?)\s*$', r"\1\2\3", line)
+        out.append(line)
+    return "\n".join(out)
+
+
 def repair_cdktf_hcl(text: str) -> str:
     text = "\n".join(_fix_string_line(line) for line in text.split("\n"))
-    return _fix_preconditions(text)
+    return _unquote_reference_lists(_fix_preconditions(text))

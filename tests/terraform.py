@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -73,6 +74,34 @@ class Terraform:
         init = self.run(workdir, "init", "-backend=false", "-input=false", "-no-color")
         assert init.returncode == 0, init.stderr
         return self.run(workdir, "test", "-no-color")
+
+    def validate_many(self, stacks: dict[str, dict | str], workdir: Path) -> dict[str, list[dict]]:
+        """Validate many stacks in one Terraform run (the provider schema loads once): each stack
+        becomes a child module of a generated root. Returns each stack's diagnostics."""
+        workdir.mkdir(parents=True, exist_ok=True)
+        root: dict = {"module": {}}
+        for name, stack in stacks.items():
+            folder = workdir / name
+            folder.mkdir()
+            if isinstance(stack, str):
+                # HCL: drop the backend block (a child module may not have one).
+                (folder / "cdk.tf").write_text(re.sub(r'\n\s*backend "\w+" \{[^}]*\}', "", stack))
+            else:
+                terraform_block = {k: v for k, v in stack["terraform"].items() if k != "backend"}
+                (folder / "cdk.tf.json").write_text(json.dumps({**stack, "terraform": terraform_block}))
+            root["module"][name] = {"source": f"./{name}"}
+        (workdir / "main.tf.json").write_text(json.dumps(root))
+        init = self.run(workdir, "init", "-backend=false", "-input=false", "-no-color")
+        if init.returncode != 0:
+            raise AssertionError(f"terraform init failed: {init.stderr}{init.stdout}")
+        result = json.loads(self.run(workdir, "validate", "-json", "-no-color").stdout)
+        found: dict[str, list[dict]] = {name: [] for name in stacks}
+        for diagnostic in result.get("diagnostics", []):
+            filename = diagnostic.get("range", {}).get("filename", "")
+            owners = [name for name in stacks if filename.startswith(f"{name}/")] or list(stacks)
+            for owner in owners:
+                found[owner].append(diagnostic)
+        return found
 
     def validate(self, stack_json: dict | str, workdir: Path) -> dict:
         """`terraform init -backend=false` + `validate -json` of one stack (JSON, or HCL text);

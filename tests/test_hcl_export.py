@@ -26,13 +26,19 @@ def exported(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def validated(exported, terraform, tmp_path_factory) -> dict[str, list[dict]]:
+    stacks = {f"{profile}-{layer}": (exported / profile / "stacks" / layer / "cdk.tf").read_text()
+              for profile in PROFILES for layer in AWS_LAYERS}
+    for hcl in stacks.values():
+        assert hcl.lstrip().startswith("terraform {") and 'resource "aws_' in hcl
+    return terraform.validate_many(stacks, tmp_path_factory.mktemp("validate-hcl"))
+
+
 @pytest.mark.parametrize("layer", AWS_LAYERS)
 @pytest.mark.parametrize("profile", PROFILES)
-def test_hcl_of_aws_layers_is_valid(exported, terraform, tmp_path, profile, layer):
-    hcl = (exported / profile / "stacks" / layer / "cdk.tf").read_text()
-    assert hcl.lstrip().startswith("terraform {") and 'resource "aws_' in hcl
-    result = terraform.validate(hcl, tmp_path)
-    assert result["valid"], result
+def test_hcl_of_aws_layers_is_valid(validated, profile, layer):
+    assert validated[f"{profile}-{layer}"] == []
 
 
 def test_hcl_and_json_describe_the_same_resources(exported, synthesized):
@@ -59,3 +65,13 @@ def test_repair_turns_precondition_lists_into_blocks():
 
     broken = 'lifecycle {\n  precondition = [\n{\ncondition = "${a == 1}"\nerror_message = "bad"\n},\n]\n}\n'
     assert repair_cdktf_hcl(broken) == 'lifecycle {\n  precondition {\ncondition = "${a == 1}"\nerror_message = "bad"\n  }\n}\n'
+
+
+def test_repair_unquotes_reference_lists():
+    from operate.hcl import repair_cdktf_hcl
+
+    assert repair_cdktf_hcl('depends_on = [\n"aws_iam_role.a",\n"aws_eks_addon.b"\n]') == \
+        'depends_on = [\naws_iam_role.a,\naws_eks_addon.b\n]'
+    assert repair_cdktf_hcl('ignore_changes = [\n"scaling_config[0].desired_size",\n]') == \
+        'ignore_changes = [\nscaling_config[0].desired_size,\n]'
+    assert repair_cdktf_hcl('tags = [\n"keep",\n]') == 'tags = [\n"keep",\n]'

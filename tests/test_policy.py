@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -44,12 +45,16 @@ def findings(synthesized) -> dict[tuple[str, str], dict]:
         if IN_CI:
             pytest.fail("CI needs checkov (make installs it into .tools/checkov)")
         pytest.skip("SKIPPING policy gate: checkov not installed (make test installs it)")
-    results = {}
-    for profile in SHIPPED:
+    def scan(profile: str) -> dict:
         stacks = synthesized.outroot / profile / "stacks"
         run = subprocess.run([checkov, "-d", str(stacks), "--framework", "terraform_json", "-o", "json",
                               "--compact", "--skip-download"], capture_output=True, text=True, timeout=600)
-        report = json.loads(run.stdout)
+        return json.loads(run.stdout)
+
+    with ThreadPoolExecutor(max_workers=len(SHIPPED)) as pool:
+        reports = dict(zip(SHIPPED, pool.map(scan, SHIPPED)))
+    results = {}
+    for profile, report in reports.items():
         if report == []:
             report = {"results": {"failed_checks": [], "passed_checks": []}}
         for layer in synthesized.stacks[profile]:

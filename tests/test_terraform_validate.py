@@ -6,8 +6,7 @@ layers are checked by assertions and snapshots instead.
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
+import json
 
 import pytest
 
@@ -18,27 +17,30 @@ CASES = [(profile, layer) for profile in SHIPPED + FIXTURES for layer in AWS_LAY
 
 @pytest.fixture(scope="module")
 def validated(synthesized, terraform, tmp_path_factory) -> dict:
-    """Every case validated up front, one Terraform process per core (they wait on I/O a lot)."""
-    root = tmp_path_factory.mktemp("validate")
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        futures = {case: pool.submit(terraform.validate, synthesized.stack(*case), root / "-".join(case))
-                   for case in CASES}
-        return {case: future.result() for case, future in futures.items()}
+    """Every case validated in one Terraform run (each stack a child module of one root)."""
+    stacks = {f"{profile}-{layer}": synthesized.stack(profile, layer) for profile, layer in CASES}
+    found = terraform.validate_many(stacks, tmp_path_factory.mktemp("validate"))
+    return {case: found[f"{case[0]}-{case[1]}"] for case in CASES}
 
 
-def _diagnostics(result: dict) -> str:
-    if "init_error" in result:
-        return result["init_error"]
+def _describe(diagnostics: list[dict]) -> str:
     return "\n".join(f"{d['severity']}: {d['summary']}: {d.get('detail', '')} at {d.get('range', {}).get('filename')}"
-                     for d in result.get("diagnostics", []))
+                     for d in diagnostics)
 
 
 @pytest.mark.parametrize("layer", AWS_LAYERS)
 @pytest.mark.parametrize("profile", SHIPPED + FIXTURES)
 def test_aws_stack_is_valid_terraform(validated, profile, layer):
-    result = validated[(profile, layer)]
-    assert result["valid"], _diagnostics(result)
-    assert result["error_count"] == 0 and result["warning_count"] == 0, _diagnostics(result)
+    diagnostics = validated[(profile, layer)]
+    assert diagnostics == [], _describe(diagnostics)
+
+
+def test_a_broken_stack_is_reported_against_its_own_name(synthesized, terraform, tmp_path):
+    broken = json.loads(json.dumps(synthesized.stack("g6-validation", "build")))
+    next(iter(broken["resource"]["aws_ecr_repository"].values()))["image_tag_mutability"] = 42
+    broken["resource"]["aws_ecr_repository"]["typo"] = {"nam": "x"}
+    found = terraform.validate_many({"good": synthesized.stack("g6-validation", "build"), "bad": broken}, tmp_path)
+    assert found["good"] == [] and found["bad"]
 
 
 def test_terraform_uses_the_project_cli_config(terraform):
