@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command is None:  # run by the cdktf CLI
         args = synth.parse_args([])
+        args.command = "synth"
 
     # Validate before loading the provider bindings: a bad profile fails in well under a second.
     try:

@@ -48,3 +48,16 @@ def test_unknown_profile_name_lists_available(tmp_path):
 def test_missing_profile_file(tmp_path):
     result = run("synth", "--profile", str(tmp_path / "missing.yaml"))
     assert result.returncode == 2 and "no such profile file" in result.stderr
+
+
+def test_cdktf_cli_invocation_synthesizes_the_profile_from_the_environment(tmp_path):
+    """`cdktf synth` runs `main.py` with no arguments, PROFILE and CDKTF_OUTDIR in the environment."""
+    import json
+    import os
+
+    result = subprocess.run([sys.executable, str(ROOT / "main.py")], capture_output=True, text=True, cwd=ROOT,
+                            timeout=300, env={**os.environ, "PROFILE": "p5en-training", "CDKTF_OUTDIR": str(tmp_path / "out")})
+    assert result.returncode == 0, result.stderr
+    cluster = json.loads((tmp_path / "out" / "stacks" / "cluster" / "cdk.tf.json").read_text())
+    assert cluster["provider"]["aws"][0]["region"] == "us-east-2"
+    assert (tmp_path / "out" / "manifest.json").is_file()
