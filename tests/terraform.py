@@ -102,17 +102,3 @@ class Terraform:
             for owner in owners:
                 found[owner].append(diagnostic)
         return found
-
-    def validate(self, stack_json: dict | str, workdir: Path) -> dict:
-        """`terraform init -backend=false` + `validate -json` of one stack (JSON, or HCL text);
-        the parsed result."""
-        workdir.mkdir(parents=True, exist_ok=True)
-        if isinstance(stack_json, str):
-            (workdir / "cdk.tf").write_text(stack_json)
-        else:
-            (workdir / "cdk.tf.json").write_text(json.dumps(stack_json))
-        init = self.run(workdir, "init", "-backend=false", "-input=false", "-no-color")
-        if init.returncode != 0:
-            return {"valid": False, "init_error": init.stderr + init.stdout, "diagnostics": []}
-        result = self.run(workdir, "validate", "-json", "-no-color")
-        return json.loads(result.stdout)
