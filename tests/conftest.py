@@ -77,3 +77,17 @@ def terraform(tmp_path_factory):
             pytest.fail(f"CI needs Terraform with the offline provider mirror: {ready}")
         pytest.skip(f"SKIPPING terraform checks: {ready}")
     return ready
+
+
+@pytest.fixture(scope="session")
+def report(request):
+    """Write a line to the terminal even when output is captured (measurements CI should show)."""
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+
+    def write(line: str = "") -> None:
+        if reporter is not None:
+            reporter.write_line(line)
+        else:
+            print(line)
+
+    return write

@@ -61,3 +61,5 @@ def test_cdktf_cli_invocation_synthesizes_the_profile_from_the_environment(tmp_p
     cluster = json.loads((tmp_path / "out" / "stacks" / "cluster" / "cdk.tf.json").read_text())
     assert cluster["provider"]["aws"][0]["region"] == "us-east-2"
     assert (tmp_path / "out" / "manifest.json").is_file()
+    # jsii runs on the project's Node 24: no end-of-life banner, no deprecation noise.
+    assert "end-of-life" not in result.stderr and "DeprecationWarning" not in result.stderr

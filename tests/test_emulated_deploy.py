@@ -26,11 +26,11 @@ def emulator():
 
 
 @pytest.mark.parametrize("profile", ["g6-validation", "p5-training"])
-def test_apply_replan_destroy(synthesized, terraform, emulator, tmp_path, profile):
+def test_apply_replan_destroy(synthesized, terraform, emulator, tmp_path, profile, report):
     workdir = tmp_path / profile
     shutil.copytree(synthesized.outroot / profile, workdir)
-    report = prepare(workdir / "stacks", list(AWS_LAYERS), emulator.endpoint)
-    operator = Operator(workdir / "stacks", log=print, env={
+    coverage = prepare(workdir / "stacks", list(AWS_LAYERS), emulator.endpoint)
+    operator = Operator(workdir / "stacks", log=lambda line: None, env={
         "TF_CLI_CONFIG_FILE": str(terraform.cli_config),
         "AWS_ACCESS_KEY_ID": "emulator", "AWS_SECRET_ACCESS_KEY": "emulator",
     }, cleanup=lambda: None)
@@ -51,12 +51,13 @@ def test_apply_replan_destroy(synthesized, terraform, emulator, tmp_path, profil
     destroyed = operator.run("destroy", list(AWS_LAYERS))
     assert all(r.ok for r in destroyed), destroyed[-1].detail
 
-    print(f"\nemulated deploy of {profile} in {time.monotonic() - started:.0f}s (apply, re-plan, destroy):")
-    for layer, counts in report.items():
-        print(f"  {layer:8} applied {counts['resources']:3}, excluded {len(counts['excluded'])}"
-              + (f" ({', '.join(counts['excluded'])})" if counts["excluded"] else ""))
+    report("")
+    report(f"emulated deploy of {profile} in {time.monotonic() - started:.0f}s (apply, re-plan, destroy):")
+    for layer, counts in coverage.items():
+        report(f"  {layer:8} applied {counts['resources']:3}, excluded {len(counts['excluded'])}"
+               + (f" ({', '.join(counts['excluded'])})" if counts["excluded"] else ""))
     # Exclusions come only from the documented list.
-    assert all(address.split(".")[0] in EXCLUDED_TYPES for c in report.values() for address in c["excluded"])
+    assert all(address.split(".")[0] in EXCLUDED_TYPES for c in coverage.values() for address in c["excluded"])
     # The emulator is empty again: nothing leaked that would keep a real VPC from being deleted.
     extensions = emulator.extensions
     assert not (extensions.placement_groups or extensions.access_entries or extensions.addons

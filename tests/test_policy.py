@@ -38,7 +38,7 @@ def accepted(finding: dict) -> dict | None:
 
 
 @pytest.fixture(scope="session")
-def findings(synthesized) -> dict[tuple[str, str], dict]:
+def findings(synthesized, report) -> dict[tuple[str, str], dict]:
     """(profile, layer) -> {"passed": n, "failed": [findings]} from one checkov run per profile."""
     checkov = find_checkov()
     if checkov is None:
@@ -54,22 +54,23 @@ def findings(synthesized) -> dict[tuple[str, str], dict]:
     with ThreadPoolExecutor(max_workers=len(SHIPPED)) as pool:
         reports = dict(zip(SHIPPED, pool.map(scan, SHIPPED)))
     results = {}
-    for profile, report in reports.items():
-        if report == []:
-            report = {"results": {"failed_checks": [], "passed_checks": []}}
+    for profile, scanned in reports.items():
+        if scanned == []:
+            scanned = {"results": {"failed_checks": [], "passed_checks": []}}
         for layer in synthesized.stacks[profile]:
             results[(profile, layer)] = {"passed": 0, "failed": []}
         for outcome, key in (("passed_checks", "passed"), ("failed_checks", "failed")):
-            for finding in report["results"][outcome]:
+            for finding in scanned["results"][outcome]:
                 layer = Path(finding["file_path"]).parts[1]
                 if key == "passed":
                     results[(profile, layer)]["passed"] += 1
                 else:
                     results[(profile, layer)]["failed"].append(finding)
-    print("\ncheckov per stack (passed / failed, of which accepted):")
+    report("")
+    report("checkov per stack (passed / failed, of which accepted):")
     for (profile, layer), result in sorted(results.items()):
         accepted_count = sum(1 for f in result["failed"] if accepted(f))
-        print(f"  {profile:15} {layer:10} {result['passed']:4} / {len(result['failed']):3} ({accepted_count} accepted)")
+        report(f"  {profile:15} {layer:10} {result['passed']:4} / {len(result['failed']):3} ({accepted_count} accepted)")
     return results
 
 
