@@ -83,11 +83,13 @@ def terraform(tmp_path_factory):
 def report(request):
     """Write a line to the terminal even when output is captured (measurements CI should show)."""
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
 
     def write(line: str = "") -> None:
-        if reporter is not None:
-            reporter.write_line(line)
-        else:
+        if reporter is None or capture is None:
             print(line)
+            return
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(line)
 
     return write
