@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         # cdktf renders HCL when its (Node) process starts with this set: before any binding loads.
         os.environ["SYNTH_HCL_OUTPUT"] = "true"
     toolchain.prepare()
-    from stacks.platform import LAYERS, synthesize
+    from stacks import LAYERS
+    from stacks.platform import synthesize
 
     outdir = Path(args.outdir)
     synthesize(config, str(outdir))

@@ -11,6 +11,13 @@ from cdktf_cdktf_provider_aws.iam_role_policy import IamRolePolicy
 from cdktf_cdktf_provider_aws.iam_role_policy_attachment import IamRolePolicyAttachment
 
 AWS_MANAGED = "arn:aws:iam::aws:policy/"
+# Managed policies every EKS node role carries (managed node groups and Karpenter nodes alike).
+EKS_NODE_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEKS_CNI_Policy",
+    "AmazonEC2ContainerRegistryReadOnly",
+    "AmazonSSMManagedInstanceCore",  # Session Manager instead of SSH keys
+)
 
 
 def policy_document(*statements: dict) -> str:

@@ -15,12 +15,8 @@ from cdktf_cdktf_provider_aws.eks_pod_identity_association import EksPodIdentity
 from cdktf_cdktf_provider_aws.sqs_queue import SqsQueue
 from cdktf_cdktf_provider_aws.sqs_queue_policy import SqsQueuePolicy
 
-from components.iam import ServiceRole, ServiceRoleProps, allow, pod_identity_role, policy_document
+from components.iam import EKS_NODE_POLICIES, ServiceRole, ServiceRoleProps, allow, pod_identity_role, policy_document
 
-NODE_POLICIES = (
-    "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly",
-    "AmazonSSMManagedInstanceCore",
-)
 INTERRUPTION_EVENTS = {
     "scheduled-change": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
     "spot-interruption": {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]},
@@ -47,7 +43,7 @@ class KarpenterIdentity(Construct):
         super().__init__(scope, id_)
         name = props.name
         node_role = ServiceRole(self, "node-role", props=ServiceRoleProps(
-            name=f"{name}-karpenter-node", service="ec2.amazonaws.com", managed_policies=NODE_POLICIES,
+            name=f"{name}-karpenter-node", service="ec2.amazonaws.com", managed_policies=EKS_NODE_POLICIES,
         ))
         access = EksAccessEntry(self, "node-access", cluster_name=props.cluster_name,
                                 principal_arn=node_role.arn, type="EC2_LINUX")

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from operate.cleanup import pre_destroy_cleanup
+from stacks import LAYERS
 
-LAYERS = ("cluster", "storage", "build", "addons", "workloads")
 KUBERNETES_LAYERS = ("addons", "workloads")
 Action = Literal["plan", "deploy", "destroy"]
 

@@ -1,4 +1,8 @@
 """One TerraformStack per layer, and `build_platform`, which wires them in deploy order.
 
-Importing this package loads the provider bindings (several seconds): do it once per process.
+Importing a layer module loads the provider bindings (seconds): do it once per process. This
+package module itself loads nothing, so `LAYERS` is cheap to import (operate/ uses it).
 """
+
+# Deploy order; destroy runs it backwards.
+LAYERS = ("cluster", "storage", "build", "addons", "workloads")

@@ -9,7 +9,7 @@ from cdktf import TerraformOutput
 
 from components.efa import EfaSecurityGroup, EfaSecurityGroupProps
 from components.eks_control_plane import ControlPlaneProps, EksControlPlane
-from components.iam import ServiceRole, ServiceRoleProps, allow, pod_identity_role, policy_document
+from components.iam import EKS_NODE_POLICIES, ServiceRole, ServiceRoleProps, allow, pod_identity_role, policy_document
 from components.managed_addon import ManagedAddon, ManagedAddonProps
 from components.network import Network, NetworkProps
 from components.node_groups import (
@@ -23,12 +23,6 @@ from components.vpc_endpoints import InterfaceEndpoints, InterfaceEndpointsProps
 from profiles import PlatformConfig
 from stacks.layer import LayerStack
 
-NODE_POLICIES = (
-    "AmazonEKSWorkerNodePolicy",
-    "AmazonEKS_CNI_Policy",
-    "AmazonEC2ContainerRegistryReadOnly",
-    "AmazonSSMManagedInstanceCore",  # Session Manager instead of SSH keys
-)
 # The VPC CNI enforces NetworkPolicy only when asked to: tenant namespaces rely on it.
 EARLY_ADDON_CONFIG = {"vpc-cni": {"enableNetworkPolicy": "true"}}
 # CSI node daemonsets must run on tainted GPU nodes too, or pods there cannot mount volumes.
@@ -83,7 +77,7 @@ class ClusterStack(LayerStack):
             ))
 
         node_role = ServiceRole(self, "node-role", props=ServiceRoleProps(
-            name=f"{name}-node", service="ec2.amazonaws.com", managed_policies=NODE_POLICIES,
+            name=f"{name}-node", service="ec2.amazonaws.com", managed_policies=EKS_NODE_POLICIES,
         ))
 
         # Networking and identity agents first: nodes cannot become Ready without them.

@@ -14,8 +14,6 @@ from stacks.cluster import ClusterStack
 from stacks.storage import StorageStack
 from stacks.workloads import WorkloadsStack
 
-# Deploy order; destroy runs it backwards.
-LAYERS = ("cluster", "storage", "build", "addons", "workloads")
 
 
 @dataclass(frozen=True)

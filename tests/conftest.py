@@ -39,7 +39,8 @@ class Synthesized:
     """Synthesized JSON of every shipped and fixture profile, keyed by profile and layer."""
 
     def __init__(self, outroot: Path):
-        from stacks.platform import LAYERS, synthesize
+        from stacks import LAYERS
+        from stacks.platform import synthesize
 
         os.environ.update(TEST_SECRETS)
 

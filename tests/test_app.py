@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.conftest import SHIPPED
-from stacks.platform import LAYERS
+from stacks import LAYERS
 
 
 @pytest.mark.parametrize("profile", SHIPPED)

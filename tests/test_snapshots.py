@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from stacks.platform import LAYERS
+from stacks import LAYERS
 from tests.conftest import SHIPPED
 
 
