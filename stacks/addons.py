@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from constructs import Construct
-from cdktf import Fn, TerraformOutput, TerraformVariable, TerraformVariableValidationConfig
-from cdktf_cdktf_provider_helm.provider import HelmProvider, HelmProviderKubernetes, HelmProviderKubernetesExec
-from cdktf_cdktf_provider_kubernetes.provider import KubernetesProvider, KubernetesProviderExec
+from cdktf import TerraformOutput, TerraformVariable, TerraformVariableValidationConfig
 from cdktf_cdktf_provider_kubernetes.resource_quota_v1 import (
     ResourceQuotaV1,
     ResourceQuotaV1Metadata,
@@ -43,7 +41,7 @@ class AddonsStack(LayerStack):
     def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, cluster: ClusterOutputs):
         super().__init__(scope, layer, config=config)
         self.use_aws_provider()
-        use_cluster_credentials(self, cluster)
+        self.use_kubernetes_providers(cluster, helm=True)
         addons = config.addons
         self.releases: dict[str, HelmAddon] = {}
 
@@ -134,16 +132,3 @@ class AddonsStack(LayerStack):
         self.releases[key] = addon
         return addon
 
-
-def use_cluster_credentials(stack: LayerStack, cluster: ClusterOutputs) -> None:
-    """Helm and Kubernetes providers for the cluster, authenticated per request by `aws eks get-token`
-    (a static token would expire during a long apply)."""
-    ca = Fn.base64decode(cluster.certificate_authority)
-    get_token = ["eks", "get-token", "--cluster-name", cluster.cluster_name, "--region", cluster.region]
-    api_version = "client.authentication.k8s.io/v1beta1"
-    KubernetesProvider(stack, "kubernetes", host=cluster.endpoint, cluster_ca_certificate=ca,
-                       exec=[KubernetesProviderExec(api_version=api_version, command="aws", args=get_token)])
-    HelmProvider(stack, "helm", kubernetes=HelmProviderKubernetes(
-        host=cluster.endpoint, cluster_ca_certificate=ca,
-        exec=HelmProviderKubernetesExec(api_version=api_version, command="aws", args=get_token),
-    ))

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from constructs import Construct
-from cdktf import LocalBackend, S3Backend, TerraformStack
+from cdktf import Fn, LocalBackend, S3Backend, TerraformStack
 from cdktf_cdktf_provider_aws.provider import AwsProvider, AwsProviderDefaultTags
+from cdktf_cdktf_provider_helm.provider import HelmProvider, HelmProviderKubernetes, HelmProviderKubernetesExec
+from cdktf_cdktf_provider_kubernetes.provider import KubernetesProvider, KubernetesProviderExec
 
 from profiles import PlatformConfig
+
+if TYPE_CHECKING:
+    from stacks.cluster import ClusterOutputs
 
 # Stacks are written to cdktf.out/stacks/<layer>/; this climbs back to the project root so the
 # local state path in the JSON is relative (the same on every machine) yet lands in state/.
@@ -42,3 +49,17 @@ class LayerStack(TerraformStack):
             region=self.config.region,
             default_tags=[AwsProviderDefaultTags(tags=tags)],
         )
+
+    def use_kubernetes_providers(self, cluster: ClusterOutputs, *, helm: bool) -> None:
+        """The Kubernetes (and with `helm` the Helm) provider for the cluster, authenticated per
+        request by `aws eks get-token` (a static token would expire during a long apply)."""
+        ca = Fn.base64decode(cluster.certificate_authority)
+        get_token = ["eks", "get-token", "--cluster-name", cluster.cluster_name, "--region", cluster.region]
+        api_version = "client.authentication.k8s.io/v1beta1"
+        KubernetesProvider(self, "kubernetes", host=cluster.endpoint, cluster_ca_certificate=ca,
+                           exec=[KubernetesProviderExec(api_version=api_version, command="aws", args=get_token)])
+        if helm:
+            HelmProvider(self, "helm", kubernetes=HelmProviderKubernetes(
+                host=cluster.endpoint, cluster_ca_certificate=ca,
+                exec=HelmProviderKubernetesExec(api_version=api_version, command="aws", args=get_token),
+            ))

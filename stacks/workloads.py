@@ -10,7 +10,7 @@ from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, tenant_objects
 from components.tenant_identity import TenantIdentity, TenantIdentityProps
 from profiles import PlatformConfig
-from stacks.addons import AddonsOutputs, use_cluster_credentials
+from stacks.addons import AddonsOutputs
 from stacks.cluster import ClusterOutputs
 from stacks.layer import LayerStack
 from stacks.storage import StorageOutputs
@@ -21,7 +21,7 @@ class WorkloadsStack(LayerStack):
                  storage: StorageOutputs, addons: AddonsOutputs):
         super().__init__(scope, layer, config=config)
         self.use_aws_provider()
-        use_cluster_credentials(self, cluster)
+        self.use_kubernetes_providers(cluster, helm=False)
         workloads = config.workloads
         self.objects: list[dict] = []
 

@@ -182,3 +182,11 @@ def test_dra_claim_templates_only_in_dra_mode(synthesized):
     assert claims[0]["apiVersion"] == "resource.k8s.io/v1"
     assert set(request) == {"name", "exactly"} and request["exactly"]["deviceClassName"] == "gpu.nvidia.com"
     assert not of_kind(objects(synthesized, "p5-training"), "ResourceClaimTemplate")
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_workloads_layer_uses_only_the_providers_it_needs(synthesized, profile):
+    stack = synthesized.stack(profile, "workloads")
+    assert set(stack["provider"]) == set(stack["terraform"]["required_providers"]) == {"aws", "kubernetes"}
+    (kubernetes,) = stack["provider"]["kubernetes"]
+    assert kubernetes["exec"][0]["args"][:2] == ["eks", "get-token"]
