@@ -3,7 +3,6 @@ public access fully blocked, owner-enforced objects, a TLS-only policy and lifec
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from constructs import Construct
@@ -29,6 +28,8 @@ from cdktf_cdktf_provider_aws.s3_bucket_server_side_encryption_configuration imp
     S3BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultA,
 )
 from cdktf_cdktf_provider_aws.s3_bucket_versioning import S3BucketVersioningA, S3BucketVersioningVersioningConfiguration
+
+from components.iam import policy_document
 
 
 @dataclass(frozen=True)
@@ -72,13 +73,10 @@ class SecureBucket(Construct):
                 ),
             )],
         )
-        S3BucketPolicy(self, "tls-only", bucket=bucket.id, policy=json.dumps({
-            "Version": "2012-10-17",
-            "Statement": [{
-                "Sid": "DenyInsecureTransport", "Effect": "Deny", "Principal": "*", "Action": "s3:*",
-                "Resource": [bucket.arn, f"{bucket.arn}/*"],
-                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-            }],
+        S3BucketPolicy(self, "tls-only", bucket=bucket.id, policy=policy_document({
+            "Sid": "DenyInsecureTransport", "Effect": "Deny", "Principal": "*", "Action": "s3:*",
+            "Resource": [bucket.arn, f"{bucket.arn}/*"],
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
         }))
         rules = [S3BucketLifecycleConfigurationRule(
             id="expire-noncurrent-and-abort-uploads", status="Enabled",
