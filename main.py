@@ -29,27 +29,26 @@ EXIT_USER_ERROR = 2
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="main.py", description=__doc__.split("\n\n")[0])
+    # Every command but `schema` works on one profile.
+    with_profile = argparse.ArgumentParser(add_help=False)
+    with_profile.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE)
     commands = parser.add_subparsers(dest="command")
-    synth = commands.add_parser("synth", help="synthesize all layers of a profile")
-    synth.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE)
+    synth = commands.add_parser("synth", parents=[with_profile], help="synthesize all layers of a profile")
     synth.add_argument("--outdir", default=os.environ.get("CDKTF_OUTDIR", "cdktf.out"))
     commands.add_parser("schema", help="write the profile JSON schema for editor completion")
     for name, help_ in (("manifests", "write the validation workloads as plain YAML"),
                         ("verify", "run the validation workloads on the live cluster (kubectl)")):
-        sub = commands.add_parser(name, help=help_)
-        sub.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE)
+        sub = commands.add_parser(name, parents=[with_profile], help=help_)
         sub.add_argument("--image", default=os.environ.get("IMAGE") or None,
                          help="reference image for the container test (build layer's repository_urls output + tag)")
         if name == "manifests":
             sub.add_argument("--outdir", default="cdktf.out/manifests")
-    hcl = commands.add_parser("hcl", help="write the stacks as HCL (cdk.tf) for teams leaving cdktf")
-    hcl.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE)
+    hcl = commands.add_parser("hcl", parents=[with_profile], help="write the stacks as HCL (cdk.tf) for teams leaving cdktf")
     hcl.add_argument("--outdir", default="cdktf.out/hcl")
     for name, help_ in (("plan", "terraform plan the layers in dependency order"),
                         ("deploy", "plan and apply the layers in dependency order"),
                         ("destroy", "clean up controller-made resources, then destroy in reverse order")):
-        sub = commands.add_parser(name, help=help_)
-        sub.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE)
+        sub = commands.add_parser(name, parents=[with_profile], help=help_)
         sub.add_argument("--layer", default=os.environ.get("LAYER") or "all")
         sub.add_argument("--outdir", default=os.environ.get("CDKTF_OUTDIR", "cdktf.out"))
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """Repairs for cdktf 0.21's HCL renderer, applied by `main.py hcl` before `terraform fmt`.
 
-cdktf (archived upstream) renders two constructs this platform uses as invalid HCL:
+cdktf (archived upstream) renders three constructs this platform uses as invalid or deprecated HCL:
 - a string attribute that embeds a `${...}` reference keeps its inner double quotes unescaped
   (IAM and key policies with an account id or ARN in them);
 - a lifecycle `precondition` comes out as a list attribute instead of a nested block;

@@ -58,12 +58,12 @@ class Operator:
         for index, layer in enumerate(ordered, 1):
             self.log(f"[{index}/{len(ordered)}] {layer}: {action} ...")
             started = time.monotonic()
-            result = self._layer(action, layer)
-            results.append(LayerResult(layer, result[0], round(time.monotonic() - started, 1), result[1]))
-            self.log(f"[{index}/{len(ordered)}] {layer}: {'ok' if result[0] else 'FAILED'} "
-                     f"({results[-1].seconds}s){': ' + result[1] if result[0] else ''}")
-            if not result[0]:
-                self.log(result[1])
+            ok, detail = self._layer(action, layer)
+            results.append(LayerResult(layer, ok, round(time.monotonic() - started, 1), detail))
+            self.log(f"[{index}/{len(ordered)}] {layer}: {'ok' if ok else 'FAILED'} "
+                     f"({results[-1].seconds}s){': ' + detail if ok else ''}")
+            if not ok:
+                self.log(detail)
                 break
         return results
 
