@@ -73,6 +73,8 @@ def describe(error: dict[str, Any]) -> str:
     """One pydantic error as `field.path: message (got value; allowed: ...)`."""
     loc = [part for part in error["loc"] if not _is_union_tag(part)]
     message = error["msg"].removeprefix("Value error, ")
+    if loc and loc[-1] == "[key]":  # pydantic's marker for a bad mapping key
+        loc, message = loc[:-1], f"bad key: {message}"
     value = error.get("input")
     allowed = ""
     cause = (error.get("ctx") or {}).get("error")

@@ -35,6 +35,10 @@ class Strict(BaseModel):
 
 
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]
+Region = Annotated[str, Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$", description="AWS region, e.g. us-east-1.")]
+# Kubernetes label: optional DNS-subdomain prefix and a name of up to 63 characters; value up to 63.
+LabelKey = Annotated[str, Field(pattern=r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")]
+LabelValue = Annotated[str, Field(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")]
 Cidr = Annotated[str, Field(description="An IPv4 CIDR block, e.g. 10.0.0.0/16")]
 IamPrincipalArn = Annotated[
     str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
@@ -67,7 +71,7 @@ class StateConfig(Strict):
         pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
     )
     key_prefix: str = Field("gpu-platform", description="Keys are <key_prefix>/<profile name>/<layer>.tfstate.")
-    region: str | None = Field(None, description="Region of the state bucket; default: the profile's region.")
+    region: Region | None = Field(None, description="Region of the state bucket; default: the profile's region.")
 
 
 # --------------------------------------------------------------------------- cluster
@@ -222,7 +226,7 @@ class GpuNodeGroupConfig(Strict):
         "reserved capacity (forcing a group onto a reservation bought without one fails to launch).",
     )
     existing_placement_group: str | None = Field(None, description="Placement group that came with the reservation.")
-    labels: dict[str, str] = Field(default_factory=dict, description="Extra Kubernetes node labels.")
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Extra Kubernetes node labels.")
     max_unavailable: int = Field(1, ge=1, description="Nodes replaced at once during an update.")
 
     @field_validator("instance_type")
@@ -652,7 +656,7 @@ class PlatformConfig(Strict):
     """One instance profile: the whole platform for one cluster."""
 
     name: Name = Field(..., description="Cluster name and prefix of every resource name.")
-    region: str = Field(..., pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$", description="AWS region, e.g. us-east-1.")
+    region: Region
     tags: dict[str, str] = Field(default_factory=dict, description="Tags on every AWS resource (provider default tags).")
     state: StateConfig = Field(default_factory=StateConfig)
     cluster: ClusterConfig

@@ -297,3 +297,37 @@ def test_bad_addon_input(doc, field, words):
 
 def test_karpenter_below_1_6_is_fine_without_capacity_blocks():
     assert validate_profile(mutated(addons={"karpenter": {"chart_version": "1.5.2"}})).addons.karpenter.chart_version == "1.5.2"
+
+
+WORKLOADS_AND_STATE_BAD_INPUT = [
+    (mutated(state={"bucket": "tf-state", "region": "nowhere"}), "state.region", ["'nowhere'", "pattern"]),
+    (mutated(cluster__gpu_node_groups__0__labels={"bad key!": "x"}), "cluster.gpu_node_groups.0.labels.bad key!",
+     ["bad key:", "'bad key!'", "pattern"]),
+    (mutated(cluster__gpu_node_groups__0__labels={"team": "not valid value"}), "cluster.gpu_node_groups.0.labels.team",
+     ["'not valid value'", "pattern"]),
+    (mutated(workloads={"tenants": [{"name": "kube-system"}]}), "workloads.tenants.0.name",
+     ["'kube-system' is a Kubernetes system namespace"]),
+    (mutated(workloads={"tenants": [{"name": "Team_A"}]}), "workloads.tenants.0.name", ["'Team_A'"]),
+    (mutated(workloads={"tenants": [{"name": "team-a"}, {"name": "team-a"}]}), "workloads.tenants.1.name",
+     ["unique", "'team-a'"]),
+    (mutated(workloads={"tenants": [{"name": "team-a", "gpu_quota": -1}]}), "workloads.tenants.0.gpu_quota",
+     ["greater than or equal to 0"]),
+    (mutated(workloads={"tenants": [{"name": "team-a", "memory_quota": "lots"}]}), "workloads.tenants.0.memory_quota",
+     ["'lots'"]),
+    (mutated(workloads={"tenants": [{"name": "team-a", "cpu_quota": "4 cores"}]}), "workloads.tenants.0.cpu_quota",
+     ["'4 cores'"]),
+    (mutated(workloads={"dra_gpu_counts": [1, 1]}), "workloads.dra_gpu_counts", ["distinct and positive", "[1, 1]"]),
+    (mutated(workloads={"dra_gpu_counts": [0]}), "workloads.dra_gpu_counts", ["distinct and positive"]),
+    (mutated(workloads={"gpu_pool": {"instance_types": ["p9.huge"]}}), "workloads.gpu_pool.instance_types",
+     ["not in the GPU instance catalog: p9.huge"]),
+    (mutated(workloads={"gpu_pool": {"capacity_types": ["preemptible"]}}), "workloads.gpu_pool.capacity_types.0",
+     ["'preemptible'", "'on-demand', 'spot' or 'reserved'"]),
+    (mutated(workloads={"cpu_pool": {"instance_categories": ["x"]}}), "workloads.cpu_pool.instance_categories.0", ["'x'"]),
+    (mutated(workloads={"cpu_pool": {"cpu_limit": 0}}), "workloads.cpu_pool.cpu_limit", ["greater than or equal to 1"]),
+]
+
+
+@pytest.mark.parametrize("doc, field, words", WORKLOADS_AND_STATE_BAD_INPUT,
+                         ids=[case[1] + "-" + str(i) for i, case in enumerate(WORKLOADS_AND_STATE_BAD_INPUT)])
+def test_bad_workloads_and_state_input(doc, field, words):
+    assert_reported(doc, field, words)
