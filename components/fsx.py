@@ -20,7 +20,7 @@ from cdktf_cdktf_provider_aws.security_group import SecurityGroup
 from cdktf_cdktf_provider_aws.vpc_security_group_egress_rule import VpcSecurityGroupEgressRule
 from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 
-from profiles.models import FsxConfig
+from profiles.storage import FsxConfig
 
 # Lustre: 988 for the management service, 1018-1023 for the data path.
 LUSTRE_PORTS = ((988, 988), (1018, 1023))

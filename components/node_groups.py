@@ -33,7 +33,7 @@ from cdktf_cdktf_provider_aws.placement_group import PlacementGroup
 from components.efa import efa_interface_layout
 from components.labels import EFA_LABEL, GPU_TAINT_EKS, GPU_TRAINING_ROLE, NODE_GROUP_LABEL, ROLE_LABEL, SYSTEM_NODES
 from components.user_data import gpu_node_user_data
-from profiles.models import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, SystemNodeGroupConfig
+from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, SystemNodeGroupConfig
 
 BOOTSTRAP_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu-node-bootstrap.sh"
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.labels import GPU_TAINT_KEY, GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
 from profiles.catalog import GpuInstanceType
-from profiles.models import GpuNodeGroupConfig, PlatformConfig
+from profiles.cluster import GpuNodeGroupConfig
+from profiles.models import PlatformConfig
 
 NAMESPACE = "gpu-validation"
 # Pinned images. The NCCL image must carry the EFA installer, aws-ofi-nccl and nccl-tests.

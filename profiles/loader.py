@@ -12,7 +12,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from profiles.models import FieldProblem, PlatformConfig
+from profiles.base import FieldProblem
+from profiles.models import PlatformConfig
 
 PROFILES_DIR = Path(__file__).resolve().parent
 DEFAULT_PROFILE = "g6-validation"

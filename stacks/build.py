@@ -3,23 +3,14 @@ CodeBuild project that builds and pushes its image."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from constructs import Construct
-from cdktf import TerraformOutput
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 
 from components.image_pipeline import ImagePipeline, ImagePipelineProps
 from components.s3 import SecureBucket, SecureBucketProps
 from profiles import PlatformConfig
+from stacks.contracts import BuildOutputs
 from stacks.layer import LayerStack
-
-
-@dataclass(frozen=True)
-class BuildOutputs:
-    repository_urls: dict[str, str]
-    project_names: dict[str, str]
-    source_bucket_name: str
 
 
 class BuildStack(LayerStack):
@@ -46,13 +37,7 @@ class BuildStack(LayerStack):
             repository_urls={impl: p.repository_url for impl, p in pipelines.items()},
             project_names={impl: p.project_name for impl, p in pipelines.items()},
             source_bucket_name=source.name,
-        )
-        TerraformOutput(self, "source_bucket_name", value=source.name)
-        TerraformOutput(self, "repository_urls", value=self.outputs.repository_urls)
-        TerraformOutput(self, "project_names", value=self.outputs.project_names)
-        TerraformOutput(
-            self, "build_commands", description="Upload a source archive and start the build, per implementation",
-            value={
+            build_commands={
                 impl: (
                     f"git clone --depth 1 --branch {spec.ref} {spec.repository_url} {impl}-src && "
                     f"(cd {impl}-src && zip -qr ../{pipelines[impl].source_key} . -x '.git/*') && "
@@ -62,3 +47,4 @@ class BuildStack(LayerStack):
                 for impl, spec in build.reference_implementations.items()
             },
         )
+        self.publish(self.outputs)

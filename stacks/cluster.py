@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from constructs import Construct
-from cdktf import TerraformOutput
 
 from components.efa import EfaSecurityGroup, EfaSecurityGroupProps
 from components.eks_control_plane import ControlPlaneProps, EksControlPlane
@@ -21,31 +18,13 @@ from components.node_groups import (
 )
 from components.vpc_endpoints import InterfaceEndpoints, InterfaceEndpointsProps
 from profiles import PlatformConfig
+from stacks.contracts import ClusterOutputs
 from stacks.layer import LayerStack
 
 # The VPC CNI enforces NetworkPolicy only when asked to: tenant namespaces rely on it.
 EARLY_ADDON_CONFIG = {"vpc-cni": {"enableNetworkPolicy": "true"}}
 # CSI node daemonsets must run on tainted GPU nodes too, or pods there cannot mount volumes.
 TOLERATE_ALL_TAINTS = {"node": {"tolerateAllTaints": True}}
-
-
-@dataclass(frozen=True)
-class ClusterOutputs:
-    """What later layers use; tokens that cdktf turns into remote-state references."""
-
-    cluster_name: str
-    endpoint: str
-    certificate_authority: str
-    region: str
-    vpc_id: str
-    vpc_cidr: str
-    private_subnet_ids: list[str]
-    gpu_subnet_id: str
-    node_security_group_id: str
-    efa_security_group_id: str | None
-    node_role_arn: str
-    node_role_name: str
-    kms_key_arn: str
 
 
 class ClusterStack(LayerStack):
@@ -115,8 +94,9 @@ class ClusterStack(LayerStack):
             gpu_subnet_id=gpu_subnet_id, node_security_group_id=node_sg,
             efa_security_group_id=efa_sg.id if efa_sg else None,
             node_role_arn=node_role.arn, node_role_name=node_role.name, kms_key_arn=control_plane.kms_key_arn,
+            configure_kubectl=f"aws eks update-kubeconfig --region {config.region} --name {config.name}",
         )
-        self._outputs(config)
+        self.publish(self.outputs)
 
     def _workload_addons(self, cluster_name: str, *, depends_on) -> None:
         """Add-ons whose pods need nodes to run on, with least-privilege Pod Identity roles."""
@@ -144,18 +124,3 @@ class ClusterStack(LayerStack):
                 cluster_name=cluster_name, addon_name=addon, service_account=account, role_arn=role.arn,
                 configuration=TOLERATE_ALL_TAINTS, depends_on=(depends_on, *role.attachments),
             ))
-
-    def _outputs(self, config: PlatformConfig) -> None:
-        out = self.outputs
-        for key in ("cluster_name", "endpoint", "vpc_id", "gpu_subnet_id", "node_security_group_id",
-                    "node_role_arn", "kms_key_arn"):
-            TerraformOutput(self, key, value=getattr(out, key))
-        TerraformOutput(self, "certificate_authority", value=out.certificate_authority, sensitive=True)
-        TerraformOutput(self, "private_subnet_ids", value=out.private_subnet_ids)
-        if out.efa_security_group_id:
-            TerraformOutput(self, "efa_security_group_id", value=out.efa_security_group_id)
-        TerraformOutput(
-            self, "configure_kubectl",
-            value=f"aws eks update-kubeconfig --region {config.region} --name {config.name}",
-            description="Point kubectl at the cluster",
-        )

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from constructs import Construct
-from cdktf import Fn, LocalBackend, S3Backend, TerraformStack
+from cdktf import Fn, LocalBackend, S3Backend, TerraformOutput, TerraformStack
 from cdktf_cdktf_provider_aws.provider import AwsProvider, AwsProviderDefaultTags
 from cdktf_cdktf_provider_helm.provider import HelmProvider, HelmProviderKubernetes, HelmProviderKubernetesExec
 from cdktf_cdktf_provider_kubernetes.provider import KubernetesProvider, KubernetesProviderExec
 
 from profiles import PlatformConfig
-
-if TYPE_CHECKING:
-    from stacks.cluster import ClusterOutputs
+from stacks.contracts import ClusterOutputs, terraform_outputs
 
 # Stacks are written to cdktf.out/stacks/<layer>/; this climbs back to the project root so the
 # local state path in the JSON is relative (the same on every machine) yet lands in state/.
@@ -40,6 +36,11 @@ class LayerStack(TerraformStack):
             self.add_override("terraform.backend.s3.use_lockfile", True)
         else:
             LocalBackend(self, path=f"{_LOCAL_STATE_ROOT}/{config.name}/{layer}.tfstate")
+
+    def publish(self, contract: object) -> None:
+        """Every published field of the layer's contract as a Terraform output."""
+        for name, value, how in terraform_outputs(contract):
+            TerraformOutput(self, name, value=value, sensitive=how.sensitive or None, description=how.description)
 
     def use_aws_provider(self) -> AwsProvider:
         tags = {"platform": self.config.name, "layer": self.layer, **self.config.tags}

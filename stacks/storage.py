@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from constructs import Construct
-from cdktf import TerraformOutput
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 
 from components.fsx import LustreFileSystem, LustreProps
 from components.s3 import SecureBucket, SecureBucketProps
 from profiles import PlatformConfig
-from stacks.cluster import ClusterOutputs
+from stacks.contracts import ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack
 
 BUCKETS = ("datasets", "checkpoints")
-
-
-@dataclass(frozen=True)
-class StorageOutputs:
-    bucket_names: dict[str, str]
-    bucket_arns: dict[str, str]
-    fsx_file_system_id: str | None
-    fsx_dns_name: str | None
-    fsx_mount_name: str | None
 
 
 class StorageStack(LayerStack):
@@ -57,10 +45,4 @@ class StorageStack(LayerStack):
             fsx_dns_name=fsx.dns_name if fsx else None,
             fsx_mount_name=fsx.mount_name if fsx else None,
         )
-        for purpose in BUCKETS:
-            TerraformOutput(self, f"{purpose}_bucket_name", value=self.outputs.bucket_names[purpose])
-            TerraformOutput(self, f"{purpose}_bucket_arn", value=self.outputs.bucket_arns[purpose])
-        if fsx:
-            TerraformOutput(self, "fsx_file_system_id", value=fsx.id)
-            TerraformOutput(self, "fsx_dns_name", value=fsx.dns_name)
-            TerraformOutput(self, "fsx_mount_name", value=fsx.mount_name)
+        self.publish(self.outputs)

@@ -10,10 +10,8 @@ from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, tenant_objects
 from components.tenant_identity import TenantIdentity, TenantIdentityProps
 from profiles import PlatformConfig
-from stacks.addons import AddonsOutputs
-from stacks.cluster import ClusterOutputs
+from stacks.contracts import AddonsOutputs, ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack
-from stacks.storage import StorageOutputs
 
 
 class WorkloadsStack(LayerStack):

@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from components.helm.charts import CHARTS
+from profiles.versions import CHARTS
 from components.labels import EFA_LABEL, NODE_POOL_LABEL
 from tests.conftest import FIXTURES, SHIPPED, TEST_SECRETS
 from tests.synth_helpers import path_of, resources

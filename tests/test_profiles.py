@@ -11,7 +11,7 @@ import yaml
 
 from profiles import ProfileError, available_profiles, load_profile, validate_profile
 from profiles.catalog import CATALOG
-from profiles.models import CapacityBlock, OdcrCapacity
+from profiles.cluster import CapacityBlock, OdcrCapacity
 
 BASE = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "g6-validation.yaml").read_text())
 

@@ -6,12 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdktf_cdktf_provider_kubernetes.resource_quota_v1 import (
+    ResourceQuotaV1,
+    ResourceQuotaV1Metadata,
+    ResourceQuotaV1Spec,
+)
 from pydantic import Field
 
-from components.helm.charts import ARGO_WORKFLOWS_IMAGE_TAG
+from components.helm.addon import AddonContext, HelmAddonSpec, InstalledAddon
 from components.helm.release import Values
-from components.labels import SYSTEM_NODES
-from profiles.models import ArgoWorkflowsConfig
+from components.labels import GPU_TAINT_KEY, SYSTEM_NODES
+from profiles.addons import ArgoWorkflowsConfig
+from profiles.versions import ARGO_WORKFLOWS_IMAGE_TAG
 
 WORKFLOW_SERVICE_ACCOUNT = "argo-workflow"
 
@@ -42,3 +48,34 @@ def argo_workflows_values(cfg: ArgoWorkflowsConfig) -> ArgoWorkflowsValues:
         # The chart's workflow role grants only what the executor needs (pods and task results).
         workflow={"serviceAccount": {"create": True, "name": WORKFLOW_SERVICE_ACCOUNT}, "rbac": {"create": True}},
     )
+
+
+class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
+    """The release, and a ResourceQuota on the namespace workflows run in."""
+
+    key = "argo_workflows"
+    release_name = "argo-workflows"
+    namespace = "argo"
+
+    def release_namespace(self, settings: ArgoWorkflowsConfig) -> str:
+        return settings.namespace
+
+    def values(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> ArgoWorkflowsValues:
+        return argo_workflows_values(settings)
+
+    def install(self, ctx: AddonContext) -> InstalledAddon:
+        installed = super().install(ctx)
+        settings = self.settings(ctx.config)
+        ResourceQuotaV1(
+            ctx.scope, "argo-quota",
+            metadata=ResourceQuotaV1Metadata(name="workflow-quota", namespace=settings.namespace),
+            spec=ResourceQuotaV1Spec(hard={
+                "requests.cpu": settings.quota_cpu, "requests.memory": settings.quota_memory,
+                f"requests.{GPU_TAINT_KEY}": str(settings.quota_gpus),
+            }),
+            depends_on=[installed.release.release],
+        )
+        return installed
+
+
+ADDON = ArgoWorkflowsAddon()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.common import GPU_TOLERATIONS, Toleration
 from components.helm.release import Values
 from components.labels import EFA_NODES
+from profiles.addons import ReleaseConfig
 
 
 class EfaDevicePluginValues(Values):
@@ -14,3 +16,16 @@ class EfaDevicePluginValues(Values):
 
 def efa_device_plugin_values() -> EfaDevicePluginValues:
     return EfaDevicePluginValues(node_selector=dict(EFA_NODES), tolerations=GPU_TOLERATIONS)
+
+
+class EfaDevicePluginAddon(HelmAddonSpec[ReleaseConfig]):
+    key = "efa_device_plugin"
+    release_name = "efa-device-plugin"
+    namespace = "kube-system"
+    create_namespace = False
+
+    def values(self, ctx: AddonContext, settings: ReleaseConfig) -> EfaDevicePluginValues:
+        return efa_device_plugin_values()
+
+
+ADDON = EfaDevicePluginAddon()

@@ -9,10 +9,13 @@ singleton replaces the ClusterPolicy, and no standalone DRA driver release is in
 
 from __future__ import annotations
 
+from cdktf import ITerraformDependable
 from pydantic import Field
 
+from components.helm.addon import AddonContext, HelmAddonSpec, installed_release
 from components.helm.common import GPU_TOLERATIONS, Placement, Toggle, Toleration
 from components.helm.release import Values
+from profiles.addons import GpuOperatorConfig
 
 
 class DeployCr(Values):
@@ -49,3 +52,20 @@ def gpu_operator_values(*, dra: bool, service_monitor: bool) -> GpuOperatorValue
         cluster_policy=DeployCr(deploy_cr=False) if dra else None,
         gpu_cluster=DeployCr(deploy_cr=True) if dra else None,
     )
+
+
+class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
+    key = "gpu_operator"
+    release_name = "gpu-operator"
+    namespace = "gpu-operator"
+    timeout_seconds = 900
+
+    def values(self, ctx: AddonContext, settings: GpuOperatorConfig) -> GpuOperatorValues:
+        return gpu_operator_values(dra=settings.dra, service_monitor=ctx.config.addons.monitoring.enabled)
+
+    def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
+        # The DCGM ServiceMonitor needs the Prometheus operator's CRDs.
+        return installed_release(ctx, "monitoring")
+
+
+ADDON = GpuOperatorAddon()

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdktf import ITerraformDependable
 from pydantic import Field
 
+from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import Values
 from components.labels import GPU_TAINT_KEY, GPU_TOLERATION, NODE_POOL_LABEL, SYSTEM_NODES
-from profiles.models import JupyterHubConfig
+from profiles.addons import JupyterHubConfig
 
 SECRET_MOUNT = "/run/secrets/oidc"
 
@@ -98,3 +100,19 @@ def jupyterhub_values(cfg: JupyterHubConfig, *, storage_class: str) -> JupyterHu
             ],
         ),
     )
+
+
+class JupyterHubAddon(HelmAddonSpec[JupyterHubConfig]):
+    key = "jupyterhub"
+    release_name = "jupyterhub"
+    namespace = "jupyterhub"
+    timeout_seconds = 1200
+
+    def values(self, ctx: AddonContext, settings: JupyterHubConfig) -> JupyterHubValues:
+        return jupyterhub_values(settings, storage_class=ctx.storage_class)
+
+    def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
+        return (ctx.storage_class_ready,)
+
+
+ADDON = JupyterHubAddon()

@@ -1,4 +1,5 @@
-"""Karpenter chart values: cluster settings, the interruption queue, controllers on system nodes."""
+"""Karpenter: its AWS identity (controller role, node role, interruption queue) and the chart, whose
+values carry the cluster settings and the queue, with the controllers on the system nodes."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ from typing import Any
 
 from pydantic import Field
 
-from components.helm.release import Values
+from components.helm.addon import AddonContext, HelmAddonSpec, InstalledAddon
+from components.helm.release import HelmAddon, HelmAddonProps, Values
+from components.karpenter import KarpenterIdentity, KarpenterIdentityProps
 from components.labels import SYSTEM_NODES
+from profiles.addons import KarpenterConfig
 
 SERVICE_ACCOUNT = "karpenter"
 NAMESPACE = "kube-system"
@@ -24,3 +28,32 @@ def karpenter_values(*, cluster_name: str, cluster_endpoint: str, queue_name: st
     return KarpenterValues(settings={
         "clusterName": cluster_name, "clusterEndpoint": cluster_endpoint, "interruptionQueue": queue_name,
     })
+
+
+class KarpenterAddon(HelmAddonSpec[KarpenterConfig]):
+    key = "karpenter"
+    release_name = "karpenter"
+    namespace = NAMESPACE
+    create_namespace = False
+
+    def install(self, ctx: AddonContext) -> InstalledAddon:
+        config = ctx.config
+        identity = KarpenterIdentity(ctx.scope, "karpenter-identity", props=KarpenterIdentityProps(
+            name=config.name, region=config.region, cluster_name=ctx.cluster_name,
+            namespace=NAMESPACE, service_account=SERVICE_ACCOUNT,
+        ))
+        release = HelmAddon(ctx.scope, "karpenter", props=HelmAddonProps(
+            release_name=self.release_name, namespace=NAMESPACE, chart=self.chart(config),
+            values=karpenter_values(cluster_name=ctx.cluster_name, cluster_endpoint=ctx.cluster_endpoint,
+                                    queue_name=identity.queue_name),
+            timeout_seconds=self.timeout_seconds, create_namespace=False,
+            # The controller starts only once its role, access entry and queue exist.
+            depends_on=identity.ready,
+        ))
+        return InstalledAddon(release=release, exports={
+            "karpenter_node_role_name": identity.node_role_name,
+            "karpenter_interruption_queue": identity.queue_name,
+        })
+
+
+ADDON = KarpenterAddon()

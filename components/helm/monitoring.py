@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
+
+from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.common import Placement
-from components.helm.release import Values
+from components.helm.release import SensitiveValue, Values
 from components.labels import SYSTEM_NODES
+from profiles.addons import MonitoringConfig
 
 # DCGM exporter semantics: DCGM_FI_DEV_XID_ERRORS is the last XID code seen (a gauge), not a
 # count, so alerts look at its current value; increase() over it would be meaningless.
@@ -78,3 +82,38 @@ def monitoring_values(*, retention_days: int, storage_gib: int, storage_class: s
         grafana=GrafanaValues(admin=GrafanaAdmin(existing_secret=grafana_secret) if grafana_secret else None),
         additional_prometheus_rules_map={"gpu-platform": GPU_RULES},
     )
+
+
+class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
+    """Installed first: its CRDs (ServiceMonitor, PrometheusRule) are what later charts template."""
+
+    key = "monitoring"
+    release_name = "monitoring"
+    namespace = "monitoring"
+    timeout_seconds = 900
+
+    def values(self, ctx: AddonContext, settings: MonitoringConfig) -> MonitoringValues:
+        from_variable = settings.grafana_admin_password_from == "variable"
+        return monitoring_values(
+            retention_days=settings.prometheus_retention_days, storage_gib=settings.prometheus_storage_gib,
+            storage_class=ctx.storage_class, grafana_secret=None if from_variable else settings.grafana_admin_secret_name,
+        )
+
+    def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
+        return (ctx.storage_class_ready,)
+
+    def sensitive_values(self, ctx: AddonContext, settings: MonitoringConfig) -> tuple[SensitiveValue, ...]:
+        if settings.grafana_admin_password_from != "variable":
+            return ()
+        password = TerraformVariable(
+            ctx.scope, "grafana_admin_password", type="string", sensitive=True, nullable=False,
+            description="Grafana admin password (set TF_VAR_grafana_admin_password); stored only in a Secret.",
+            validation=[TerraformVariableValidationConfig(
+                condition="${length(var.grafana_admin_password) >= 12}",
+                error_message="grafana_admin_password must be at least 12 characters.",
+            )],
+        )
+        return (SensitiveValue("grafana.adminPassword", password.string_value),)
+
+
+ADDON = MonitoringAddon()

@@ -12,7 +12,7 @@ from cdktf_cdktf_provider_helm.release import Release, ReleaseSetSensitive
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from components.helm.charts import ChartRef
+from profiles.versions import ChartRef
 
 
 def render_yaml(document: Any) -> str:

@@ -23,7 +23,7 @@ from components.k8s.crds import (
     Taint,
 )
 from components.labels import GPU_TAINT_K8S, NODE_POOL_LABEL
-from profiles.models import CpuPoolConfig, GpuPoolConfig
+from profiles.workloads import CpuPoolConfig, GpuPoolConfig
 
 NODE_CLASS = "default"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.labels import GPU_TAINT_KEY
-from profiles.models import TenantConfig
+from profiles.workloads import TenantConfig
 
 SERVICE_ACCOUNT = "workload"
 # The EKS Pod Identity agent's link-local address: pods fetch credentials there.

@@ -1,0 +1,99 @@
+"""Addons-layer settings: one model per Helm add-on, each with its enable switch and chart override."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from profiles.base import FieldProblem, HttpsUrl, K8sName, Strict
+
+
+ChartVersion = Annotated[str, Field(pattern=r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")]
+
+class ReleaseConfig(Strict):
+    enabled: bool = True
+    chart_version: ChartVersion | None = Field(
+        None, description="Override the pinned chart version (profiles/versions.py). Unset: the pinned one."
+    )
+
+
+class GpuOperatorConfig(ReleaseConfig):
+    dra: bool = Field(
+        False, description="Opt-in DRA mode: GPU Operator deploys the GPUCluster singleton instead of the "
+        "ClusterPolicy. Needs Kubernetes 1.34 or later (resource.k8s.io/v1).",
+    )
+
+
+class MonitoringConfig(ReleaseConfig):
+    grafana_admin_password_from: Literal["variable", "existing_secret"] = Field(
+        "variable",
+        description="variable: the sensitive Terraform variable grafana_admin_password (TF_VAR_grafana_admin_password) "
+        "at apply time; existing_secret: a Secret you create in the monitoring namespace.",
+    )
+    grafana_admin_secret_name: K8sName = Field(
+        "grafana-admin", description="With existing_secret: Secret holding keys admin-user and admin-password."
+    )
+    prometheus_retention_days: int = Field(15, ge=1, le=365)
+    prometheus_storage_gib: int = Field(50, ge=10)
+
+
+class OidcConfig(Strict):
+    """An OIDC client for JupyterHub (e.g. a Cognito app client). The client secret is never in the
+    profile: it is read from a Secret mounted into the hub at /run/secrets/oidc."""
+
+    client_id: str = Field(..., min_length=1)
+    client_secret_name: K8sName = Field("jupyterhub-oidc", description="Secret with key client-secret, in the hub namespace.")
+    callback_url: HttpsUrl
+    authorize_url: HttpsUrl
+    token_url: HttpsUrl
+    userdata_url: HttpsUrl
+    scopes: list[str] = Field(["openid", "profile", "email"], min_length=1)
+    username_claim: str = Field("sub", description="A stable claim: sub never changes, unlike email.")
+
+
+class JupyterHubConfig(ReleaseConfig):
+    enabled: bool = False
+    oidc: OidcConfig | None = None
+    allowed_users: list[str] = Field(default_factory=list, description="Values of the username claim allowed to log in.")
+    cpu_image: str = Field("quay.io/jupyter/scipy-notebook:2025-12-01", description="Pinned CPU notebook image.")
+    gpu_image: str = Field("quay.io/jupyter/pytorch-notebook:cuda12-2025-12-01", description="Pinned CUDA notebook image.")
+    start_timeout_seconds: int = Field(1200, ge=300, description="GPU images are large: starts of many minutes are normal.")
+    user_storage_gib: int = Field(20, ge=1)
+
+    @model_validator(mode="after")
+    def _authentication(self) -> JupyterHubConfig:
+        if self.enabled and self.oidc is None:
+            raise FieldProblem("oidc", None, "JupyterHub needs OIDC settings: it never runs without authentication",
+                               allowed="client_id, callback_url, authorize_url, token_url, userdata_url")
+        if self.enabled and not self.allowed_users:
+            raise FieldProblem("allowed_users", [], "with allow_all false an empty allow-list lets nobody in",
+                               allowed="one or more values of the username claim")
+        return self
+
+
+class ArgoWorkflowsConfig(ReleaseConfig):
+    enabled: bool = False
+    namespace: K8sName = "argo"
+    default_active_deadline_seconds: int = Field(3600, ge=60, description="Workflows without a deadline get this one.")
+    default_parallelism: int = Field(10, ge=1, description="Pods a workflow runs at once unless it says otherwise.")
+    quota_cpu: str = Field("64", description="ResourceQuota requests.cpu of the workflow namespace.")
+    quota_memory: str = Field("256Gi", description="ResourceQuota requests.memory of the workflow namespace.")
+    quota_gpus: int = Field(8, ge=0, description="ResourceQuota requests.nvidia.com/gpu of the workflow namespace.")
+
+
+class KarpenterConfig(ReleaseConfig):
+    pass
+
+
+class AddonsConfig(Strict):
+    gpu_operator: GpuOperatorConfig = Field(default_factory=GpuOperatorConfig)
+    efa_device_plugin: ReleaseConfig = Field(default_factory=ReleaseConfig)
+    monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
+    kuberay: ReleaseConfig = Field(default_factory=lambda: ReleaseConfig(enabled=False))
+    mpi_operator: ReleaseConfig = Field(default_factory=ReleaseConfig)
+    jupyterhub: JupyterHubConfig = Field(default_factory=JupyterHubConfig)
+    argo_workflows: ArgoWorkflowsConfig = Field(default_factory=ArgoWorkflowsConfig)
+    karpenter: KarpenterConfig = Field(default_factory=KarpenterConfig)
+
+

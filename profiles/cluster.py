@@ -1,0 +1,265 @@
+"""Cluster-layer settings: VPC, EKS control plane, system and GPU node groups with their capacity."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from profiles.base import (
+    Cidr,
+    FieldProblem,
+    IamPrincipalArn,
+    LabelKey,
+    LabelValue,
+    Name,
+    Strict,
+    check_cidr,
+    check_sizes,
+    check_unique,
+)
+from profiles.catalog import CATALOG, GpuInstanceType, lookup
+from profiles.versions import KubernetesVersion
+
+ControlPlaneLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
+InterfaceEndpoint = Literal["ecr.api", "ecr.dkr", "sts", "ec2", "eks-auth", "ssm"]
+
+
+class VpcConfig(Strict):
+    cidr: Cidr = Field("10.0.0.0/16", description="VPC CIDR; subnets are carved from it per AZ.")
+    availability_zones: list[str] = Field(
+        ...,
+        min_length=2,
+        max_length=4,
+        description="AZ names the VPC spans (at least two, as EKS requires). Named explicitly so "
+        "synthesis is deterministic and GPU capacity can be pinned to a known AZ.",
+    )
+    gpu_availability_zone: str | None = Field(
+        None, description="AZ of the GPU subnet (EFA does not cross AZs). Default: the first AZ."
+    )
+    nat_gateways: Literal["single", "per_az"] = Field(
+        "single", description="One shared NAT gateway (cheap) or one per AZ (survives an AZ outage)."
+    )
+    interface_endpoints: list[InterfaceEndpoint] = Field(
+        default_factory=list,
+        description="Interface VPC endpoints in the private subnets. Default: none (each costs "
+        "per hour per AZ); the S3 gateway endpoint is always created (free).",
+    )
+
+    @field_validator("cidr")
+    @classmethod
+    def _vpc_cidr(cls, value: str) -> str:
+        return check_cidr(value)
+
+    @field_validator("availability_zones")
+    @classmethod
+    def _unique_azs(cls, zones: list[str]) -> list[str]:
+        if len(set(zones)) != len(zones):
+            raise ValueError("availability zones must be distinct")
+        return zones
+
+    @model_validator(mode="after")
+    def _gpu_az_in_vpc(self) -> VpcConfig:
+        if self.gpu_availability_zone is not None and self.gpu_availability_zone not in self.availability_zones:
+            raise FieldProblem(
+                "gpu_availability_zone",
+                self.gpu_availability_zone,
+                "the GPU availability zone is not one the VPC spans",
+                allowed=", ".join(self.availability_zones),
+            )
+        if ipaddress.IPv4Network(self.cidr).prefixlen > 20:
+            raise FieldProblem("cidr", self.cidr, "the VPC needs room for 2 subnets per AZ", allowed="a /20 or larger block")
+        return self
+
+    @property
+    def gpu_az(self) -> str:
+        return self.gpu_availability_zone or self.availability_zones[0]
+
+
+class SystemNodeGroupConfig(Strict):
+    instance_types: list[str] = Field(["m6i.xlarge"], min_length=1, description="Instance types for cluster services.")
+    min_size: int = Field(2, ge=1)
+    desired_size: int = Field(2, ge=1)
+    max_size: int = Field(4, ge=1)
+    disk_size_gib: int = Field(100, ge=20, le=16384, description="Encrypted gp3 root volume.")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> SystemNodeGroupConfig:
+        check_sizes(self.min_size, self.desired_size, self.max_size)
+        return self
+
+
+
+RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
+
+
+class OnDemandCapacity(Strict):
+    type: Literal["on_demand"] = "on_demand"
+
+
+class OdcrCapacity(Strict):
+    """On-Demand Capacity Reservation: one reservation, or a resource group of reservations
+    (more capacity later needs no node-group change)."""
+
+    type: Literal["odcr"]
+    reservation_id: str | None = None
+    resource_group_arn: str | None = Field(None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$")
+    availability_zone: str = Field(..., description="The AZ the reservation was made in.")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> OdcrCapacity:
+        if (self.reservation_id is None) == (self.resource_group_arn is None):
+            raise FieldProblem(
+                "reservation_id", self.reservation_id,
+                "an ODCR targets exactly one of reservation_id or resource_group_arn",
+            )
+        if self.reservation_id is not None:
+            _check_reservation_id(self.reservation_id)
+        return self
+
+
+class CapacityBlock(Strict):
+    """EC2 Capacity Block for ML: a fixed number of instances for a fixed window."""
+
+    type: Literal["capacity_block"]
+    reservation_id: str | None = Field(None, description="The Capacity Block's reservation id (cr-...).")
+    instance_count: int = Field(..., ge=1, description="Instances in the block; node group sizes stay within it.")
+    availability_zone: str = Field(..., description="The AZ the block was bought in.")
+
+    @model_validator(mode="after")
+    def _has_reservation(self) -> CapacityBlock:
+        if self.reservation_id is None:
+            raise FieldProblem(
+                "reservation_id", None,
+                "a Capacity Block node group needs the block's reservation id", allowed="cr- followed by 17 hex digits",
+            )
+        _check_reservation_id(self.reservation_id)
+        return self
+
+
+def _check_reservation_id(value: str) -> None:
+    if not RESERVATION_ID.match(value):
+        raise FieldProblem("reservation_id", value, "not a capacity reservation id", allowed="cr- followed by 17 hex digits")
+
+
+Capacity = Annotated[OnDemandCapacity | OdcrCapacity | CapacityBlock, Field(discriminator="type")]
+
+
+class GpuNodeGroupConfig(Strict):
+    name: Name
+    instance_type: str = Field(..., description="A type from the GPU instance catalog (profiles/catalog.py).")
+    efa_enabled: bool = Field(
+        False, description="Attach one EFA interface per EFA-capable network card. Only on types with EFA."
+    )
+    min_size: int = Field(0, ge=0)
+    desired_size: int = Field(
+        0, ge=0, description="Initial size only: after the first apply autoscalers own it (ignored on update)."
+    )
+    max_size: int = Field(2, ge=1)
+    root_volume_size_gib: int = Field(200, ge=50, le=16384, description="Encrypted gp3 root volume (images are large).")
+    capacity: Capacity = Field(default_factory=OnDemandCapacity)
+    placement_group: Literal["cluster", "none", "reservation"] | None = Field(
+        None,
+        description="cluster: a new cluster placement group; none: no placement group; reservation: "
+        "the one named in existing_placement_group. Default: cluster for on-demand capacity, none for "
+        "reserved capacity (forcing a group onto a reservation bought without one fails to launch).",
+    )
+    existing_placement_group: str | None = Field(None, description="Placement group that came with the reservation.")
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Extra Kubernetes node labels.")
+    max_unavailable: int = Field(1, ge=1, description="Nodes replaced at once during an update.")
+
+    @field_validator("instance_type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        if value not in CATALOG:
+            raise ValueError(
+                f"unknown GPU instance type {value!r}; the catalog knows {', '.join(sorted(CATALOG))}. "
+                "To add one, append its EC2 facts to profiles/catalog.py"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GpuNodeGroupConfig:
+        entry = lookup(self.instance_type)
+        if self.efa_enabled and not entry.efa_supported:
+            with_efa = sorted(n for n, e in CATALOG.items() if e.family == entry.family and e.efa_supported)
+            raise FieldProblem(
+                "efa_enabled", True, f"{self.instance_type} has no EFA",
+                allowed=f"efa_enabled: false, or a size with EFA: {', '.join(with_efa) or 'none in this family'}",
+            )
+        check_sizes(self.min_size, self.desired_size, self.max_size)
+        if isinstance(self.capacity, CapacityBlock) and self.max_size > self.capacity.instance_count:
+            raise FieldProblem(
+                "max_size", self.max_size, "the node group is larger than its Capacity Block",
+                allowed=f"at most capacity.instance_count ({self.capacity.instance_count})",
+            )
+        reserved = not isinstance(self.capacity, OnDemandCapacity)
+        if self.placement_group == "cluster" and reserved:
+            raise FieldProblem(
+                "placement_group", "cluster",
+                "reserved capacity comes with its own placement group or none; forcing a new one fails to launch",
+                allowed="none, reservation",
+            )
+        if (self.placement_group == "reservation") != (self.existing_placement_group is not None):
+            raise FieldProblem(
+                "existing_placement_group", self.existing_placement_group,
+                "existing_placement_group is set exactly when placement_group is 'reservation'",
+            )
+        return self
+
+    @property
+    def catalog_entry(self) -> GpuInstanceType:
+        return lookup(self.instance_type)
+
+    @property
+    def placement(self) -> Literal["cluster", "none", "reservation"]:
+        if self.placement_group is not None:
+            return self.placement_group
+        return "cluster" if isinstance(self.capacity, OnDemandCapacity) else "none"
+
+
+class ClusterConfig(Strict):
+    kubernetes_version: KubernetesVersion = Field(
+        "1.33", description="EKS version. Default: the newest EKS version current when hashicorp/aws 5.100.0 shipped."
+    )
+    vpc: VpcConfig
+    endpoint_public_access_cidrs: list[Cidr] = Field(
+        default_factory=list,
+        description="CIDRs allowed to reach the public API endpoint. Empty (default): public endpoint "
+        "off, the API is reachable only from inside the VPC. The private endpoint is always on.",
+    )
+    admin_principal_arns: list[IamPrincipalArn] = Field(
+        default_factory=list,
+        description="IAM roles/users granted cluster admin through access entries, besides the deploying principal.",
+    )
+    control_plane_log_types: list[ControlPlaneLogType] = Field(
+        ["api", "audit", "authenticator"], description="Control-plane logs sent to CloudWatch."
+    )
+    system_node_group: SystemNodeGroupConfig = Field(default_factory=SystemNodeGroupConfig)
+    gpu_node_groups: list[GpuNodeGroupConfig] = Field(default_factory=list)
+
+    @field_validator("endpoint_public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, cidrs: list[str]) -> list[str]:
+        for cidr in cidrs:
+            check_cidr(cidr)
+            if ipaddress.IPv4Network(cidr).prefixlen == 0:
+                raise ValueError("0.0.0.0/0 opens the API endpoint to the internet; name your own egress CIDRs")
+        return cidrs
+
+    @model_validator(mode="after")
+    def _groups(self) -> ClusterConfig:
+        check_unique([group.name for group in self.gpu_node_groups], field="gpu_node_groups", what="GPU node group")
+        for index, group in enumerate(self.gpu_node_groups):
+            capacity_az = getattr(group.capacity, "availability_zone", None)
+            if capacity_az is not None and capacity_az != self.vpc.gpu_az:
+                raise FieldProblem(
+                    ("gpu_node_groups", index, "capacity", "availability_zone"), capacity_az,
+                    "reserved capacity must be in the GPU availability zone",
+                    allowed=f"{self.vpc.gpu_az} (cluster.vpc.gpu_availability_zone)",
+                )
+        return self
+
+

@@ -1,0 +1,129 @@
+"""Storage-layer settings: FSx for Lustre sizing rules and the data buckets' lifecycles."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from profiles.base import FieldProblem, Strict
+
+FsxDeploymentType = Literal["SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"]
+THROUGHPUT_MBPS_PER_TIB: dict[str, tuple[int, ...]] = {
+    "SCRATCH_2": (),
+    "PERSISTENT_1": (50, 100, 200),
+    "PERSISTENT_2": (125, 250, 500, 1000),
+}
+# EFA-enabled PERSISTENT_2 file systems grow in units that depend on per-unit throughput.
+EFA_CAPACITY_UNIT_GIB = {125: 38400, 250: 19200, 500: 9600, 1000: 4800}
+MAX_DATA_REPOSITORY_ASSOCIATIONS = 8
+FsxEvent = Literal["NEW", "CHANGED", "DELETED"]
+
+
+def _nearest_steps(value: int, first: tuple[int, ...], step: int) -> list[int]:
+    """The valid capacities just below and above `value`: `first` values, then multiples of `step`."""
+    valid = sorted(set(first) | set(range(step, max(value, step) + 2 * step, step)))
+    below = [v for v in valid if v < value][-1:]
+    above = [v for v in valid if v > value][:1]
+    return below + above
+
+
+class DataRepositoryAssociation(Strict):
+    """Links a directory of the file system to an S3 prefix of one of the platform's buckets."""
+
+    file_system_path: str = Field(..., pattern=r"^/[A-Za-z0-9_.\-/]+$", description="e.g. /datasets")
+    bucket: Literal["datasets", "checkpoints"]
+    s3_prefix: str = Field("", pattern=r"^([A-Za-z0-9_.\-]+/)*$", description="Prefix ending in '/', or empty.")
+    import_events: list[FsxEvent] = Field(["NEW", "CHANGED", "DELETED"], description="S3 changes FSx picks up.")
+    export_events: list[FsxEvent] = Field(
+        ["NEW", "CHANGED"], description="FSx changes written back to S3. DELETED is opt-in: it deletes S3 objects."
+    )
+
+
+class FsxConfig(Strict):
+    enabled: bool = Field(True, description="Create the shared FSx for Lustre file system.")
+    deployment_type: FsxDeploymentType = Field(
+        "SCRATCH_2", description="SCRATCH_2 (default, cheapest, no replication) or PERSISTENT_1/2."
+    )
+    storage_capacity_gib: int = Field(1200, ge=1200, description="1200, 2400, then steps of 2400 (EFA: see FACTS).")
+    throughput_mbps_per_tib: int | None = Field(
+        None, description="Per-unit storage throughput; required for PERSISTENT types, not allowed for SCRATCH_2."
+    )
+    efa_enabled: bool = Field(False, description="EFA-enabled file system (PERSISTENT_2 with Lustre 2.15 only).")
+    lustre_version: Literal["2.12", "2.15"] = "2.15"
+    data_compression: Literal["NONE", "LZ4"] = Field("LZ4", description="LZ4 saves capacity and throughput on text data.")
+    metadata_iops: int | None = Field(
+        None, description="PERSISTENT_2 only: provisioned metadata IOPS (1500, 3000, 6000, 12000 or multiples of "
+        "12000 up to 192000). Unset: AUTOMATIC, scaled with capacity.",
+    )
+    automatic_backup_retention_days: int = Field(0, ge=0, le=90, description="0 disables backups; SCRATCH_2 has none.")
+    data_repository_associations: list[DataRepositoryAssociation] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _sizing(self) -> FsxConfig:
+        kind, capacity, throughput = self.deployment_type, self.storage_capacity_gib, self.throughput_mbps_per_tib
+        allowed_throughput = THROUGHPUT_MBPS_PER_TIB[kind]
+        if not allowed_throughput and throughput is not None:
+            raise FieldProblem("throughput_mbps_per_tib", throughput, f"{kind} has no per-unit throughput setting",
+                               allowed="unset (null)")
+        if allowed_throughput and throughput not in allowed_throughput:
+            raise FieldProblem("throughput_mbps_per_tib", throughput, f"not a per-unit throughput of {kind}",
+                               allowed=", ".join(map(str, allowed_throughput)))
+        if self.efa_enabled:
+            if kind != "PERSISTENT_2" or self.lustre_version != "2.15":
+                raise FieldProblem("efa_enabled", True, "EFA-enabled file systems are PERSISTENT_2 with Lustre 2.15",
+                                   allowed=f"false for {kind} / Lustre {self.lustre_version}")
+            unit = EFA_CAPACITY_UNIT_GIB[throughput]
+            if capacity % unit:
+                nearest = _nearest_steps(capacity, (), unit)
+                raise FieldProblem(
+                    "storage_capacity_gib", capacity,
+                    f"an EFA-enabled file system at {throughput} MB/s/TiB grows in units of {unit} GiB",
+                    allowed=f"a multiple of {unit}; nearest: {' or '.join(map(str, nearest))}",
+                )
+        elif capacity not in (1200, 2400) and capacity % 2400:
+            nearest = _nearest_steps(capacity, (1200, 2400), 2400)
+            raise FieldProblem(
+                "storage_capacity_gib", capacity, f"not a valid {kind} capacity",
+                allowed=f"1200, 2400 or a multiple of 2400; use {' or '.join(map(str, nearest))}",
+            )
+        if self.metadata_iops is not None:
+            valid_iops = (1500, 3000, 6000)
+            if kind != "PERSISTENT_2":
+                raise FieldProblem("metadata_iops", self.metadata_iops, "metadata IOPS are a PERSISTENT_2 setting",
+                                   allowed="unset (null)")
+            if self.metadata_iops not in valid_iops and (self.metadata_iops % 12000 or not 0 < self.metadata_iops <= 192000):
+                raise FieldProblem("metadata_iops", self.metadata_iops, "not a metadata IOPS level",
+                                   allowed="1500, 3000, 6000, 12000 or a multiple of 12000 up to 192000")
+        if kind == "SCRATCH_2" and self.automatic_backup_retention_days:
+            raise FieldProblem("automatic_backup_retention_days", self.automatic_backup_retention_days,
+                               "SCRATCH_2 file systems have no backups", allowed="0, or a PERSISTENT deployment type")
+        associations = self.data_repository_associations
+        if len(associations) > MAX_DATA_REPOSITORY_ASSOCIATIONS:
+            raise FieldProblem("data_repository_associations", f"{len(associations)} associations",
+                               "too many data repository associations for one file system",
+                               allowed=f"at most {MAX_DATA_REPOSITORY_ASSOCIATIONS}")
+        paths = [a.file_system_path.rstrip("/") for a in associations]
+        for index, path in enumerate(paths):
+            if any(other == path or other.startswith(path + "/") for other in paths[:index] + paths[index + 1:]):
+                raise FieldProblem(("data_repository_associations", index, "file_system_path"), path,
+                                   "file system paths of associations must not repeat or nest")
+        return self
+
+
+class BucketLifecycle(Strict):
+    noncurrent_version_expiration_days: int = Field(30, ge=1, description="Old object versions are deleted after this.")
+    abort_incomplete_multipart_upload_days: int = Field(7, ge=1)
+    intelligent_tiering_after_days: int | None = Field(
+        None, ge=0, description="Move current objects to S3 Intelligent-Tiering after N days; unset: never."
+    )
+
+
+class StorageConfig(Strict):
+    protect_from_destroy: bool = Field(
+        True, description="prevent_destroy on the file system and buckets. Turn off only for throw-away environments."
+    )
+    fsx: FsxConfig = Field(default_factory=FsxConfig)
+    datasets_bucket: BucketLifecycle = Field(default_factory=BucketLifecycle)
+    checkpoints_bucket: BucketLifecycle = Field(default_factory=BucketLifecycle)
+

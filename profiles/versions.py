@@ -1,0 +1,70 @@
+"""Every pinned version the platform depends on, in one binding-free place: chart pins, the
+minimum versions the platform needs (and why), and the Kubernetes versions a profile may name.
+
+Versions follow the baselines of the user's source documents where they name one (GPU Operator
+26.7.0, JupyterHub chart 4.4.2, Argo Workflows 4.1.3, KubeRay 1.7) and otherwise a current
+release. A profile may override a chart version per release (`addons.<release>.chart_version`).
+Both the profile validator and the add-on modules read this module.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+KubernetesVersion = Literal["1.31", "1.32", "1.33", "1.34", "1.35"]
+KUBERNETES_VERSIONS: tuple[KubernetesVersion, ...] = ("1.31", "1.32", "1.33", "1.34", "1.35")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChartRef:
+    """Where a chart comes from and which version is installed."""
+
+    repository: str
+    """https:// chart repository or oci:// registry."""
+    chart: str
+    """The chart's name in that repository."""
+    version: str
+    """The pinned chart version."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MinimumVersion:
+    """The oldest chart version the platform works with, and what breaks below it."""
+
+    version: tuple[int, ...]
+    why: str
+
+
+CHARTS: dict[str, ChartRef] = {
+    "gpu_operator": ChartRef(repository="https://helm.ngc.nvidia.com/nvidia", chart="gpu-operator", version="v26.7.0"),
+    "efa_device_plugin": ChartRef(
+        repository="https://aws.github.io/eks-charts", chart="aws-efa-k8s-device-plugin", version="v0.5.14"
+    ),
+    "monitoring": ChartRef(
+        repository="https://prometheus-community.github.io/helm-charts", chart="kube-prometheus-stack", version="79.5.0"
+    ),
+    "kuberay": ChartRef(repository="https://ray-project.github.io/kuberay-helm/", chart="kuberay-operator", version="1.7.0"),
+    # Kubeflow publishes no chart for the MPI Operator; this community chart installs MPIJob v2beta1.
+    "mpi_operator": ChartRef(repository="https://cowboysysop.github.io/charts/", chart="mpi-operator", version="1.1.1"),
+    "jupyterhub": ChartRef(repository="https://hub.jupyter.org/helm-chart/", chart="jupyterhub", version="4.4.2"),
+    # Chart 1.1.x ships Argo Workflows 4.1; the image tag is pinned to 4.1.3 in the values.
+    "argo_workflows": ChartRef(repository="https://argoproj.github.io/argo-helm", chart="argo-workflows", version="1.1.1"),
+    "karpenter": ChartRef(repository="oci://public.ecr.aws/karpenter", chart="karpenter", version="1.8.1"),
+}
+
+ARGO_WORKFLOWS_IMAGE_TAG = "v4.1.3"
+
+MIN_VERSIONS: dict[str, MinimumVersion] = {
+    "karpenter": MinimumVersion(version=(1, 6, 0), why="Karpenter launches into Capacity Blocks only from 1.6"),
+    "efa_device_plugin": MinimumVersion(
+        version=(0, 5, 10),
+        why="EFA device plugins before 0.5.10 count NVLink controllers as EFA devices on p6-b200",
+    ),
+}
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """`v1.2.3-rc.1` -> (1, 2, 3): the numeric release, without prefix or pre-release suffix."""
+    return tuple(int(part) for part in re.split(r"[-+]", version.lstrip("v"))[0].split("."))

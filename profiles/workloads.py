@@ -1,0 +1,74 @@
+"""Workloads-layer settings: Karpenter pools, tenant namespaces and DRA claim templates."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from profiles.base import FieldProblem, K8sName, Strict, check_unique
+from profiles.catalog import CATALOG
+
+CapacityType = Literal["on-demand", "spot", "reserved"]
+RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+class CpuPoolConfig(Strict):
+    instance_categories: list[Literal["c", "m", "r"]] = Field(["c", "m", "r"], min_length=1)
+    capacity_types: list[CapacityType] = Field(["on-demand"], min_length=1)
+    cpu_limit: int = Field(256, ge=1, description="Total vCPUs the pool may launch (a scheduling limit, not a cost cap).")
+    consolidate_after_minutes: int = Field(5, ge=0)
+    expire_after_hours: int = Field(720, ge=1, description="Nodes are replaced after this age (fresh AMIs).")
+
+
+class GpuPoolConfig(Strict):
+    """Karpenter GPU pool for notebooks and single-node work. Multi-node EFA training stays on the
+    managed node groups (their launch templates carry every EFA interface)."""
+
+    instance_types: list[str] = Field(["g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6e.xlarge"], min_length=1,
+                                      description="Types from the GPU catalog.")
+    capacity_types: list[CapacityType] = Field(["on-demand"], min_length=1)
+    gpu_limit: int = Field(8, ge=1, description="Total GPUs the pool may launch.")
+    consolidate_after_minutes: int = Field(30, ge=0, description="Idle GPU nodes are removed after this.")
+    expire_after_hours: int = Field(720, ge=1)
+
+    @field_validator("instance_types")
+    @classmethod
+    def _in_catalog(cls, types: list[str]) -> list[str]:
+        unknown = [t for t in types if t not in CATALOG]
+        if unknown:
+            raise ValueError(f"not in the GPU instance catalog: {', '.join(unknown)}; known: {', '.join(sorted(CATALOG))}")
+        return types
+
+
+class TenantConfig(Strict):
+    name: K8sName = Field(..., description="Namespace of the team; also its S3 prefix (<name>/).")
+    gpu_quota: int = Field(8, ge=0, description="ResourceQuota requests.nvidia.com/gpu.")
+    cpu_quota: str = Field("64", pattern=r"^\d+m?$")
+    memory_quota: str = Field("256Gi", pattern=r"^\d+(Ki|Mi|Gi|Ti)$")
+    max_persistent_volume_claims: int = Field(20, ge=0)
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, name: str) -> str:
+        if name in RESERVED_NAMESPACES or name.startswith("kube-"):
+            raise ValueError(f"{name!r} is a Kubernetes system namespace; choose a team name")
+        return name
+
+
+class WorkloadsConfig(Strict):
+    cpu_pool: CpuPoolConfig = Field(default_factory=CpuPoolConfig)
+    gpu_pool: GpuPoolConfig = Field(default_factory=GpuPoolConfig)
+    tenants: list[TenantConfig] = Field(default_factory=lambda: [TenantConfig(name="ml-team")])
+    dra_gpu_counts: list[int] = Field(
+        [1, 8], description="With GPU Operator DRA mode: one ResourceClaimTemplate per GPU count (gpu-<n>) per tenant."
+    )
+
+    @model_validator(mode="after")
+    def _unique(self) -> WorkloadsConfig:
+        check_unique([tenant.name for tenant in self.tenants], field="tenants", what="tenant")
+        if any(count < 1 for count in self.dra_gpu_counts) or len(set(self.dra_gpu_counts)) != len(self.dra_gpu_counts):
+            raise FieldProblem("dra_gpu_counts", self.dra_gpu_counts, "GPU counts must be distinct and positive")
+        return self
+
+

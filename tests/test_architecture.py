@@ -1,0 +1,104 @@
+"""The app's layering, read from its source with ast (no provider binding is loaded):
+main -> operate / manifests -> stacks -> components -> profiles, and no import cycles."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Rank of each top-level package: a module may import its own rank or lower ones only.
+RANKS = {"profiles": 0, "toolchain": 0, "components": 1, "stacks": 2, "operate": 3, "manifests": 3, "main": 4}
+BINDINGS = ("cdktf", "constructs", "cdktf_cdktf_provider_aws", "cdktf_cdktf_provider_helm",
+            "cdktf_cdktf_provider_kubernetes")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def app_modules() -> dict[str, Path]:
+    files = [ROOT / "main.py", ROOT / "toolchain.py"]
+    for package in ("profiles", "components", "stacks", "operate", "manifests"):
+        files += sorted((ROOT / package).rglob("*.py"))
+    return {module_name(path): path for path in files}
+
+
+def imports_of(path: Path, modules: dict[str, Path]) -> set[str]:
+    """Every module (app or third-party) `path` imports, at any depth, TYPE_CHECKING blocks included."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            # `from package import module` imports the module, not only the package.
+            found.update(f"{node.module}.{alias.name}" for alias in node.names
+                         if f"{node.module}.{alias.name}" in modules)
+    return found
+
+
+MODULES = app_modules()
+GRAPH = {name: {i for i in imports_of(path, MODULES) if i in MODULES} for name, path in MODULES.items()}
+
+
+def rank(module: str) -> int:
+    return RANKS[module.split(".")[0]]
+
+
+def test_the_walk_sees_the_whole_app() -> None:
+    assert {"profiles.models", "components.helm.release", "stacks.addons", "operate.layers", "main"} <= set(MODULES)
+    assert "profiles.versions" in GRAPH["profiles.models"]
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_point_down_the_layering(module: str) -> None:
+    upward = sorted(target for target in GRAPH[module] if rank(target) > rank(module))
+    assert not upward, f"{module} (rank {rank(module)}) imports up the layering: {upward}"
+
+
+def test_profiles_load_no_bindings() -> None:
+    """Validation must stay fast and usable without the jsii bindings."""
+    for name, path in MODULES.items():
+        if name.startswith("profiles"):
+            loaded = sorted(i for i in imports_of(path, MODULES) if i.split(".")[0] in BINDINGS)
+            assert not loaded, f"{name} imports bindings: {loaded}"
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                return [*path[path.index(target):], target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_no_import_cycles() -> None:
+    # A package's __init__ importing its own submodules is how packages re-export; not a cycle.
+    graph = {m: {t for t in targets if not (m and t.startswith(m + "."))} for m, targets in GRAPH.items()}
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
