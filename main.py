@@ -19,16 +19,17 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from profiles import DEFAULT_PROFILE, ProfileError, load_profile
+from profiles import DEFAULT_PROFILE, PlatformConfig, ProfileError, load_profile
 from profiles.schema import SCHEMA_PATH, profile_schema
 
 EXIT_USER_ERROR = 2
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="main.py", description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="main.py", description=(__doc__ or "").split("\n\n")[0])
     # Every command but `schema` works on one profile.
     with_profile = argparse.ArgumentParser(add_help=False)
     with_profile.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE)
@@ -43,81 +44,118 @@ def main(argv: list[str] | None = None) -> int:
                          help="reference image for the container test (build layer's repository_urls output + tag)")
         if name == "manifests":
             sub.add_argument("--outdir", default="cdktf.out/manifests")
-    hcl = commands.add_parser("hcl", parents=[with_profile], help="write the stacks as HCL (cdk.tf) for teams leaving cdktf")
+    hcl = commands.add_parser("hcl", parents=[with_profile],
+                              help="write the stacks as HCL (cdk.tf) for teams leaving cdktf")
     hcl.add_argument("--outdir", default="cdktf.out/hcl")
-    for name, help_ in (("plan", "terraform plan the layers in dependency order"),
-                        ("deploy", "plan and apply the layers in dependency order"),
-                        ("destroy", "clean up controller-made resources, then destroy in reverse order")):
+    for name, help_ in (
+        ("plan", "terraform plan the layers in dependency order"),
+        ("deploy", "plan and apply the layers in dependency order"),
+        ("destroy", "clean up controller-made resources, then destroy in reverse order"),
+    ):
         sub = commands.add_parser(name, parents=[with_profile], help=help_)
         sub.add_argument("--layer", default=os.environ.get("LAYER") or "all")
         sub.add_argument("--outdir", default=os.environ.get("CDKTF_OUTDIR", "cdktf.out"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
-
     if args.command == "schema":
-        SCHEMA_PATH.write_text(json.dumps(profile_schema(), indent=2) + "\n")
-        print(f"wrote {SCHEMA_PATH}")
-        return 0
-    if args.command is None:  # run by the cdktf CLI
-        args = synth.parse_args([])
-        args.command = "synth"
-
+        return write_schema()
+    if args.command is None:  # run by the cdktf CLI: synthesize with the defaults
+        args = parser.parse_args(["synth"])
     # Validate before loading the provider bindings: a bad profile fails in well under a second.
     try:
         config = load_profile(args.profile)
     except ProfileError as error:
         print(error.render(), file=sys.stderr)
         return EXIT_USER_ERROR
+    handler = COMMANDS[args.command]
+    return handler(config, args)
 
-    layers: list[str] = []
-    if args.command in ("plan", "deploy", "destroy"):
-        from operate.layers import select_layers
 
-        try:
-            layers = select_layers(args.layer)
-        except ValueError as error:
-            print(error, file=sys.stderr)
-            return EXIT_USER_ERROR
-    if args.command == "manifests":
-        return write_manifests(config, Path(args.outdir), image=args.image)
-    if args.command == "verify":
-        return verify(config, image=args.image)
-
-    import toolchain
-
-    if args.command == "hcl":
-        # cdktf renders HCL when its (Node) process starts with this set: before any binding loads.
-        os.environ["SYNTH_HCL_OUTPUT"] = "true"
-    toolchain.prepare()
-    from stacks import LAYERS
-    from stacks.platform import synthesize
-
-    outdir = Path(args.outdir)
-    synthesize(config, str(outdir))
-    if args.command in ("plan", "deploy", "destroy"):
-        return operate(args.command, layers, outdir / "stacks")
-    file_name = "cdk.tf.json"
-    if args.command == "hcl":
-        from operate.hcl import repair_cdktf_hcl
-
-        file_name = "cdk.tf"
-        for layer in LAYERS:
-            path = outdir / "stacks" / layer / file_name
-            path.write_text(repair_cdktf_hcl(path.read_text()))
-        if shutil.which("terraform"):  # cdktf writes HCL unindented
-            subprocess.run(["terraform", "fmt", "-recursive", str(outdir / "stacks")], capture_output=True)
-    print(f"synthesized profile {config.name} ({args.profile}): " + ", ".join(
-        str(outdir / "stacks" / layer / file_name) for layer in LAYERS))
+def write_schema() -> int:
+    SCHEMA_PATH.write_text(json.dumps(profile_schema(), indent=2) + "\n")
+    print(f"wrote {SCHEMA_PATH}")
     return 0
 
 
-def operate(action: str, layers: list[str], stacks_dir: Path) -> int:
-    from operate.layers import Operator
+def synthesize_profile(config: PlatformConfig, outdir: Path) -> None:
+    """Load the bindings (once per process) and synthesize every layer into `outdir`."""
+    import toolchain
 
-    results = Operator(stacks_dir).run(action, layers)  # type: ignore[arg-type]
+    toolchain.prepare()
+    from stacks.platform import synthesize
+
+    synthesize(config, str(outdir))
+
+
+def print_synthesized(config: PlatformConfig, args: argparse.Namespace, file_name: str) -> None:
+    from stacks import LAYERS
+
+    outdir = Path(args.outdir)
+    stacks = ", ".join(str(outdir / "stacks" / layer / file_name) for layer in LAYERS)
+    print(f"synthesized profile {config.name} ({args.profile}): {stacks}")
+
+
+def command_synth(config: PlatformConfig, args: argparse.Namespace) -> int:
+    synthesize_profile(config, Path(args.outdir))
+    print_synthesized(config, args, "cdk.tf.json")
+    return 0
+
+
+def command_hcl(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.hcl import repair_cdktf_hcl
+    from stacks import LAYERS
+
+    # cdktf renders HCL when its (Node) process starts with this set: before any binding loads.
+    os.environ["SYNTH_HCL_OUTPUT"] = "true"
+    outdir = Path(args.outdir)
+    synthesize_profile(config, outdir)
+    for layer in LAYERS:
+        path = outdir / "stacks" / layer / "cdk.tf"
+        path.write_text(repair_cdktf_hcl(path.read_text()))
+    if shutil.which("terraform"):  # cdktf writes HCL unindented
+        subprocess.run(["terraform", "fmt", "-recursive", str(outdir / "stacks")], capture_output=True)
+    print_synthesized(config, args, "cdk.tf")
+    return 0
+
+
+def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.layers import Operator, select_layers
+
+    try:
+        layers = select_layers(args.layer)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return EXIT_USER_ERROR
+    outdir = Path(args.outdir)
+    synthesize_profile(config, outdir)
+    results = Operator(outdir / "stacks").run(args.command, layers)
     return 0 if results and all(result.ok for result in results) and len(results) == len(layers) else 1
 
 
-def write_manifests(config, outdir: Path, *, image: str | None) -> int:
+def command_manifests(config: PlatformConfig, args: argparse.Namespace) -> int:
+    return write_manifests(config, Path(args.outdir), image=args.image)
+
+
+def command_verify(config: PlatformConfig, args: argparse.Namespace) -> int:
+    return verify(config, image=args.image)
+
+
+COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {
+    "synth": command_synth,
+    "hcl": command_hcl,
+    "plan": command_operate,
+    "deploy": command_operate,
+    "destroy": command_operate,
+    "manifests": command_manifests,
+    "verify": command_verify,
+}
+
+
+def write_manifests(config: PlatformConfig, outdir: Path, *, image: str | None) -> int:
     import yaml
 
     from manifests.render import render
@@ -131,12 +169,13 @@ def write_manifests(config, outdir: Path, *, image: str | None) -> int:
         stale.unlink()
     for file_name, objects in files.items():
         (outdir / file_name).write_text(yaml.safe_dump_all(objects, sort_keys=False))
-    print(f"wrote {', '.join(sorted(files))} to {outdir}" + ("" if image else
-          " (no container test: pass IMAGE=<repository url>:<tag> from the build layer's repository_urls output)"))
+    hint = "" if image else (
+        " (no container test: pass IMAGE=<repository url>:<tag> from the build layer's repository_urls output)")
+    print(f"wrote {', '.join(sorted(files))} to {outdir}{hint}")
     return 0
 
 
-def verify(config, *, image: str | None) -> int:
+def verify(config: PlatformConfig, *, image: str | None) -> int:
     from manifests.verify import run_checks
 
     results = run_checks(config, image=image)

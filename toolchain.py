@@ -17,7 +17,9 @@ import importlib.machinery
 import os
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from types import CodeType, ModuleType
 
 LAZY_PACKAGES = ("cdktf_cdktf_provider_aws", "cdktf_cdktf_provider_helm", "cdktf_cdktf_provider_kubernetes")
 _EAGER_SUBMODULE_IMPORT = re.compile(r"^from \. import \w+\s*$", re.MULTILINE)
@@ -41,15 +43,15 @@ def use_supported_node() -> None:
 class _LazyPackageLoader(importlib.machinery.SourceFileLoader):
     """Executes a bindings package's `__init__` minus its eager submodule imports."""
 
-    def get_code(self, fullname):
+    def get_code(self, fullname: str) -> CodeType:
         source = Path(self.get_filename(fullname)).read_text()
         return compile(_EAGER_SUBMODULE_IMPORT.sub("", source), self.get_filename(fullname), "exec")
 
-    def exec_module(self, module):
+    def exec_module(self, module: ModuleType) -> None:
         super().exec_module(module)
         name = module.__name__
 
-        def __getattr__(attribute: str):
+        def __getattr__(attribute: str) -> ModuleType:
             # PEP 562: `cdktf_cdktf_provider_aws.vpc` imports the submodule on first use.
             try:
                 return importlib.import_module(f"{name}.{attribute}")
@@ -57,11 +59,13 @@ class _LazyPackageLoader(importlib.machinery.SourceFileLoader):
                 raise AttributeError(f"module {name!r} has no attribute {attribute!r}") from None
 
         # publication.publish() in the package swaps the module object in sys.modules.
-        sys.modules[name].__getattr__ = __getattr__
+        sys.modules[name].__getattr__ = __getattr__  # type: ignore[method-assign]
 
 
 class _LazyBindingsFinder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in LAZY_PACKAGES:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from constructs import Construct
+from cdktf import ITerraformDependable
 from cdktf_cdktf_provider_aws.cloudwatch_log_group import CloudwatchLogGroup
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from cdktf_cdktf_provider_aws.data_aws_iam_session_context import DataAwsIamSessionContext
@@ -22,14 +22,19 @@ from cdktf_cdktf_provider_aws.eks_cluster import (
 )
 from cdktf_cdktf_provider_aws.kms_alias import KmsAlias
 from cdktf_cdktf_provider_aws.kms_key import KmsKey
+from constructs import Construct
 
 from components.iam import ServiceRole, ServiceRoleProps, allow, policy_document
 
-DEFAULTS = {
-    "log_retention_days": 90,
-    "kms_deletion_window_days": 30,
-    "admin_policy": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
-}
+
+@dataclass(frozen=True)
+class ControlPlaneDefaults:
+    log_retention_days: int = 90
+    kms_deletion_window_days: int = 30
+    admin_policy: str = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+
+
+DEFAULTS = ControlPlaneDefaults()
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,7 @@ class EksControlPlane(Construct):
         # The account administers the key through IAM; nothing else is granted here.
         key = KmsKey(
             self, "secrets-key", description=f"EKS secrets envelope encryption for {props.name}",
-            enable_key_rotation=True, deletion_window_in_days=DEFAULTS["kms_deletion_window_days"],
+            enable_key_rotation=True, deletion_window_in_days=DEFAULTS.kms_deletion_window_days,
             policy=policy_document({
                 "Sid": "AccountAdministersThroughIam", "Effect": "Allow",
                 "Principal": {"AWS": f"arn:aws:iam::{caller.account_id}:root"}, "Action": "kms:*", "Resource": "*",
@@ -68,7 +73,7 @@ class EksControlPlane(Construct):
         ))
         # Created before the cluster so retention applies from the first log line.
         logs = CloudwatchLogGroup(
-            self, "logs", name=f"/aws/eks/{props.name}/cluster", retention_in_days=DEFAULTS["log_retention_days"],
+            self, "logs", name=f"/aws/eks/{props.name}/cluster", retention_in_days=DEFAULTS.log_retention_days,
         )
         cluster = EksCluster(
             self, "cluster",
@@ -102,11 +107,17 @@ class EksControlPlane(Construct):
         session = DataAwsIamSessionContext(self, "caller-session", arn=caller.arn)
         admins = {"deployer": session.issuer_arn}
         admins.update({f"admin-{index}": arn for index, arn in enumerate(props.admin_principal_arns)})
-        self.ready = [cluster]
+        self.ready: list[ITerraformDependable] = [cluster]
         for key_, principal in admins.items():
-            entry = EksAccessEntry(self, f"{key_}-access", cluster_name=cluster.name, principal_arn=principal, type="STANDARD")
+            entry = EksAccessEntry(
+                self, f"{key_}-access", cluster_name=cluster.name, principal_arn=principal, type="STANDARD"
+            )
             association = EksAccessPolicyAssociation(
-                self, f"{key_}-admin", cluster_name=cluster.name, principal_arn=entry.principal_arn,
-                policy_arn=DEFAULTS["admin_policy"], access_scope=EksAccessPolicyAssociationAccessScope(type="cluster"),
+                self,
+                f"{key_}-admin",
+                cluster_name=cluster.name,
+                principal_arn=entry.principal_arn,
+                policy_arn=DEFAULTS.admin_policy,
+                access_scope=EksAccessPolicyAssociationAccessScope(type="cluster"),
             )
             self.ready.append(association)

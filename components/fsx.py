@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from constructs import Construct
 from cdktf import TerraformResourceLifecycle
 from cdktf_cdktf_provider_aws.fsx_data_repository_association import (
     FsxDataRepositoryAssociation,
@@ -19,6 +18,7 @@ from cdktf_cdktf_provider_aws.fsx_lustre_file_system import (
 from cdktf_cdktf_provider_aws.security_group import SecurityGroup
 from cdktf_cdktf_provider_aws.vpc_security_group_egress_rule import VpcSecurityGroupEgressRule
 from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
+from constructs import Construct
 
 from profiles.storage import FsxConfig
 

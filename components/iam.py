@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
-from constructs import Construct
+from cdktf import ITerraformDependable
 from cdktf_cdktf_provider_aws.iam_role import IamRole
 from cdktf_cdktf_provider_aws.iam_role_policy import IamRolePolicy
 from cdktf_cdktf_provider_aws.iam_role_policy_attachment import IamRolePolicyAttachment
+from constructs import Construct
 
 AWS_MANAGED = "arn:aws:iam::aws:policy/"
 # Managed policies every EKS node role carries (managed node groups and Karpenter nodes alike).
@@ -20,11 +22,11 @@ EKS_NODE_POLICIES = (
 )
 
 
-def policy_document(*statements: dict) -> str:
+def policy_document(*statements: dict[str, Any]) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": list(statements)}, sort_keys=True)
 
 
-def allow(actions: list[str], resources: list[str] | str = "*", **extra) -> dict:
+def allow(actions: list[str], resources: list[str] | str = "*", **extra: Any) -> dict[str, Any]:
     return {"Effect": "Allow", "Action": sorted(actions), "Resource": resources, **extra}
 
 
@@ -51,18 +53,28 @@ class ServiceRole(Construct):
         role = IamRole(self, "role", name=props.name, assume_role_policy=trust, tags=props.tags or None)
         self.arn = role.arn
         self.name = role.name
-        self.attachments = [
+        self.attachments: list[ITerraformDependable] = [
             IamRolePolicyAttachment(self, policy.replace("/", "-"), role=role.name, policy_arn=AWS_MANAGED + policy)
             for policy in props.managed_policies
         ]
         if props.inline_policy is not None:
-            self.attachments.append(IamRolePolicy(self, "inline", role=role.id, name=props.name, policy=props.inline_policy))
+            self.attachments.append(
+                IamRolePolicy(self, "inline", role=role.id, name=props.name, policy=props.inline_policy)
+            )
 
 
-def pod_identity_role(scope: Construct, id_: str, *, name: str, managed_policies: tuple[str, ...] = (),
-                      inline_policy: str | None = None) -> ServiceRole:
+def pod_identity_role(
+    scope: Construct, id_: str, *, name: str, managed_policies: tuple[str, ...] = (), inline_policy: str | None = None
+) -> ServiceRole:
     """A role for EKS Pod Identity: the agent assumes it and tags the session."""
-    return ServiceRole(scope, id_, props=ServiceRoleProps(
-        name=name, service="pods.eks.amazonaws.com", managed_policies=managed_policies,
-        inline_policy=inline_policy, trust_actions=("sts:AssumeRole", "sts:TagSession"),
-    ))
+    return ServiceRole(
+        scope,
+        id_,
+        props=ServiceRoleProps(
+            name=name,
+            service="pods.eks.amazonaws.com",
+            managed_policies=managed_policies,
+            inline_policy=inline_policy,
+            trust_actions=("sts:AssumeRole", "sts:TagSession"),
+        ),
+    )

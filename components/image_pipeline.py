@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from constructs import Construct
 from cdktf_cdktf_provider_aws.cloudwatch_log_group import CloudwatchLogGroup
 from cdktf_cdktf_provider_aws.codebuild_project import (
     CodebuildProject,
@@ -23,14 +22,19 @@ from cdktf_cdktf_provider_aws.ecr_repository import (
     EcrRepositoryEncryptionConfiguration,
     EcrRepositoryImageScanningConfiguration,
 )
+from constructs import Construct
 
 from components.iam import ServiceRole, ServiceRoleProps, allow, policy_document
 
-DEFAULTS = {
+
+@dataclass(frozen=True)
+class ImagePipelineDefaults:
     # Docker-in-Docker capable standard image; privileged mode is needed to run `docker build`.
-    "build_image": "aws/codebuild/amazonlinux2-x86_64-standard:5.0",
-    "log_retention_days": 30,
-}
+    build_image: str = "aws/codebuild/amazonlinux2-x86_64-standard:5.0"
+    log_retention_days: int = 30
+
+
+DEFAULTS = ImagePipelineDefaults()
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ class ImagePipeline(Construct):
 
         self.source_key = f"{props.implementation}.zip"
         logs = CloudwatchLogGroup(self, "logs", name=f"/aws/codebuild/{name}",
-                                  retention_in_days=DEFAULTS["log_retention_days"])
+                                  retention_in_days=DEFAULTS.log_retention_days)
         role = ServiceRole(self, "role", props=ServiceRoleProps(
             name=f"{name}-build", service="codebuild.amazonaws.com",
             inline_policy=policy_document(
@@ -93,7 +97,7 @@ class ImagePipeline(Construct):
             ),
             artifacts=CodebuildProjectArtifacts(type="NO_ARTIFACTS"),
             environment=CodebuildProjectEnvironment(
-                compute_type=props.compute_type, image=DEFAULTS["build_image"], type="LINUX_CONTAINER",
+                compute_type=props.compute_type, image=DEFAULTS.build_image, type="LINUX_CONTAINER",
                 privileged_mode=True, image_pull_credentials_type="CODEBUILD",
                 environment_variable=[
                     CodebuildProjectEnvironmentEnvironmentVariable(name=key, value=value, type="PLAINTEXT")

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from constructs import Construct
 from cdktf_cdktf_provider_aws.cloudwatch_event_rule import CloudwatchEventRule
 from cdktf_cdktf_provider_aws.cloudwatch_event_target import CloudwatchEventTarget
 from cdktf_cdktf_provider_aws.eks_access_entry import EksAccessEntry
 from cdktf_cdktf_provider_aws.eks_pod_identity_association import EksPodIdentityAssociation
 from cdktf_cdktf_provider_aws.sqs_queue import SqsQueue
 from cdktf_cdktf_provider_aws.sqs_queue_policy import SqsQueuePolicy
+from constructs import Construct
 
 from components.iam import EKS_NODE_POLICIES, ServiceRole, ServiceRoleProps, allow, pod_identity_role, policy_document
 
@@ -62,24 +62,57 @@ class KarpenterIdentity(Construct):
             CloudwatchEventTarget(self, f"{rule_id}-target", rule=rule.name, arn=queue.arn, target_id="karpenter")
 
         owned = {"StringEquals": {f"aws:ResourceTag/kubernetes.io/cluster/{name}": "owned"}}
-        controller = pod_identity_role(self, "controller-role", name=f"{name}-karpenter", inline_policy=policy_document(
-            allow(["ec2:DescribeAvailabilityZones", "ec2:DescribeCapacityReservations", "ec2:DescribeImages",
-                   "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes", "ec2:DescribeInstances",
-                   "ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups",
-                   "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets", "pricing:GetProducts"]),
-            allow(["ec2:CreateFleet", "ec2:CreateLaunchTemplate", "ec2:CreateTags", "ec2:RunInstances"]),
-            allow(["ec2:DeleteLaunchTemplate", "ec2:TerminateInstances"], Condition=owned),
-            allow(["iam:PassRole"], node_role.arn, Condition={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}),
-            allow(["iam:AddRoleToInstanceProfile", "iam:CreateInstanceProfile", "iam:DeleteInstanceProfile",
-                   "iam:GetInstanceProfile", "iam:ListInstanceProfiles", "iam:RemoveRoleFromInstanceProfile",
-                   "iam:TagInstanceProfile"]),
-            allow(["ssm:GetParameter"], f"arn:aws:ssm:{props.region}::parameter/aws/service/*"),
-            allow(["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"], queue.arn),
-            allow(["eks:DescribeCluster"], f"arn:aws:eks:{props.region}:*:cluster/{name}"),
-        ))
+        controller = pod_identity_role(
+            self,
+            "controller-role",
+            name=f"{name}-karpenter",
+            inline_policy=policy_document(
+                allow(
+                    [
+                        "ec2:DescribeAvailabilityZones",
+                        "ec2:DescribeCapacityReservations",
+                        "ec2:DescribeImages",
+                        "ec2:DescribeInstanceTypeOfferings",
+                        "ec2:DescribeInstanceTypes",
+                        "ec2:DescribeInstances",
+                        "ec2:DescribeLaunchTemplates",
+                        "ec2:DescribePlacementGroups",
+                        "ec2:DescribeSecurityGroups",
+                        "ec2:DescribeSpotPriceHistory",
+                        "ec2:DescribeSubnets",
+                        "pricing:GetProducts",
+                    ]
+                ),
+                allow(["ec2:CreateFleet", "ec2:CreateLaunchTemplate", "ec2:CreateTags", "ec2:RunInstances"]),
+                allow(["ec2:DeleteLaunchTemplate", "ec2:TerminateInstances"], Condition=owned),
+                allow(
+                    ["iam:PassRole"],
+                    node_role.arn,
+                    Condition={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+                ),
+                allow(
+                    [
+                        "iam:AddRoleToInstanceProfile",
+                        "iam:CreateInstanceProfile",
+                        "iam:DeleteInstanceProfile",
+                        "iam:GetInstanceProfile",
+                        "iam:ListInstanceProfiles",
+                        "iam:RemoveRoleFromInstanceProfile",
+                        "iam:TagInstanceProfile",
+                    ]
+                ),
+                allow(["ssm:GetParameter"], f"arn:aws:ssm:{props.region}::parameter/aws/service/*"),
+                allow(["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"], queue.arn),
+                allow(["eks:DescribeCluster"], f"arn:aws:eks:{props.region}:*:cluster/{name}"),
+            ),
+        )
         association = EksPodIdentityAssociation(
-            self, "pod-identity", cluster_name=props.cluster_name, namespace=props.namespace,
-            service_account=props.service_account, role_arn=controller.arn,
+            self,
+            "pod-identity",
+            cluster_name=props.cluster_name,
+            namespace=props.namespace,
+            service_account=props.service_account,
+            role_arn=controller.arn,
         )
         self.queue_name = queue.name
         self.node_role_name = node_role.name

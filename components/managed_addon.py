@@ -6,19 +6,33 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from constructs import Construct
 from cdktf import ITerraformDependable
 from cdktf_cdktf_provider_aws.eks_addon import EksAddon, EksAddonPodIdentityAssociation
+from constructs import Construct
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class AddonIdentity:
+    """A Pod Identity association for the add-on's service account."""
+
+    service_account: str
+    """The add-on's service account in kube-system."""
+    role_arn: str
+    """The IAM role that service account assumes."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ManagedAddonProps:
     cluster_name: str
+    """The cluster the add-on is installed into."""
     addon_name: str
-    service_account: str | None = None
-    role_arn: str | None = None
+    """The EKS add-on name, e.g. vpc-cni."""
+    identity: AddonIdentity | None = None
+    """Pod Identity for the add-on; None: the add-on needs no AWS credentials of its own."""
     configuration: dict[str, Any] | None = None
+    """configuration_values as a mapping; None: the add-on's defaults."""
     depends_on: tuple[ITerraformDependable, ...] = field(default=())
+    """Created after these (and destroyed before them)."""
 
 
 class ManagedAddon(Construct):
@@ -27,8 +41,9 @@ class ManagedAddon(Construct):
     def __init__(self, scope: Construct, id_: str, *, props: ManagedAddonProps):
         super().__init__(scope, id_)
         identity = None
-        if props.service_account:
-            identity = [EksAddonPodIdentityAssociation(service_account=props.service_account, role_arn=props.role_arn)]
+        if props.identity is not None:
+            identity = [EksAddonPodIdentityAssociation(
+                service_account=props.identity.service_account, role_arn=props.identity.role_arn)]
         self.addon = EksAddon(
             self, "addon",
             cluster_name=props.cluster_name,

@@ -6,7 +6,6 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Literal
 
-from constructs import Construct
 from cdktf_cdktf_provider_aws.default_security_group import DefaultSecurityGroup
 from cdktf_cdktf_provider_aws.eip import Eip
 from cdktf_cdktf_provider_aws.internet_gateway import InternetGateway
@@ -17,6 +16,7 @@ from cdktf_cdktf_provider_aws.route_table_association import RouteTableAssociati
 from cdktf_cdktf_provider_aws.subnet import Subnet
 from cdktf_cdktf_provider_aws.vpc import Vpc
 from cdktf_cdktf_provider_aws.vpc_endpoint import VpcEndpoint
+from constructs import Construct
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,9 @@ class Network(Construct):
         DefaultSecurityGroup(self, "default-sg", vpc_id=vpc.id, tags={"Name": f"{props.name}-default-unused"})
         igw = InternetGateway(self, "igw", vpc_id=vpc.id, tags={"Name": props.name})
         public_rt = RouteTable(self, "public", vpc_id=vpc.id, tags={"Name": f"{props.name}-public"})
-        Route(self, "public-default", route_table_id=public_rt.id, destination_cidr_block="0.0.0.0/0", gateway_id=igw.id)
+        Route(
+            self, "public-default", route_table_id=public_rt.id, destination_cidr_block="0.0.0.0/0", gateway_id=igw.id
+        )
 
         private_cidrs, public_cidrs = subnet_layout(props.cidr, len(props.availability_zones))
         self.private_subnet_ids: dict[str, str] = {}
@@ -63,12 +65,20 @@ class Network(Construct):
         nat_ids: list[str] = []
         for index, zone in enumerate(props.availability_zones):
             public = Subnet(
-                self, f"public-{zone}", vpc_id=vpc.id, cidr_block=public_cidrs[index], availability_zone=zone,
+                self,
+                f"public-{zone}",
+                vpc_id=vpc.id,
+                cidr_block=public_cidrs[index],
+                availability_zone=zone,
                 tags={"Name": f"{props.name}-public-{zone}", "kubernetes.io/role/elb": "1"},
             )
             RouteTableAssociation(self, f"public-{zone}-rt", subnet_id=public.id, route_table_id=public_rt.id)
             private = Subnet(
-                self, f"private-{zone}", vpc_id=vpc.id, cidr_block=private_cidrs[index], availability_zone=zone,
+                self,
+                f"private-{zone}",
+                vpc_id=vpc.id,
+                cidr_block=private_cidrs[index],
+                availability_zone=zone,
                 tags={
                     "Name": f"{props.name}-private-{zone}",
                     "kubernetes.io/role/internal-elb": "1",
@@ -80,20 +90,34 @@ class Network(Construct):
             if props.nat_gateways == "per_az" or index == 0:
                 eip = Eip(self, f"nat-{zone}", domain="vpc", tags={"Name": f"{props.name}-nat-{zone}"})
                 nat = NatGateway(
-                    self, f"nat-{zone}-gw", allocation_id=eip.id, subnet_id=public.id,
-                    tags={"Name": f"{props.name}-{zone}"}, depends_on=[igw],
+                    self,
+                    f"nat-{zone}-gw",
+                    allocation_id=eip.id,
+                    subnet_id=public.id,
+                    tags={"Name": f"{props.name}-{zone}"},
+                    depends_on=[igw],
                 )
                 nat_ids.append(nat.id)
-            route_table = RouteTable(self, f"private-{zone}-rt", vpc_id=vpc.id, tags={"Name": f"{props.name}-private-{zone}"})
+            route_table = RouteTable(
+                self, f"private-{zone}-rt", vpc_id=vpc.id, tags={"Name": f"{props.name}-private-{zone}"}
+            )
             Route(
-                self, f"private-{zone}-default", route_table_id=route_table.id,
-                destination_cidr_block="0.0.0.0/0", nat_gateway_id=nat_ids[-1],
+                self,
+                f"private-{zone}-default",
+                route_table_id=route_table.id,
+                destination_cidr_block="0.0.0.0/0",
+                nat_gateway_id=nat_ids[-1],
             )
             RouteTableAssociation(self, f"private-{zone}-rta", subnet_id=private.id, route_table_id=route_table.id)
             private_route_tables.append(route_table)
 
         # The S3 gateway endpoint is free and keeps image layers and datasets off the NAT.
         VpcEndpoint(
-            self, "s3", vpc_id=vpc.id, service_name=f"com.amazonaws.{props.region}.s3", vpc_endpoint_type="Gateway",
-            route_table_ids=[table.id for table in private_route_tables], tags={"Name": f"{props.name}-s3"},
+            self,
+            "s3",
+            vpc_id=vpc.id,
+            service_name=f"com.amazonaws.{props.region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[table.id for table in private_route_tables],
+            tags={"Name": f"{props.name}-s3"},
         )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from constructs import Construct
 from cdktf import ITerraformDependable, Precondition, TerraformResourceLifecycle, Token
 from cdktf_cdktf_provider_aws.data_aws_ec2_instance_type import DataAwsEc2InstanceType
 from cdktf_cdktf_provider_aws.eks_node_group import (
@@ -29,6 +28,7 @@ from cdktf_cdktf_provider_aws.launch_template import (
     LaunchTemplateTagSpecifications,
 )
 from cdktf_cdktf_provider_aws.placement_group import PlacementGroup
+from constructs import Construct
 
 from components.efa import efa_interface_layout
 from components.labels import EFA_LABEL, GPU_TAINT_EKS, GPU_TRAINING_ROLE, NODE_GROUP_LABEL, ROLE_LABEL, SYSTEM_NODES
@@ -37,18 +37,21 @@ from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, Sy
 
 BOOTSTRAP_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu-node-bootstrap.sh"
 
-DEFAULTS = {
-    "gpu_ami_type": "AL2023_x86_64_NVIDIA",
-    "system_ami_type": "AL2023_x86_64_STANDARD",
+@dataclass(frozen=True)
+class NodeGroupDefaults:
+    gpu_ami_type: str = "AL2023_x86_64_NVIDIA"
+    system_ami_type: str = "AL2023_x86_64_STANDARD"
     # 2 hops: pods on the host network (and containers behind a bridge) can still reach IMDSv2.
-    "imds_hop_limit": 2,
-}
+    imds_hop_limit: int = 2
+
+
+DEFAULTS = NodeGroupDefaults()
 
 
 def _metadata_options() -> LaunchTemplateMetadataOptions:
     return LaunchTemplateMetadataOptions(
         http_endpoint="enabled", http_tokens="required",
-        http_put_response_hop_limit=DEFAULTS["imds_hop_limit"], instance_metadata_tags="disabled",
+        http_put_response_hop_limit=DEFAULTS.imds_hop_limit, instance_metadata_tags="disabled",
     )
 
 
@@ -91,12 +94,21 @@ class SystemNodeGroup(Construct):
             vpc_security_group_ids=[wiring.node_security_group_id], update_default_version=True,
         )
         self.node_group = EksNodeGroup(
-            self, "node-group",
-            cluster_name=wiring.cluster_name, node_group_name="system", node_role_arn=wiring.node_role_arn,
-            subnet_ids=list(props.subnet_ids), ami_type=DEFAULTS["system_ami_type"],
-            instance_types=list(cfg.instance_types), capacity_type="ON_DEMAND",
-            scaling_config=EksNodeGroupScalingConfig(min_size=cfg.min_size, desired_size=cfg.desired_size, max_size=cfg.max_size),
-            launch_template=EksNodeGroupLaunchTemplate(id=template.id, version=Token.as_string(template.latest_version)),
+            self,
+            "node-group",
+            cluster_name=wiring.cluster_name,
+            node_group_name="system",
+            node_role_arn=wiring.node_role_arn,
+            subnet_ids=list(props.subnet_ids),
+            ami_type=DEFAULTS.system_ami_type,
+            instance_types=list(cfg.instance_types),
+            capacity_type="ON_DEMAND",
+            scaling_config=EksNodeGroupScalingConfig(
+                min_size=cfg.min_size, desired_size=cfg.desired_size, max_size=cfg.max_size
+            ),
+            launch_template=EksNodeGroupLaunchTemplate(
+                id=template.id, version=Token.as_string(template.latest_version)
+            ),
             labels=SYSTEM_NODES,
             update_config=EksNodeGroupUpdateConfig(max_unavailable=1),
             lifecycle=TerraformResourceLifecycle(ignore_changes=["scaling_config[0].desired_size"]),
@@ -145,11 +157,15 @@ class GpuNodeGroup(Construct):
         security_groups = [wiring.node_security_group_id]
         interfaces = None
         if cfg.efa_enabled:
+            if props.efa_security_group_id is None:
+                raise ValueError(f"GPU node group {cfg.name} has EFA on but was given no EFA security group")
             security_groups.append(props.efa_security_group_id)
             interfaces = [
                 LaunchTemplateNetworkInterfaces(
-                    network_card_index=slot.network_card_index, device_index=slot.device_index,
-                    interface_type=slot.interface_type, security_groups=security_groups,
+                    network_card_index=slot.network_card_index,
+                    device_index=slot.device_index,
+                    interface_type=slot.interface_type,
+                    security_groups=security_groups,
                     delete_on_termination="true",
                 )
                 for slot in efa_interface_layout(entry)
@@ -166,7 +182,8 @@ class GpuNodeGroup(Construct):
             market = LaunchTemplateInstanceMarketOptions(market_type="capacity-block")
 
         self.launch_template = LaunchTemplate(
-            self, "launch-template",
+            self,
+            "launch-template",
             name=name,
             update_default_version=True,
             user_data=gpu_node_user_data(BOOTSTRAP_SCRIPT.read_text(), raid0_local_nvme=entry.local_nvme_disks > 0),
@@ -192,13 +209,21 @@ class GpuNodeGroup(Construct):
             **cfg.labels,
         }
         self.node_group = EksNodeGroup(
-            self, "node-group",
-            cluster_name=wiring.cluster_name, node_group_name=cfg.name, node_role_arn=wiring.node_role_arn,
-            subnet_ids=[props.subnet_id], ami_type=DEFAULTS["gpu_ami_type"], instance_types=[cfg.instance_type],
+            self,
+            "node-group",
+            cluster_name=wiring.cluster_name,
+            node_group_name=cfg.name,
+            node_role_arn=wiring.node_role_arn,
+            subnet_ids=[props.subnet_id],
+            ami_type=DEFAULTS.gpu_ami_type,
+            instance_types=[cfg.instance_type],
             capacity_type="CAPACITY_BLOCK" if isinstance(cfg.capacity, CapacityBlock) else "ON_DEMAND",
-            scaling_config=EksNodeGroupScalingConfig(min_size=cfg.min_size, desired_size=cfg.desired_size, max_size=cfg.max_size),
+            scaling_config=EksNodeGroupScalingConfig(
+                min_size=cfg.min_size, desired_size=cfg.desired_size, max_size=cfg.max_size
+            ),
             launch_template=EksNodeGroupLaunchTemplate(
-                id=self.launch_template.id, version=Token.as_string(self.launch_template.latest_version),
+                id=self.launch_template.id,
+                version=Token.as_string(self.launch_template.latest_version),
             ),
             labels=self.labels,
             taint=[EksNodeGroupTaint(**GPU_TAINT_EKS)],

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from constructs import Construct
 from cdktf_cdktf_provider_aws.eks_pod_identity_association import EksPodIdentityAssociation
+from constructs import Construct
 
 from components.iam import allow, pod_identity_role, policy_document
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
@@ -22,7 +23,7 @@ class MimePart:
 
 
 def node_config(*, raid0_local_nvme: bool) -> str:
-    spec: dict = {}
+    spec: dict[str, Any] = {}
     if raid0_local_nvme:
         # Instance-store NVMe as one RAID0 volume for containerd and kubelet: large images and
         # scratch data stay off the root EBS volume.

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from constructs import Construct
 from cdktf_cdktf_provider_aws.security_group import SecurityGroup
 from cdktf_cdktf_provider_aws.vpc_endpoint import VpcEndpoint
 from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
+from constructs import Construct
 
 
 @dataclass(frozen=True)
@@ -28,12 +28,24 @@ class InterfaceEndpoints(Construct):
             description="HTTPS to interface endpoints from cluster nodes", tags={"Name": f"{props.name}-endpoints"},
         )
         VpcSecurityGroupIngressRule(
-            self, "https-from-nodes", security_group_id=group.id, referenced_security_group_id=props.client_security_group_id,
-            ip_protocol="tcp", from_port=443, to_port=443, description="HTTPS from cluster nodes",
+            self,
+            "https-from-nodes",
+            security_group_id=group.id,
+            referenced_security_group_id=props.client_security_group_id,
+            ip_protocol="tcp",
+            from_port=443,
+            to_port=443,
+            description="HTTPS from cluster nodes",
         )
         for service in props.services:
             VpcEndpoint(
-                self, service.replace(".", "-"), vpc_id=props.vpc_id, service_name=f"com.amazonaws.{props.region}.{service}",
-                vpc_endpoint_type="Interface", private_dns_enabled=True, subnet_ids=list(props.subnet_ids),
-                security_group_ids=[group.id], tags={"Name": f"{props.name}-{service}"},
+                self,
+                service.replace(".", "-"),
+                vpc_id=props.vpc_id,
+                service_name=f"com.amazonaws.{props.region}.{service}",
+                vpc_endpoint_type="Interface",
+                private_dns_enabled=True,
+                subnet_ids=list(props.subnet_ids),
+                security_group_ids=[group.id],
+                tags={"Name": f"{props.name}-{service}"},
             )

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.labels import GPU_TAINT_KEY, GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
@@ -35,7 +36,7 @@ class ValidationTarget:
     entry: GpuInstanceType
 
     @classmethod
-    def for_profile(cls, config: PlatformConfig) -> "ValidationTarget | None":
+    def for_profile(cls, config: PlatformConfig) -> ValidationTarget | None:
         groups = config.cluster.gpu_node_groups
         chosen = next((g for g in groups if g.efa_enabled), groups[0] if groups else None)
         return cls(chosen, chosen.catalog_entry) if chosen else None
@@ -45,7 +46,7 @@ class ValidationTarget:
         return self.entry.max_efa_interfaces if self.group.efa_enabled else 0
 
 
-def _pod(name: str, target: ValidationTarget, container: dict, **spec) -> dict:
+def _pod(name: str, target: ValidationTarget, container: dict[str, Any], **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "gpu-validation"}},
@@ -59,7 +60,7 @@ def _pod(name: str, target: ValidationTarget, container: dict, **spec) -> dict:
     }
 
 
-def _device_resources(target: ValidationTarget, gpus: int, *, all_efa: bool) -> dict:
+def _device_resources(target: ValidationTarget, gpus: int, *, all_efa: bool) -> dict[str, Any]:
     limits: dict[str, str] = {GPU_TAINT_KEY: str(gpus)}
     if all_efa and target.efa_interfaces:
         limits[EFA_RESOURCE] = str(target.efa_interfaces)
@@ -68,20 +69,20 @@ def _device_resources(target: ValidationTarget, gpus: int, *, all_efa: bool) -> 
     return {"requests": dict(limits), "limits": limits}
 
 
-def _shm_volume() -> tuple[dict, dict]:
+def _shm_volume() -> tuple[dict[str, Any], dict[str, Any]]:
     return ({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
             {"name": "dshm", "mountPath": "/dev/shm"})
 
 
 def render(config: PlatformConfig, *, image: str | None = None, nccl_image: str = NCCL_TESTS_IMAGE,
-           nodes: int = 2) -> dict[str, list[dict]]:
+           nodes: int = 2) -> dict[str, list[dict[str, Any]]]:
     """File name -> objects. Empty when the profile has no GPU node group."""
     target = ValidationTarget.for_profile(config)
     if target is None:
         return {}
     gpus = target.entry.gpu_count
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-    files: dict[str, list[dict]] = {"00-namespace.yaml": [namespace]}
+    files: dict[str, list[dict[str, Any]]] = {"00-namespace.yaml": [namespace]}
     files["gpu-smoke-test.yaml"] = [_pod("gpu-smoke-test", target, {
         "name": "nvidia-smi", "image": CUDA_IMAGE, "command": ["nvidia-smi", "-L"],
         "resources": _device_resources(target, 1, all_efa=False),
@@ -102,36 +103,82 @@ def render(config: PlatformConfig, *, image: str | None = None, nccl_image: str 
     return files
 
 
-def nccl_mpijob(target: ValidationTarget, image: str, nodes: int) -> dict:
+def nccl_mpijob(target: ValidationTarget, image: str, nodes: int) -> dict[str, Any]:
     gpus = target.entry.gpu_count
     shm, shm_mount = _shm_volume()
     mpirun = [
-        "mpirun", "--allow-run-as-root", "-np", str(nodes * gpus), "-N", str(gpus), "--bind-to", "none",
-        "-x", "FI_PROVIDER=efa", "-x", "FI_EFA_FORK_SAFE=1", "-x", "NCCL_DEBUG=INFO", "-x", "LD_LIBRARY_PATH", "-x", "PATH",
-        "/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "2G", "-f", "2", "-g", "1", "-c", "1", "-n", "20",
+        "mpirun",
+        "--allow-run-as-root",
+        "-np",
+        str(nodes * gpus),
+        "-N",
+        str(gpus),
+        "--bind-to",
+        "none",
+        "-x",
+        "FI_PROVIDER=efa",
+        "-x",
+        "FI_EFA_FORK_SAFE=1",
+        "-x",
+        "NCCL_DEBUG=INFO",
+        "-x",
+        "LD_LIBRARY_PATH",
+        "-x",
+        "PATH",
+        "/opt/nccl-tests/build/all_reduce_perf",
+        "-b",
+        "8",
+        "-e",
+        "2G",
+        "-f",
+        "2",
+        "-g",
+        "1",
+        "-c",
+        "1",
+        "-n",
+        "20",
     ]
-    launcher = {"spec": {
-        "restartPolicy": "OnFailure",
-        "nodeSelector": dict(SYSTEM_NODES),
-        "containers": [{"name": "launcher", "image": image, "command": mpirun,
-                        "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
-    }}
-    worker = {"spec": {
-        "nodeSelector": {NODE_GROUP_LABEL: target.group.name},
-        "tolerations": [dict(GPU_TOLERATION)],
-        "containers": [{
-            "name": "worker", "image": image, "command": ["/usr/sbin/sshd", "-De"], "env": list(EFA_ENV),
-            "resources": _device_resources(target, gpus, all_efa=True), "volumeMounts": [shm_mount],
-        }],
-        "volumes": [shm],
-    }}
+    launcher = {
+        "spec": {
+            "restartPolicy": "OnFailure",
+            "nodeSelector": dict(SYSTEM_NODES),
+            "containers": [
+                {
+                    "name": "launcher",
+                    "image": image,
+                    "command": mpirun,
+                    "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+                }
+            ],
+        }
+    }
+    worker = {
+        "spec": {
+            "nodeSelector": {NODE_GROUP_LABEL: target.group.name},
+            "tolerations": [dict(GPU_TOLERATION)],
+            "containers": [
+                {
+                    "name": "worker",
+                    "image": image,
+                    "command": ["/usr/sbin/sshd", "-De"],
+                    "env": list(EFA_ENV),
+                    "resources": _device_resources(target, gpus, all_efa=True),
+                    "volumeMounts": [shm_mount],
+                }
+            ],
+            "volumes": [shm],
+        }
+    }
     job = MpiJob(
         metadata=ObjectMeta(name=NCCL_JOB, namespace=NAMESPACE),
         spec=MpiJobSpec(
             slots_per_worker=gpus,
             run_policy=RunPolicy(clean_pod_policy="Running", backoff_limit=2, active_deadline_seconds=3600),
-            mpi_replica_specs={"Launcher": ReplicaSpec(replicas=1, template=launcher),
-                               "Worker": ReplicaSpec(replicas=nodes, template=worker)},
+            mpi_replica_specs={
+                "Launcher": ReplicaSpec(replicas=1, template=launcher),
+                "Worker": ReplicaSpec(replicas=nodes, template=worker),
+            },
         ),
     )
     return job.manifest()

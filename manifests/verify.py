@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
@@ -77,10 +77,10 @@ def check_nccl(log: str, target: ValidationTarget) -> CheckResult:
     return CheckResult(name, True, f"bus bandwidth {busbw} GB/s over EFA (threshold {minimum} GB/s)")
 
 
-Runner = Callable[[list[str]], subprocess.CompletedProcess]
+Runner = Callable[[list[str]], subprocess.CompletedProcess[str]]
 
 
-def kubectl_runner(args: list[str]) -> subprocess.CompletedProcess:
+def kubectl_runner(args: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["kubectl", *args], capture_output=True, text=True, timeout=3600)
 
 

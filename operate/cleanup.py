@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
-Kubectl = Callable[[list[str]], subprocess.CompletedProcess]
+Kubectl = Callable[[list[str]], subprocess.CompletedProcess[str]]
 
 
-def kubectl(args: list[str]) -> subprocess.CompletedProcess:
+def kubectl(args: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["kubectl", *args], capture_output=True, text=True, timeout=1800)
 
 
-def _items(run: Kubectl, kind: str) -> list[dict]:
+def _items(run: Kubectl, kind: str) -> list[dict[str, Any]]:
     listed = run(["get", kind, "--all-namespaces", "-o", "json"])
     return json.loads(listed.stdout).get("items", []) if listed.returncode == 0 and listed.stdout else []
 

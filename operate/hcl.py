@@ -46,7 +46,7 @@ def _fix_string_line(line: str) -> str:
 
 
 def _fix_preconditions(text: str) -> str:
-    def block(match: re.Match) -> str:
+    def block(match: re.Match[str]) -> str:
         indent, body = match.group(1), match.group(2)
         items = re.findall(r"\{\n(.*?)\n\s*\},?", body, flags=re.DOTALL)
         return "".join(f"{indent}precondition {{\n{item}\n{indent}}}\n" for item in items)
@@ -62,7 +62,8 @@ def _unquote_reference_lists(text: str) -> str:
         elif inside and re.match(r"^\s*\]", line):
             inside = False
         elif inside:
-            line = re.sub(r'^(\s*)"([^"]+)"(,?)\s*$', r"\1\2\3", line)
+            out.append(re.sub(r'^(\s*)"([^"]+)"(,?)\s*$', r"\1\2\3", line))
+            continue
         out.append(line)
     return "\n".join(out)
 

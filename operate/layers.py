@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Any, Literal
 
 from operate.cleanup import pre_destroy_cleanup
 from stacks import LAYERS
@@ -43,12 +44,12 @@ class Operator:
         self.log = log
         self.cleanup = cleanup if cleanup is not None else pre_destroy_cleanup
 
-    def _tf(self, layer: str, *args: str) -> subprocess.CompletedProcess:
+    def _tf(self, layer: str, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([self.terraform, f"-chdir={self.stacks_dir / layer}", *args, "-no-color"],
                               capture_output=True, text=True, env=self.env, timeout=3600)
 
     def run(self, action: Action, layers: list[str]) -> list[LayerResult]:
-        ordered = [l for l in LAYERS if l in layers]
+        ordered = [layer for layer in LAYERS if layer in layers]
         if action == "destroy":
             ordered.reverse()
             if any(layer in KUBERNETES_LAYERS for layer in ordered):
@@ -81,11 +82,15 @@ class Operator:
         if action == "plan":
             return True, changes
         applied = self._tf(layer, "apply", "-input=false", "-auto-approve", "tfplan")
-        return applied.returncode == 0, "applied " + changes if applied.returncode == 0 else applied.stderr or applied.stdout
+        return (
+            applied.returncode == 0,
+            "applied " + changes if applied.returncode == 0 else applied.stderr or applied.stdout,
+        )
 
-    def plan_json(self, layer: str) -> dict:
+    def plan_json(self, layer: str) -> dict[str, Any]:
         """The saved plan of a layer as JSON (after `plan`)."""
         import json
 
         shown = self._tf(layer, "show", "-json", "tfplan")
-        return json.loads(shown.stdout)
+        plan: dict[str, Any] = json.loads(shown.stdout)
+        return plan

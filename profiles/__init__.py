@@ -3,4 +3,11 @@
 from profiles.loader import DEFAULT_PROFILE, ProfileError, available_profiles, load_profile, validate_profile
 from profiles.models import PlatformConfig
 
-__all__ = ["DEFAULT_PROFILE", "PlatformConfig", "ProfileError", "available_profiles", "load_profile", "validate_profile"]
+__all__ = [
+    "DEFAULT_PROFILE",
+    "PlatformConfig",
+    "ProfileError",
+    "available_profiles",
+    "load_profile",
+    "validate_profile",
+]

@@ -8,7 +8,6 @@ from pydantic import Field, model_validator
 
 from profiles.base import FieldProblem, HttpsUrl, K8sName, Strict
 
-
 ChartVersion = Annotated[str, Field(pattern=r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")]
 
 class ReleaseConfig(Strict):
@@ -43,7 +42,9 @@ class OidcConfig(Strict):
     profile: it is read from a Secret mounted into the hub at /run/secrets/oidc."""
 
     client_id: str = Field(..., min_length=1)
-    client_secret_name: K8sName = Field("jupyterhub-oidc", description="Secret with key client-secret, in the hub namespace.")
+    client_secret_name: K8sName = Field(
+        "jupyterhub-oidc", description="Secret with key client-secret, in the hub namespace."
+    )
     callback_url: HttpsUrl
     authorize_url: HttpsUrl
     token_url: HttpsUrl
@@ -55,20 +56,34 @@ class OidcConfig(Strict):
 class JupyterHubConfig(ReleaseConfig):
     enabled: bool = False
     oidc: OidcConfig | None = None
-    allowed_users: list[str] = Field(default_factory=list, description="Values of the username claim allowed to log in.")
+    allowed_users: list[str] = Field(
+        default_factory=list, description="Values of the username claim allowed to log in."
+    )
     cpu_image: str = Field("quay.io/jupyter/scipy-notebook:2025-12-01", description="Pinned CPU notebook image.")
-    gpu_image: str = Field("quay.io/jupyter/pytorch-notebook:cuda12-2025-12-01", description="Pinned CUDA notebook image.")
-    start_timeout_seconds: int = Field(1200, ge=300, description="GPU images are large: starts of many minutes are normal.")
+    gpu_image: str = Field(
+        "quay.io/jupyter/pytorch-notebook:cuda12-2025-12-01", description="Pinned CUDA notebook image."
+    )
+    start_timeout_seconds: int = Field(
+        1200, ge=300, description="GPU images are large: starts of many minutes are normal."
+    )
     user_storage_gib: int = Field(20, ge=1)
 
     @model_validator(mode="after")
     def _authentication(self) -> JupyterHubConfig:
         if self.enabled and self.oidc is None:
-            raise FieldProblem("oidc", None, "JupyterHub needs OIDC settings: it never runs without authentication",
-                               allowed="client_id, callback_url, authorize_url, token_url, userdata_url")
+            raise FieldProblem(
+                "oidc",
+                None,
+                "JupyterHub needs OIDC settings: it never runs without authentication",
+                allowed="client_id, callback_url, authorize_url, token_url, userdata_url",
+            )
         if self.enabled and not self.allowed_users:
-            raise FieldProblem("allowed_users", [], "with allow_all false an empty allow-list lets nobody in",
-                               allowed="one or more values of the username claim")
+            raise FieldProblem(
+                "allowed_users",
+                [],
+                "with allow_all false an empty allow-list lets nobody in",
+                allowed="one or more values of the username claim",
+            )
         return self
 
 
@@ -95,5 +110,3 @@ class AddonsConfig(Strict):
     jupyterhub: JupyterHubConfig = Field(default_factory=JupyterHubConfig)
     argo_workflows: ArgoWorkflowsConfig = Field(default_factory=ArgoWorkflowsConfig)
     karpenter: KarpenterConfig = Field(default_factory=KarpenterConfig)
-
-

@@ -25,7 +25,9 @@ class Strict(BaseModel):
 
 
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]
-Region = Annotated[str, Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$", description="AWS region, e.g. us-east-1.")]
+Region = Annotated[
+    str, Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$", description="AWS region, e.g. us-east-1.")
+]
 # Kubernetes label: optional DNS-subdomain prefix and a name of up to 63 characters; value up to 63.
 LabelKey = Annotated[
     str, Field(pattern=r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
@@ -50,7 +52,9 @@ def check_sizes(min_size: int, desired_size: int, max_size: int) -> None:
         raise FieldProblem("min_size", min_size, "min_size is above max_size", allowed=f"0..{max_size}")
     if not min_size <= desired_size <= max_size:
         raise FieldProblem(
-            "desired_size", desired_size, "desired_size must lie between min_size and max_size",
+            "desired_size",
+            desired_size,
+            "desired_size must lie between min_size and max_size",
             allowed=f"{min_size}..{max_size}",
         )
 

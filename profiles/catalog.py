@@ -16,7 +16,7 @@ from typing import Literal
 GpuModel = Literal["A10G", "L4", "L40S", "A100", "H100", "H200", "B200", "B300"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuInstanceType:
     name: str
     gpu_count: int
@@ -50,44 +50,78 @@ class GpuInstanceType:
         return self.name.split(".", 1)[0]
 
 
-def _p(name: str, model: GpuModel, mem: int, efa: int, cards: int, gbps: int, first_efa_card: int = 0):
-    return GpuInstanceType(name, 8, model, mem, efa, cards, gbps, 8, 3800, first_efa_card)
+def _p_instance(name: str, model: GpuModel, *, gpu_memory_gib: int, max_efa: int, network_cards: int,
+                network_gbps: int, first_efa_card: int = 0) -> GpuInstanceType:
+    """A P-family 48xlarge: 8 GPUs and 8 x 3800 GB local NVMe."""
+    return GpuInstanceType(
+        name=name, gpu_count=8, gpu_model=model, gpu_memory_gib=gpu_memory_gib, max_efa_interfaces=max_efa,
+        network_cards=network_cards, network_gbps=network_gbps, local_nvme_disks=8, local_nvme_disk_gb=3800,
+        first_efa_card=first_efa_card,
+    )
 
 
-def _g(family: str, model: GpuModel, mem: int, sizes: dict[str, tuple[int, int, int, int, int, int]]):
-    """sizes: size -> (gpus, max EFA, network cards, Gbps, NVMe disks, NVMe disk GB)."""
+@dataclass(frozen=True, kw_only=True)
+class _GSize:
+    gpus: int
+    max_efa: int
+    network_cards: int
+    network_gbps: int
+    nvme_disks: int
+    nvme_disk_gb: int
+
+
+def _g_family(family: str, model: GpuModel, gpu_memory_gib: int, sizes: dict[str, _GSize]) -> list[GpuInstanceType]:
     return [
-        GpuInstanceType(f"{family}.{size}", gpus, model, mem, efa, cards, gbps, disks, disk_gb)
-        for size, (gpus, efa, cards, gbps, disks, disk_gb) in sizes.items()
+        GpuInstanceType(
+            name=f"{family}.{size}", gpu_count=s.gpus, gpu_model=model, gpu_memory_gib=gpu_memory_gib,
+            max_efa_interfaces=s.max_efa, network_cards=s.network_cards, network_gbps=s.network_gbps,
+            local_nvme_disks=s.nvme_disks, local_nvme_disk_gb=s.nvme_disk_gb,
+        )
+        for size, s in sizes.items()
     ]
 
 
 _ENTRIES: list[GpuInstanceType] = [
-    GpuInstanceType("p4d.24xlarge", 8, "A100", 40, 4, 4, 400, 8, 1000),
-    GpuInstanceType("p4de.24xlarge", 8, "A100", 80, 4, 4, 400, 8, 1000),
-    _p("p5.48xlarge", "H100", 80, 32, 32, 3200),
-    _p("p5e.48xlarge", "H200", 141, 32, 32, 3200),
-    _p("p5en.48xlarge", "H200", 141, 16, 16, 3200),
-    _p("p6-b200.48xlarge", "B200", 179, 8, 8, 3200),
+    GpuInstanceType(name="p4d.24xlarge", gpu_count=8, gpu_model="A100", gpu_memory_gib=40, max_efa_interfaces=4,
+                    network_cards=4, network_gbps=400, local_nvme_disks=8, local_nvme_disk_gb=1000),
+    GpuInstanceType(name="p4de.24xlarge", gpu_count=8, gpu_model="A100", gpu_memory_gib=80, max_efa_interfaces=4,
+                    network_cards=4, network_gbps=400, local_nvme_disks=8, local_nvme_disk_gb=1000),
+    _p_instance("p5.48xlarge", "H100", gpu_memory_gib=80, max_efa=32, network_cards=32, network_gbps=3200),
+    _p_instance("p5e.48xlarge", "H200", gpu_memory_gib=141, max_efa=32, network_cards=32, network_gbps=3200),
+    _p_instance("p5en.48xlarge", "H200", gpu_memory_gib=141, max_efa=16, network_cards=16, network_gbps=3200),
+    _p_instance("p6-b200.48xlarge", "B200", gpu_memory_gib=179, max_efa=8, network_cards=8, network_gbps=3200),
     # 17 network cards, but card 0 is ENA only: 16 EFA interfaces on cards 1-16.
-    _p("p6-b300.48xlarge", "B300", 268, 16, 17, 6400, first_efa_card=1),
-    *_g("g5", "A10G", 24, {
-        "xlarge": (1, 0, 1, 10, 1, 250), "2xlarge": (1, 0, 1, 10, 1, 450),
-        "4xlarge": (1, 0, 1, 25, 1, 600), "8xlarge": (1, 1, 1, 25, 1, 900),
-        "12xlarge": (4, 1, 1, 40, 1, 3800), "16xlarge": (1, 1, 1, 25, 1, 1900),
-        "24xlarge": (4, 1, 1, 50, 1, 3800), "48xlarge": (8, 1, 1, 100, 2, 3800),
+    _p_instance("p6-b300.48xlarge", "B300", gpu_memory_gib=268, max_efa=16, network_cards=17, network_gbps=6400,
+                first_efa_card=1),
+    *_g_family("g5", "A10G", 24, {
+        "xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=250),
+        "2xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=450),
+        "4xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=25, nvme_disks=1, nvme_disk_gb=600),
+        "8xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=1, nvme_disk_gb=900),
+        "12xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=40, nvme_disks=1, nvme_disk_gb=3800),
+        "16xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=1, nvme_disk_gb=1900),
+        "24xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=50, nvme_disks=1, nvme_disk_gb=3800),
+        "48xlarge": _GSize(gpus=8, max_efa=1, network_cards=1, network_gbps=100, nvme_disks=2, nvme_disk_gb=3800),
     }),
-    *_g("g6", "L4", 24, {
-        "xlarge": (1, 0, 1, 10, 1, 250), "2xlarge": (1, 0, 1, 10, 1, 450),
-        "4xlarge": (1, 0, 1, 25, 1, 600), "8xlarge": (1, 1, 1, 25, 2, 450),
-        "12xlarge": (4, 1, 1, 40, 4, 940), "16xlarge": (1, 1, 1, 25, 2, 940),
-        "24xlarge": (4, 1, 1, 50, 4, 940), "48xlarge": (8, 1, 1, 100, 8, 940),
+    *_g_family("g6", "L4", 24, {
+        "xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=250),
+        "2xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=450),
+        "4xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=25, nvme_disks=1, nvme_disk_gb=600),
+        "8xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=2, nvme_disk_gb=450),
+        "12xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=40, nvme_disks=4, nvme_disk_gb=940),
+        "16xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=2, nvme_disk_gb=940),
+        "24xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=50, nvme_disks=4, nvme_disk_gb=940),
+        "48xlarge": _GSize(gpus=8, max_efa=1, network_cards=1, network_gbps=100, nvme_disks=8, nvme_disk_gb=940),
     }),
-    *_g("g6e", "L40S", 48, {
-        "xlarge": (1, 0, 1, 20, 1, 250), "2xlarge": (1, 0, 1, 20, 1, 450),
-        "4xlarge": (1, 0, 1, 20, 1, 600), "8xlarge": (1, 1, 1, 25, 2, 450),
-        "12xlarge": (4, 1, 1, 100, 2, 1900), "16xlarge": (1, 1, 1, 35, 2, 950),
-        "24xlarge": (4, 2, 2, 200, 2, 1900), "48xlarge": (8, 4, 4, 400, 4, 1900),
+    *_g_family("g6e", "L40S", 48, {
+        "xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=20, nvme_disks=1, nvme_disk_gb=250),
+        "2xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=20, nvme_disks=1, nvme_disk_gb=450),
+        "4xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=20, nvme_disks=1, nvme_disk_gb=600),
+        "8xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=2, nvme_disk_gb=450),
+        "12xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=100, nvme_disks=2, nvme_disk_gb=1900),
+        "16xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=35, nvme_disks=2, nvme_disk_gb=950),
+        "24xlarge": _GSize(gpus=4, max_efa=2, network_cards=2, network_gbps=200, nvme_disks=2, nvme_disk_gb=1900),
+        "48xlarge": _GSize(gpus=8, max_efa=4, network_cards=4, network_gbps=400, nvme_disks=4, nvme_disk_gb=1900),
     }),
 ]
 

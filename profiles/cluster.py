@@ -70,7 +70,9 @@ class VpcConfig(Strict):
                 allowed=", ".join(self.availability_zones),
             )
         if ipaddress.IPv4Network(self.cidr).prefixlen > 20:
-            raise FieldProblem("cidr", self.cidr, "the VPC needs room for 2 subnets per AZ", allowed="a /20 or larger block")
+            raise FieldProblem(
+                "cidr", self.cidr, "the VPC needs room for 2 subnets per AZ", allowed="a /20 or larger block"
+            )
         return self
 
     @property
@@ -91,7 +93,6 @@ class SystemNodeGroupConfig(Strict):
         return self
 
 
-
 RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
 
 
@@ -105,14 +106,17 @@ class OdcrCapacity(Strict):
 
     type: Literal["odcr"]
     reservation_id: str | None = None
-    resource_group_arn: str | None = Field(None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$")
+    resource_group_arn: str | None = Field(
+        None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$"
+    )
     availability_zone: str = Field(..., description="The AZ the reservation was made in.")
 
     @model_validator(mode="after")
     def _one_target(self) -> OdcrCapacity:
         if (self.reservation_id is None) == (self.resource_group_arn is None):
             raise FieldProblem(
-                "reservation_id", self.reservation_id,
+                "reservation_id",
+                self.reservation_id,
                 "an ODCR targets exactly one of reservation_id or resource_group_arn",
             )
         if self.reservation_id is not None:
@@ -132,8 +136,10 @@ class CapacityBlock(Strict):
     def _has_reservation(self) -> CapacityBlock:
         if self.reservation_id is None:
             raise FieldProblem(
-                "reservation_id", None,
-                "a Capacity Block node group needs the block's reservation id", allowed="cr- followed by 17 hex digits",
+                "reservation_id",
+                None,
+                "a Capacity Block node group needs the block's reservation id",
+                allowed="cr- followed by 17 hex digits",
             )
         _check_reservation_id(self.reservation_id)
         return self
@@ -141,7 +147,9 @@ class CapacityBlock(Strict):
 
 def _check_reservation_id(value: str) -> None:
     if not RESERVATION_ID.match(value):
-        raise FieldProblem("reservation_id", value, "not a capacity reservation id", allowed="cr- followed by 17 hex digits")
+        raise FieldProblem(
+            "reservation_id", value, "not a capacity reservation id", allowed="cr- followed by 17 hex digits"
+        )
 
 
 Capacity = Annotated[OnDemandCapacity | OdcrCapacity | CapacityBlock, Field(discriminator="type")]
@@ -186,25 +194,31 @@ class GpuNodeGroupConfig(Strict):
         if self.efa_enabled and not entry.efa_supported:
             with_efa = sorted(n for n, e in CATALOG.items() if e.family == entry.family and e.efa_supported)
             raise FieldProblem(
-                "efa_enabled", True, f"{self.instance_type} has no EFA",
+                "efa_enabled",
+                True,
+                f"{self.instance_type} has no EFA",
                 allowed=f"efa_enabled: false, or a size with EFA: {', '.join(with_efa) or 'none in this family'}",
             )
         check_sizes(self.min_size, self.desired_size, self.max_size)
         if isinstance(self.capacity, CapacityBlock) and self.max_size > self.capacity.instance_count:
             raise FieldProblem(
-                "max_size", self.max_size, "the node group is larger than its Capacity Block",
+                "max_size",
+                self.max_size,
+                "the node group is larger than its Capacity Block",
                 allowed=f"at most capacity.instance_count ({self.capacity.instance_count})",
             )
         reserved = not isinstance(self.capacity, OnDemandCapacity)
         if self.placement_group == "cluster" and reserved:
             raise FieldProblem(
-                "placement_group", "cluster",
+                "placement_group",
+                "cluster",
                 "reserved capacity comes with its own placement group or none; forcing a new one fails to launch",
                 allowed="none, reservation",
             )
         if (self.placement_group == "reservation") != (self.existing_placement_group is not None):
             raise FieldProblem(
-                "existing_placement_group", self.existing_placement_group,
+                "existing_placement_group",
+                self.existing_placement_group,
                 "existing_placement_group is set exactly when placement_group is 'reservation'",
             )
         return self
@@ -256,10 +270,9 @@ class ClusterConfig(Strict):
             capacity_az = getattr(group.capacity, "availability_zone", None)
             if capacity_az is not None and capacity_az != self.vpc.gpu_az:
                 raise FieldProblem(
-                    ("gpu_node_groups", index, "capacity", "availability_zone"), capacity_az,
+                    ("gpu_node_groups", index, "capacity", "availability_zone"),
+                    capacity_az,
                     "reserved capacity must be in the GPU availability zone",
                     allowed=f"{self.vpc.gpu_az} (cluster.vpc.gpu_availability_zone)",
                 )
         return self
-
-

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from profiles.base import FieldProblem
 from profiles.models import PlatformConfig
@@ -70,7 +71,7 @@ def validate_profile(document: dict[str, Any], source: str = "<profile>") -> Pla
         raise ProfileError(source, [describe(error) for error in exc.errors()]) from None
 
 
-def describe(error: dict[str, Any]) -> str:
+def describe(error: ErrorDetails) -> str:
     """One pydantic error as `field.path: message (got value; allowed: ...)`."""
     loc = [part for part in error["loc"] if not _is_union_tag(part)]
     message = error["msg"].removeprefix("Value error, ")

@@ -32,7 +32,9 @@ class PlatformConfig(Strict):
 
     name: Name = Field(..., description="Cluster name and prefix of every resource name.")
     region: Region
-    tags: dict[str, str] = Field(default_factory=dict, description="Tags on every AWS resource (provider default tags).")
+    tags: dict[str, str] = Field(
+        default_factory=dict, description="Tags on every AWS resource (provider default tags)."
+    )
     state: StateConfig = Field(default_factory=StateConfig)
     cluster: ClusterConfig
     storage: StorageConfig = Field(default_factory=StorageConfig)
@@ -44,9 +46,12 @@ class PlatformConfig(Strict):
     def _dra_needs_resource_api_v1(self) -> PlatformConfig:
         gpu_operator, version = self.addons.gpu_operator, self.cluster.kubernetes_version
         if gpu_operator.enabled and gpu_operator.dra and version_tuple(version) < (1, 34):
-            raise FieldProblem(("addons", "gpu_operator", "dra"), True,
-                               f"DRA GPU allocation needs resource.k8s.io/v1 (Kubernetes 1.34+); the cluster runs {version}",
-                               allowed="cluster.kubernetes_version 1.34 or later, or dra: false")
+            raise FieldProblem(
+                ("addons", "gpu_operator", "dra"),
+                True,
+                f"DRA GPU allocation needs resource.k8s.io/v1 (Kubernetes 1.34+); the cluster runs {version}",
+                allowed="cluster.kubernetes_version 1.34 or later, or dra: false",
+            )
         return self
 
     @model_validator(mode="after")
@@ -58,8 +63,12 @@ class PlatformConfig(Strict):
             release = getattr(self.addons, key)
             version = release.chart_version or CHARTS[key].version
             if release.enabled and needed[key] and version_tuple(version) < minimum.version:
-                raise FieldProblem(("addons", key, "chart_version"), version, minimum.why,
-                                   allowed=f"{'.'.join(map(str, minimum.version))} or later")
+                raise FieldProblem(
+                    ("addons", key, "chart_version"),
+                    version,
+                    minimum.why,
+                    allowed=f"{'.'.join(map(str, minimum.version))} or later",
+                )
         return self
 
     @model_validator(mode="after")
@@ -67,7 +76,9 @@ class PlatformConfig(Strict):
         for index, zone in enumerate(self.cluster.vpc.availability_zones):
             if not re.match(rf"^{re.escape(self.region)}[a-z]$", zone):
                 raise FieldProblem(
-                    ("cluster", "vpc", "availability_zones", index), zone,
-                    f"not an availability zone of region {self.region}", allowed=f"{self.region}a, {self.region}b, ...",
+                    ("cluster", "vpc", "availability_zones", index),
+                    zone,
+                    f"not an availability zone of region {self.region}",
+                    allowed=f"{self.region}a, {self.region}b, ...",
                 )
         return self

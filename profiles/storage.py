@@ -51,63 +51,89 @@ class FsxConfig(Strict):
     )
     efa_enabled: bool = Field(False, description="EFA-enabled file system (PERSISTENT_2 with Lustre 2.15 only).")
     lustre_version: Literal["2.12", "2.15"] = "2.15"
-    data_compression: Literal["NONE", "LZ4"] = Field("LZ4", description="LZ4 saves capacity and throughput on text data.")
+    data_compression: Literal["NONE", "LZ4"] = Field(
+        "LZ4", description="LZ4 saves capacity and throughput on text data."
+    )
     metadata_iops: int | None = Field(
-        None, description="PERSISTENT_2 only: provisioned metadata IOPS (1500, 3000, 6000, 12000 or multiples of "
+        None,
+        description="PERSISTENT_2 only: provisioned metadata IOPS (1500, 3000, 6000, 12000 or multiples of "
         "12000 up to 192000). Unset: AUTOMATIC, scaled with capacity.",
     )
     automatic_backup_retention_days: int = Field(0, ge=0, le=90, description="0 disables backups; SCRATCH_2 has none.")
     data_repository_associations: list[DataRepositoryAssociation] = Field(default_factory=list)
 
+    # One validator per sizing rule, run in this order; the first broken rule is reported.
     @model_validator(mode="after")
-    def _sizing(self) -> FsxConfig:
-        kind, capacity, throughput = self.deployment_type, self.storage_capacity_gib, self.throughput_mbps_per_tib
-        allowed_throughput = THROUGHPUT_MBPS_PER_TIB[kind]
-        if not allowed_throughput and throughput is not None:
+    def _throughput_fits_the_deployment_type(self) -> FsxConfig:
+        kind, throughput = self.deployment_type, self.throughput_mbps_per_tib
+        allowed = THROUGHPUT_MBPS_PER_TIB[kind]
+        if not allowed and throughput is not None:
             raise FieldProblem("throughput_mbps_per_tib", throughput, f"{kind} has no per-unit throughput setting",
                                allowed="unset (null)")
-        if allowed_throughput and throughput not in allowed_throughput:
+        if allowed and throughput not in allowed:
             raise FieldProblem("throughput_mbps_per_tib", throughput, f"not a per-unit throughput of {kind}",
-                               allowed=", ".join(map(str, allowed_throughput)))
+                               allowed=", ".join(map(str, allowed)))
+        return self
+
+    @model_validator(mode="after")
+    def _capacity_is_a_valid_step(self) -> FsxConfig:
+        kind, capacity, throughput = self.deployment_type, self.storage_capacity_gib, self.throughput_mbps_per_tib
         if self.efa_enabled:
-            if kind != "PERSISTENT_2" or self.lustre_version != "2.15":
+            if kind != "PERSISTENT_2" or self.lustre_version != "2.15" or throughput is None:
                 raise FieldProblem("efa_enabled", True, "EFA-enabled file systems are PERSISTENT_2 with Lustre 2.15",
                                    allowed=f"false for {kind} / Lustre {self.lustre_version}")
             unit = EFA_CAPACITY_UNIT_GIB[throughput]
             if capacity % unit:
-                nearest = _nearest_steps(capacity, (), unit)
+                nearest = " or ".join(map(str, _nearest_steps(capacity, (), unit)))
                 raise FieldProblem(
                     "storage_capacity_gib", capacity,
                     f"an EFA-enabled file system at {throughput} MB/s/TiB grows in units of {unit} GiB",
-                    allowed=f"a multiple of {unit}; nearest: {' or '.join(map(str, nearest))}",
+                    allowed=f"a multiple of {unit}; nearest: {nearest}",
                 )
         elif capacity not in (1200, 2400) and capacity % 2400:
-            nearest = _nearest_steps(capacity, (1200, 2400), 2400)
-            raise FieldProblem(
-                "storage_capacity_gib", capacity, f"not a valid {kind} capacity",
-                allowed=f"1200, 2400 or a multiple of 2400; use {' or '.join(map(str, nearest))}",
-            )
-        if self.metadata_iops is not None:
-            valid_iops = (1500, 3000, 6000)
-            if kind != "PERSISTENT_2":
-                raise FieldProblem("metadata_iops", self.metadata_iops, "metadata IOPS are a PERSISTENT_2 setting",
-                                   allowed="unset (null)")
-            if self.metadata_iops not in valid_iops and (self.metadata_iops % 12000 or not 0 < self.metadata_iops <= 192000):
-                raise FieldProblem("metadata_iops", self.metadata_iops, "not a metadata IOPS level",
-                                   allowed="1500, 3000, 6000, 12000 or a multiple of 12000 up to 192000")
-        if kind == "SCRATCH_2" and self.automatic_backup_retention_days:
+            nearest = " or ".join(map(str, _nearest_steps(capacity, (1200, 2400), 2400)))
+            raise FieldProblem("storage_capacity_gib", capacity, f"not a valid {kind} capacity",
+                               allowed=f"1200, 2400 or a multiple of 2400; use {nearest}")
+        return self
+
+    @model_validator(mode="after")
+    def _metadata_iops_level(self) -> FsxConfig:
+        iops = self.metadata_iops
+        if iops is None:
+            return self
+        if self.deployment_type != "PERSISTENT_2":
+            raise FieldProblem("metadata_iops", iops, "metadata IOPS are a PERSISTENT_2 setting",
+                               allowed="unset (null)")
+        if iops not in (1500, 3000, 6000) and (iops % 12000 or not 0 < iops <= 192000):
+            raise FieldProblem("metadata_iops", iops, "not a metadata IOPS level",
+                               allowed="1500, 3000, 6000, 12000 or a multiple of 12000 up to 192000")
+        return self
+
+    @model_validator(mode="after")
+    def _backups_only_when_persistent(self) -> FsxConfig:
+        if self.deployment_type == "SCRATCH_2" and self.automatic_backup_retention_days:
             raise FieldProblem("automatic_backup_retention_days", self.automatic_backup_retention_days,
                                "SCRATCH_2 file systems have no backups", allowed="0, or a PERSISTENT deployment type")
+        return self
+
+    @model_validator(mode="after")
+    def _associations_fit(self) -> FsxConfig:
         associations = self.data_repository_associations
         if len(associations) > MAX_DATA_REPOSITORY_ASSOCIATIONS:
-            raise FieldProblem("data_repository_associations", f"{len(associations)} associations",
-                               "too many data repository associations for one file system",
-                               allowed=f"at most {MAX_DATA_REPOSITORY_ASSOCIATIONS}")
+            raise FieldProblem(
+                "data_repository_associations",
+                f"{len(associations)} associations",
+                "too many data repository associations for one file system",
+                allowed=f"at most {MAX_DATA_REPOSITORY_ASSOCIATIONS}",
+            )
         paths = [a.file_system_path.rstrip("/") for a in associations]
         for index, path in enumerate(paths):
-            if any(other == path or other.startswith(path + "/") for other in paths[:index] + paths[index + 1:]):
-                raise FieldProblem(("data_repository_associations", index, "file_system_path"), path,
-                                   "file system paths of associations must not repeat or nest")
+            if any(other == path or other.startswith(path + "/") for other in paths[:index] + paths[index + 1 :]):
+                raise FieldProblem(
+                    ("data_repository_associations", index, "file_system_path"),
+                    path,
+                    "file system paths of associations must not repeat or nest",
+                )
         return self
 
 
@@ -126,4 +152,3 @@ class StorageConfig(Strict):
     fsx: FsxConfig = Field(default_factory=FsxConfig)
     datasets_bucket: BucketLifecycle = Field(default_factory=BucketLifecycle)
     checkpoints_bucket: BucketLifecycle = Field(default_factory=BucketLifecycle)
-

@@ -45,12 +45,16 @@ CHARTS: dict[str, ChartRef] = {
     "monitoring": ChartRef(
         repository="https://prometheus-community.github.io/helm-charts", chart="kube-prometheus-stack", version="79.5.0"
     ),
-    "kuberay": ChartRef(repository="https://ray-project.github.io/kuberay-helm/", chart="kuberay-operator", version="1.7.0"),
+    "kuberay": ChartRef(
+        repository="https://ray-project.github.io/kuberay-helm/", chart="kuberay-operator", version="1.7.0"
+    ),
     # Kubeflow publishes no chart for the MPI Operator; this community chart installs MPIJob v2beta1.
     "mpi_operator": ChartRef(repository="https://cowboysysop.github.io/charts/", chart="mpi-operator", version="1.1.1"),
     "jupyterhub": ChartRef(repository="https://hub.jupyter.org/helm-chart/", chart="jupyterhub", version="4.4.2"),
     # Chart 1.1.x ships Argo Workflows 4.1; the image tag is pinned to 4.1.3 in the values.
-    "argo_workflows": ChartRef(repository="https://argoproj.github.io/argo-helm", chart="argo-workflows", version="1.1.1"),
+    "argo_workflows": ChartRef(
+        repository="https://argoproj.github.io/argo-helm", chart="argo-workflows", version="1.1.1"
+    ),
     "karpenter": ChartRef(repository="oci://public.ecr.aws/karpenter", chart="karpenter", version="1.8.1"),
 }
 

@@ -16,7 +16,9 @@ RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease
 class CpuPoolConfig(Strict):
     instance_categories: list[Literal["c", "m", "r"]] = Field(["c", "m", "r"], min_length=1)
     capacity_types: list[CapacityType] = Field(["on-demand"], min_length=1)
-    cpu_limit: int = Field(256, ge=1, description="Total vCPUs the pool may launch (a scheduling limit, not a cost cap).")
+    cpu_limit: int = Field(
+        256, ge=1, description="Total vCPUs the pool may launch (a scheduling limit, not a cost cap)."
+    )
     consolidate_after_minutes: int = Field(5, ge=0)
     expire_after_hours: int = Field(720, ge=1, description="Nodes are replaced after this age (fresh AMIs).")
 
@@ -25,8 +27,9 @@ class GpuPoolConfig(Strict):
     """Karpenter GPU pool for notebooks and single-node work. Multi-node EFA training stays on the
     managed node groups (their launch templates carry every EFA interface)."""
 
-    instance_types: list[str] = Field(["g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6e.xlarge"], min_length=1,
-                                      description="Types from the GPU catalog.")
+    instance_types: list[str] = Field(
+        ["g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6e.xlarge"], min_length=1, description="Types from the GPU catalog."
+    )
     capacity_types: list[CapacityType] = Field(["on-demand"], min_length=1)
     gpu_limit: int = Field(8, ge=1, description="Total GPUs the pool may launch.")
     consolidate_after_minutes: int = Field(30, ge=0, description="Idle GPU nodes are removed after this.")
@@ -37,7 +40,9 @@ class GpuPoolConfig(Strict):
     def _in_catalog(cls, types: list[str]) -> list[str]:
         unknown = [t for t in types if t not in CATALOG]
         if unknown:
-            raise ValueError(f"not in the GPU instance catalog: {', '.join(unknown)}; known: {', '.join(sorted(CATALOG))}")
+            raise ValueError(
+                f"not in the GPU instance catalog: {', '.join(unknown)}; known: {', '.join(sorted(CATALOG))}"
+            )
         return types
 
 
@@ -70,5 +75,3 @@ class WorkloadsConfig(Strict):
         if any(count < 1 for count in self.dra_gpu_counts) or len(set(self.dra_gpu_counts)) != len(self.dra_gpu_counts):
             raise FieldProblem("dra_gpu_counts", self.dra_gpu_counts, "GPU counts must be distinct and positive")
         return self
-
-

@@ -24,8 +24,10 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -81,7 +83,7 @@ def measure(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     peak = 0
     stop = threading.Event()
 
-    def sample():
+    def sample() -> None:
         nonlocal peak
         while not stop.is_set():
             peak = max(peak, _tree_rss_kib(process.pid))
@@ -98,7 +100,7 @@ def measure(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     return elapsed, peak / 1024
 
 
-def scenario(command_for_run, runs: int, env: dict[str, str]) -> dict:
+def scenario(command_for_run: Callable[[str], list[str]], runs: int, env: dict[str, str]) -> dict[str, Any]:
     samples = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as folder:
@@ -118,21 +120,34 @@ def main() -> int:
     if args.eager:
         env["GPU_PLATFORM_EAGER_BINDINGS"] = "1"
 
-    results = {
+    results: dict[str, Any] = {
         "a_floor": scenario(lambda d: [PY, "-c", FLOOR, f"{d}/out"], args.runs, env),
         "b_main_job": scenario(lambda d: [PY, "main.py", "synth", "--outdir", f"{d}/out"], args.runs, env),
         "c_all_profiles": scenario(lambda d: [PY, "-c", ALL_PROFILES, d], args.runs, env),
     }
     if args.suite_runs:  # 0 skips the (slow) suite
         results["d_tests_without_emulator"] = scenario(
-            lambda d: [PY, "-m", "pytest", "-q", "-m", "not emulator", "-p", "no:cacheprovider", "--basetemp", f"{d}/t"],
-            args.suite_runs, env)
+            lambda d: [
+                PY,
+                "-m",
+                "pytest",
+                "-q",
+                "-m",
+                "not emulator",
+                "-p",
+                "no:cacheprovider",
+                "--basetemp",
+                f"{d}/t",
+            ],
+            args.suite_runs,
+            env,
+        )
     floor = results["a_floor"]["median_seconds"]
     results["ratio_b_over_a"] = round(results["b_main_job"]["median_seconds"] / floor, 2)
     results["ratio_c_over_a"] = round(results["c_all_profiles"]["median_seconds"] / floor, 2)
     results["c_minus_a_seconds"] = round(results["c_all_profiles"]["median_seconds"] - floor, 2)
     results["bindings"] = "eager" if args.eager else "lazy"
-    results["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    results["date"] = datetime.now(UTC).strftime("%Y-%m-%d")
     results["machine"] = f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}"
     for key, value in results.items():
         print(f"{key:26} {value}")

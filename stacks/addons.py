@@ -3,8 +3,8 @@ StorageClass their volumes use."""
 
 from __future__ import annotations
 
-from constructs import Construct
 from cdktf_cdktf_provider_kubernetes.storage_class_v1 import StorageClassV1, StorageClassV1Metadata
+from constructs import Construct
 
 from components.helm.addon import AddonContext, InstalledAddon
 from components.helm.registry import ADDONS

@@ -3,8 +3,8 @@ CodeBuild project that builds and pushes its image."""
 
 from __future__ import annotations
 
-from constructs import Construct
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
+from constructs import Construct
 
 from components.image_pipeline import ImagePipeline, ImagePipelineProps
 from components.s3 import SecureBucket, SecureBucketProps

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from cdktf import ITerraformDependable
 from constructs import Construct
 
 from components.efa import EfaSecurityGroup, EfaSecurityGroupProps
 from components.eks_control_plane import ControlPlaneProps, EksControlPlane
 from components.iam import EKS_NODE_POLICIES, ServiceRole, ServiceRoleProps, allow, pod_identity_role, policy_document
-from components.managed_addon import ManagedAddon, ManagedAddonProps
+from components.managed_addon import AddonIdentity, ManagedAddon, ManagedAddonProps
 from components.network import Network, NetworkProps
 from components.node_groups import (
     GpuNodeGroup,
@@ -78,49 +79,87 @@ class ClusterStack(LayerStack):
 
         efa_sg = None
         if any(group.efa_enabled for group in cluster_cfg.gpu_node_groups):
-            efa_sg = EfaSecurityGroup(self, "efa-sg", props=EfaSecurityGroupProps(name=f"{name}-efa", vpc_id=network.vpc_id))
+            efa_sg = EfaSecurityGroup(
+                self, "efa-sg", props=EfaSecurityGroupProps(name=f"{name}-efa", vpc_id=network.vpc_id)
+            )
         self.gpu_node_groups = [
-            GpuNodeGroup(self, f"gpu-{group.name}", props=GpuNodeGroupProps(
-                wiring=wiring, subnet_id=gpu_subnet_id, config=group,
-                efa_security_group_id=efa_sg.id if efa_sg else None,
-            ))
+            GpuNodeGroup(
+                self,
+                f"gpu-{group.name}",
+                props=GpuNodeGroupProps(
+                    wiring=wiring,
+                    subnet_id=gpu_subnet_id,
+                    config=group,
+                    efa_security_group_id=efa_sg.id if efa_sg else None,
+                ),
+            )
             for group in cluster_cfg.gpu_node_groups
         ]
 
         self.outputs = ClusterOutputs(
-            cluster_name=control_plane.name, endpoint=control_plane.endpoint,
-            certificate_authority=control_plane.certificate_authority, region=config.region,
-            vpc_id=network.vpc_id, vpc_cidr=vpc.cidr, private_subnet_ids=list(private_subnets),
-            gpu_subnet_id=gpu_subnet_id, node_security_group_id=node_sg,
+            cluster_name=control_plane.name,
+            endpoint=control_plane.endpoint,
+            certificate_authority=control_plane.certificate_authority,
+            region=config.region,
+            vpc_id=network.vpc_id,
+            vpc_cidr=vpc.cidr,
+            private_subnet_ids=list(private_subnets),
+            gpu_subnet_id=gpu_subnet_id,
+            node_security_group_id=node_sg,
             efa_security_group_id=efa_sg.id if efa_sg else None,
-            node_role_arn=node_role.arn, node_role_name=node_role.name, kms_key_arn=control_plane.kms_key_arn,
+            node_role_arn=node_role.arn,
+            node_role_name=node_role.name,
+            kms_key_arn=control_plane.kms_key_arn,
             configure_kubectl=f"aws eks update-kubeconfig --region {config.region} --name {config.name}",
         )
         self.publish(self.outputs)
 
-    def _workload_addons(self, cluster_name: str, *, depends_on) -> None:
+    def _workload_addons(self, cluster_name: str, *, depends_on: ITerraformDependable) -> None:
         """Add-ons whose pods need nodes to run on, with least-privilege Pod Identity roles."""
         name = self.config.name
-        ebs_role = pod_identity_role(self, "ebs-csi-role", name=f"{name}-ebs-csi",
-                                     managed_policies=("service-role/AmazonEBSCSIDriverPolicy",))
+        ebs_role = pod_identity_role(
+            self, "ebs-csi-role", name=f"{name}-ebs-csi", managed_policies=("service-role/AmazonEBSCSIDriverPolicy",)
+        )
         # Static FSx volumes only (the storage layer owns the file system): describe is enough.
-        fsx_role = pod_identity_role(self, "fsx-csi-role", name=f"{name}-fsx-csi", inline_policy=policy_document(
-            allow(["fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations"]),
-        ))
+        fsx_role = pod_identity_role(
+            self,
+            "fsx-csi-role",
+            name=f"{name}-fsx-csi",
+            inline_policy=policy_document(
+                allow(["fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations"]),
+            ),
+        )
         # Mountpoint reads and writes only the platform's own buckets (named <cluster>-...).
-        s3_role = pod_identity_role(self, "s3-csi-role", name=f"{name}-s3-csi", inline_policy=policy_document(
-            allow(["s3:ListBucket"], f"arn:aws:s3:::{name}-*"),
-            allow(["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"],
-                  f"arn:aws:s3:::{name}-*/*"),
-        ))
-        ManagedAddon(self, "addon-coredns", props=ManagedAddonProps(
-            cluster_name=cluster_name, addon_name="coredns", depends_on=(depends_on,)))
+        s3_role = pod_identity_role(
+            self,
+            "s3-csi-role",
+            name=f"{name}-s3-csi",
+            inline_policy=policy_document(
+                allow(["s3:ListBucket"], f"arn:aws:s3:::{name}-*"),
+                allow(
+                    ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"],
+                    f"arn:aws:s3:::{name}-*/*",
+                ),
+            ),
+        )
+        ManagedAddon(
+            self,
+            "addon-coredns",
+            props=ManagedAddonProps(cluster_name=cluster_name, addon_name="coredns", depends_on=(depends_on,)),
+        )
         for addon, account, role in (
             ("aws-ebs-csi-driver", "ebs-csi-controller-sa", ebs_role),
             ("aws-fsx-csi-driver", "fsx-csi-controller-sa", fsx_role),
             ("aws-mountpoint-s3-csi-driver", "s3-csi-driver-sa", s3_role),
         ):
-            ManagedAddon(self, f"addon-{addon}", props=ManagedAddonProps(
-                cluster_name=cluster_name, addon_name=addon, service_account=account, role_arn=role.arn,
-                configuration=TOLERATE_ALL_TAINTS, depends_on=(depends_on, *role.attachments),
-            ))
+            ManagedAddon(
+                self,
+                f"addon-{addon}",
+                props=ManagedAddonProps(
+                    cluster_name=cluster_name,
+                    addon_name=addon,
+                    identity=AddonIdentity(service_account=account, role_arn=role.arn),
+                    configuration=TOLERATE_ALL_TAINTS,
+                    depends_on=(depends_on, *role.attachments),
+                ),
+            )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from constructs import Construct
 from cdktf import Fn, LocalBackend, S3Backend, TerraformOutput, TerraformStack
 from cdktf_cdktf_provider_aws.provider import AwsProvider, AwsProviderDefaultTags
 from cdktf_cdktf_provider_helm.provider import HelmProvider, HelmProviderKubernetes, HelmProviderKubernetesExec
 from cdktf_cdktf_provider_kubernetes.provider import KubernetesProvider, KubernetesProviderExec
+from constructs import Construct
 
 from profiles import PlatformConfig
 from stacks.contracts import ClusterOutputs, terraform_outputs

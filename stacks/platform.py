@@ -15,7 +15,6 @@ from stacks.storage import StorageStack
 from stacks.workloads import WorkloadsStack
 
 
-
 @dataclass(frozen=True)
 class Platform:
     cluster: ClusterStack
@@ -33,7 +32,13 @@ def build_platform(app: App, config: PlatformConfig) -> Platform:
     workloads = WorkloadsStack(app, "workloads", config=config, cluster=cluster.outputs, storage=storage.outputs,
                                addons=addons.outputs)
     # Deploy order, stated even where a passed value already implies it (cdktf de-duplicates).
-    for stack, upstream in ((storage, cluster), (build, cluster), (addons, cluster), (workloads, storage), (workloads, addons)):
+    for stack, upstream in (
+        (storage, cluster),
+        (build, cluster),
+        (addons, cluster),
+        (workloads, storage),
+        (workloads, addons),
+    ):
         stack.add_dependency(upstream)
     return Platform(cluster, storage, build, addons, workloads)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from constructs import Construct
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
+from constructs import Construct
 
 from components.fsx import LustreFileSystem, LustreProps
 from components.s3 import SecureBucket, SecureBucketProps

@@ -3,6 +3,8 @@ identities and static volumes, and DRA claim templates."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from constructs import Construct
 
 from components.k8s.karpenter_pools import KarpenterPoolsProps, karpenter_objects
@@ -21,7 +23,7 @@ class WorkloadsStack(LayerStack):
         self.use_aws_provider()
         self.use_kubernetes_providers(cluster, helm=False)
         workloads = config.workloads
-        self.objects: list[dict] = []
+        self.objects: list[dict[str, Any]] = []
 
         if addons.karpenter_node_role_name is not None:
             pools = KubernetesObjects(self, "karpenter", props=KubernetesObjectsProps(objects=tuple(karpenter_objects(
@@ -44,7 +46,14 @@ class WorkloadsStack(LayerStack):
                                            dra_gpu_counts=tuple(workloads.dra_gpu_counts) if dra else ()))
             )))
             self.objects += objects.objects
-            TenantIdentity(self, f"tenant-{tenant.name}-identity", props=TenantIdentityProps(
-                platform_name=config.name, cluster_name=cluster.cluster_name, namespace=tenant.name,
-                service_account=SERVICE_ACCOUNT, bucket_arns=tuple(storage.bucket_arns[p] for p in sorted(storage.bucket_arns)),
-            ))
+            TenantIdentity(
+                self,
+                f"tenant-{tenant.name}-identity",
+                props=TenantIdentityProps(
+                    platform_name=config.name,
+                    cluster_name=cluster.cluster_name,
+                    namespace=tenant.name,
+                    service_account=SERVICE_ACCOUNT,
+                    bucket_arns=tuple(storage.bucket_arns[p] for p in sorted(storage.bucket_arns)),
+                ),
+            )

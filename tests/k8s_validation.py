@@ -14,7 +14,12 @@ def validate_object(obj: dict, kubernetes_version: str) -> None:
     if model is not None:
         model.model_validate(obj)
         for template in pod_templates(obj):
-            wrapper = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "template"}, "template": template}
+            wrapper = {
+                "apiVersion": "v1",
+                "kind": "PodTemplate",
+                "metadata": {"name": "template"},
+                "template": template,
+            }
             kubernetes_validate.validate(wrapper, kubernetes_version, strict=True)
         return
     kubernetes_validate.validate(obj, kubernetes_version, strict=True)

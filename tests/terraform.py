@@ -41,7 +41,7 @@ class Terraform:
     cli_config: Path
 
     @classmethod
-    def prepare(cls, workdir: Path) -> "Terraform | str":
+    def prepare(cls, workdir: Path) -> Terraform | str:
         """A ready Terraform, or the reason there is none."""
         binary = shutil.which("terraform")
         if binary is None:
@@ -53,14 +53,20 @@ class Terraform:
         config = workdir / "terraform.rc"
         config.write_text(
             "provider_installation {\n"
-            f'  filesystem_mirror {{\n    path    = "{mirror}"\n    include = ["registry.terraform.io/hashicorp/aws"]\n  }}\n'
+            f'  filesystem_mirror {{\n    path    = "{mirror}"\n'
+            '    include = ["registry.terraform.io/hashicorp/aws"]\n  }\n'
             "}\n"
         )
         return cls(binary, mirror, config)
 
     def run(self, workdir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        full_env = {**os.environ, "TF_CLI_CONFIG_FILE": str(self.cli_config), "TF_IN_AUTOMATION": "1",
-                    "CHECKPOINT_DISABLE": "1", **(env or {})}
+        full_env = {
+            **os.environ,
+            "TF_CLI_CONFIG_FILE": str(self.cli_config),
+            "TF_IN_AUTOMATION": "1",
+            "CHECKPOINT_DISABLE": "1",
+            **(env or {}),
+        }
         return subprocess.run(
             [self.binary, f"-chdir={workdir}", *args], capture_output=True, text=True, env=full_env, timeout=600
         )

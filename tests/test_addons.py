@@ -7,10 +7,10 @@ import json
 import pytest
 import yaml
 
-from profiles.versions import CHARTS
 from components.labels import EFA_LABEL, NODE_POOL_LABEL
+from profiles.versions import CHARTS
 from tests.conftest import FIXTURES, SHIPPED, TEST_SECRETS
-from tests.synth_helpers import path_of, resources
+from tests.synth_helpers import resources
 
 ALL = SHIPPED + FIXTURES
 
@@ -35,7 +35,7 @@ def test_every_release_is_pinned_atomic_and_from_a_secure_repository(synthesized
     assert found
     for name, release in found.items():
         assert release["repository"].startswith(("https://", "oci://")), name
-        assert release["version"] and release["version"][0].isdigit() or release["version"].startswith("v")
+        assert (release["version"] and release["version"][0].isdigit()) or release["version"].startswith("v")
         assert release["atomic"] is True and release["cleanup_on_fail"] is True and release["wait"] is True
         assert release["timeout"] >= 600
         pinned = {(c.repository, c.chart, c.version) for c in CHARTS.values()}
@@ -71,7 +71,9 @@ def test_gpu_operator_uses_the_amis_driver_and_runtime(synthesized, profile):
     assert operator["toolkit"] == {"enabled": False}  # the AMI already configured containerd
     assert operator["gfd"] == {"enabled": True}
     assert operator["dcgmExporter"]["serviceMonitor"] == {"enabled": True}
-    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in operator["daemonsets"]["tolerations"]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in operator["daemonsets"][
+        "tolerations"
+    ]
 
 
 def test_dra_mode_deploys_gpucluster_not_clusterpolicy(synthesized):
@@ -90,7 +92,9 @@ def test_efa_plugin_runs_only_on_efa_nodes(synthesized, profile):
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in plugin["tolerations"]
     # The label the plugin selects is the one EFA-enabled node groups carry.
     groups = synthesized.configs[profile].cluster.gpu_node_groups
-    node_groups = {b["node_group_name"]: b for b in resources(synthesized.stack(profile, "cluster"), "aws_eks_node_group").values()}
+    node_groups = {
+        b["node_group_name"]: b for b in resources(synthesized.stack(profile, "cluster"), "aws_eks_node_group").values()
+    }
     for group in groups:
         assert node_groups[group.name]["labels"][EFA_LABEL] == ("true" if group.efa_enabled else "false")
 
@@ -105,14 +109,23 @@ def test_crd_providers_install_before_their_users(synthesized, profile):
 def test_prometheus_selects_cluster_wide_and_carries_gpu_rules(synthesized):
     monitoring = values(releases(synthesized, "g6-validation")["monitoring"])
     spec = monitoring["prometheus"]["prometheusSpec"]
-    for key in ("serviceMonitorSelectorNilUsesHelmValues", "podMonitorSelectorNilUsesHelmValues",
-                "ruleSelectorNilUsesHelmValues"):
+    for key in (
+        "serviceMonitorSelectorNilUsesHelmValues",
+        "podMonitorSelectorNilUsesHelmValues",
+        "ruleSelectorNilUsesHelmValues",
+    ):
         assert spec[key] is False
-    rules = {rule.get("record") or rule.get("alert"): rule
-             for group in monitoring["additionalPrometheusRulesMap"]["gpu-platform"]["groups"] for rule in group["rules"]}
+    rules = {
+        rule.get("record") or rule.get("alert"): rule
+        for group in monitoring["additionalPrometheusRulesMap"]["gpu-platform"]["groups"]
+        for rule in group["rules"]
+    }
     xid = rules["GpuXidCodeReported"]["expr"]
     assert "DCGM_FI_DEV_XID_ERRORS" in xid and "increase(" not in xid and "rate(" not in xid
-    assert rules["gpu:framebuffer_used:ratio"]["expr"] == "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"
+    assert (
+        rules["gpu:framebuffer_used:ratio"]["expr"]
+        == "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"
+    )
     pending = rules["namespace:gpu_requesting_pods_pending:count"]["expr"]
     assert 'phase="Pending"' in pending and 'resource="nvidia_com_gpu"' in pending
 
@@ -164,15 +177,22 @@ def test_karpenter_identity_queue_and_chart(synthesized):
     assert settings["interruptionQueue"].startswith("${aws_sqs_queue.")
     rules = resources(stack, "aws_cloudwatch_event_rule")
     kinds = {json.loads(r["event_pattern"])["detail-type"][0] for r in rules.values()}
-    assert {"EC2 Spot Instance Interruption Warning", "AWS Health Event", "EC2 Instance Rebalance Recommendation",
-            "EC2 Instance State-change Notification"} <= kinds
+    assert {
+        "EC2 Spot Instance Interruption Warning",
+        "AWS Health Event",
+        "EC2 Instance Rebalance Recommendation",
+        "EC2 Instance State-change Notification",
+    } <= kinds
     assert len(resources(stack, "aws_cloudwatch_event_target")) == len(rules)
     (association,) = resources(stack, "aws_eks_pod_identity_association").values()
     assert (association["namespace"], association["service_account"]) == ("kube-system", "karpenter")
     (entry,) = resources(stack, "aws_eks_access_entry").values()
     assert entry["type"] == "EC2_LINUX"
-    pass_role = [s for s in json.loads(next(iter(resources(stack, "aws_iam_role_policy").values()))["policy"])["Statement"]
-                 if "iam:PassRole" in s["Action"]]
+    pass_role = [
+        s
+        for s in json.loads(next(iter(resources(stack, "aws_iam_role_policy").values()))["policy"])["Statement"]
+        if "iam:PassRole" in s["Action"]
+    ]
     assert pass_role[0]["Resource"].startswith("${aws_iam_role.")
 
 
@@ -190,7 +210,8 @@ def test_optional_releases_follow_the_profile(synthesized):
     assert {"kuberay-operator", "argo-workflows"} <= set(releases(synthesized, "p5-training"))
     assert not {"kuberay-operator", "jupyterhub", "argo-workflows"} & set(releases(synthesized, "g6-validation"))
     assert {"mpi-operator", "karpenter", "monitoring", "gpu-operator", "efa-device-plugin"} <= set(
-        releases(synthesized, "g6-validation"))
+        releases(synthesized, "g6-validation")
+    )
 
 
 def test_rendered_values_are_visible_yaml(synthesized):

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tests.conftest import SHIPPED
 from stacks import LAYERS
+from tests.conftest import SHIPPED
 
 
 @pytest.mark.parametrize("profile", SHIPPED)

@@ -48,7 +48,7 @@ GRAPH = {name: {i for i in imports_of(path, MODULES) if i in MODULES} for name, 
 
 
 def rank(module: str) -> int:
-    return RANKS[module.split(".")[0]]
+    return RANKS[module.split(".", maxsplit=1)[0]]
 
 
 def test_the_walk_sees_the_whole_app() -> None:

@@ -10,7 +10,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "main.py"), *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "main.py"), *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
 def test_broken_profile_exits_2_with_every_problem(tmp_path):
@@ -55,8 +57,14 @@ def test_cdktf_cli_invocation_synthesizes_the_profile_from_the_environment(tmp_p
     import json
     import os
 
-    result = subprocess.run([sys.executable, str(ROOT / "main.py")], capture_output=True, text=True, cwd=ROOT,
-                            timeout=300, env={**os.environ, "PROFILE": "p5en-training", "CDKTF_OUTDIR": str(tmp_path / "out")})
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "main.py")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, "PROFILE": "p5en-training", "CDKTF_OUTDIR": str(tmp_path / "out")},
+    )
     assert result.returncode == 0, result.stderr
     cluster = json.loads((tmp_path / "out" / "stacks" / "cluster" / "cdk.tf.json").read_text())
     assert cluster["provider"]["aws"][0]["region"] == "us-east-2"

@@ -91,7 +91,11 @@ def test_efa_security_group_references_only_itself(synthesized, profile):
         assert rule["referenced_security_group_id"] == own
         assert not {"cidr_ipv4", "cidr_ipv6", "prefix_list_id"} & set(rule)
     # No rule in the layer opens anything to a CIDR range.
-    for kind in ("aws_vpc_security_group_ingress_rule", "aws_vpc_security_group_egress_rule", "aws_security_group_rule"):
+    for kind in (
+        "aws_vpc_security_group_ingress_rule",
+        "aws_vpc_security_group_egress_rule",
+        "aws_security_group_rule",
+    ):
         assert all("cidr_ipv4" not in r and "cidr_blocks" not in r for r in resources(stack, kind).values())
 
 
@@ -168,7 +172,8 @@ def test_capacity_block_has_all_three_settings_and_no_forced_placement(synthesiz
     assert group["capacity_type"] == "CAPACITY_BLOCK"
     assert template["instance_market_options"] == {"market_type": "capacity-block"}
     assert template["capacity_reservation_specification"] == {
-        "capacity_reservation_target": {"capacity_reservation_id": "cr-0123456789abcdef0"}}
+        "capacity_reservation_target": {"capacity_reservation_id": "cr-0123456789abcdef0"}
+    }
     assert "placement" not in template and not resources(stack, "aws_placement_group")
     assert group["scaling_config"]["max_size"] <= 2
 
@@ -178,10 +183,13 @@ def test_odcr_targets_reservation_or_group_on_demand(synthesized):
     groups, templates = gpu_node_groups(stack), gpu_templates(stack)
     assert groups["p5en-odcr"]["capacity_type"] == "ON_DEMAND"
     assert templates["p5en-odcr"]["capacity_reservation_specification"]["capacity_reservation_target"] == {
-        "capacity_reservation_resource_group_arn":
-            "arn:aws:resource-groups:us-west-2:123456789012:group/p5en-reservations"}
+        "capacity_reservation_resource_group_arn": (
+            "arn:aws:resource-groups:us-west-2:123456789012:group/p5en-reservations"
+        )
+    }
     assert templates["b300-odcr"]["capacity_reservation_specification"]["capacity_reservation_target"] == {
-        "capacity_reservation_id": "cr-0fedcba9876543210"}
+        "capacity_reservation_id": "cr-0fedcba9876543210"
+    }
     assert "instance_market_options" not in templates["p5en-odcr"]
     # A group without EFA puts the node and nothing else on its primary interface.
     assert "network_interfaces" not in templates["g6-no-efa"]
@@ -198,7 +206,8 @@ def test_plan_time_catalog_check(synthesized, profile):
         assert data["instance_type"] == cfg.instance_type
         assert condition["condition"] == (
             f"${{coalesce(data.aws_ec2_instance_type.{data_id}.efa_maximum_interfaces, 0) == "
-            f"{CATALOG[cfg.instance_type].max_efa_interfaces}}}")
+            f"{CATALOG[cfg.instance_type].max_efa_interfaces}}}"
+        )
         assert cfg.instance_type in condition["error_message"]
 
 
@@ -206,8 +215,15 @@ def test_plan_time_catalog_check(synthesized, profile):
 def test_network_and_identity_addons_exist_before_nodes(synthesized, profile):
     stack = cluster(synthesized, profile)
     addons = {body["addon_name"]: key for key, body in resources(stack, "aws_eks_addon").items()}
-    assert set(addons) == {"vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver",
-                           "aws-fsx-csi-driver", "aws-mountpoint-s3-csi-driver"}
+    assert set(addons) == {
+        "vpc-cni",
+        "kube-proxy",
+        "eks-pod-identity-agent",
+        "coredns",
+        "aws-ebs-csi-driver",
+        "aws-fsx-csi-driver",
+        "aws-mountpoint-s3-csi-driver",
+    }
     for group in resources(stack, "aws_eks_node_group").values():
         for early in ("vpc-cni", "eks-pod-identity-agent"):
             assert f"aws_eks_addon.{addons[early]}" in group["depends_on"]
@@ -232,7 +248,9 @@ def test_csi_addons_use_pod_identity_and_tolerate_all_taints(synthesized, profil
 def test_mountpoint_role_is_limited_to_platform_buckets(synthesized):
     stack = cluster(synthesized, "g6-validation")
     policy = json.loads(by_path(stack, "aws_iam_role_policy", "s3-csi-role/inline")[1]["policy"])
-    resources_ = {r for s in policy["Statement"] for r in ([s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"])}
+    resources_ = {
+        r for s in policy["Statement"] for r in ([s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"])
+    }
     assert resources_ == {"arn:aws:s3:::gpu-validation-*", "arn:aws:s3:::gpu-validation-*/*"}
 
 
@@ -273,7 +291,16 @@ def test_network_shape(synthesized, profile, nats, endpoints):
 
 def test_outputs_for_later_layers(synthesized):
     outputs = cluster(synthesized, "g6-validation")["output"]
-    for name in ("cluster_name", "endpoint", "certificate_authority", "node_security_group_id",
-                 "efa_security_group_id", "private_subnet_ids", "gpu_subnet_id", "node_role_arn", "kms_key_arn"):
+    for name in (
+        "cluster_name",
+        "endpoint",
+        "certificate_authority",
+        "node_security_group_id",
+        "efa_security_group_id",
+        "private_subnet_ids",
+        "gpu_subnet_id",
+        "node_role_arn",
+        "kms_key_arn",
+    ):
         assert name in outputs
     assert outputs["configure_kubectl"]["value"] == "aws eks update-kubeconfig --region us-west-2 --name gpu-validation"

@@ -23,8 +23,11 @@ def client(emulator, service):
 
 def test_placement_groups(emulator):
     ec2 = client(emulator, "ec2")
-    ec2.create_placement_group(GroupName="pg-a", Strategy="cluster",
-                               TagSpecifications=[{"ResourceType": "placement-group", "Tags": [{"Key": "k", "Value": "v"}]}])
+    ec2.create_placement_group(
+        GroupName="pg-a",
+        Strategy="cluster",
+        TagSpecifications=[{"ResourceType": "placement-group", "Tags": [{"Key": "k", "Value": "v"}]}],
+    )
     (group,) = ec2.describe_placement_groups(GroupNames=["pg-a"])["PlacementGroups"]
     assert (group["GroupName"], group["Strategy"], group["State"]) == ("pg-a", "cluster", "available")
     assert group["Tags"] == [{"Key": "k", "Value": "v"}]
@@ -37,8 +40,9 @@ def cluster(emulator):
     ec2, eks = client(emulator, "ec2"), client(emulator, "eks")
     vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
     subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.0.0/24")["Subnet"]["SubnetId"]
-    created = eks.create_cluster(name="emu", roleArn="arn:aws:iam::123456789012:role/x",
-                                 resourcesVpcConfig={"subnetIds": [subnet]})["cluster"]
+    created = eks.create_cluster(
+        name="emu", roleArn="arn:aws:iam::123456789012:role/x", resourcesVpcConfig={"subnetIds": [subnet]}
+    )["cluster"]
     return created, vpc
 
 
@@ -56,9 +60,13 @@ def test_access_entries_and_policies(emulator, cluster):
     eks = client(emulator, "eks")
     principal = "arn:aws:iam::123456789012:role/admins"
     eks.create_access_entry(clusterName="emu", principalArn=principal, type="STANDARD")
-    assert eks.describe_access_entry(clusterName="emu", principalArn=principal)["accessEntry"]["principalArn"] == principal
+    assert (
+        eks.describe_access_entry(clusterName="emu", principalArn=principal)["accessEntry"]["principalArn"] == principal
+    )
     policy = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
-    eks.associate_access_policy(clusterName="emu", principalArn=principal, policyArn=policy, accessScope={"type": "cluster"})
+    eks.associate_access_policy(
+        clusterName="emu", principalArn=principal, policyArn=policy, accessScope={"type": "cluster"}
+    )
     listed = eks.list_associated_access_policies(clusterName="emu", principalArn=principal)["associatedAccessPolicies"]
     assert [p["policyArn"] for p in listed] == [policy]
     eks.delete_access_entry(clusterName="emu", principalArn=principal)
@@ -68,8 +76,13 @@ def test_access_entries_and_policies(emulator, cluster):
 
 def test_addons_create_their_pod_identity_associations(emulator, cluster):
     eks = client(emulator, "eks")
-    addon = eks.create_addon(clusterName="emu", addonName="aws-ebs-csi-driver", podIdentityAssociations=[
-        {"serviceAccount": "ebs-csi-controller-sa", "roleArn": "arn:aws:iam::123456789012:role/ebs"}])["addon"]
+    addon = eks.create_addon(
+        clusterName="emu",
+        addonName="aws-ebs-csi-driver",
+        podIdentityAssociations=[
+            {"serviceAccount": "ebs-csi-controller-sa", "roleArn": "arn:aws:iam::123456789012:role/ebs"}
+        ],
+    )["addon"]
     assert addon["status"] == "ACTIVE" and len(addon["podIdentityAssociations"]) == 1
     (summary,) = eks.list_pod_identity_associations(clusterName="emu")["associations"]
     association = eks.describe_pod_identity_association(clusterName="emu", associationId=summary["associationId"])
@@ -82,8 +95,12 @@ def test_addons_create_their_pod_identity_associations(emulator, cluster):
 
 def test_pod_identity_associations(emulator, cluster):
     eks = client(emulator, "eks")
-    created = eks.create_pod_identity_association(clusterName="emu", namespace="kube-system", serviceAccount="karpenter",
-                                                  roleArn="arn:aws:iam::123456789012:role/k")["association"]
+    created = eks.create_pod_identity_association(
+        clusterName="emu",
+        namespace="kube-system",
+        serviceAccount="karpenter",
+        roleArn="arn:aws:iam::123456789012:role/k",
+    )["association"]
     fetched = eks.describe_pod_identity_association(clusterName="emu", associationId=created["associationId"])
     assert fetched["association"]["namespace"] == "kube-system"
     eks.delete_pod_identity_association(clusterName="emu", associationId=created["associationId"])
@@ -95,5 +112,5 @@ def test_cluster_deletion_removes_its_security_group(emulator, cluster):
     created, _ = cluster
     group_id = created["resourcesVpcConfig"]["clusterSecurityGroupId"]
     client(emulator, "eks").delete_cluster(name="emu")
-    with pytest.raises(ClientError, match="InvalidGroup.NotFound"):
+    with pytest.raises(ClientError, match=r"InvalidGroup\.NotFound"):
         client(emulator, "ec2").describe_security_groups(GroupIds=[group_id])

@@ -47,7 +47,9 @@ def test_hcl_and_json_describe_the_same_resources(exported, synthesized):
     for layer in ("cluster", "storage", "build", "addons", "workloads"):
         hcl = (exported / "p5-training" / "stacks" / layer / "cdk.tf").read_text()
         in_hcl = set(re.findall(r'^resource "([^"]+)" "([^"]+)"', hcl, flags=re.MULTILINE))
-        in_json = {(t, n) for t, items in synthesized.stack("p5-training", layer).get("resource", {}).items() for n in items}
+        in_json = {
+            (t, n) for t, items in synthesized.stack("p5-training", layer).get("resource", {}).items() for n in items
+        }
         assert in_hcl == in_json, layer
 
 
@@ -55,7 +57,10 @@ def test_repair_escapes_quotes_around_interpolations_only():
     from operate.hcl import repair_cdktf_hcl
 
     broken = 'policy = "{"Principal": {"AWS": "arn:aws:iam::${data.a.b.account_id}:root"}}"'
-    assert repair_cdktf_hcl(broken) == 'policy = "{\\"Principal\\": {\\"AWS\\": \\"arn:aws:iam::${data.a.b.account_id}:root\\"}}"'
+    assert (
+        repair_cdktf_hcl(broken)
+        == 'policy = "{\\"Principal\\": {\\"AWS\\": \\"arn:aws:iam::${data.a.b.account_id}:root\\"}}"'
+    )
     fine = 'assume_role_policy = "{\\"Action\\": \\"x\\"}"'
     assert repair_cdktf_hcl(fine) == fine
 
@@ -64,14 +69,21 @@ def test_repair_turns_precondition_lists_into_blocks():
     from operate.hcl import repair_cdktf_hcl
 
     broken = 'lifecycle {\n  precondition = [\n{\ncondition = "${a == 1}"\nerror_message = "bad"\n},\n]\n}\n'
-    assert repair_cdktf_hcl(broken) == 'lifecycle {\n  precondition {\ncondition = "${a == 1}"\nerror_message = "bad"\n  }\n}\n'
+    assert (
+        repair_cdktf_hcl(broken)
+        == 'lifecycle {\n  precondition {\ncondition = "${a == 1}"\nerror_message = "bad"\n  }\n}\n'
+    )
 
 
 def test_repair_unquotes_reference_lists():
     from operate.hcl import repair_cdktf_hcl
 
-    assert repair_cdktf_hcl('depends_on = [\n"aws_iam_role.a",\n"aws_eks_addon.b"\n]') == \
-        'depends_on = [\naws_iam_role.a,\naws_eks_addon.b\n]'
-    assert repair_cdktf_hcl('ignore_changes = [\n"scaling_config[0].desired_size",\n]') == \
-        'ignore_changes = [\nscaling_config[0].desired_size,\n]'
+    assert (
+        repair_cdktf_hcl('depends_on = [\n"aws_iam_role.a",\n"aws_eks_addon.b"\n]')
+        == "depends_on = [\naws_iam_role.a,\naws_eks_addon.b\n]"
+    )
+    assert (
+        repair_cdktf_hcl('ignore_changes = [\n"scaling_config[0].desired_size",\n]')
+        == "ignore_changes = [\nscaling_config[0].desired_size,\n]"
+    )
     assert repair_cdktf_hcl('tags = [\n"keep",\n]') == 'tags = [\n"keep",\n]'

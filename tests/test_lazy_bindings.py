@@ -40,4 +40,7 @@ def test_every_profile_is_byte_identical_with_eager_bindings(synthesized, tmp_pa
     for name in names:
         lazy, eager = synthesized.outroot / name / "stacks", tmp_path / name / "stacks"
         for layer in ("cluster", "storage", "build", "addons", "workloads"):
-            assert filecmp.cmp(lazy / layer / "cdk.tf.json", eager / layer / "cdk.tf.json", shallow=False), (name, layer)
+            assert filecmp.cmp(lazy / layer / "cdk.tf.json", eager / layer / "cdk.tf.json", shallow=False), (
+                name,
+                layer,
+            )

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -73,7 +72,9 @@ def test_destroy_cleans_up_first_then_runs_in_reverse(tmp_path, fake_terraform):
     results = op.run("destroy", select_layers("all"))
     assert cleanups == ["cleanup"]
     assert [r.layer for r in results] == list(reversed(LAYERS))
-    assert [line.split()[0] for line in log.read_text().split("\n")[:-1] if line.endswith("destroy")] == list(reversed(LAYERS))
+    assert [line.split()[0] for line in log.read_text().split("\n")[:-1] if line.endswith("destroy")] == list(
+        reversed(LAYERS)
+    )
 
 
 def test_aws_only_destroy_needs_no_kubernetes_cleanup(tmp_path, fake_terraform):
@@ -107,16 +108,25 @@ class FakeKubectl:
 
 
 def test_pre_destroy_cleanup_removes_controller_made_resources_only():
-    kubectl = FakeKubectl({
-        "nodepools.karpenter.sh": [{"metadata": {"name": "gpu"}}],
-        "nodeclaims.karpenter.sh": [{"metadata": {"name": "gpu-x1"}}],
-        "services": [{"metadata": {"name": "hub", "namespace": "jupyterhub"}, "spec": {"type": "LoadBalancer"}},
-                     {"metadata": {"name": "api", "namespace": "default"}, "spec": {"type": "ClusterIP"}}],
-        "persistentvolumeclaims": [
-            {"metadata": {"name": "claim-alice", "namespace": "jupyterhub"}, "spec": {"storageClassName": "gp3"}},
-            {"metadata": {"name": "fsx", "namespace": "ml-team"}, "spec": {"storageClassName": ""}}],
-    })
+    kubectl = FakeKubectl(
+        {
+            "nodepools.karpenter.sh": [{"metadata": {"name": "gpu"}}],
+            "nodeclaims.karpenter.sh": [{"metadata": {"name": "gpu-x1"}}],
+            "services": [
+                {"metadata": {"name": "hub", "namespace": "jupyterhub"}, "spec": {"type": "LoadBalancer"}},
+                {"metadata": {"name": "api", "namespace": "default"}, "spec": {"type": "ClusterIP"}},
+            ],
+            "persistentvolumeclaims": [
+                {"metadata": {"name": "claim-alice", "namespace": "jupyterhub"}, "spec": {"storageClassName": "gp3"}},
+                {"metadata": {"name": "fsx", "namespace": "ml-team"}, "spec": {"storageClassName": ""}},
+            ],
+        }
+    )
     deleted = pre_destroy_cleanup(kubectl, log=lambda _: None)
-    assert deleted == ["nodepools.karpenter.sh/gpu", "nodeclaims.karpenter.sh/gpu-x1", "service/jupyterhub/hub",
-                       "pvc/jupyterhub/claim-alice"]
+    assert deleted == [
+        "nodepools.karpenter.sh/gpu",
+        "nodeclaims.karpenter.sh/gpu-x1",
+        "service/jupyterhub/hub",
+        "pvc/jupyterhub/claim-alice",
+    ]
     assert all("--wait=true" in call for call in kubectl.deleted)

@@ -41,10 +41,13 @@ def test_catalog_efa_count_is_checked_against_aws_at_plan(synthesized, terraform
     data_id, _ = by_path(stack, "aws_ec2_instance_type", f"gpu-{group.name}/instance-type", section="data")
     address = f"data.aws_ec2_instance_type.{data_id}"
     wrong = expected // 2 or 2
-    result = terraform.test(stack, MOCKS + _run("agrees", address, expected) + _run("disagrees", address, wrong), tmp_path)
+    result = terraform.test(
+        stack, MOCKS + _run("agrees", address, expected) + _run("disagrees", address, wrong), tmp_path
+    )
     output = result.stdout + result.stderr
     assert 'run "agrees"... pass' in output, output[-3000:]
     assert 'run "disagrees"... fail' in output, output[-3000:]
-    assert (f"The GPU instance catalog says {group.instance_type} has {expected} EFA interfaces, "
-            f"but EC2 reports {wrong}") in " ".join(output.split())
+    assert (
+        f"The GPU instance catalog says {group.instance_type} has {expected} EFA interfaces, but EC2 reports {wrong}"
+    ) in " ".join(output.split())
     assert "1 passed, 1 failed" in output

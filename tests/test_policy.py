@@ -52,11 +52,11 @@ def findings(synthesized, report) -> dict[tuple[str, str], dict]:
         return json.loads(run.stdout)
 
     with ThreadPoolExecutor(max_workers=len(SHIPPED)) as pool:
-        reports = dict(zip(SHIPPED, pool.map(scan, SHIPPED)))
+        reports = dict(zip(SHIPPED, pool.map(scan, SHIPPED), strict=True))
     results = {}
-    for profile, scanned in reports.items():
-        if scanned == []:
-            scanned = {"results": {"failed_checks": [], "passed_checks": []}}
+    empty = {"results": {"failed_checks": [], "passed_checks": []}}
+    for profile, raw in reports.items():
+        scanned = empty if raw == [] else raw
         for layer in synthesized.stacks[profile]:
             results[(profile, layer)] = {"passed": 0, "failed": []}
         for outcome, key in (("passed_checks", "passed"), ("failed_checks", "failed")):
@@ -70,7 +70,9 @@ def findings(synthesized, report) -> dict[tuple[str, str], dict]:
     report("checkov per stack (passed / failed, of which accepted):")
     for (profile, layer), result in sorted(results.items()):
         accepted_count = sum(1 for f in result["failed"] if accepted(f))
-        report(f"  {profile:15} {layer:10} {result['passed']:4} / {len(result['failed']):3} ({accepted_count} accepted)")
+        report(
+            f"  {profile:15} {layer:10} {result['passed']:4} / {len(result['failed']):3} ({accepted_count} accepted)"
+        )
     return results
 
 
@@ -87,8 +89,12 @@ def test_the_scan_really_ran(findings):
 
 
 def test_baseline_has_no_stale_entries(findings):
-    used = Counter(entry["check"] + entry["resource"] for result in findings.values()
-                   for finding in result["failed"] if (entry := accepted(finding)))
+    used = Counter(
+        entry["check"] + entry["resource"]
+        for result in findings.values()
+        for finding in result["failed"]
+        if (entry := accepted(finding))
+    )
     stale = [f"{e['check']} {e['resource']}" for e in BASELINE if e["check"] + e["resource"] not in used]
     assert not stale, f"baseline entries that match nothing: {stale}"
     assert all(entry.get("why") for entry in BASELINE)

@@ -96,59 +96,164 @@ BAD_INPUT = [
     ({"cluster__vpc__cidr": "10.0.0.1/16"}, "cluster.vpc.cidr", ["host bits", "'10.0.0.1/16'"]),
     ({"cluster__vpc__cidr": "10.0.0.0/24"}, "cluster.vpc.cidr", ["/20 or larger"]),
     ({"cluster__vpc__availability_zones": ["us-west-2a"]}, "cluster.vpc.availability_zones", ["at least 2"]),
-    ({"cluster__vpc__availability_zones": ["us-west-2a", "us-west-2a"]}, "cluster.vpc.availability_zones", ["distinct"]),
-    ({"cluster__vpc__availability_zones": ["us-west-2a", "us-east-1b"]}, "cluster.vpc.availability_zones.1",
-     ["'us-east-1b'", "not an availability zone of region us-west-2"]),
-    ({"cluster__vpc__gpu_availability_zone": "us-west-2c"}, "cluster.vpc.gpu_availability_zone",
-     ["'us-west-2c'", "not one the VPC spans", "allowed: us-west-2a, us-west-2b"]),
+    (
+        {"cluster__vpc__availability_zones": ["us-west-2a", "us-west-2a"]},
+        "cluster.vpc.availability_zones",
+        ["distinct"],
+    ),
+    (
+        {"cluster__vpc__availability_zones": ["us-west-2a", "us-east-1b"]},
+        "cluster.vpc.availability_zones.1",
+        ["'us-east-1b'", "not an availability zone of region us-west-2"],
+    ),
+    (
+        {"cluster__vpc__gpu_availability_zone": "us-west-2c"},
+        "cluster.vpc.gpu_availability_zone",
+        ["'us-west-2c'", "not one the VPC spans", "allowed: us-west-2a, us-west-2b"],
+    ),
     ({"cluster__vpc__nat_gateways": "two"}, "cluster.vpc.nat_gateways", ["'two'", "'single' or 'per_az'"]),
-    ({"cluster__vpc__interface_endpoints": ["dynamodb"]}, "cluster.vpc.interface_endpoints.0", ["'dynamodb'", "'ecr.api'"]),
-    ({"cluster__endpoint_public_access_cidrs": ["0.0.0.0/0"]}, "cluster.endpoint_public_access_cidrs", ["0.0.0.0/0", "internet"]),
+    (
+        {"cluster__vpc__interface_endpoints": ["dynamodb"]},
+        "cluster.vpc.interface_endpoints.0",
+        ["'dynamodb'", "'ecr.api'"],
+    ),
+    (
+        {"cluster__endpoint_public_access_cidrs": ["0.0.0.0/0"]},
+        "cluster.endpoint_public_access_cidrs",
+        ["0.0.0.0/0", "internet"],
+    ),
     ({"cluster__admin_principal_arns": ["alice"]}, "cluster.admin_principal_arns.0", ["'alice'"]),
-    ({"cluster__control_plane_log_types": ["everything"]}, "cluster.control_plane_log_types.0", ["'everything'", "'audit'"]),
-    ({"cluster__system_node_group__desired_size": 9}, "cluster.system_node_group.desired_size", ["got 9", "allowed: 2..3"]),
+    (
+        {"cluster__control_plane_log_types": ["everything"]},
+        "cluster.control_plane_log_types.0",
+        ["'everything'", "'audit'"],
+    ),
+    (
+        {"cluster__system_node_group__desired_size": 9},
+        "cluster.system_node_group.desired_size",
+        ["got 9", "allowed: 2..3"],
+    ),
     ({"cluster__system_node_group__min_size": 5}, "cluster.system_node_group.min_size", ["above max_size"]),
-    ({"cluster__gpu_node_groups__0__instance_type": "p9.huge"}, "cluster.gpu_node_groups.0.instance_type",
-     ["unknown GPU instance type 'p9.huge'", "p5.48xlarge", "profiles/catalog.py"]),
-    ({"cluster__gpu_node_groups__0__instance_type": "g6.xlarge"}, "cluster.gpu_node_groups.0.efa_enabled",
-     ["g6.xlarge has no EFA", "g6.8xlarge"]),
-    ({"cluster__gpu_node_groups__0__desired_size": 3}, "cluster.gpu_node_groups.0.desired_size",
-     ["between min_size and max_size", "got 3", "0..2"]),
-    ({"cluster__gpu_node_groups__0__capacity": {"type": "capacity_block", "instance_count": 2,
-                                                 "availability_zone": "us-west-2a"}},
-     "cluster.gpu_node_groups.0.capacity.reservation_id", ["needs the block's reservation id"]),
-    ({"cluster__gpu_node_groups__0__capacity": {"type": "capacity_block", "reservation_id": "cr-123",
-                                                 "instance_count": 2, "availability_zone": "us-west-2a"}},
-     "cluster.gpu_node_groups.0.capacity.reservation_id", ["'cr-123'", "17 hex digits"]),
-    ({"cluster__gpu_node_groups__0__capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0",
-                                                 "instance_count": 1, "availability_zone": "us-west-2a"}},
-     "cluster.gpu_node_groups.0.max_size", ["larger than its Capacity Block", "got 2"]),
-    ({"cluster__gpu_node_groups__0__capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0",
-                                                 "instance_count": 2, "availability_zone": "us-west-2b"}},
-     "cluster.gpu_node_groups.0.capacity.availability_zone", ["'us-west-2b'", "GPU availability zone", "us-west-2a"]),
-    ({"cluster__gpu_node_groups__0__capacity": {"type": "odcr", "availability_zone": "us-west-2a"}},
-     "cluster.gpu_node_groups.0.capacity.reservation_id", ["exactly one of reservation_id or resource_group_arn"]),
-    ({"cluster__gpu_node_groups__0__capacity": {"type": "spot"}}, "cluster.gpu_node_groups.0.capacity",
-     ["'spot'", "'on_demand', 'odcr', 'capacity_block'"]),
-    ({"cluster__gpu_node_groups__0__capacity": {"type": "odcr", "reservation_id": "cr-0123456789abcdef0",
-                                                 "availability_zone": "us-west-2a"},
-      "cluster__gpu_node_groups__0__placement_group": "cluster"},
-     "cluster.gpu_node_groups.0.placement_group", ["forcing a new one", "allowed: none, reservation"]),
-    ({"cluster__gpu_node_groups__0__placement_group": "reservation"},
-     "cluster.gpu_node_groups.0.existing_placement_group", ["exactly when placement_group is 'reservation'"]),
-    ({"cluster__gpu_node_groups": [{"name": "gpu-a", "instance_type": "g6.8xlarge"},
-                                   {"name": "gpu-a", "instance_type": "g6.8xlarge"}]},
-     "cluster.gpu_node_groups.1.name", ["unique", "'gpu-a'"]),
-    ({"cluster__gpu_node_groups__0__root_volume_size_gib": 10}, "cluster.gpu_node_groups.0.root_volume_size_gib",
-     ["greater than or equal to 50"]),
-    ({"build__reference_implementations": {"Bad_Name": {"repository_url": "https://example.com/x.git"}}},
-     "build.reference_implementations", ["'Bad_Name'", "lowercase letters"]),
-    ({"build__reference_implementations": {"ok": {"repository_url": "git@example.com:x.git"}}},
-     "build.reference_implementations.ok.repository_url", ["'git@example.com:x.git'"]),
+    (
+        {"cluster__gpu_node_groups__0__instance_type": "p9.huge"},
+        "cluster.gpu_node_groups.0.instance_type",
+        ["unknown GPU instance type 'p9.huge'", "p5.48xlarge", "profiles/catalog.py"],
+    ),
+    (
+        {"cluster__gpu_node_groups__0__instance_type": "g6.xlarge"},
+        "cluster.gpu_node_groups.0.efa_enabled",
+        ["g6.xlarge has no EFA", "g6.8xlarge"],
+    ),
+    (
+        {"cluster__gpu_node_groups__0__desired_size": 3},
+        "cluster.gpu_node_groups.0.desired_size",
+        ["between min_size and max_size", "got 3", "0..2"],
+    ),
+    (
+        {
+            "cluster__gpu_node_groups__0__capacity": {
+                "type": "capacity_block",
+                "instance_count": 2,
+                "availability_zone": "us-west-2a",
+            }
+        },
+        "cluster.gpu_node_groups.0.capacity.reservation_id",
+        ["needs the block's reservation id"],
+    ),
+    (
+        {
+            "cluster__gpu_node_groups__0__capacity": {
+                "type": "capacity_block",
+                "reservation_id": "cr-123",
+                "instance_count": 2,
+                "availability_zone": "us-west-2a",
+            }
+        },
+        "cluster.gpu_node_groups.0.capacity.reservation_id",
+        ["'cr-123'", "17 hex digits"],
+    ),
+    (
+        {
+            "cluster__gpu_node_groups__0__capacity": {
+                "type": "capacity_block",
+                "reservation_id": "cr-0123456789abcdef0",
+                "instance_count": 1,
+                "availability_zone": "us-west-2a",
+            }
+        },
+        "cluster.gpu_node_groups.0.max_size",
+        ["larger than its Capacity Block", "got 2"],
+    ),
+    (
+        {
+            "cluster__gpu_node_groups__0__capacity": {
+                "type": "capacity_block",
+                "reservation_id": "cr-0123456789abcdef0",
+                "instance_count": 2,
+                "availability_zone": "us-west-2b",
+            }
+        },
+        "cluster.gpu_node_groups.0.capacity.availability_zone",
+        ["'us-west-2b'", "GPU availability zone", "us-west-2a"],
+    ),
+    (
+        {"cluster__gpu_node_groups__0__capacity": {"type": "odcr", "availability_zone": "us-west-2a"}},
+        "cluster.gpu_node_groups.0.capacity.reservation_id",
+        ["exactly one of reservation_id or resource_group_arn"],
+    ),
+    (
+        {"cluster__gpu_node_groups__0__capacity": {"type": "spot"}},
+        "cluster.gpu_node_groups.0.capacity",
+        ["'spot'", "'on_demand', 'odcr', 'capacity_block'"],
+    ),
+    (
+        {
+            "cluster__gpu_node_groups__0__capacity": {
+                "type": "odcr",
+                "reservation_id": "cr-0123456789abcdef0",
+                "availability_zone": "us-west-2a",
+            },
+            "cluster__gpu_node_groups__0__placement_group": "cluster",
+        },
+        "cluster.gpu_node_groups.0.placement_group",
+        ["forcing a new one", "allowed: none, reservation"],
+    ),
+    (
+        {"cluster__gpu_node_groups__0__placement_group": "reservation"},
+        "cluster.gpu_node_groups.0.existing_placement_group",
+        ["exactly when placement_group is 'reservation'"],
+    ),
+    (
+        {
+            "cluster__gpu_node_groups": [
+                {"name": "gpu-a", "instance_type": "g6.8xlarge"},
+                {"name": "gpu-a", "instance_type": "g6.8xlarge"},
+            ]
+        },
+        "cluster.gpu_node_groups.1.name",
+        ["unique", "'gpu-a'"],
+    ),
+    (
+        {"cluster__gpu_node_groups__0__root_volume_size_gib": 10},
+        "cluster.gpu_node_groups.0.root_volume_size_gib",
+        ["greater than or equal to 50"],
+    ),
+    (
+        {"build__reference_implementations": {"Bad_Name": {"repository_url": "https://example.com/x.git"}}},
+        "build.reference_implementations",
+        ["'Bad_Name'", "lowercase letters"],
+    ),
+    (
+        {"build__reference_implementations": {"ok": {"repository_url": "git@example.com:x.git"}}},
+        "build.reference_implementations.ok.repository_url",
+        ["'git@example.com:x.git'"],
+    ),
 ]
 
 
-@pytest.mark.parametrize("changes, field, words", BAD_INPUT, ids=[case[1] + "-" + str(i) for i, case in enumerate(BAD_INPUT)])
+@pytest.mark.parametrize(
+    "changes, field, words", BAD_INPUT, ids=[case[1] + "-" + str(i) for i, case in enumerate(BAD_INPUT)]
+)
 def test_bad_input_names_field_value_and_allowed(changes, field, words):
     assert_reported(mutated(**changes), field, words)
 
@@ -159,18 +264,27 @@ def test_every_problem_is_reported_at_once():
 
 
 def test_reserved_capacity_defaults_to_no_forced_placement_group():
-    doc = mutated(cluster__gpu_node_groups__0__capacity={
-        "type": "capacity_block", "reservation_id": "cr-0123456789abcdef0", "instance_count": 2,
-        "availability_zone": "us-west-2a"})
+    doc = mutated(
+        cluster__gpu_node_groups__0__capacity={
+            "type": "capacity_block",
+            "reservation_id": "cr-0123456789abcdef0",
+            "instance_count": 2,
+            "availability_zone": "us-west-2a",
+        }
+    )
     group = validate_profile(doc).cluster.gpu_node_groups[0]
     assert isinstance(group.capacity, CapacityBlock) and group.placement == "none"
     assert validate_profile(BASE).cluster.gpu_node_groups[0].placement == "cluster"
 
 
 def test_odcr_accepts_a_resource_group():
-    doc = mutated(cluster__gpu_node_groups__0__capacity={
-        "type": "odcr", "resource_group_arn": "arn:aws:resource-groups:us-west-2:123456789012:group/gpu-odcrs",
-        "availability_zone": "us-west-2a"})
+    doc = mutated(
+        cluster__gpu_node_groups__0__capacity={
+            "type": "odcr",
+            "resource_group_arn": "arn:aws:resource-groups:us-west-2:123456789012:group/gpu-odcrs",
+            "availability_zone": "us-west-2a",
+        }
+    )
     assert isinstance(validate_profile(doc).cluster.gpu_node_groups[0].capacity, OdcrCapacity)
 
 
@@ -199,62 +313,132 @@ def fsx(**settings) -> dict:
 
 
 STORAGE_BAD_INPUT = [
-    (fsx(deployment_type="PERSISTENT_2", storage_capacity_gib=2000, throughput_mbps_per_tib=125),
-     "storage.fsx.storage_capacity_gib", ["got 2000", "not a valid PERSISTENT_2 capacity", "use 1200 or 2400"]),
-    (fsx(deployment_type="SCRATCH_2", storage_capacity_gib=1300),
-     "storage.fsx.storage_capacity_gib", ["got 1300", "SCRATCH_2", "use 1200 or 2400"]),
-    (fsx(deployment_type="PERSISTENT_1", storage_capacity_gib=5000, throughput_mbps_per_tib=50),
-     "storage.fsx.storage_capacity_gib", ["got 5000", "PERSISTENT_1", "use 4800 or 7200"]),
-    (fsx(deployment_type="PERSISTENT_2", efa_enabled=True, storage_capacity_gib=4800, throughput_mbps_per_tib=125),
-     "storage.fsx.storage_capacity_gib", ["units of 38400", "nearest: 38400"]),
-    (fsx(deployment_type="PERSISTENT_2", efa_enabled=True, storage_capacity_gib=12000, throughput_mbps_per_tib=500),
-     "storage.fsx.storage_capacity_gib", ["units of 9600", "nearest: 9600 or 19200"]),
+    (
+        fsx(deployment_type="PERSISTENT_2", storage_capacity_gib=2000, throughput_mbps_per_tib=125),
+        "storage.fsx.storage_capacity_gib",
+        ["got 2000", "not a valid PERSISTENT_2 capacity", "use 1200 or 2400"],
+    ),
+    (
+        fsx(deployment_type="SCRATCH_2", storage_capacity_gib=1300),
+        "storage.fsx.storage_capacity_gib",
+        ["got 1300", "SCRATCH_2", "use 1200 or 2400"],
+    ),
+    (
+        fsx(deployment_type="PERSISTENT_1", storage_capacity_gib=5000, throughput_mbps_per_tib=50),
+        "storage.fsx.storage_capacity_gib",
+        ["got 5000", "PERSISTENT_1", "use 4800 or 7200"],
+    ),
+    (
+        fsx(deployment_type="PERSISTENT_2", efa_enabled=True, storage_capacity_gib=4800, throughput_mbps_per_tib=125),
+        "storage.fsx.storage_capacity_gib",
+        ["units of 38400", "nearest: 38400"],
+    ),
+    (
+        fsx(deployment_type="PERSISTENT_2", efa_enabled=True, storage_capacity_gib=12000, throughput_mbps_per_tib=500),
+        "storage.fsx.storage_capacity_gib",
+        ["units of 9600", "nearest: 9600 or 19200"],
+    ),
     (fsx(storage_capacity_gib=600), "storage.fsx.storage_capacity_gib", ["greater than or equal to 1200"]),
-    (fsx(deployment_type="SCRATCH_2", throughput_mbps_per_tib=125),
-     "storage.fsx.throughput_mbps_per_tib", ["SCRATCH_2 has no per-unit throughput", "got 125"]),
-    (fsx(deployment_type="PERSISTENT_2", throughput_mbps_per_tib=200),
-     "storage.fsx.throughput_mbps_per_tib", ["got 200", "allowed: 125, 250, 500, 1000"]),
-    (fsx(deployment_type="PERSISTENT_1"),
-     "storage.fsx.throughput_mbps_per_tib", ["got None", "allowed: 50, 100, 200"]),
-    (fsx(deployment_type="PERSISTENT_1", throughput_mbps_per_tib=100, efa_enabled=True),
-     "storage.fsx.efa_enabled", ["PERSISTENT_2 with Lustre 2.15"]),
+    (
+        fsx(deployment_type="SCRATCH_2", throughput_mbps_per_tib=125),
+        "storage.fsx.throughput_mbps_per_tib",
+        ["SCRATCH_2 has no per-unit throughput", "got 125"],
+    ),
+    (
+        fsx(deployment_type="PERSISTENT_2", throughput_mbps_per_tib=200),
+        "storage.fsx.throughput_mbps_per_tib",
+        ["got 200", "allowed: 125, 250, 500, 1000"],
+    ),
+    (fsx(deployment_type="PERSISTENT_1"), "storage.fsx.throughput_mbps_per_tib", ["got None", "allowed: 50, 100, 200"]),
+    (
+        fsx(deployment_type="PERSISTENT_1", throughput_mbps_per_tib=100, efa_enabled=True),
+        "storage.fsx.efa_enabled",
+        ["PERSISTENT_2 with Lustre 2.15"],
+    ),
     (fsx(deployment_type="SCRATCH_2", metadata_iops=3000), "storage.fsx.metadata_iops", ["PERSISTENT_2 setting"]),
-    (fsx(deployment_type="PERSISTENT_2", throughput_mbps_per_tib=125, metadata_iops=5000),
-     "storage.fsx.metadata_iops", ["got 5000", "multiple of 12000"]),
+    (
+        fsx(deployment_type="PERSISTENT_2", throughput_mbps_per_tib=125, metadata_iops=5000),
+        "storage.fsx.metadata_iops",
+        ["got 5000", "multiple of 12000"],
+    ),
     (fsx(automatic_backup_retention_days=7), "storage.fsx.automatic_backup_retention_days", ["no backups"]),
-    (fsx(data_repository_associations=[{"file_system_path": f"/d{i}", "bucket": "datasets"} for i in range(9)]),
-     "storage.fsx.data_repository_associations", ["too many", "at most 8", "got '9 associations'"]),
-    (fsx(data_repository_associations=[{"file_system_path": "/data", "bucket": "datasets"},
-                                       {"file_system_path": "/data/sub", "bucket": "checkpoints"}]),
-     "storage.fsx.data_repository_associations.0.file_system_path", ["must not repeat or nest"]),
-    (fsx(data_repository_associations=[{"file_system_path": "/data", "bucket": "models"}]),
-     "storage.fsx.data_repository_associations.0.bucket", ["'models'", "'datasets' or 'checkpoints'"]),
-    (fsx(data_repository_associations=[{"file_system_path": "/data", "bucket": "datasets", "s3_prefix": "no-slash"}]),
-     "storage.fsx.data_repository_associations.0.s3_prefix", ["'no-slash'"]),
+    (
+        fsx(data_repository_associations=[{"file_system_path": f"/d{i}", "bucket": "datasets"} for i in range(9)]),
+        "storage.fsx.data_repository_associations",
+        ["too many", "at most 8", "got '9 associations'"],
+    ),
+    (
+        fsx(
+            data_repository_associations=[
+                {"file_system_path": "/data", "bucket": "datasets"},
+                {"file_system_path": "/data/sub", "bucket": "checkpoints"},
+            ]
+        ),
+        "storage.fsx.data_repository_associations.0.file_system_path",
+        ["must not repeat or nest"],
+    ),
+    (
+        fsx(data_repository_associations=[{"file_system_path": "/data", "bucket": "models"}]),
+        "storage.fsx.data_repository_associations.0.bucket",
+        ["'models'", "'datasets' or 'checkpoints'"],
+    ),
+    (
+        fsx(
+            data_repository_associations=[{"file_system_path": "/data", "bucket": "datasets", "s3_prefix": "no-slash"}]
+        ),
+        "storage.fsx.data_repository_associations.0.s3_prefix",
+        ["'no-slash'"],
+    ),
     (fsx(deployment_type="SCRATCH_1"), "storage.fsx.deployment_type", ["'SCRATCH_1'", "'SCRATCH_2'"]),
-    (mutated(storage__datasets_bucket={"noncurrent_version_expiration_days": 0}),
-     "storage.datasets_bucket.noncurrent_version_expiration_days", ["greater than or equal to 1"]),
-    (mutated(build__compute_type="BUILD_GENERAL1_HUGE"), "build.compute_type", ["'BUILD_GENERAL1_HUGE'", "'BUILD_GENERAL1_SMALL'"]),
-    (mutated(build__reference_implementations={"-bad-": {"repository_url": "https://example.com/x.git"}}),
-     "build.reference_implementations", ["'-bad-'"]),
-    (mutated(build__reference_implementations={"ok": {"repository_url": "https://example.com/x.git", "ref": "a b"}}),
-     "build.reference_implementations.ok.ref", ["'a b'"]),
+    (
+        mutated(storage__datasets_bucket={"noncurrent_version_expiration_days": 0}),
+        "storage.datasets_bucket.noncurrent_version_expiration_days",
+        ["greater than or equal to 1"],
+    ),
+    (
+        mutated(build__compute_type="BUILD_GENERAL1_HUGE"),
+        "build.compute_type",
+        ["'BUILD_GENERAL1_HUGE'", "'BUILD_GENERAL1_SMALL'"],
+    ),
+    (
+        mutated(build__reference_implementations={"-bad-": {"repository_url": "https://example.com/x.git"}}),
+        "build.reference_implementations",
+        ["'-bad-'"],
+    ),
+    (
+        mutated(build__reference_implementations={"ok": {"repository_url": "https://example.com/x.git", "ref": "a b"}}),
+        "build.reference_implementations.ok.ref",
+        ["'a b'"],
+    ),
 ]
 
 
-@pytest.mark.parametrize("doc, field, words", STORAGE_BAD_INPUT,
-                         ids=[case[1] + "-" + str(i) for i, case in enumerate(STORAGE_BAD_INPUT)])
+@pytest.mark.parametrize(
+    "doc, field, words", STORAGE_BAD_INPUT, ids=[case[1] + "-" + str(i) for i, case in enumerate(STORAGE_BAD_INPUT)]
+)
 def test_bad_storage_and_build_input(doc, field, words):
     assert_reported(doc, field, words)
 
 
-@pytest.mark.parametrize("settings", [
-    {"deployment_type": "SCRATCH_2", "storage_capacity_gib": 2400},
-    {"deployment_type": "PERSISTENT_1", "storage_capacity_gib": 7200, "throughput_mbps_per_tib": 200},
-    {"deployment_type": "PERSISTENT_2", "storage_capacity_gib": 1200, "throughput_mbps_per_tib": 1000,
-     "metadata_iops": 1500},
-    {"deployment_type": "PERSISTENT_2", "efa_enabled": True, "storage_capacity_gib": 76800, "throughput_mbps_per_tib": 125},
-])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"deployment_type": "SCRATCH_2", "storage_capacity_gib": 2400},
+        {"deployment_type": "PERSISTENT_1", "storage_capacity_gib": 7200, "throughput_mbps_per_tib": 200},
+        {
+            "deployment_type": "PERSISTENT_2",
+            "storage_capacity_gib": 1200,
+            "throughput_mbps_per_tib": 1000,
+            "metadata_iops": 1500,
+        },
+        {
+            "deployment_type": "PERSISTENT_2",
+            "efa_enabled": True,
+            "storage_capacity_gib": 76800,
+            "throughput_mbps_per_tib": 125,
+        },
+    ],
+)
 def test_valid_fsx_sizes(settings):
     assert validate_profile(fsx(**settings)).storage.fsx.storage_capacity_gib == settings["storage_capacity_gib"]
 
@@ -269,65 +453,131 @@ def jark(**changes) -> dict:
 ADDON_BAD_INPUT = [
     (jark(addons__jupyterhub__oidc=None), "addons.jupyterhub.oidc", ["needs OIDC settings"]),
     (jark(addons__jupyterhub__allowed_users=[]), "addons.jupyterhub.allowed_users", ["empty allow-list", "got []"]),
-    (jark(addons__jupyterhub__oidc={**JARK["addons"]["jupyterhub"]["oidc"], "token_url": "http://insecure/token"}),
-     "addons.jupyterhub.oidc.token_url", ["'http://insecure/token'"]),
-    (jark(addons__jupyterhub__oidc={**JARK["addons"]["jupyterhub"]["oidc"], "client_secret": "s3cr3t"}),
-     "addons.jupyterhub.oidc.client_secret", ["unknown setting"]),
-    (jark(cluster__kubernetes_version="1.33"), "addons.gpu_operator.dra",
-     ["Kubernetes 1.34+", "runs 1.33", "allowed: cluster.kubernetes_version 1.34 or later"]),
-    (mutated(cluster__gpu_node_groups__0__capacity={"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0",
-                                                     "instance_count": 2, "availability_zone": "us-west-2a"},
-             addons={"karpenter": {"chart_version": "1.5.2"}}),
-     "addons.karpenter.chart_version", ["'1.5.2'", "Capacity Blocks only from 1.6", "allowed: 1.6.0 or later"]),
-    (mutated(addons={"efa_device_plugin": {"chart_version": "v0.5.6"}}),
-     "addons.efa_device_plugin.chart_version", ["'v0.5.6'", "NVLink", "0.5.10 or later"]),
+    (
+        jark(addons__jupyterhub__oidc={**JARK["addons"]["jupyterhub"]["oidc"], "token_url": "http://insecure/token"}),
+        "addons.jupyterhub.oidc.token_url",
+        ["'http://insecure/token'"],
+    ),
+    (
+        jark(addons__jupyterhub__oidc={**JARK["addons"]["jupyterhub"]["oidc"], "client_secret": "s3cr3t"}),
+        "addons.jupyterhub.oidc.client_secret",
+        ["unknown setting"],
+    ),
+    (
+        jark(cluster__kubernetes_version="1.33"),
+        "addons.gpu_operator.dra",
+        ["Kubernetes 1.34+", "runs 1.33", "allowed: cluster.kubernetes_version 1.34 or later"],
+    ),
+    (
+        mutated(
+            cluster__gpu_node_groups__0__capacity={
+                "type": "capacity_block",
+                "reservation_id": "cr-0123456789abcdef0",
+                "instance_count": 2,
+                "availability_zone": "us-west-2a",
+            },
+            addons={"karpenter": {"chart_version": "1.5.2"}},
+        ),
+        "addons.karpenter.chart_version",
+        ["'1.5.2'", "Capacity Blocks only from 1.6", "allowed: 1.6.0 or later"],
+    ),
+    (
+        mutated(addons={"efa_device_plugin": {"chart_version": "v0.5.6"}}),
+        "addons.efa_device_plugin.chart_version",
+        ["'v0.5.6'", "NVLink", "0.5.10 or later"],
+    ),
     (mutated(addons={"karpenter": {"chart_version": "latest"}}), "addons.karpenter.chart_version", ["'latest'"]),
-    (mutated(addons={"monitoring": {"grafana_admin_password": "hunter2"}}),
-     "addons.monitoring.grafana_admin_password", ["unknown setting"]),
+    (
+        mutated(addons={"monitoring": {"grafana_admin_password": "hunter2"}}),
+        "addons.monitoring.grafana_admin_password",
+        ["unknown setting"],
+    ),
     (mutated(addons={"argo_workflows": {"namespace": "Argo_WF"}}), "addons.argo_workflows.namespace", ["'Argo_WF'"]),
-    (mutated(addons={"gpu_operator": {"driver": True}}), "addons.gpu_operator.driver", ["unknown setting", "allowed: enabled"]),
+    (
+        mutated(addons={"gpu_operator": {"driver": True}}),
+        "addons.gpu_operator.driver",
+        ["unknown setting", "allowed: enabled"],
+    ),
 ]
 
 
-@pytest.mark.parametrize("doc, field, words", ADDON_BAD_INPUT,
-                         ids=[case[1] + "-" + str(i) for i, case in enumerate(ADDON_BAD_INPUT)])
+@pytest.mark.parametrize(
+    "doc, field, words", ADDON_BAD_INPUT, ids=[case[1] + "-" + str(i) for i, case in enumerate(ADDON_BAD_INPUT)]
+)
 def test_bad_addon_input(doc, field, words):
     assert_reported(doc, field, words)
 
 
 def test_karpenter_below_1_6_is_fine_without_capacity_blocks():
-    assert validate_profile(mutated(addons={"karpenter": {"chart_version": "1.5.2"}})).addons.karpenter.chart_version == "1.5.2"
+    assert (
+        validate_profile(mutated(addons={"karpenter": {"chart_version": "1.5.2"}})).addons.karpenter.chart_version
+        == "1.5.2"
+    )
 
 
 WORKLOADS_AND_STATE_BAD_INPUT = [
     (mutated(state={"bucket": "tf-state", "region": "nowhere"}), "state.region", ["'nowhere'", "pattern"]),
-    (mutated(cluster__gpu_node_groups__0__labels={"bad key!": "x"}), "cluster.gpu_node_groups.0.labels.bad key!",
-     ["bad key:", "'bad key!'", "pattern"]),
-    (mutated(cluster__gpu_node_groups__0__labels={"team": "not valid value"}), "cluster.gpu_node_groups.0.labels.team",
-     ["'not valid value'", "pattern"]),
-    (mutated(workloads={"tenants": [{"name": "kube-system"}]}), "workloads.tenants.0.name",
-     ["'kube-system' is a Kubernetes system namespace"]),
+    (
+        mutated(cluster__gpu_node_groups__0__labels={"bad key!": "x"}),
+        "cluster.gpu_node_groups.0.labels.bad key!",
+        ["bad key:", "'bad key!'", "pattern"],
+    ),
+    (
+        mutated(cluster__gpu_node_groups__0__labels={"team": "not valid value"}),
+        "cluster.gpu_node_groups.0.labels.team",
+        ["'not valid value'", "pattern"],
+    ),
+    (
+        mutated(workloads={"tenants": [{"name": "kube-system"}]}),
+        "workloads.tenants.0.name",
+        ["'kube-system' is a Kubernetes system namespace"],
+    ),
     (mutated(workloads={"tenants": [{"name": "Team_A"}]}), "workloads.tenants.0.name", ["'Team_A'"]),
-    (mutated(workloads={"tenants": [{"name": "team-a"}, {"name": "team-a"}]}), "workloads.tenants.1.name",
-     ["unique", "'team-a'"]),
-    (mutated(workloads={"tenants": [{"name": "team-a", "gpu_quota": -1}]}), "workloads.tenants.0.gpu_quota",
-     ["greater than or equal to 0"]),
-    (mutated(workloads={"tenants": [{"name": "team-a", "memory_quota": "lots"}]}), "workloads.tenants.0.memory_quota",
-     ["'lots'"]),
-    (mutated(workloads={"tenants": [{"name": "team-a", "cpu_quota": "4 cores"}]}), "workloads.tenants.0.cpu_quota",
-     ["'4 cores'"]),
+    (
+        mutated(workloads={"tenants": [{"name": "team-a"}, {"name": "team-a"}]}),
+        "workloads.tenants.1.name",
+        ["unique", "'team-a'"],
+    ),
+    (
+        mutated(workloads={"tenants": [{"name": "team-a", "gpu_quota": -1}]}),
+        "workloads.tenants.0.gpu_quota",
+        ["greater than or equal to 0"],
+    ),
+    (
+        mutated(workloads={"tenants": [{"name": "team-a", "memory_quota": "lots"}]}),
+        "workloads.tenants.0.memory_quota",
+        ["'lots'"],
+    ),
+    (
+        mutated(workloads={"tenants": [{"name": "team-a", "cpu_quota": "4 cores"}]}),
+        "workloads.tenants.0.cpu_quota",
+        ["'4 cores'"],
+    ),
     (mutated(workloads={"dra_gpu_counts": [1, 1]}), "workloads.dra_gpu_counts", ["distinct and positive", "[1, 1]"]),
     (mutated(workloads={"dra_gpu_counts": [0]}), "workloads.dra_gpu_counts", ["distinct and positive"]),
-    (mutated(workloads={"gpu_pool": {"instance_types": ["p9.huge"]}}), "workloads.gpu_pool.instance_types",
-     ["not in the GPU instance catalog: p9.huge"]),
-    (mutated(workloads={"gpu_pool": {"capacity_types": ["preemptible"]}}), "workloads.gpu_pool.capacity_types.0",
-     ["'preemptible'", "'on-demand', 'spot' or 'reserved'"]),
-    (mutated(workloads={"cpu_pool": {"instance_categories": ["x"]}}), "workloads.cpu_pool.instance_categories.0", ["'x'"]),
+    (
+        mutated(workloads={"gpu_pool": {"instance_types": ["p9.huge"]}}),
+        "workloads.gpu_pool.instance_types",
+        ["not in the GPU instance catalog: p9.huge"],
+    ),
+    (
+        mutated(workloads={"gpu_pool": {"capacity_types": ["preemptible"]}}),
+        "workloads.gpu_pool.capacity_types.0",
+        ["'preemptible'", "'on-demand', 'spot' or 'reserved'"],
+    ),
+    (
+        mutated(workloads={"cpu_pool": {"instance_categories": ["x"]}}),
+        "workloads.cpu_pool.instance_categories.0",
+        ["'x'"],
+    ),
     (mutated(workloads={"cpu_pool": {"cpu_limit": 0}}), "workloads.cpu_pool.cpu_limit", ["greater than or equal to 1"]),
 ]
 
 
-@pytest.mark.parametrize("doc, field, words", WORKLOADS_AND_STATE_BAD_INPUT,
-                         ids=[case[1] + "-" + str(i) for i, case in enumerate(WORKLOADS_AND_STATE_BAD_INPUT)])
+@pytest.mark.parametrize(
+    "doc, field, words",
+    WORKLOADS_AND_STATE_BAD_INPUT,
+    ids=[case[1] + "-" + str(i) for i, case in enumerate(WORKLOADS_AND_STATE_BAD_INPUT)],
+)
 def test_bad_workloads_and_state_input(doc, field, words):
     assert_reported(doc, field, words)

@@ -42,9 +42,14 @@ def test_fsx_security_group_allows_lustre_ports_from_nodes_and_itself_only(synth
     stack = storage(synthesized, profile)
     group_id = by_path(stack, "aws_security_group", "fsx/security-group")[0]
     own = ref("aws_security_group", group_id)
-    ingress = [r for r in resources(stack, "aws_vpc_security_group_ingress_rule").values() if r["security_group_id"] == own]
-    tcp = sorted((r["from_port"], r["to_port"], r["referenced_security_group_id"] == own) for r in ingress
-                 if r["ip_protocol"] == "tcp")
+    ingress = [
+        r for r in resources(stack, "aws_vpc_security_group_ingress_rule").values() if r["security_group_id"] == own
+    ]
+    tcp = sorted(
+        (r["from_port"], r["to_port"], r["referenced_security_group_id"] == own)
+        for r in ingress
+        if r["ip_protocol"] == "tcp"
+    )
     assert tcp == [(988, 988, False), (988, 988, True), (1018, 1023, False), (1018, 1023, True)]
     node_sources = {r["referenced_security_group_id"] for r in ingress if r["referenced_security_group_id"] != own}
     (node_source,) = node_sources
@@ -62,14 +67,31 @@ def test_every_bucket_is_private_encrypted_versioned_and_tls_only(synthesized, p
         buckets = resources(stack, "aws_s3_bucket")
         assert buckets
         for kind, check in (
-            ("aws_s3_bucket_public_access_block",
-             lambda b: all(b[k] is True for k in ("block_public_acls", "block_public_policy", "ignore_public_acls",
-                                                  "restrict_public_buckets"))),
-            ("aws_s3_bucket_server_side_encryption_configuration",
-             lambda b: b["rule"][0]["apply_server_side_encryption_by_default"]["sse_algorithm"] in ("AES256", "aws:kms")),
+            (
+                "aws_s3_bucket_public_access_block",
+                lambda b: all(
+                    b[k] is True
+                    for k in (
+                        "block_public_acls",
+                        "block_public_policy",
+                        "ignore_public_acls",
+                        "restrict_public_buckets",
+                    )
+                ),
+            ),
+            (
+                "aws_s3_bucket_server_side_encryption_configuration",
+                lambda b: (
+                    b["rule"][0]["apply_server_side_encryption_by_default"]["sse_algorithm"] in ("AES256", "aws:kms")
+                ),
+            ),
             ("aws_s3_bucket_versioning", lambda b: b["versioning_configuration"]["status"] == "Enabled"),
-            ("aws_s3_bucket_policy",
-             lambda b: json.loads(b["policy"])["Statement"][0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}),
+            (
+                "aws_s3_bucket_policy",
+                lambda b: (
+                    json.loads(b["policy"])["Statement"][0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+                ),
+            ),
         ):
             covered = {body["bucket"] for body in resources(stack, kind).values() if check(body)}
             assert covered == {ref("aws_s3_bucket", key) for key in buckets}, f"{layer}: {kind}"
@@ -79,7 +101,9 @@ def test_every_bucket_is_private_encrypted_versioned_and_tls_only(synthesized, p
 def test_data_is_protected_unless_the_profile_opts_out(synthesized, profile):
     stack = storage(synthesized, profile)
     protect = synthesized.configs[profile].storage.protect_from_destroy
-    protected = list(resources(stack, "aws_s3_bucket").values()) + list(resources(stack, "aws_fsx_lustre_file_system").values())
+    protected = list(resources(stack, "aws_s3_bucket").values()) + list(
+        resources(stack, "aws_fsx_lustre_file_system").values()
+    )
     assert protected
     assert all(body["lifecycle"]["prevent_destroy"] is protect for body in protected)
     assert protect is (profile != "g6-validation")
@@ -93,7 +117,7 @@ def test_fsx_links_s3_only_through_associations(synthesized, profile):
     cfg = synthesized.configs[profile].storage.fsx
     associations = resources(stack, "aws_fsx_data_repository_association")
     assert len(associations) == len(cfg.data_repository_associations)
-    for wanted, body in zip(cfg.data_repository_associations, sorted(associations.values(), key=path_of)):
+    for wanted, body in zip(cfg.data_repository_associations, sorted(associations.values(), key=path_of), strict=True):
         assert body["file_system_path"] == wanted.file_system_path
         assert body["data_repository_path"].startswith("s3://${aws_s3_bucket.")
         assert body["data_repository_path"].endswith("/" + wanted.s3_prefix)
@@ -102,7 +126,11 @@ def test_fsx_links_s3_only_through_associations(synthesized, profile):
 
 def test_fsx_sizing_reaches_the_json(synthesized):
     (p5,) = resources(storage(synthesized, "p5-training"), "aws_fsx_lustre_file_system").values()
-    assert (p5["deployment_type"], p5["storage_capacity"], p5["per_unit_storage_throughput"]) == ("PERSISTENT_2", 4800, 250)
+    assert (p5["deployment_type"], p5["storage_capacity"], p5["per_unit_storage_throughput"]) == (
+        "PERSISTENT_2",
+        4800,
+        250,
+    )
     assert p5["metadata_configuration"] == {"mode": "AUTOMATIC"}
     (p5en,) = resources(storage(synthesized, "p5en-training"), "aws_fsx_lustre_file_system").values()
     assert p5en["efa_enabled"] is True and p5en["metadata_configuration"] == {"mode": "USER_PROVISIONED", "iops": 12000}
@@ -118,7 +146,9 @@ def test_no_fsx_when_disabled(synthesized):
 @pytest.mark.parametrize("profile", ALL)
 def test_storage_outputs_for_static_volumes(synthesized, profile):
     outputs = storage(synthesized, profile)["output"]
-    assert {"datasets_bucket_name", "datasets_bucket_arn", "checkpoints_bucket_name", "checkpoints_bucket_arn"} <= set(outputs)
+    assert {"datasets_bucket_name", "datasets_bucket_arn", "checkpoints_bucket_name", "checkpoints_bucket_arn"} <= set(
+        outputs
+    )
     if synthesized.configs[profile].storage.fsx.enabled:
         assert {"fsx_file_system_id", "fsx_dns_name", "fsx_mount_name"} <= set(outputs)
 
@@ -139,8 +169,11 @@ def test_ecr_repositories_are_immutable_scanned_encrypted_and_pruned(synthesized
         assert repo["image_tag_mutability"] == "IMMUTABLE"
         assert repo["image_scanning_configuration"] == {"scan_on_push": True}
         assert repo["encryption_configuration"] == [{"encryption_type": "KMS"}]
-        (policy,) = [p for p in resources(stack, "aws_ecr_lifecycle_policy").values()
-                     if p["repository"] == ref("aws_ecr_repository", key, "name")]
+        (policy,) = [
+            p
+            for p in resources(stack, "aws_ecr_lifecycle_policy").values()
+            if p["repository"] == ref("aws_ecr_repository", key, "name")
+        ]
         (rule,) = json.loads(policy["policy"])["rules"]
         assert rule["selection"]["countNumber"] == synthesized.configs[profile].build.keep_images
 
@@ -149,8 +182,11 @@ def test_codebuild_project_builds_from_the_source_archive(synthesized):
     stack = synthesized.stack("capacity-block", "build")
     (project,) = resources(stack, "aws_codebuild_project").values()
     source_bucket = by_path(stack, "aws_s3_bucket", "source-bucket/bucket")[0]
-    assert project["source"] == {"type": "S3", "buildspec": "ci/buildspec.yml",
-                                 "location": f"{ref('aws_s3_bucket', source_bucket, 'bucket')}/rl-trainer.zip"}
+    assert project["source"] == {
+        "type": "S3",
+        "buildspec": "ci/buildspec.yml",
+        "location": f"{ref('aws_s3_bucket', source_bucket, 'bucket')}/rl-trainer.zip",
+    }
     env = project["environment"]
     assert env["privileged_mode"] is True and env["compute_type"] == "BUILD_GENERAL1_2XLARGE"
     variables = {v["name"]: v["value"] for v in env["environment_variable"]}

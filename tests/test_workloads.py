@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
+import kubernetes_validate
+import pydantic
 import pytest
 import yaml
 
@@ -18,7 +21,9 @@ ALL = SHIPPED + FIXTURES
 
 
 def objects(synthesized, profile) -> list[dict]:
-    return [body["manifest"] for body in resources(synthesized.stack(profile, "workloads"), "kubernetes_manifest").values()]
+    return [
+        body["manifest"] for body in resources(synthesized.stack(profile, "workloads"), "kubernetes_manifest").values()
+    ]
 
 
 def of_kind(items, kind):
@@ -41,20 +46,32 @@ def test_every_validation_manifest_validates(synthesized, profile):
     if not config.cluster.gpu_node_groups:
         assert files == {}
         return
-    assert set(files) == {"00-namespace.yaml", "gpu-smoke-test.yaml", "topology-check.yaml", "container-test.yaml",
-                          "nccl-allreduce.yaml"}
+    assert set(files) == {
+        "00-namespace.yaml",
+        "gpu-smoke-test.yaml",
+        "topology-check.yaml",
+        "container-test.yaml",
+        "nccl-allreduce.yaml",
+    }
     for items in files.values():
         for obj in items:
             validate_object(obj, config.cluster.kubernetes_version)
             yaml.safe_load(yaml.safe_dump(obj))  # plain YAML that kubectl can apply
 
 
-def test_an_invalid_object_is_caught():
-    with pytest.raises(Exception):
-        validate_object({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containerz": []}}, "1.33")
-    with pytest.raises(Exception):
-        validate_object({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "x"},
-                         "spec": {"template": {}, "disruption": {}, "limits": {}, "weigth": 1}}, "1.33")
+def test_an_invalid_pod_is_caught():
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containerz": []}}
+    with pytest.raises(kubernetes_validate.ValidationError, match="'containers' is a required property"):
+        validate_object(pod, "1.33")
+
+
+def test_a_misspelled_crd_field_is_caught(synthesized):
+    pool = next(obj for obj in objects(synthesized, "g6-validation") if obj["kind"] == "NodePool")
+    validate_object(pool, "1.33")  # the synthesized pool itself is valid
+    misspelled = copy.deepcopy(pool)
+    misspelled["spec"]["weigth"] = 1
+    with pytest.raises(pydantic.ValidationError, match=r"spec\.weigth\n  Extra inputs are not permitted"):
+        validate_object(misspelled, "1.33")
 
 
 @pytest.mark.parametrize("profile, expected", [("p5-training", 32), ("p5en-training", 16), ("g6-validation", 1)])
@@ -70,7 +87,9 @@ def test_nccl_job_requests_every_efa_interface(synthesized, profile, expected):
         assert resources_["nvidia.com/gpu"] == str(CATALOG[instance_type].gpu_count)
         assert resources_["hugepages-2Mi"]
     assert {"name": "dshm", "mountPath": "/dev/shm"} in container["volumeMounts"]
-    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in worker["template"]["spec"]["volumes"]
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in worker["template"]["spec"][
+        "volumes"
+    ]
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env == {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1"}
     assert job["spec"]["slotsPerWorker"] == CATALOG[instance_type].gpu_count
@@ -102,7 +121,9 @@ def test_static_volumes_reference_the_storage_layer(synthesized):
     s3 = pvs["ml-team-s3-datasets"]["spec"]
     assert s3["csi"]["driver"] == "s3.csi.aws.com" and s3["csi"]["volumeAttributes"]["bucketName"].startswith(remote)
     assert "prefix ml-team/" in s3["mountOptions"]
-    assert "ml-team-fsx" not in {o["metadata"]["name"] for o in of_kind(objects(synthesized, "odcr"), "PersistentVolume")}
+    assert "ml-team-fsx" not in {
+        o["metadata"]["name"] for o in of_kind(objects(synthesized, "odcr"), "PersistentVolume")
+    }
 
 
 @pytest.mark.parametrize("profile", ALL)
@@ -153,11 +174,16 @@ def test_gpu_pool_taint_matches_node_groups_and_gpu_operator(synthesized, profil
         if group["ami_type"].endswith("NVIDIA"):
             (taint,) = group["taint"]
             assert (taint["key"], taint["value"]) == (GPU_TAINT_K8S["key"], GPU_TAINT_K8S["value"])
-    operator = next(r for r in resources(synthesized.stack(profile, "addons"), "helm_release").values()
-                    if r["name"] == "gpu-operator")
+    operator = next(
+        r
+        for r in resources(synthesized.stack(profile, "addons"), "helm_release").values()
+        if r["name"] == "gpu-operator"
+    )
     tolerations = yaml.safe_load(operator["values"][0])["daemonsets"]["tolerations"]
-    assert any(t["key"] == GPU_TAINT_K8S["key"] and t["operator"] == "Exists" and t["effect"] == GPU_TAINT_K8S["effect"]
-               for t in tolerations)
+    assert any(
+        t["key"] == GPU_TAINT_K8S["key"] and t["operator"] == "Exists" and t["effect"] == GPU_TAINT_K8S["effect"]
+        for t in tolerations
+    )
 
 
 def test_karpenter_node_class_wiring(synthesized):
@@ -165,7 +191,8 @@ def test_karpenter_node_class_wiring(synthesized):
     spec = node_class["spec"]
     assert spec["role"].startswith("${data.terraform_remote_state.cross-stack-reference-input-addons.")
     assert spec["securityGroupSelectorTerms"][0]["id"].startswith(
-        "${data.terraform_remote_state.cross-stack-reference-input-cluster.")
+        "${data.terraform_remote_state.cross-stack-reference-input-cluster."
+    )
     assert spec["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "gpu-validation"}}]
     assert spec["metadataOptions"]["httpTokens"] == "required"
     pools = {o["metadata"]["name"]: o for o in of_kind(objects(synthesized, "g6-validation"), "NodePool")}

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, Generic, TypeVar
 
-from constructs import Construct
 from cdktf import ITerraformDependable
+from constructs import Construct
 
 from components.helm.release import HelmAddon, HelmAddonProps, SensitiveValue, Values
 from profiles import PlatformConfig

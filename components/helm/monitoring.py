@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
+from pydantic import Field
 
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.common import Placement
@@ -17,27 +18,35 @@ from profiles.addons import MonitoringConfig
 # count, so alerts look at its current value; increase() over it would be meaningless.
 # FB_USED / FB_FREE are MiB gauges; their ratio is 0..1. These rules assume one cluster per Prometheus.
 GPU_RULES: dict[str, Any] = {
-    "groups": [{
-        "name": "gpu-platform",
-        "rules": [
-            {"record": "gpu:framebuffer_used:ratio",
-             "expr": "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"},
-            {"alert": "GpuXidCodeReported",
-             "expr": "DCGM_FI_DEV_XID_ERRORS != 0",
-             "for": "1m",
-             "labels": {"severity": "warning"},
-             "annotations": {
-                 "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} last reported XID {{ $value }}",
-                 "description": "The value is the most recent XID code, not a count. Look the code up before "
-                                "draining: not every XID means failed hardware.",
-             }},
-            {"record": "namespace:gpu_requesting_pods_pending:count",
-             "expr": "count by (namespace) ("
-                     "max by (namespace, pod) (kube_pod_status_phase{phase=\"Pending\"} == 1) "
-                     "and on (namespace, pod) "
-                     "max by (namespace, pod) (kube_pod_container_resource_requests{resource=\"nvidia_com_gpu\"} > 0))"},
-        ],
-    }],
+    "groups": [
+        {
+            "name": "gpu-platform",
+            "rules": [
+                {
+                    "record": "gpu:framebuffer_used:ratio",
+                    "expr": "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)",
+                },
+                {
+                    "alert": "GpuXidCodeReported",
+                    "expr": "DCGM_FI_DEV_XID_ERRORS != 0",
+                    "for": "1m",
+                    "labels": {"severity": "warning"},
+                    "annotations": {
+                        "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} last reported XID {{ $value }}",
+                        "description": "The value is the most recent XID code, not a count. Look the code up before "
+                        "draining: not every XID means failed hardware.",
+                    },
+                },
+                {
+                    "record": "namespace:gpu_requesting_pods_pending:count",
+                    "expr": "count by (namespace) ("
+                    'max by (namespace, pod) (kube_pod_status_phase{phase="Pending"} == 1) '
+                    "and on (namespace, pod) "
+                    'max by (namespace, pod) (kube_pod_container_resource_requests{resource="nvidia_com_gpu"} > 0))',
+                },
+            ],
+        }
+    ],
 }
 
 
@@ -53,7 +62,7 @@ class GrafanaAdmin(Values):
 
 class GrafanaValues(Values):
     admin: GrafanaAdmin | None = None
-    node_selector: dict[str, str] = dict(SYSTEM_NODES)
+    node_selector: dict[str, str] = Field(default_factory=lambda: dict(SYSTEM_NODES))
 
 
 class MonitoringValues(Values):
@@ -63,22 +72,30 @@ class MonitoringValues(Values):
     additional_prometheus_rules_map: dict[str, Any]
 
 
-def monitoring_values(*, retention_days: int, storage_gib: int, storage_class: str,
-                      grafana_secret: str | None) -> MonitoringValues:
+def monitoring_values(
+    *, retention_days: int, storage_gib: int, storage_class: str, grafana_secret: str | None
+) -> MonitoringValues:
     return MonitoringValues(
-        prometheus=PrometheusValues(prometheus_spec={
-            # Select every ServiceMonitor, PodMonitor and PrometheusRule in the cluster, not only
-            # those labelled for this release (DCGM, Ray and Karpenter monitors come from other charts).
-            "serviceMonitorSelectorNilUsesHelmValues": False,
-            "podMonitorSelectorNilUsesHelmValues": False,
-            "ruleSelectorNilUsesHelmValues": False,
-            "retention": f"{retention_days}d",
-            "nodeSelector": dict(SYSTEM_NODES),
-            "storageSpec": {"volumeClaimTemplate": {"spec": {
-                "storageClassName": storage_class, "accessModes": ["ReadWriteOnce"],
-                "resources": {"requests": {"storage": f"{storage_gib}Gi"}},
-            }}},
-        }),
+        prometheus=PrometheusValues(
+            prometheus_spec={
+                # Select every ServiceMonitor, PodMonitor and PrometheusRule in the cluster, not only
+                # those labelled for this release (DCGM, Ray and Karpenter monitors come from other charts).
+                "serviceMonitorSelectorNilUsesHelmValues": False,
+                "podMonitorSelectorNilUsesHelmValues": False,
+                "ruleSelectorNilUsesHelmValues": False,
+                "retention": f"{retention_days}d",
+                "nodeSelector": dict(SYSTEM_NODES),
+                "storageSpec": {
+                    "volumeClaimTemplate": {
+                        "spec": {
+                            "storageClassName": storage_class,
+                            "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": f"{storage_gib}Gi"}},
+                        }
+                    }
+                },
+            }
+        ),
         grafana=GrafanaValues(admin=GrafanaAdmin(existing_secret=grafana_secret) if grafana_secret else None),
         additional_prometheus_rules_map={"gpu-platform": GPU_RULES},
     )
@@ -95,8 +112,10 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
     def values(self, ctx: AddonContext, settings: MonitoringConfig) -> MonitoringValues:
         from_variable = settings.grafana_admin_password_from == "variable"
         return monitoring_values(
-            retention_days=settings.prometheus_retention_days, storage_gib=settings.prometheus_storage_gib,
-            storage_class=ctx.storage_class, grafana_secret=None if from_variable else settings.grafana_admin_secret_name,
+            retention_days=settings.prometheus_retention_days,
+            storage_gib=settings.prometheus_storage_gib,
+            storage_class=ctx.storage_class,
+            grafana_secret=None if from_variable else settings.grafana_admin_secret_name,
         )
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
@@ -106,12 +125,18 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
         if settings.grafana_admin_password_from != "variable":
             return ()
         password = TerraformVariable(
-            ctx.scope, "grafana_admin_password", type="string", sensitive=True, nullable=False,
+            ctx.scope,
+            "grafana_admin_password",
+            type="string",
+            sensitive=True,
+            nullable=False,
             description="Grafana admin password (set TF_VAR_grafana_admin_password); stored only in a Secret.",
-            validation=[TerraformVariableValidationConfig(
-                condition="${length(var.grafana_admin_password) >= 12}",
-                error_message="grafana_admin_password must be at least 12 characters.",
-            )],
+            validation=[
+                TerraformVariableValidationConfig(
+                    condition="${length(var.grafana_admin_password) >= 12}",
+                    error_message="grafana_admin_password must be at least 12 characters.",
+                )
+            ],
         )
         return (SensitiveValue("grafana.adminPassword", password.string_value),)
 

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from constructs import Construct
 from cdktf import ITerraformDependable
 from cdktf_cdktf_provider_helm.release import Release, ReleaseSetSensitive
+from constructs import Construct
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 

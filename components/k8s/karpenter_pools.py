@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from components.k8s.crds import (
     BlockDeviceMapping,
@@ -54,7 +55,7 @@ def _pool(name: str, requirements: list[Requirement], *, taints: list[Taint] | N
     )
 
 
-def karpenter_objects(props: KarpenterPoolsProps) -> list[dict]:
+def karpenter_objects(props: KarpenterPoolsProps) -> list[dict[str, Any]]:
     node_class = Ec2NodeClass(
         metadata=ObjectMeta(name=NODE_CLASS),
         spec=Ec2NodeClassSpec(
@@ -69,23 +70,36 @@ def karpenter_objects(props: KarpenterPoolsProps) -> list[dict]:
             tags={"karpenter.sh/discovery": props.cluster_name},
         ),
     )
-    cpu = _pool("cpu", [
-        Requirement(key="karpenter.k8s.aws/instance-category", operator="In", values=list(props.cpu.instance_categories)),
-        Requirement(key="karpenter.sh/capacity-type", operator="In", values=list(props.cpu.capacity_types)),
-        Requirement(key="kubernetes.io/arch", operator="In", values=["amd64"]),
-    ], taints=None, expire_hours=props.cpu.expire_after_hours,
-        disruption=Disruption(consolidation_policy="WhenEmptyOrUnderutilized",
-                              consolidate_after=f"{props.cpu.consolidate_after_minutes}m"),
-        limits={"cpu": str(props.cpu.cpu_limit)})
-    gpu = _pool("gpu", [
-        Requirement(key="node.kubernetes.io/instance-type", operator="In", values=list(props.gpu.instance_types)),
-        Requirement(key="karpenter.sh/capacity-type", operator="In", values=list(props.gpu.capacity_types)),
-    ],
+    cpu = _pool(
+        "cpu",
+        [
+            Requirement(
+                key="karpenter.k8s.aws/instance-category", operator="In", values=list(props.cpu.instance_categories)
+            ),
+            Requirement(key="karpenter.sh/capacity-type", operator="In", values=list(props.cpu.capacity_types)),
+            Requirement(key="kubernetes.io/arch", operator="In", values=["amd64"]),
+        ],
+        taints=None,
+        expire_hours=props.cpu.expire_after_hours,
+        disruption=Disruption(
+            consolidation_policy="WhenEmptyOrUnderutilized", consolidate_after=f"{props.cpu.consolidate_after_minutes}m"
+        ),
+        limits={"cpu": str(props.cpu.cpu_limit)},
+    )
+    gpu = _pool(
+        "gpu",
+        [
+            Requirement(key="node.kubernetes.io/instance-type", operator="In", values=list(props.gpu.instance_types)),
+            Requirement(key="karpenter.sh/capacity-type", operator="In", values=list(props.gpu.capacity_types)),
+        ],
         # The same taint as the managed GPU node groups: the GPU Operator's daemonsets and GPU
         # workloads tolerate exactly this.
-        taints=[Taint(**GPU_TAINT_K8S)], expire_hours=props.gpu.expire_after_hours,
+        taints=[Taint(key=GPU_TAINT_K8S["key"], value=GPU_TAINT_K8S["value"], effect="NoSchedule")],
+        expire_hours=props.gpu.expire_after_hours,
         # GPU nodes leave only when empty: consolidation must not evict running training.
-        disruption=Disruption(consolidation_policy="WhenEmpty",
-                              consolidate_after=f"{props.gpu.consolidate_after_minutes}m"),
-        limits={"nvidia.com/gpu": str(props.gpu.gpu_limit)})
+        disruption=Disruption(
+            consolidation_policy="WhenEmpty", consolidate_after=f"{props.gpu.consolidate_after_minutes}m"
+        ),
+        limits={"nvidia.com/gpu": str(props.gpu.gpu_limit)},
+    )
     return [node_class.manifest(), cpu.manifest(), gpu.manifest()]

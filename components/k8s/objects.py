@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from constructs import Construct
 from cdktf import ITerraformDependable
 from cdktf_cdktf_provider_kubernetes.manifest import Manifest
+from constructs import Construct
 
 
-def object_id(obj: dict) -> str:
+def object_id(obj: dict[str, Any]) -> str:
     """Stable construct id: kind, namespace and name (renaming one replaces the object)."""
     meta = obj["metadata"]
     parts = [obj["kind"].lower(), meta.get("namespace"), meta["name"]]
@@ -18,7 +19,7 @@ def object_id(obj: dict) -> str:
 
 @dataclass(frozen=True)
 class KubernetesObjectsProps:
-    objects: tuple[dict, ...]
+    objects: tuple[dict[str, Any], ...]
     depends_on: tuple[ITerraformDependable, ...] = field(default=())
 
 

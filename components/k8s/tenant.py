@@ -4,6 +4,7 @@ static PV/PVC pairs for FSx and the S3 buckets, and (DRA mode) GPU claim templat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from components.labels import GPU_TAINT_KEY
 from profiles.workloads import TenantConfig
@@ -32,8 +33,8 @@ class TenantProps:
     dra_gpu_counts: tuple[int, ...]  # empty: no DRA claim templates
 
 
-def _meta(name: str, namespace: str | None = None, **labels: str) -> dict:
-    meta: dict = {"name": name}
+def _meta(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
     if namespace:
         meta["namespace"] = namespace
     if labels:
@@ -41,7 +42,9 @@ def _meta(name: str, namespace: str | None = None, **labels: str) -> dict:
     return meta
 
 
-def _static_volume(namespace: str, name: str, capacity: str, csi: dict, mount_options: list[str] | None = None):
+def _static_volume(
+    namespace: str, name: str, capacity: str, csi: dict[str, Any], mount_options: list[str] | None = None
+) -> list[dict[str, Any]]:
     """A PV bound to exactly one PVC in the consuming namespace (a PVC cannot cross namespaces)."""
     pv_name = f"{namespace}-{name}"
     pv = {
@@ -61,10 +64,10 @@ def _static_volume(namespace: str, name: str, capacity: str, csi: dict, mount_op
     return [pv, pvc]
 
 
-def tenant_objects(props: TenantProps) -> list[dict]:
+def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
     cfg, storage = props.config, props.storage
     ns = cfg.name
-    objects: list[dict] = [
+    objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(ns, **{"platform/tenant": ns})},
         {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": _meta("compute", ns), "spec": {"hard": {
             "requests.cpu": cfg.cpu_quota, "requests.memory": cfg.memory_quota,

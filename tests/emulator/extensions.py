@@ -97,7 +97,7 @@ class EmulatorExtensions:
                 self.calls.append(f"{method} cluster-security-group")
                 body = json.dumps(document).encode()
         headers = [(k, v) for k, v in captured["headers"] if k.lower() != "content-length"]
-        start_response(captured["status"], headers + [("Content-Length", str(len(body)))])
+        start_response(captured["status"], [*headers, ("Content-Length", str(len(body)))])
         return [body]
 
     # ------------------------------------------------------------------ EC2 placement groups
@@ -116,20 +116,28 @@ class EmulatorExtensions:
                                         f"{self._pg_xml(group, 'placementGroup')}</CreatePlacementGroupResponse>")
         if action == "DeletePlacementGroup":
             self.placement_groups.pop(form["GroupName"], None)
-            return _xml(start_response, f"<DeletePlacementGroupResponse {ns}><return>true</return></DeletePlacementGroupResponse>")
+            return _xml(
+                start_response,
+                f"<DeletePlacementGroupResponse {ns}><return>true</return></DeletePlacementGroupResponse>",
+            )
         names = [v for k, v in form.items() if k.startswith("GroupName.")]
         filters = {form[k]: form[k.replace("Name", "Value.1")] for k in form if re.match(r"Filter\.\d+\.Name$", k)}
         wanted = names or ([filters["group-name"]] if "group-name" in filters else list(self.placement_groups))
         items = "".join(self._pg_xml(self.placement_groups[n], "item") for n in wanted if n in self.placement_groups)
-        return _xml(start_response, f"<DescribePlacementGroupsResponse {ns}><requestId>x</requestId>"
-                                    f"<placementGroupSet>{items}</placementGroupSet></DescribePlacementGroupsResponse>")
+        return _xml(
+            start_response,
+            f"<DescribePlacementGroupsResponse {ns}><requestId>x</requestId>"
+            f"<placementGroupSet>{items}</placementGroupSet></DescribePlacementGroupsResponse>",
+        )
 
     @staticmethod
     def _pg_xml(group: dict, tag: str) -> str:
         tags = "".join(f"<item><key>{k}</key><value>{v}</value></item>" for k, v in group["tags"].items())
-        return (f"<{tag}><groupName>{group['name']}</groupName><strategy>{group['strategy']}</strategy>"
-                f"<state>available</state><groupId>{group['id']}</groupId><tagSet>{tags}</tagSet>"
-                f"<groupArn>arn:aws:ec2:us-east-1:{ACCOUNT}:placement-group/{group['name']}</groupArn></{tag}>")
+        return (
+            f"<{tag}><groupName>{group['name']}</groupName><strategy>{group['strategy']}</strategy>"
+            f"<state>available</state><groupId>{group['id']}</groupId><tagSet>{tags}</tagSet>"
+            f"<groupArn>arn:aws:ec2:us-east-1:{ACCOUNT}:placement-group/{group['name']}</groupArn></{tag}>"
+        )
 
     # ------------------------------------------------------------------ EKS
     def _body(self, environ) -> dict:
@@ -143,8 +151,11 @@ class EmulatorExtensions:
         if len(parts) < 3:
             return None
         cluster, kind, rest = parts[1], parts[2], parts[3:]
-        handler = {"access-entries": self._access_entries, "addons": self._addons,
-                   "pod-identity-associations": self._pod_identity}.get(kind)
+        handler = {
+            "access-entries": self._access_entries,
+            "addons": self._addons,
+            "pod-identity-associations": self._pod_identity,
+        }.get(kind)
         if handler is None:
             return None
         self.calls.append(f"{method} {kind}")
@@ -154,10 +165,17 @@ class EmulatorExtensions:
         if method == "POST" and not rest:
             body = self._body(environ)
             principal = body["principalArn"]
-            entry = {"clusterName": cluster, "principalArn": principal, "type": body.get("type", "STANDARD"),
-                     "kubernetesGroups": body.get("kubernetesGroups", []), "username": principal,
-                     "accessEntryArn": f"arn:aws:eks:us-east-1:{ACCOUNT}:access-entry/{cluster}/{uuid.uuid4().hex}",
-                     "tags": body.get("tags", {}), "createdAt": 0, "modifiedAt": 0}
+            entry = {
+                "clusterName": cluster,
+                "principalArn": principal,
+                "type": body.get("type", "STANDARD"),
+                "kubernetesGroups": body.get("kubernetesGroups", []),
+                "username": principal,
+                "accessEntryArn": f"arn:aws:eks:us-east-1:{ACCOUNT}:access-entry/{cluster}/{uuid.uuid4().hex}",
+                "tags": body.get("tags", {}),
+                "createdAt": 0,
+                "modifiedAt": 0,
+            }
             self.access_entries[(cluster, principal)] = entry
             return _json(start_response, 200, {"accessEntry": entry})
         principal = "/".join(rest[:1]) if rest else ""
@@ -167,14 +185,28 @@ class EmulatorExtensions:
             policies = self.access_policies.setdefault(key, {})
             if method == "POST":
                 body = self._body(environ)
-                association = {"policyArn": body["policyArn"], "accessScope": body["accessScope"],
-                               "associatedAt": 0, "modifiedAt": 0}
+                association = {
+                    "policyArn": body["policyArn"],
+                    "accessScope": body["accessScope"],
+                    "associatedAt": 0,
+                    "modifiedAt": 0,
+                }
                 policies[body["policyArn"]] = association
-                return _json(start_response, 200, {"clusterName": cluster, "principalArn": principal,
-                                                   "associatedAccessPolicy": association})
+                return _json(
+                    start_response,
+                    200,
+                    {"clusterName": cluster, "principalArn": principal, "associatedAccessPolicy": association},
+                )
             if method == "GET":
-                return _json(start_response, 200, {"clusterName": cluster, "principalArn": principal,
-                                                   "associatedAccessPolicies": list(policies.values())})
+                return _json(
+                    start_response,
+                    200,
+                    {
+                        "clusterName": cluster,
+                        "principalArn": principal,
+                        "associatedAccessPolicies": list(policies.values()),
+                    },
+                )
             if method == "DELETE":
                 policies.pop("/".join(rest[2:]), None)
                 return _json(start_response, 200, {})
@@ -192,12 +224,25 @@ class EmulatorExtensions:
         if method == "POST" and not rest:
             body = self._body(environ)
             name = body["addonName"]
-            arns = [self._create_pod_identity(cluster, "kube-system", a["serviceAccount"], a["roleArn"], owner=name)["associationArn"]
-                    for a in body.get("podIdentityAssociations", [])]
-            addon = {"addonName": name, "clusterName": cluster, "status": "ACTIVE", "addonVersion": "v1.0.0-eksbuild.1",
-                     "addonArn": f"arn:aws:eks:us-east-1:{ACCOUNT}:addon/{cluster}/{name}/{uuid.uuid4().hex}",
-                     "configurationValues": body.get("configurationValues"), "podIdentityAssociations": arns,
-                     "tags": body.get("tags", {}), "createdAt": 0, "modifiedAt": 0, "health": {"issues": []}}
+            arns = [
+                self._create_pod_identity(cluster, "kube-system", a["serviceAccount"], a["roleArn"], owner=name)[
+                    "associationArn"
+                ]
+                for a in body.get("podIdentityAssociations", [])
+            ]
+            addon = {
+                "addonName": name,
+                "clusterName": cluster,
+                "status": "ACTIVE",
+                "addonVersion": "v1.0.0-eksbuild.1",
+                "addonArn": f"arn:aws:eks:us-east-1:{ACCOUNT}:addon/{cluster}/{name}/{uuid.uuid4().hex}",
+                "configurationValues": body.get("configurationValues"),
+                "podIdentityAssociations": arns,
+                "tags": body.get("tags", {}),
+                "createdAt": 0,
+                "modifiedAt": 0,
+                "health": {"issues": []},
+            }
             self.addons[(cluster, name)] = addon
             return _json(start_response, 200, {"addon": addon})
         if not rest:  # ListAddons
@@ -214,10 +259,18 @@ class EmulatorExtensions:
 
     def _create_pod_identity(self, cluster, namespace, service_account, role_arn, owner=None) -> dict:
         association_id = f"a-{uuid.uuid4().hex[:17]}"
-        association = {"clusterName": cluster, "namespace": namespace, "serviceAccount": service_account,
-                       "roleArn": role_arn, "associationId": association_id,
-                       "associationArn": f"arn:aws:eks:us-east-1:{ACCOUNT}:podidentityassociation/{cluster}/{association_id}",
-                       "tags": {}, "createdAt": 0, "modifiedAt": 0, "disableSessionTags": False}
+        association = {
+            "clusterName": cluster,
+            "namespace": namespace,
+            "serviceAccount": service_account,
+            "roleArn": role_arn,
+            "associationId": association_id,
+            "associationArn": f"arn:aws:eks:us-east-1:{ACCOUNT}:podidentityassociation/{cluster}/{association_id}",
+            "tags": {},
+            "createdAt": 0,
+            "modifiedAt": 0,
+            "disableSessionTags": False,
+        }
         if owner:
             association["ownerArn"] = owner
         self.pod_identities[(cluster, association_id)] = association
@@ -229,9 +282,20 @@ class EmulatorExtensions:
             association = self._create_pod_identity(cluster, body["namespace"], body["serviceAccount"], body["roleArn"])
             return _json(start_response, 200, {"association": association})
         if not rest:
-            return _json(start_response, 200, {"associations": [
-                {k: a[k] for k in ("clusterName", "namespace", "serviceAccount", "associationArn", "associationId")}
-                for (c, _), a in self.pod_identities.items() if c == cluster]})
+            return _json(
+                start_response,
+                200,
+                {
+                    "associations": [
+                        {
+                            k: a[k]
+                            for k in ("clusterName", "namespace", "serviceAccount", "associationArn", "associationId")
+                        }
+                        for (c, _), a in self.pod_identities.items()
+                        if c == cluster
+                    ]
+                },
+            )
         key = (cluster, rest[0])
         if key not in self.pod_identities:
             return _eks_error(start_response, 404, "ResourceNotFoundException", f"no association {rest[0]}")

@@ -98,11 +98,11 @@ def known_differences(before, after, unknown, path: tuple = ()) -> list[tuple]:
     if isinstance(before, dict) and isinstance(after, dict):
         unknown = unknown if isinstance(unknown, dict) else {}
         return [p for key in set(before) | set(after)
-                for p in known_differences(before.get(key), after.get(key), unknown.get(key), path + (key,))]
+                for p in known_differences(before.get(key), after.get(key), unknown.get(key), (*path, key))]
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         unknown = unknown if isinstance(unknown, list) else [None] * len(after)
-        return [p for i, (b, a) in enumerate(zip(before, after))
-                for p in known_differences(b, a, unknown[i] if i < len(unknown) else None, path + (i,))]
+        return [p for i, (b, a) in enumerate(zip(before, after, strict=True))
+                for p in known_differences(b, a, unknown[i] if i < len(unknown) else None, (*path, i))]
     return [] if before == after or (before in (None, "", [], {}) and after in (None, "", [], {})) else [path]
 
 
@@ -117,7 +117,7 @@ def unexpected_drift(plan: dict) -> list[str]:
         roots = {path[0] for path in change["change"].get("replace_paths") or []}
         roots |= {path[0] for path in known_differences(change["change"]["before"], change["change"]["after"],
                                                         change["change"].get("after_unknown"))}
-        if actions == ["create"] or actions == ["delete"] or not roots <= allowed:
+        if actions in (["create"], ["delete"]) or not roots <= allowed:
             problems.append(f"{change['address']} {actions}: {sorted(roots - allowed) or 'created/deleted'}")
     return problems
 
