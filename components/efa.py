@@ -15,7 +15,7 @@ from profiles.catalog import GpuInstanceType
 InterfaceType = Literal["efa", "efa-only"] | None  # None: a plain ENA interface
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NetworkInterfaceSlot:
     network_card_index: int
     device_index: int
@@ -33,17 +33,20 @@ def efa_interface_layout(entry: GpuInstanceType) -> list[NetworkInterfaceSlot]:
         return []
     slots = []
     if entry.first_efa_card > 0:
-        slots.append(NetworkInterfaceSlot(0, 0, None))
+        slots.append(NetworkInterfaceSlot(network_card_index=0, device_index=0, interface_type=None))
     for card in entry.efa_network_cards:
         primary = card == 0
-        slots.append(NetworkInterfaceSlot(card, 0, "efa" if primary else "efa-only"))
+        slots.append(NetworkInterfaceSlot(
+            network_card_index=card, device_index=0, interface_type="efa" if primary else "efa-only"))
     return slots
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EfaSecurityGroupProps:
     name: str
+    """The group's name."""
     vpc_id: str
+    """The VPC the group lives in."""
 
 
 class EfaSecurityGroup(Construct):
@@ -64,4 +67,9 @@ class EfaSecurityGroup(Construct):
             self, "to-self", security_group_id=group.id, referenced_security_group_id=group.id, ip_protocol="-1",
             description="EFA to members",
         )
-        self.id = group.id
+        self._id = group.id
+
+    @property
+    def id(self) -> str:
+        """The group's id."""
+        return self._id

@@ -37,14 +37,20 @@ class ControlPlaneDefaults:
 DEFAULTS = ControlPlaneDefaults()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ControlPlaneProps:
     name: str
+    """The cluster's name."""
     kubernetes_version: str
+    """EKS Kubernetes version, e.g. 1.34."""
     subnet_ids: tuple[str, ...]
-    public_access_cidrs: tuple[str, ...]  # empty: no public endpoint
+    """Private subnets for the control plane's network interfaces."""
+    public_access_cidrs: tuple[str, ...]
+    """CIDRs that may reach the public endpoint; empty: no public endpoint."""
     log_types: tuple[str, ...]
+    """Control-plane log types sent to CloudWatch."""
     admin_principal_arns: tuple[str, ...]
+    """IAM principals granted cluster admin, besides the deploying principal."""
 
 
 class EksControlPlane(Construct):
@@ -97,17 +103,17 @@ class EksControlPlane(Construct):
             enabled_cluster_log_types=list(props.log_types),
             depends_on=[*role.attachments, logs],
         )
-        self.name = cluster.name
-        self.endpoint = cluster.endpoint
-        self.certificate_authority = cluster.certificate_authority.get(0).data
-        self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
-        self.kms_key_arn = key.arn
+        self._name = cluster.name
+        self._endpoint = cluster.endpoint
+        self._certificate_authority = cluster.certificate_authority.get(0).data
+        self._cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
+        self._kms_key_arn = key.arn
 
         # The deploying principal (an assumed role resolves to its role ARN) plus listed admins.
         session = DataAwsIamSessionContext(self, "caller-session", arn=caller.arn)
         admins = {"deployer": session.issuer_arn}
         admins.update({f"admin-{index}": arn for index, arn in enumerate(props.admin_principal_arns)})
-        self.ready: list[ITerraformDependable] = [cluster]
+        self._ready: list[ITerraformDependable] = [cluster]
         for key_, principal in admins.items():
             entry = EksAccessEntry(
                 self, f"{key_}-access", cluster_name=cluster.name, principal_arn=principal, type="STANDARD"
@@ -120,4 +126,34 @@ class EksControlPlane(Construct):
                 policy_arn=DEFAULTS.admin_policy,
                 access_scope=EksAccessPolicyAssociationAccessScope(type="cluster"),
             )
-            self.ready.append(association)
+            self._ready.append(association)
+
+    @property
+    def name(self) -> str:
+        """The cluster's name (a token: depends on the cluster)."""
+        return self._name
+
+    @property
+    def endpoint(self) -> str:
+        """The API server endpoint."""
+        return self._endpoint
+
+    @property
+    def certificate_authority(self) -> str:
+        """Base64 cluster CA certificate."""
+        return self._certificate_authority
+
+    @property
+    def cluster_security_group_id(self) -> str:
+        """The security group EKS creates for the cluster and its nodes."""
+        return self._cluster_security_group_id
+
+    @property
+    def kms_key_arn(self) -> str:
+        """The secrets envelope-encryption key."""
+        return self._kms_key_arn
+
+    @property
+    def ready(self) -> list[ITerraformDependable]:
+        """What must exist before anything talks to the API."""
+        return self._ready

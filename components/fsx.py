@@ -26,15 +26,22 @@ from profiles.storage import FsxConfig
 LUSTRE_PORTS = ((988, 988), (1018, 1023))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LustreProps:
     name: str
+    """The platform's name: prefix of the file system's and its security group's names."""
     vpc_id: str
+    """The VPC the file system lives in."""
     subnet_id: str
+    """The GPU subnet: the file system sits in the AZ of its heaviest clients."""
     client_security_group_id: str
-    bucket_names: dict[str, str]  # "datasets" / "checkpoints" -> bucket name
+    """The security group of the nodes that mount the file system."""
+    bucket_names: dict[str, str]
+    """"datasets" / "checkpoints" -> bucket name, for data repository associations."""
     config: FsxConfig
+    """The file system's validated profile settings."""
     prevent_destroy: bool
+    """Refuse to destroy the file system (lifecycle prevent_destroy)."""
 
 
 class LustreFileSystem(Construct):
@@ -47,7 +54,7 @@ class LustreFileSystem(Construct):
             self, "security-group", name=f"{props.name}-fsx", vpc_id=props.vpc_id,
             description="Lustre from cluster nodes and between file servers", tags={"Name": f"{props.name}-fsx"},
         )
-        self.security_group_id = group.id
+        self._security_group_id = group.id
         for source_name, source in (("nodes", props.client_security_group_id), ("self", group.id)):
             for low, high in LUSTRE_PORTS:
                 VpcSecurityGroupIngressRule(
@@ -90,9 +97,9 @@ class LustreFileSystem(Construct):
             tags={"Name": f"{props.name}-training"},
             lifecycle=TerraformResourceLifecycle(prevent_destroy=props.prevent_destroy),
         )
-        self.id = file_system.id
-        self.dns_name = file_system.dns_name
-        self.mount_name = file_system.mount_name
+        self._id = file_system.id
+        self._dns_name = file_system.dns_name
+        self._mount_name = file_system.mount_name
 
         # S3 is linked through associations only; import_path / export_path are never used
         # (PERSISTENT_2 rejects them, and one mechanism is easier to reason about).
@@ -111,3 +118,23 @@ class LustreFileSystem(Construct):
                     if association.export_events else None,
                 ),
             )
+
+    @property
+    def security_group_id(self) -> str:
+        """The file system's security group."""
+        return self._security_group_id
+
+    @property
+    def id(self) -> str:
+        """The file system's id."""
+        return self._id
+
+    @property
+    def dns_name(self) -> str:
+        """Its DNS name."""
+        return self._dns_name
+
+    @property
+    def mount_name(self) -> str:
+        """Its Lustre mount name."""
+        return self._mount_name

@@ -30,15 +30,28 @@ def allow(actions: list[str], resources: list[str] | str = "*", **extra: Any) ->
     return {"Effect": "Allow", "Action": sorted(actions), "Resource": resources, **extra}
 
 
-@dataclass(frozen=True)
+def deny_insecure_transport(service: str, resources: list[str] | str) -> dict[str, Any]:
+    """The resource-policy statement that refuses every request not made over TLS."""
+    return {
+        "Sid": "DenyInsecureTransport", "Effect": "Deny", "Principal": "*", "Action": f"{service}:*",
+        "Resource": resources, "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
 class ServiceRoleProps:
     name: str
-    # Service principal (e.g. eks.amazonaws.com); Pod Identity roles use pods.eks.amazonaws.com.
+    """The role's name."""
     service: str
-    managed_policies: tuple[str, ...] = ()  # names under arn:aws:iam::aws:policy/
-    inline_policy: str | None = None  # a JSON policy document
+    """Service principal (e.g. eks.amazonaws.com); Pod Identity roles use pods.eks.amazonaws.com."""
+    managed_policies: tuple[str, ...] = ()
+    """AWS managed policies, by name under arn:aws:iam::aws:policy/. Default: none."""
+    inline_policy: str | None = None
+    """A JSON policy document attached inline. Default: none."""
     trust_actions: tuple[str, ...] = ("sts:AssumeRole",)
+    """What the service may do with the role. Default: assume it."""
     tags: dict[str, str] = field(default_factory=dict)
+    """Tags besides the provider's default tags. Default: none."""
 
 
 class ServiceRole(Construct):
@@ -51,16 +64,31 @@ class ServiceRole(Construct):
             {"Effect": "Allow", "Principal": {"Service": props.service}, "Action": list(props.trust_actions)}
         )
         role = IamRole(self, "role", name=props.name, assume_role_policy=trust, tags=props.tags or None)
-        self.arn = role.arn
-        self.name = role.name
-        self.attachments: list[ITerraformDependable] = [
+        self._arn = role.arn
+        self._name = role.name
+        self._attachments: list[ITerraformDependable] = [
             IamRolePolicyAttachment(self, policy.replace("/", "-"), role=role.name, policy_arn=AWS_MANAGED + policy)
             for policy in props.managed_policies
         ]
         if props.inline_policy is not None:
-            self.attachments.append(
+            self._attachments.append(
                 IamRolePolicy(self, "inline", role=role.id, name=props.name, policy=props.inline_policy)
             )
+
+    @property
+    def arn(self) -> str:
+        """The role's ARN."""
+        return self._arn
+
+    @property
+    def name(self) -> str:
+        """The role's name."""
+        return self._name
+
+    @property
+    def attachments(self) -> list[ITerraformDependable]:
+        """Its policy attachments (dependants can order against them)."""
+        return self._attachments
 
 
 def pod_identity_role(

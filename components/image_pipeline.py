@@ -37,18 +37,28 @@ class ImagePipelineDefaults:
 DEFAULTS = ImagePipelineDefaults()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ImagePipelineProps:
     platform_name: str
-    implementation: str  # validated: lowercase letters, digits, inner hyphens
+    """The platform's name: prefix of the repository, project and role names."""
+    implementation: str
+    """The reference implementation's name (validated: lowercase letters, digits, inner hyphens)."""
     repository_url: str
+    """Git repository the image is built from."""
     ref: str
+    """Branch or tag to build."""
     buildspec: str
+    """Buildspec path inside the source archive."""
     source_bucket_name: str
+    """Bucket the source archive is uploaded to."""
     source_bucket_arn: str
+    """ARN of that bucket (the build role reads only its archive there)."""
     compute_type: str
+    """CodeBuild compute type."""
     keep_images: int
+    """ECR keeps the newest N images."""
     timeout_minutes: int
+    """Build timeout."""
 
 
 class ImagePipeline(Construct):
@@ -70,14 +80,14 @@ class ImagePipeline(Construct):
             "action": {"type": "expire"},
         }]}))
 
-        self.source_key = f"{props.implementation}.zip"
+        self._source_key = f"{props.implementation}.zip"
         logs = CloudwatchLogGroup(self, "logs", name=f"/aws/codebuild/{name}",
                                   retention_in_days=DEFAULTS.log_retention_days)
         role = ServiceRole(self, "role", props=ServiceRoleProps(
             name=f"{name}-build", service="codebuild.amazonaws.com",
             inline_policy=policy_document(
                 allow(["logs:CreateLogStream", "logs:PutLogEvents"], [logs.arn, f"{logs.arn}:*"]),
-                allow(["s3:GetObject", "s3:GetObjectVersion"], f"{props.source_bucket_arn}/{self.source_key}"),
+                allow(["s3:GetObject", "s3:GetObjectVersion"], f"{props.source_bucket_arn}/{self._source_key}"),
                 allow(["ecr:GetAuthorizationToken"], "*"),
                 allow(["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:CompleteLayerUpload",
                        "ecr:GetDownloadUrlForLayer", "ecr:InitiateLayerUpload", "ecr:PutImage", "ecr:UploadLayerPart"],
@@ -93,7 +103,7 @@ class ImagePipeline(Construct):
             self, "project", name=name, description=f"Builds and pushes the {props.implementation} image",
             service_role=role.arn, build_timeout=props.timeout_minutes,
             source=CodebuildProjectSource(
-                type="S3", location=f"{props.source_bucket_name}/{self.source_key}", buildspec=props.buildspec,
+                type="S3", location=f"{props.source_bucket_name}/{self._source_key}", buildspec=props.buildspec,
             ),
             artifacts=CodebuildProjectArtifacts(type="NO_ARTIFACTS"),
             environment=CodebuildProjectEnvironment(
@@ -109,5 +119,20 @@ class ImagePipeline(Construct):
             ),
             depends_on=role.attachments,
         )
-        self.repository_url = repository.repository_url
-        self.project_name = project.name
+        self._repository_url = repository.repository_url
+        self._project_name = project.name
+
+    @property
+    def source_key(self) -> str:
+        """The source archive's key in the source bucket."""
+        return self._source_key
+
+    @property
+    def repository_url(self) -> str:
+        """The ECR repository's URL."""
+        return self._repository_url
+
+    @property
+    def project_name(self) -> str:
+        """The CodeBuild project's name."""
+        return self._project_name

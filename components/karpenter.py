@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from cdktf import ITerraformDependable
 from cdktf_cdktf_provider_aws.cloudwatch_event_rule import CloudwatchEventRule
 from cdktf_cdktf_provider_aws.cloudwatch_event_target import CloudwatchEventTarget
 from cdktf_cdktf_provider_aws.eks_access_entry import EksAccessEntry
@@ -15,7 +16,15 @@ from cdktf_cdktf_provider_aws.sqs_queue import SqsQueue
 from cdktf_cdktf_provider_aws.sqs_queue_policy import SqsQueuePolicy
 from constructs import Construct
 
-from components.iam import EKS_NODE_POLICIES, ServiceRole, ServiceRoleProps, allow, pod_identity_role, policy_document
+from components.iam import (
+    EKS_NODE_POLICIES,
+    ServiceRole,
+    ServiceRoleProps,
+    allow,
+    deny_insecure_transport,
+    pod_identity_role,
+    policy_document,
+)
 
 INTERRUPTION_EVENTS = {
     "scheduled-change": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
@@ -27,13 +36,18 @@ INTERRUPTION_EVENTS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KarpenterIdentityProps:
-    name: str  # cluster name
+    name: str
+    """The platform's name (the cluster's name as a plain string): prefix of every resource name."""
     region: str
-    cluster_name: str  # token from the cluster layer
+    """The platform's region."""
+    cluster_name: str
+    """The cluster's name as a token from the cluster layer (orders the access entry after it)."""
     namespace: str
+    """Namespace of Karpenter's service account."""
     service_account: str
+    """Karpenter's service account, which Pod Identity gives the controller role."""
 
 
 class KarpenterIdentity(Construct):
@@ -53,8 +67,7 @@ class KarpenterIdentity(Construct):
         SqsQueuePolicy(self, "queue-policy", queue_url=queue.url, policy=policy_document(
             {"Effect": "Allow", "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
              "Action": "sqs:SendMessage", "Resource": queue.arn},
-            {"Sid": "DenyInsecureTransport", "Effect": "Deny", "Principal": "*", "Action": "sqs:*",
-             "Resource": queue.arn, "Condition": {"Bool": {"aws:SecureTransport": "false"}}},
+            deny_insecure_transport("sqs", queue.arn),
         ))
         for rule_id, pattern in INTERRUPTION_EVENTS.items():
             rule = CloudwatchEventRule(self, f"{rule_id}-rule", name=f"{name}-karpenter-{rule_id}",
@@ -114,7 +127,27 @@ class KarpenterIdentity(Construct):
             service_account=props.service_account,
             role_arn=controller.arn,
         )
-        self.queue_name = queue.name
-        self.node_role_name = node_role.name
-        self.node_role_arn = node_role.arn
-        self.ready = (access, association, *controller.attachments)
+        self._queue_name = queue.name
+        self._node_role_name = node_role.name
+        self._node_role_arn = node_role.arn
+        self._ready = (access, association, *controller.attachments)
+
+    @property
+    def queue_name(self) -> str:
+        """The SQS interruption queue's name."""
+        return self._queue_name
+
+    @property
+    def node_role_name(self) -> str:
+        """The role Karpenter's nodes run as."""
+        return self._node_role_name
+
+    @property
+    def node_role_arn(self) -> str:
+        """Its ARN."""
+        return self._node_role_arn
+
+    @property
+    def ready(self) -> tuple[ITerraformDependable, ...]:
+        """What must exist before the controller starts."""
+        return self._ready

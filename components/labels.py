@@ -1,5 +1,5 @@
-"""Node labels and taints that several layers must agree on (node groups, Karpenter pools,
-add-on schedulers, notebook profiles). One definition, imported everywhere."""
+"""Node labels, taints and node settings that several layers must agree on (node groups, Karpenter
+pools, add-on schedulers, notebook profiles). One definition, imported everywhere."""
 
 from __future__ import annotations
 
@@ -17,3 +17,9 @@ EFA_NODES = {EFA_LABEL: "true"}
 NODE_GROUP_LABEL = "platform/gpu-node-group"
 # Karpenter pools label their nodes with this key (values: cpu, gpu).
 NODE_POOL_LABEL = "platform/node-pool"
+
+# Every node, managed or Karpenter-launched: IMDSv2 only, with this PUT response hop limit.
+# 2 hops: pods on the host network (and containers behind a bridge) can still reach IMDSv2.
+IMDS_HOP_LIMIT = 2
+# The root volume's device on the AL2023 AMIs.
+ROOT_DEVICE_NAME = "/dev/xvda"

@@ -44,7 +44,7 @@ class ManagedAddon(Construct):
         if props.identity is not None:
             identity = [EksAddonPodIdentityAssociation(
                 service_account=props.identity.service_account, role_arn=props.identity.role_arn)]
-        self.addon = EksAddon(
+        self._addon = EksAddon(
             self, "addon",
             cluster_name=props.cluster_name,
             addon_name=props.addon_name,
@@ -54,3 +54,8 @@ class ManagedAddon(Construct):
             resolve_conflicts_on_update="OVERWRITE",
             depends_on=list(props.depends_on) or None,
         )
+
+    @property
+    def addon(self) -> EksAddon:
+        """The aws_eks_addon resource (to depend on)."""
+        return self._addon

@@ -19,13 +19,18 @@ from cdktf_cdktf_provider_aws.vpc_endpoint import VpcEndpoint
 from constructs import Construct
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NetworkProps:
     name: str
+    """The platform's name: prefix of every network resource's Name tag."""
     cidr: str
+    """The VPC's CIDR; a public and a private subnet per AZ are carved from it."""
     availability_zones: tuple[str, ...]
+    """The AZs the VPC spans."""
     nat_gateways: Literal["single", "per_az"]
+    """One shared NAT gateway, or one per AZ."""
     region: str
+    """The VPC's region (for the S3 gateway endpoint)."""
 
 
 def subnet_layout(cidr: str, az_count: int) -> tuple[list[str], list[str]]:
@@ -47,8 +52,8 @@ class Network(Construct):
             self, "vpc", cidr_block=props.cidr, enable_dns_hostnames=True, enable_dns_support=True,
             tags={"Name": props.name},
         )
-        self.vpc_id = vpc.id
-        self.cidr = props.cidr
+        self._vpc_id = vpc.id
+        self._cidr = props.cidr
         # Take over the VPC's default security group and leave it without rules: nothing may
         # fall back to it and silently get VPC-wide access.
         DefaultSecurityGroup(self, "default-sg", vpc_id=vpc.id, tags={"Name": f"{props.name}-default-unused"})
@@ -59,8 +64,8 @@ class Network(Construct):
         )
 
         private_cidrs, public_cidrs = subnet_layout(props.cidr, len(props.availability_zones))
-        self.private_subnet_ids: dict[str, str] = {}
-        self.public_subnet_ids: dict[str, str] = {}
+        self._private_subnet_ids: dict[str, str] = {}
+        self._public_subnet_ids: dict[str, str] = {}
         private_route_tables: list[RouteTable] = []
         nat_ids: list[str] = []
         for index, zone in enumerate(props.availability_zones):
@@ -85,8 +90,8 @@ class Network(Construct):
                     "karpenter.sh/discovery": props.name,
                 },
             )
-            self.public_subnet_ids[zone] = public.id
-            self.private_subnet_ids[zone] = private.id
+            self._public_subnet_ids[zone] = public.id
+            self._private_subnet_ids[zone] = private.id
             if props.nat_gateways == "per_az" or index == 0:
                 eip = Eip(self, f"nat-{zone}", domain="vpc", tags={"Name": f"{props.name}-nat-{zone}"})
                 nat = NatGateway(
@@ -121,3 +126,23 @@ class Network(Construct):
             route_table_ids=[table.id for table in private_route_tables],
             tags={"Name": f"{props.name}-s3"},
         )
+
+    @property
+    def vpc_id(self) -> str:
+        """The VPC's id."""
+        return self._vpc_id
+
+    @property
+    def cidr(self) -> str:
+        """The VPC's CIDR."""
+        return self._cidr
+
+    @property
+    def private_subnet_ids(self) -> dict[str, str]:
+        """AZ -> private subnet id."""
+        return self._private_subnet_ids
+
+    @property
+    def public_subnet_ids(self) -> dict[str, str]:
+        """AZ -> public subnet id."""
+        return self._public_subnet_ids

@@ -31,7 +31,16 @@ from cdktf_cdktf_provider_aws.placement_group import PlacementGroup
 from constructs import Construct
 
 from components.efa import efa_interface_layout
-from components.labels import EFA_LABEL, GPU_TAINT_EKS, GPU_TRAINING_ROLE, NODE_GROUP_LABEL, ROLE_LABEL, SYSTEM_NODES
+from components.labels import (
+    EFA_LABEL,
+    GPU_TAINT_EKS,
+    GPU_TRAINING_ROLE,
+    IMDS_HOP_LIMIT,
+    NODE_GROUP_LABEL,
+    ROLE_LABEL,
+    ROOT_DEVICE_NAME,
+    SYSTEM_NODES,
+)
 from components.user_data import gpu_node_user_data
 from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, SystemNodeGroupConfig
 
@@ -41,8 +50,6 @@ BOOTSTRAP_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu-node-b
 class NodeGroupDefaults:
     gpu_ami_type: str = "AL2023_x86_64_NVIDIA"
     system_ami_type: str = "AL2023_x86_64_STANDARD"
-    # 2 hops: pods on the host network (and containers behind a bridge) can still reach IMDSv2.
-    imds_hop_limit: int = 2
 
 
 DEFAULTS = NodeGroupDefaults()
@@ -51,35 +58,41 @@ DEFAULTS = NodeGroupDefaults()
 def _metadata_options() -> LaunchTemplateMetadataOptions:
     return LaunchTemplateMetadataOptions(
         http_endpoint="enabled", http_tokens="required",
-        http_put_response_hop_limit=DEFAULTS.imds_hop_limit, instance_metadata_tags="disabled",
+        http_put_response_hop_limit=IMDS_HOP_LIMIT, instance_metadata_tags="disabled",
     )
 
 
 def _root_volume(size_gib: int) -> list[LaunchTemplateBlockDeviceMappings]:
     return [LaunchTemplateBlockDeviceMappings(
-        device_name="/dev/xvda",
+        device_name=ROOT_DEVICE_NAME,
         ebs=LaunchTemplateBlockDeviceMappingsEbs(
             volume_size=size_gib, volume_type="gp3", encrypted="true", delete_on_termination="true",
         ),
     )]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NodeGroupWiring:
     """What every node group needs from the cluster."""
 
     cluster_name: str
+    """The cluster the nodes join."""
     node_role_arn: str
+    """The IAM role the nodes run as."""
     node_security_group_id: str
-    # Created before any node group, destroyed after (node roles outlive nodes, or ENIs leak).
+    """The cluster security group every node carries."""
     depends_on: tuple[ITerraformDependable, ...] = field(default=())
+    """Created before any node group, destroyed after (node roles outlive nodes, or ENIs leak)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SystemNodeGroupProps:
     wiring: NodeGroupWiring
+    """What every node group needs from the cluster."""
     subnet_ids: tuple[str, ...]
+    """The private subnets of every AZ."""
     config: SystemNodeGroupConfig
+    """The group's validated profile settings."""
 
 
 class SystemNodeGroup(Construct):
@@ -93,7 +106,7 @@ class SystemNodeGroup(Construct):
             block_device_mappings=_root_volume(cfg.disk_size_gib), metadata_options=_metadata_options(),
             vpc_security_group_ids=[wiring.node_security_group_id], update_default_version=True,
         )
-        self.node_group = EksNodeGroup(
+        self._node_group = EksNodeGroup(
             self,
             "node-group",
             cluster_name=wiring.cluster_name,
@@ -115,44 +128,82 @@ class SystemNodeGroup(Construct):
             depends_on=list(wiring.depends_on) or None,
         )
 
+    @property
+    def node_group(self) -> EksNodeGroup:
+        """The aws_eks_node_group resource."""
+        return self._node_group
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
 class GpuNodeGroupProps:
     wiring: NodeGroupWiring
-    subnet_id: str  # one private subnet: EFA does not cross AZs
+    """What every node group needs from the cluster."""
+    subnet_id: str
+    """One private subnet: EFA does not cross AZs."""
     config: GpuNodeGroupConfig
+    """The group's validated profile settings."""
     efa_security_group_id: str | None
+    """The EFA security group; required when the group has EFA on."""
+
+
+def _catalog_precondition(scope: Construct, cfg: GpuNodeGroupConfig) -> Precondition:
+    """Plan-time check of the catalog: a wrong EFA count must fail `terraform plan`, not a job."""
+    entry = cfg.catalog_entry
+    instance_type = DataAwsEc2InstanceType(scope, "instance-type", instance_type=cfg.instance_type)
+    aws_efa_count = f"coalesce({instance_type.fqn}.efa_maximum_interfaces, 0)"
+    return Precondition(
+        condition=f"${{{aws_efa_count} == {entry.max_efa_interfaces}}}",
+        error_message=(
+            f"The GPU instance catalog says {cfg.instance_type} has {entry.max_efa_interfaces} EFA interfaces, "
+            f"but EC2 reports ${{{aws_efa_count}}}: fix profiles/catalog.py."
+        ),
+    )
+
+
+def _placement(scope: Construct, cfg: GpuNodeGroupConfig, name: str) -> LaunchTemplatePlacement | None:
+    if cfg.placement == "cluster":
+        group = PlacementGroup(scope, "placement-group", name=name, strategy="cluster")
+        return LaunchTemplatePlacement(group_name=group.name)
+    if cfg.placement == "reservation":
+        return LaunchTemplatePlacement(group_name=cfg.existing_placement_group)
+    return None
+
+
+def _efa_interfaces(cfg: GpuNodeGroupConfig, security_groups: list[str]) -> list[LaunchTemplateNetworkInterfaces]:
+    """One interface per EFA-capable network card, each carrying every security group."""
+    return [
+        LaunchTemplateNetworkInterfaces(
+            network_card_index=slot.network_card_index, device_index=slot.device_index,
+            interface_type=slot.interface_type, security_groups=security_groups, delete_on_termination="true",
+        )
+        for slot in efa_interface_layout(cfg.catalog_entry)
+    ]
+
+
+def _reserved_capacity(cfg: GpuNodeGroupConfig) -> tuple[
+    LaunchTemplateCapacityReservationSpecification | None, LaunchTemplateInstanceMarketOptions | None
+]:
+    """The launch template's reservation target and market options for ODCR / Capacity Block groups."""
+    capacity = cfg.capacity
+    if not isinstance(capacity, (CapacityBlock, OdcrCapacity)):
+        return None, None
+    target = LaunchTemplateCapacityReservationSpecificationCapacityReservationTarget(
+        capacity_reservation_id=capacity.reservation_id,
+        capacity_reservation_resource_group_arn=getattr(capacity, "resource_group_arn", None),
+    )
+    reservation = LaunchTemplateCapacityReservationSpecification(capacity_reservation_target=target)
+    market = LaunchTemplateInstanceMarketOptions(market_type="capacity-block") if isinstance(
+        capacity, CapacityBlock) else None
+    return reservation, market
 
 
 class GpuNodeGroup(Construct):
-    """A GPU node group on the AL2023 NVIDIA AMI, with every EFA interface its instance type has.
-
-    Exposes `node_group`, `launch_template` and `labels`.
-    """
+    """A GPU node group on the AL2023 NVIDIA AMI, with every EFA interface its instance type has."""
 
     def __init__(self, scope: Construct, id_: str, *, props: GpuNodeGroupProps):
         super().__init__(scope, id_)
         cfg, wiring = props.config, props.wiring
-        entry = cfg.catalog_entry
         name = f"{wiring.cluster_name}-{cfg.name}"
-
-        # Plan-time check of the catalog: a wrong EFA count must fail `terraform plan`, not a job.
-        instance_type = DataAwsEc2InstanceType(self, "instance-type", instance_type=cfg.instance_type)
-        aws_efa_count = f"coalesce({instance_type.fqn}.efa_maximum_interfaces, 0)"
-        precondition = Precondition(
-            condition=f"${{{aws_efa_count} == {entry.max_efa_interfaces}}}",
-            error_message=(
-                f"The GPU instance catalog says {cfg.instance_type} has {entry.max_efa_interfaces} EFA interfaces, "
-                f"but EC2 reports ${{{aws_efa_count}}}: fix profiles/catalog.py."
-            ),
-        )
-
-        placement = None
-        if cfg.placement == "cluster":
-            group = PlacementGroup(self, "placement-group", name=name, strategy="cluster")
-            placement = LaunchTemplatePlacement(group_name=group.name)
-        elif cfg.placement == "reservation":
-            placement = LaunchTemplatePlacement(group_name=cfg.existing_placement_group)
 
         security_groups = [wiring.node_security_group_id]
         interfaces = None
@@ -160,72 +211,45 @@ class GpuNodeGroup(Construct):
             if props.efa_security_group_id is None:
                 raise ValueError(f"GPU node group {cfg.name} has EFA on but was given no EFA security group")
             security_groups.append(props.efa_security_group_id)
-            interfaces = [
-                LaunchTemplateNetworkInterfaces(
-                    network_card_index=slot.network_card_index,
-                    device_index=slot.device_index,
-                    interface_type=slot.interface_type,
-                    security_groups=security_groups,
-                    delete_on_termination="true",
-                )
-                for slot in efa_interface_layout(entry)
-            ]
+            interfaces = _efa_interfaces(cfg, security_groups)
+        reservation, market = _reserved_capacity(cfg)
 
-        reservation = market = None
-        if isinstance(cfg.capacity, (CapacityBlock, OdcrCapacity)):
-            target = LaunchTemplateCapacityReservationSpecificationCapacityReservationTarget(
-                capacity_reservation_id=cfg.capacity.reservation_id,
-                capacity_reservation_resource_group_arn=getattr(cfg.capacity, "resource_group_arn", None),
-            )
-            reservation = LaunchTemplateCapacityReservationSpecification(capacity_reservation_target=target)
-        if isinstance(cfg.capacity, CapacityBlock):
-            market = LaunchTemplateInstanceMarketOptions(market_type="capacity-block")
-
-        self.launch_template = LaunchTemplate(
-            self,
-            "launch-template",
+        self._launch_template = LaunchTemplate(
+            self, "launch-template",
             name=name,
             update_default_version=True,
-            user_data=gpu_node_user_data(BOOTSTRAP_SCRIPT.read_text(), raid0_local_nvme=entry.local_nvme_disks > 0),
+            user_data=gpu_node_user_data(BOOTSTRAP_SCRIPT.read_text(),
+                                         raid0_local_nvme=cfg.catalog_entry.local_nvme_disks > 0),
             metadata_options=_metadata_options(),
             block_device_mappings=_root_volume(cfg.root_volume_size_gib),
             network_interfaces=interfaces,
             # Without explicit interfaces the groups go on the primary interface instead.
             vpc_security_group_ids=None if interfaces else security_groups,
-            placement=placement,
+            placement=_placement(self, cfg, name),
             capacity_reservation_specification=reservation,
             instance_market_options=market,
             tag_specifications=[
                 LaunchTemplateTagSpecifications(resource_type=kind, tags={"Name": name})
                 for kind in ("instance", "volume", "network-interface")
             ],
-            lifecycle=TerraformResourceLifecycle(precondition=[precondition]),
+            lifecycle=TerraformResourceLifecycle(precondition=[_catalog_precondition(self, cfg)]),
         )
-
-        self.labels = {
+        self._labels = {
             ROLE_LABEL: GPU_TRAINING_ROLE,
             NODE_GROUP_LABEL: cfg.name,
             EFA_LABEL: "true" if cfg.efa_enabled else "false",
             **cfg.labels,
         }
-        self.node_group = EksNodeGroup(
-            self,
-            "node-group",
-            cluster_name=wiring.cluster_name,
-            node_group_name=cfg.name,
-            node_role_arn=wiring.node_role_arn,
-            subnet_ids=[props.subnet_id],
-            ami_type=DEFAULTS.gpu_ami_type,
-            instance_types=[cfg.instance_type],
+        self._node_group = EksNodeGroup(
+            self, "node-group",
+            cluster_name=wiring.cluster_name, node_group_name=cfg.name, node_role_arn=wiring.node_role_arn,
+            subnet_ids=[props.subnet_id], ami_type=DEFAULTS.gpu_ami_type, instance_types=[cfg.instance_type],
             capacity_type="CAPACITY_BLOCK" if isinstance(cfg.capacity, CapacityBlock) else "ON_DEMAND",
             scaling_config=EksNodeGroupScalingConfig(
-                min_size=cfg.min_size, desired_size=cfg.desired_size, max_size=cfg.max_size
-            ),
+                min_size=cfg.min_size, desired_size=cfg.desired_size, max_size=cfg.max_size),
             launch_template=EksNodeGroupLaunchTemplate(
-                id=self.launch_template.id,
-                version=Token.as_string(self.launch_template.latest_version),
-            ),
-            labels=self.labels,
+                id=self._launch_template.id, version=Token.as_string(self._launch_template.latest_version)),
+            labels=self._labels,
             taint=[EksNodeGroupTaint(**GPU_TAINT_EKS)],
             update_config=EksNodeGroupUpdateConfig(max_unavailable=cfg.max_unavailable),
             node_repair_config=EksNodeGroupNodeRepairConfig(enabled=True),
@@ -233,3 +257,16 @@ class GpuNodeGroup(Construct):
             lifecycle=TerraformResourceLifecycle(ignore_changes=["scaling_config[0].desired_size"]),
             depends_on=list(wiring.depends_on) or None,
         )
+
+    @property
+    def node_group(self) -> EksNodeGroup:
+        return self._node_group
+
+    @property
+    def launch_template(self) -> LaunchTemplate:
+        return self._launch_template
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The Kubernetes labels of the group's nodes."""
+        return dict(self._labels)

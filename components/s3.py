@@ -3,7 +3,7 @@ public access fully blocked, owner-enforced objects, a TLS-only policy and lifec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cdktf import TerraformResourceLifecycle
 from cdktf_cdktf_provider_aws.s3_bucket import S3Bucket
@@ -29,16 +29,18 @@ from cdktf_cdktf_provider_aws.s3_bucket_server_side_encryption_configuration imp
 from cdktf_cdktf_provider_aws.s3_bucket_versioning import S3BucketVersioningA, S3BucketVersioningVersioningConfiguration
 from constructs import Construct
 
-from components.iam import policy_document
+from components.iam import deny_insecure_transport, policy_document
+from profiles.storage import BucketLifecycle
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SecureBucketProps:
     bucket_name: str
+    """The bucket's globally unique name."""
     prevent_destroy: bool
-    noncurrent_version_expiration_days: int = 30
-    abort_incomplete_multipart_upload_days: int = 7
-    intelligent_tiering_after_days: int | None = None
+    """Refuse to destroy the bucket (lifecycle prevent_destroy)."""
+    lifecycle: BucketLifecycle = field(default_factory=BucketLifecycle)
+    """Version expiry, multipart clean-up and tiering. Default: the profile model's defaults."""
 
 
 class SecureBucket(Construct):
@@ -50,8 +52,8 @@ class SecureBucket(Construct):
             self, "bucket", bucket=props.bucket_name, force_destroy=False,
             lifecycle=TerraformResourceLifecycle(prevent_destroy=props.prevent_destroy),
         )
-        self.name = bucket.bucket
-        self.arn = bucket.arn
+        self._name = bucket.bucket
+        self._arn = bucket.arn
         S3BucketPublicAccessBlock(
             self, "public-access-block", bucket=bucket.id, block_public_acls=True, block_public_policy=True,
             ignore_public_acls=True, restrict_public_buckets=True,
@@ -73,24 +75,32 @@ class SecureBucket(Construct):
                 ),
             )],
         )
-        S3BucketPolicy(self, "tls-only", bucket=bucket.id, policy=policy_document({
-            "Sid": "DenyInsecureTransport", "Effect": "Deny", "Principal": "*", "Action": "s3:*",
-            "Resource": [bucket.arn, f"{bucket.arn}/*"],
-            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-        }))
+        S3BucketPolicy(self, "tls-only", bucket=bucket.id, policy=policy_document(
+            deny_insecure_transport("s3", [bucket.arn, f"{bucket.arn}/*"]),
+        ))
         rules = [S3BucketLifecycleConfigurationRule(
             id="expire-noncurrent-and-abort-uploads", status="Enabled",
             filter=[S3BucketLifecycleConfigurationRuleFilter(prefix="")],
             noncurrent_version_expiration=[S3BucketLifecycleConfigurationRuleNoncurrentVersionExpiration(
-                noncurrent_days=props.noncurrent_version_expiration_days)],
+                noncurrent_days=props.lifecycle.noncurrent_version_expiration_days)],
             abort_incomplete_multipart_upload=[S3BucketLifecycleConfigurationRuleAbortIncompleteMultipartUpload(
-                days_after_initiation=props.abort_incomplete_multipart_upload_days)],
+                days_after_initiation=props.lifecycle.abort_incomplete_multipart_upload_days)],
         )]
-        if props.intelligent_tiering_after_days is not None:
+        if props.lifecycle.intelligent_tiering_after_days is not None:
             rules.append(S3BucketLifecycleConfigurationRule(
                 id="intelligent-tiering", status="Enabled",
                 filter=[S3BucketLifecycleConfigurationRuleFilter(prefix="")],
                 transition=[S3BucketLifecycleConfigurationRuleTransition(
-                    days=props.intelligent_tiering_after_days, storage_class="INTELLIGENT_TIERING")],
+                    days=props.lifecycle.intelligent_tiering_after_days, storage_class="INTELLIGENT_TIERING")],
             ))
         S3BucketLifecycleConfiguration(self, "lifecycle", bucket=bucket.id, rule=rules)
+
+    @property
+    def name(self) -> str:
+        """The bucket's name."""
+        return self._name
+
+    @property
+    def arn(self) -> str:
+        """The bucket's ARN."""
+        return self._arn

@@ -10,13 +10,18 @@ from constructs import Construct
 from components.iam import allow, pod_identity_role, policy_document
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TenantIdentityProps:
     platform_name: str
+    """The platform's name: prefix of the role name."""
     cluster_name: str
+    """The cluster's name (a token from the cluster layer)."""
     namespace: str
+    """The tenant's namespace, also its S3 prefix."""
     service_account: str
+    """The tenant's workload service account."""
     bucket_arns: tuple[str, ...]
+    """The platform's data buckets; the role reaches only the tenant's prefix in each."""
 
 
 class TenantIdentity(Construct):
@@ -34,4 +39,9 @@ class TenantIdentity(Construct):
         ))
         EksPodIdentityAssociation(self, "association", cluster_name=props.cluster_name, namespace=props.namespace,
                                   service_account=props.service_account, role_arn=role.arn)
-        self.role_arn = role.arn
+        self._role_arn = role.arn
+
+    @property
+    def role_arn(self) -> str:
+        """The tenant workload role's ARN."""
+        return self._role_arn

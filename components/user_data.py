@@ -16,7 +16,7 @@ import yaml
 BOUNDARY = "==GPU-PLATFORM-BOUNDARY=="
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MimePart:
     content_type: str
     body: str
@@ -43,7 +43,7 @@ def mime_multipart(parts: list[MimePart]) -> str:
 def gpu_node_user_data(bootstrap_script: str, *, raid0_local_nvme: bool) -> str:
     """Base64 of the MIME document, as launch templates take it."""
     document = mime_multipart([
-        MimePart('text/x-shellscript; charset="us-ascii"', bootstrap_script),
-        MimePart("application/node.eks.aws", node_config(raid0_local_nvme=raid0_local_nvme)),
+        MimePart(content_type='text/x-shellscript; charset="us-ascii"', body=bootstrap_script),
+        MimePart(content_type="application/node.eks.aws", body=node_config(raid0_local_nvme=raid0_local_nvme)),
     ])
     return base64.b64encode(document.encode()).decode()

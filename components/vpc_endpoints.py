@@ -10,14 +10,20 @@ from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurity
 from constructs import Construct
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InterfaceEndpointsProps:
     name: str
+    """Prefix of the endpoints' names."""
     region: str
+    """The VPC's region."""
     vpc_id: str
+    """The VPC the endpoints live in."""
     subnet_ids: tuple[str, ...]
-    services: tuple[str, ...]  # e.g. "ecr.api", "sts"
-    client_security_group_id: str  # only members of this group may connect (HTTPS)
+    """Private subnets, one endpoint interface each."""
+    services: tuple[str, ...]
+    """Service names after com.amazonaws.<region>., e.g. "ecr.api", "sts"."""
+    client_security_group_id: str
+    """Only members of this group may connect (HTTPS)."""
 
 
 class InterfaceEndpoints(Construct):

@@ -8,15 +8,15 @@ small runner so it can be exercised without a cluster.
 from __future__ import annotations
 
 import re
-import subprocess
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from manifests.render import NAMESPACE, NCCL_JOB, ValidationTarget, render
+from operate.kubectl import Kubectl
+from operate.kubectl import kubectl as run_kubectl
 from profiles.models import PlatformConfig
 
 
@@ -77,14 +77,7 @@ def check_nccl(log: str, target: ValidationTarget) -> CheckResult:
     return CheckResult(name, True, f"bus bandwidth {busbw} GB/s over EFA (threshold {minimum} GB/s)")
 
 
-Runner = Callable[[list[str]], subprocess.CompletedProcess[str]]
-
-
-def kubectl_runner(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["kubectl", *args], capture_output=True, text=True, timeout=3600)
-
-
-def run_checks(config: PlatformConfig, *, kubectl: Runner = kubectl_runner, image: str | None = None,
+def run_checks(config: PlatformConfig, *, kubectl: Kubectl = run_kubectl, image: str | None = None,
                timeout_minutes: int = 30) -> list[CheckResult]:
     target = ValidationTarget.for_profile(config)
     if target is None:

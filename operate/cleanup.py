@@ -5,15 +5,10 @@ from being deleted."""
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable
 from typing import Any
 
-Kubectl = Callable[[list[str]], subprocess.CompletedProcess[str]]
-
-
-def kubectl(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["kubectl", *args], capture_output=True, text=True, timeout=1800)
+from operate.kubectl import Kubectl, kubectl
 
 
 def _items(run: Kubectl, kind: str) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ Every user error becomes a `ProfileError` whose `problems` are printable lines o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,28 +72,37 @@ def validate_profile(document: dict[str, Any], source: str = "<profile>") -> Pla
         raise ProfileError(source, [describe(error) for error in exc.errors()]) from None
 
 
-def describe(error: ErrorDetails) -> str:
-    """One pydantic error as `field.path: message (got value; allowed: ...)`."""
+@dataclass(frozen=True)
+class _Problem:
+    loc: list[str | int]
+    message: str
+    value: Any
+    allowed: str = ""
+
+
+def _problem(error: ErrorDetails) -> _Problem:
+    """Where the error is, what it says, the offending value and what is allowed."""
     loc = [part for part in error["loc"] if not _is_union_tag(part)]
     message = error["msg"].removeprefix("Value error, ")
     if loc and loc[-1] == "[key]":  # pydantic's marker for a bad mapping key
         loc, message = loc[:-1], f"bad key: {message}"
-    value = error.get("input")
-    allowed = ""
     cause = (error.get("ctx") or {}).get("error")
     if isinstance(cause, FieldProblem):
-        loc += list(cause.field)
-        value, allowed, message = cause.value, cause.allowed, str(cause)
-    elif error["type"] == "extra_forbidden":
-        allowed = ", ".join(_allowed_keys(error["loc"][:-1]))
-        message = "unknown setting"
-    path = ".".join(str(part) for part in loc) or "<profile>"
-    details = f"got {_show(value)}"
-    if allowed:
-        details += f"; allowed: {allowed}"
-    if isinstance(value, dict) and error["type"] in ("missing", "extra_forbidden"):
-        details = f"allowed: {allowed}" if allowed else ""
-    return f"{path}: {message}" + (f" ({details})" if details else "")
+        return _Problem([*loc, *cause.field], str(cause), cause.value, cause.allowed)
+    if error["type"] == "extra_forbidden":
+        return _Problem(loc, "unknown setting", error.get("input"), ", ".join(_allowed_keys(error["loc"][:-1])))
+    return _Problem(loc, message, error.get("input"))
+
+
+def describe(error: ErrorDetails) -> str:
+    """One pydantic error as `field.path: message (got value; allowed: ...)`."""
+    problem = _problem(error)
+    path = ".".join(str(part) for part in problem.loc) or "<profile>"
+    if isinstance(problem.value, dict) and error["type"] in ("missing", "extra_forbidden"):
+        details = f"allowed: {problem.allowed}" if problem.allowed else ""  # a mapping shows no value
+    else:
+        details = f"got {_show(problem.value)}" + (f"; allowed: {problem.allowed}" if problem.allowed else "")
+    return f"{path}: {problem.message}" + (f" ({details})" if details else "")
 
 
 def _show(value: Any) -> str:

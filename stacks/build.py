@@ -9,6 +9,7 @@ from constructs import Construct
 from components.image_pipeline import ImagePipeline, ImagePipelineProps
 from components.s3 import SecureBucket, SecureBucketProps
 from profiles import PlatformConfig
+from profiles.storage import BucketLifecycle
 from stacks.contracts import BuildOutputs
 from stacks.layer import LayerStack
 
@@ -22,7 +23,7 @@ class BuildStack(LayerStack):
         # Source archives are re-uploadable: no prevent_destroy, short version history.
         source = SecureBucket(self, "source-bucket", props=SecureBucketProps(
             bucket_name=f"{config.name}-build-src-{account}", prevent_destroy=False,
-            noncurrent_version_expiration_days=7,
+            lifecycle=BucketLifecycle(noncurrent_version_expiration_days=7),
         ))
         pipelines = {
             impl: ImagePipeline(self, f"image-{impl}", props=ImagePipelineProps(

@@ -26,7 +26,7 @@ class StorageStack(LayerStack):
                 # is what the Mountpoint CSI role in the cluster layer is scoped to.
                 bucket_name=f"{config.name}-{purpose}-{account}",
                 prevent_destroy=storage.protect_from_destroy,
-                **getattr(storage, f"{purpose}_bucket").model_dump(),
+                lifecycle=getattr(storage, f"{purpose}_bucket"),
             ))
             for purpose in BUCKETS
         }

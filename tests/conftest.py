@@ -9,31 +9,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
 import toolchain
-from profiles import available_profiles, load_profile
+from profiles import load_profile
+from tests.cases import FIXTURES, IN_CI, SHIPPED, TEST_SECRETS, profile_source
 
 toolchain.prepare()
-
-FIXTURE_PROFILES = Path(__file__).parent / "fixtures" / "profiles"
-SHIPPED = tuple(available_profiles())
-# Extra valid profiles that exercise paths the shipped ones do not (capacity reservations).
-FIXTURES = tuple(sorted(path.stem for path in FIXTURE_PROFILES.glob("*.yaml")))
-AWS_LAYERS = ("cluster", "storage", "build")
-IN_CI = os.environ.get("CI", "").lower() == "true"
-# Secrets a careless synthesis could leak: present in the environment while synthesizing, they
-# must appear nowhere in the JSON.
-TEST_SECRETS = {
-    "TF_VAR_grafana_admin_password": "grafana-test-secret-9f8e7d6c",
-    "OIDC_CLIENT_SECRET": "oidc-test-secret-1a2b3c4d",
-}
-
-
-def profile_source(name: str) -> str:
-    return name if name in SHIPPED else str(FIXTURE_PROFILES / f"{name}.yaml")
-
 
 class Synthesized:
     """Synthesized JSON of every shipped and fixture profile, keyed by profile and layer."""
@@ -42,15 +26,15 @@ class Synthesized:
         from stacks import LAYERS
         from stacks.platform import synthesize
 
-        os.environ.update(TEST_SECRETS)
-
         self.outroot = outroot
         self.stacks: dict[str, dict[str, dict]] = {}
         self.configs = {}
         for name in SHIPPED + FIXTURES:
             config = load_profile(profile_source(name))
             outdir = outroot / name
-            synthesize(config, str(outdir))
+            # Secrets present in the environment while synthesizing; restored afterwards.
+            with mock.patch.dict(os.environ, TEST_SECRETS):
+                synthesize(config, str(outdir))
             self.configs[name] = config
             self.stacks[name] = {
                 layer: json.loads((outdir / "stacks" / layer / "cdk.tf.json").read_text()) for layer in LAYERS

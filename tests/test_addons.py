@@ -9,7 +9,7 @@ import yaml
 
 from components.labels import EFA_LABEL, NODE_POOL_LABEL
 from profiles.versions import CHARTS
-from tests.conftest import FIXTURES, SHIPPED, TEST_SECRETS
+from tests.cases import FIXTURES, SHIPPED, TEST_SECRETS
 from tests.synth_helpers import resources
 
 ALL = SHIPPED + FIXTURES

@@ -10,7 +10,7 @@ import pytest
 
 from components.efa import efa_interface_layout
 from profiles.catalog import CATALOG
-from tests.conftest import FIXTURES, SHIPPED
+from tests.cases import FIXTURES, SHIPPED
 from tests.synth_helpers import by_path, path_of, ref, resources, target
 
 ALL = SHIPPED + FIXTURES

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from operate.layers import Operator
-from tests.conftest import AWS_LAYERS
+from tests.cases import AWS_LAYERS
 from tests.emulator.local_test import EXCLUDED_TYPES, prepare, unexpected_drift, unprotect
 from tests.emulator.server import start_emulator
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import AWS_LAYERS
+from stacks import LAYERS
+from tests.cases import AWS_LAYERS
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ("g6-validation", "p5-training")
@@ -44,7 +45,7 @@ def test_hcl_of_aws_layers_is_valid(validated, profile, layer):
 def test_hcl_and_json_describe_the_same_resources(exported, synthesized):
     import re
 
-    for layer in ("cluster", "storage", "build", "addons", "workloads"):
+    for layer in LAYERS:
         hcl = (exported / "p5-training" / "stacks" / layer / "cdk.tf").read_text()
         in_hcl = set(re.findall(r'^resource "([^"]+)" "([^"]+)"', hcl, flags=re.MULTILINE))
         in_json = {

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import toolchain
-from tests.conftest import FIXTURES, SHIPPED, profile_source
+from stacks import LAYERS
+from tests.cases import FIXTURES, SHIPPED, profile_source
 
 ROOT = Path(__file__).resolve().parents[1]
 EAGER_SYNTH = """
@@ -39,7 +40,7 @@ def test_every_profile_is_byte_identical_with_eager_bindings(synthesized, tmp_pa
     assert run.returncode == 0, run.stderr
     for name in names:
         lazy, eager = synthesized.outroot / name / "stacks", tmp_path / name / "stacks"
-        for layer in ("cluster", "storage", "build", "addons", "workloads"):
+        for layer in LAYERS:
             assert filecmp.cmp(lazy / layer / "cdk.tf.json", eager / layer / "cdk.tf.json", shallow=False), (
                 name,
                 layer,

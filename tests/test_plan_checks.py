@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from profiles.catalog import CATALOG
-from tests.conftest import SHIPPED
+from tests.cases import SHIPPED
 from tests.synth_helpers import by_path
 
 MOCKS = '''

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import IN_CI, SHIPPED
+from stacks import LAYERS
+from tests.cases import IN_CI, SHIPPED
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = yaml.safe_load((Path(__file__).parent / "checkov_baseline.yaml").read_text())
@@ -76,7 +77,7 @@ def findings(synthesized, report) -> dict[tuple[str, str], dict]:
     return results
 
 
-@pytest.mark.parametrize("layer", ["cluster", "storage", "build", "addons", "workloads"])
+@pytest.mark.parametrize("layer", LAYERS)
 @pytest.mark.parametrize("profile", SHIPPED)
 def test_no_unaccepted_policy_findings(findings, profile, layer):
     result = findings[(profile, layer)]

@@ -251,13 +251,6 @@ BAD_INPUT = [
 ]
 
 
-@pytest.mark.parametrize(
-    "changes, field, words", BAD_INPUT, ids=[case[1] + "-" + str(i) for i, case in enumerate(BAD_INPUT)]
-)
-def test_bad_input_names_field_value_and_allowed(changes, field, words):
-    assert_reported(mutated(**changes), field, words)
-
-
 def test_every_problem_is_reported_at_once():
     found = problems(mutated(name="X", cluster__vpc__nat_gateways="two", colour=1))
     assert {line.split(":")[0] for line in found} == {"name", "cluster.vpc.nat_gateways", "colour"}
@@ -414,13 +407,6 @@ STORAGE_BAD_INPUT = [
 
 
 @pytest.mark.parametrize(
-    "doc, field, words", STORAGE_BAD_INPUT, ids=[case[1] + "-" + str(i) for i, case in enumerate(STORAGE_BAD_INPUT)]
-)
-def test_bad_storage_and_build_input(doc, field, words):
-    assert_reported(doc, field, words)
-
-
-@pytest.mark.parametrize(
     "settings",
     [
         {"deployment_type": "SCRATCH_2", "storage_capacity_gib": 2400},
@@ -501,13 +487,6 @@ ADDON_BAD_INPUT = [
 ]
 
 
-@pytest.mark.parametrize(
-    "doc, field, words", ADDON_BAD_INPUT, ids=[case[1] + "-" + str(i) for i, case in enumerate(ADDON_BAD_INPUT)]
-)
-def test_bad_addon_input(doc, field, words):
-    assert_reported(doc, field, words)
-
-
 def test_karpenter_below_1_6_is_fine_without_capacity_blocks():
     assert (
         validate_profile(mutated(addons={"karpenter": {"chart_version": "1.5.2"}})).addons.karpenter.chart_version
@@ -574,10 +553,17 @@ WORKLOADS_AND_STATE_BAD_INPUT = [
 ]
 
 
+# Every bad-input table, one test: the message names the field, the bad value and what is allowed.
+ALL_BAD_INPUT = [
+    *((mutated(**changes), field, words) for changes, field, words in BAD_INPUT),
+    *STORAGE_BAD_INPUT,
+    *ADDON_BAD_INPUT,
+    *WORKLOADS_AND_STATE_BAD_INPUT,
+]
+
+
 @pytest.mark.parametrize(
-    "doc, field, words",
-    WORKLOADS_AND_STATE_BAD_INPUT,
-    ids=[case[1] + "-" + str(i) for i, case in enumerate(WORKLOADS_AND_STATE_BAD_INPUT)],
+    "doc, field, words", ALL_BAD_INPUT, ids=[f"{case[1]}-{index}" for index, case in enumerate(ALL_BAD_INPUT)]
 )
-def test_bad_workloads_and_state_input(doc, field, words):
+def test_bad_input_names_field_value_and_allowed(doc, field, words):
     assert_reported(doc, field, words)

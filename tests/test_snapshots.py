@@ -10,7 +10,7 @@ import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from stacks import LAYERS
-from tests.conftest import SHIPPED
+from tests.cases import SHIPPED
 
 
 @pytest.fixture

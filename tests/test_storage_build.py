@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import FIXTURES, SHIPPED
+from tests.cases import FIXTURES, SHIPPED
 from tests.synth_helpers import by_path, path_of, ref, resources
 
 ALL = SHIPPED + FIXTURES

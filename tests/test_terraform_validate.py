@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.conftest import AWS_LAYERS, FIXTURES, SHIPPED
+from tests.cases import AWS_LAYERS, FIXTURES, SHIPPED
 
 CASES = [(profile, layer) for profile in SHIPPED + FIXTURES for layer in AWS_LAYERS]
 

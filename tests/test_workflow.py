@@ -8,6 +8,9 @@ from pathlib import Path
 
 import yaml
 
+from stacks import LAYERS
+
+ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = Path(__file__).resolve().parents[1] / ".github" / "workflows" / "platform.yml"
 
 
@@ -22,6 +25,10 @@ def test_workflow_plans_every_layer_with_oidc():
     plan = workflow["jobs"]["plan"]
     assert plan["permissions"]["id-token"] == "write" and plan["needs"] == "test"
     script = next(step["run"] for step in plan["steps"] if step.get("name", "").startswith("Plan"))
-    assert "for layer in cluster storage build addons workloads" in script
+    loop = next(line.strip() for line in script.splitlines() if line.strip().startswith("for layer in"))
+    command = loop.split("$(", 1)[1].rsplit(")", 1)[0]
+    listed = subprocess.run(command.replace(".venv/bin/python", sys.executable), shell=True, cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert listed.stdout.split() == list(LAYERS), listed.stderr
     assert any(step.get("uses", "").startswith("actions/upload-artifact") for step in plan["steps"])
     assert "make test" in [step.get("run") for step in workflow["jobs"]["test"]["steps"]]

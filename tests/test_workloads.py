@@ -13,7 +13,7 @@ import yaml
 from components.labels import GPU_TAINT_K8S, NODE_POOL_LABEL
 from manifests.render import render
 from profiles.catalog import CATALOG
-from tests.conftest import FIXTURES, SHIPPED
+from tests.cases import FIXTURES, SHIPPED
 from tests.k8s_validation import validate_object
 from tests.synth_helpers import resources
 

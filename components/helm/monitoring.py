@@ -138,7 +138,7 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
                 )
             ],
         )
-        return (SensitiveValue("grafana.adminPassword", password.string_value),)
+        return (SensitiveValue(path="grafana.adminPassword", value=password.string_value),)
 
 
 ADDON = MonitoringAddon()

@@ -30,24 +30,34 @@ class Values(BaseModel):
         return render_yaml(self.model_dump(by_alias=True, exclude_none=True))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SensitiveValue:
     """A value set at apply time from a sensitive Terraform expression (never written to the JSON)."""
 
-    path: str  # Helm --set path
-    value: str  # a token, e.g. a sensitive variable reference
+    path: str
+    """Helm --set path, e.g. grafana.adminPassword."""
+    value: str
+    """A token, e.g. a sensitive variable reference."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HelmAddonProps:
     release_name: str
+    """The Helm release's name."""
     namespace: str
+    """The release's namespace."""
     chart: ChartRef
+    """Repository, chart and pinned version."""
     values: Values | dict[str, Any]
+    """The chart values, rendered to one YAML document."""
     timeout_seconds: int = 600
+    """How long Helm waits for the release's resources to become ready."""
     create_namespace: bool = True
+    """Create the namespace with the release. Off for namespaces that exist (kube-system)."""
     depends_on: tuple[ITerraformDependable, ...] = field(default=())
+    """Installed after these. Default: nothing."""
     sensitive_values: tuple[SensitiveValue, ...] = ()
+    """Values set from sensitive expressions at apply time. Default: none."""
 
 
 class HelmAddon(Construct):
@@ -56,8 +66,8 @@ class HelmAddon(Construct):
     def __init__(self, scope: Construct, id_: str, *, props: HelmAddonProps):
         super().__init__(scope, id_)
         values = props.values
-        self.values_yaml = values.render() if isinstance(values, Values) else render_yaml(values)
-        self.release = Release(
+        self._values_yaml = values.render() if isinstance(values, Values) else render_yaml(values)
+        self._release = Release(
             self, "release",
             name=props.release_name,
             namespace=props.namespace,
@@ -65,7 +75,7 @@ class HelmAddon(Construct):
             repository=props.chart.repository,
             chart=props.chart.chart,
             version=props.chart.version,
-            values=[self.values_yaml],
+            values=[self._values_yaml],
             # A failed install or upgrade rolls back and leaves no half-applied release behind.
             atomic=True,
             cleanup_on_fail=True,
@@ -75,3 +85,13 @@ class HelmAddon(Construct):
             set_sensitive=[ReleaseSetSensitive(name=v.path, value=v.value) for v in props.sensitive_values] or None,
             depends_on=list(props.depends_on) or None,
         )
+
+    @property
+    def values_yaml(self) -> str:
+        """The rendered values document."""
+        return self._values_yaml
+
+    @property
+    def release(self) -> Release:
+        """The helm_release resource (to depend on)."""
+        return self._release

@@ -23,19 +23,24 @@ from components.k8s.crds import (
     SelectorTerm,
     Taint,
 )
-from components.labels import GPU_TAINT_K8S, NODE_POOL_LABEL
+from components.labels import GPU_TAINT_K8S, IMDS_HOP_LIMIT, NODE_POOL_LABEL, ROOT_DEVICE_NAME
 from profiles.workloads import CpuPoolConfig, GpuPoolConfig
 
 NODE_CLASS = "default"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KarpenterPoolsProps:
     cluster_name: str
+    """The cluster's name: subnets and security groups are discovered by its tags."""
     node_role_name: str
+    """The IAM role Karpenter's nodes run as."""
     node_security_group_id: str
+    """The security group every node carries."""
     cpu: CpuPoolConfig
+    """The CPU pool's validated profile settings."""
     gpu: GpuPoolConfig
+    """The GPU pool's validated profile settings."""
 
 
 def _pool(name: str, requirements: list[Requirement], *, taints: list[Taint] | None, expire_hours: int,
@@ -64,9 +69,9 @@ def karpenter_objects(props: KarpenterPoolsProps) -> list[dict[str, Any]]:
             ami_selector_terms=[SelectorTerm(alias="al2023@latest")],
             subnet_selector_terms=[SelectorTerm(tags={"karpenter.sh/discovery": props.cluster_name})],
             security_group_selector_terms=[SelectorTerm(id=props.node_security_group_id)],
-            metadata_options=MetadataOptions(http_tokens="required", http_put_response_hop_limit=2),
+            metadata_options=MetadataOptions(http_tokens="required", http_put_response_hop_limit=IMDS_HOP_LIMIT),
             block_device_mappings=[BlockDeviceMapping(
-                device_name="/dev/xvda", ebs=Ebs(volume_size="200Gi", encrypted=True))],
+                device_name=ROOT_DEVICE_NAME, ebs=Ebs(volume_size="200Gi", encrypted=True))],
             tags={"karpenter.sh/discovery": props.cluster_name},
         ),
     )

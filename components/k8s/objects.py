@@ -17,10 +17,12 @@ def object_id(obj: dict[str, Any]) -> str:
     return "-".join(part for part in parts if part)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KubernetesObjectsProps:
     objects: tuple[dict[str, Any], ...]
+    """Complete Kubernetes objects (apiVersion, kind, metadata, ...), one kubernetes_manifest each."""
     depends_on: tuple[ITerraformDependable, ...] = field(default=())
+    """Applied after these. Default: nothing."""
 
 
 class KubernetesObjects(Construct):
@@ -28,11 +30,21 @@ class KubernetesObjects(Construct):
 
     def __init__(self, scope: Construct, id_: str, *, props: KubernetesObjectsProps):
         super().__init__(scope, id_)
-        self.objects = list(props.objects)
-        self.resources: dict[str, Manifest] = {}
-        for obj in self.objects:
+        self._objects = list(props.objects)
+        self._resources: dict[str, Manifest] = {}
+        for obj in self._objects:
             key = object_id(obj)
             # Namespaces first: every namespaced object waits for its namespace.
-            namespace = self.resources.get(f"namespace-{obj['metadata'].get('namespace')}")
+            namespace = self._resources.get(f"namespace-{obj['metadata'].get('namespace')}")
             depends = [*props.depends_on, *([namespace] if namespace else [])]
-            self.resources[key] = Manifest(self, key, manifest=obj, depends_on=depends or None)
+            self._resources[key] = Manifest(self, key, manifest=obj, depends_on=depends or None)
+
+    @property
+    def objects(self) -> list[dict[str, Any]]:
+        """The objects as given."""
+        return self._objects
+
+    @property
+    def resources(self) -> dict[str, Manifest]:
+        """The kubernetes_manifest resources, by object key."""
+        return self._resources

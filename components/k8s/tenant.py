@@ -14,23 +14,32 @@ SERVICE_ACCOUNT = "workload"
 POD_IDENTITY_AGENT = "169.254.170.23/32"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SharedStorage:
     """What the storage layer provides; None where a part is disabled."""
 
     region: str
+    """The platform's region (Mountpoint needs it)."""
     fsx_file_system_id: str | None
+    """The FSx for Lustre file system; None: no file system, no FSx volume."""
     fsx_dns_name: str | None
+    """The file system's DNS name."""
     fsx_mount_name: str | None
+    """The file system's Lustre mount name."""
     fsx_capacity_gib: int
-    bucket_names: dict[str, str]  # purpose -> bucket
+    """The file system's capacity, the size of its PersistentVolume."""
+    bucket_names: dict[str, str]
+    """Purpose (datasets, checkpoints) -> bucket name."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TenantProps:
     config: TenantConfig
+    """The tenant's validated profile settings."""
     storage: SharedStorage
-    dra_gpu_counts: tuple[int, ...]  # empty: no DRA claim templates
+    """The shared volumes the tenant mounts."""
+    dra_gpu_counts: tuple[int, ...]
+    """One ResourceClaimTemplate per GPU count; empty: no DRA claim templates."""
 
 
 def _meta(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:

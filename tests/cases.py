@@ -1,0 +1,26 @@
+"""The profiles the tests run over, and the settings of the test run; imported by test modules
+(conftest.py holds only fixtures)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from profiles import available_profiles
+
+FIXTURE_PROFILES = Path(__file__).parent / "fixtures" / "profiles"
+SHIPPED = tuple(available_profiles())
+# Extra valid profiles that exercise paths the shipped ones do not (capacity reservations).
+FIXTURES = tuple(sorted(path.stem for path in FIXTURE_PROFILES.glob("*.yaml")))
+AWS_LAYERS = ("cluster", "storage", "build")
+IN_CI = os.environ.get("CI", "").lower() == "true"
+# Secrets a careless synthesis could leak: present in the environment while synthesizing, they
+# must appear nowhere in the JSON.
+TEST_SECRETS = {
+    "TF_VAR_grafana_admin_password": "grafana-test-secret-9f8e7d6c",
+    "OIDC_CLIENT_SECRET": "oidc-test-secret-1a2b3c4d",
+}
+
+
+def profile_source(name: str) -> str:
+    return name if name in SHIPPED else str(FIXTURE_PROFILES / f"{name}.yaml")

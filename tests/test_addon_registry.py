@@ -1,0 +1,57 @@
+"""The add-on registry drives the addons layer: each add-on is one module, one registry line, one
+profile field and one chart pin, and the README's recipe names the files that really hold them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from components.helm.addon import HelmAddonSpec
+from components.helm.registry import ADDONS
+from profiles.addons import AddonsConfig, ReleaseConfig
+from profiles.versions import CHARTS, MIN_VERSIONS
+from tests.cases import FIXTURES, SHIPPED
+from tests.synth_helpers import resources
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_addon_has_one_profile_field_and_one_pin():
+    keys = [addon.key for addon in ADDONS]
+    assert len(keys) == len(set(keys))
+    assert set(keys) == set(AddonsConfig.model_fields) == set(CHARTS)
+    assert set(MIN_VERSIONS) <= set(keys)
+    for addon in ADDONS:
+        field = AddonsConfig.model_fields[addon.key]
+        assert isinstance(field.annotation, type) and issubclass(field.annotation, ReleaseConfig), addon.key
+
+
+@pytest.mark.parametrize("addon", ADDONS, ids=lambda addon: addon.key)
+def test_every_addon_lives_in_its_own_module(addon: HelmAddonSpec):
+    module = type(addon).__module__
+    assert module == f"components.helm.{addon.key}"
+    assert addon.release_name and addon.namespace and addon.timeout_seconds > 0
+
+
+@pytest.mark.parametrize("profile", SHIPPED + FIXTURES)
+def test_the_registry_decides_what_the_addons_layer_installs(synthesized, profile):
+    config = synthesized.configs[profile]
+    expected = {addon.release_name for addon in ADDONS if addon.enabled(config)}
+    installed = {body["name"] for body in resources(synthesized.stack(profile, "addons"), "helm_release").values()}
+    assert installed == expected
+    chart_of = {addon.release_name: addon.chart(config) for addon in ADDONS if addon.enabled(config)}
+    for body in resources(synthesized.stack(profile, "addons"), "helm_release").values():
+        chart = chart_of[body["name"]]
+        assert (body["repository"], body["chart"], body["version"]) == (chart.repository, chart.chart, chart.version)
+
+
+def test_the_readme_recipe_names_real_files():
+    readme = (ROOT / "README.md").read_text()
+    recipe = readme.split("### Adding an add-on", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`((?:components|profiles)/[\w/]+\.py)`", recipe))
+    assert {"components/helm/registry.py", "profiles/addons.py", "profiles/versions.py"} <= named
+    assert all((ROOT / path).is_file() for path in named), named
+    for symbol in ("HelmAddonSpec", "ADDON", "AddonsConfig", "CHARTS", "MIN_VERSIONS", "ReleaseConfig"):
+        assert symbol in recipe
