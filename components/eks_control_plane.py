@@ -60,6 +60,7 @@ class EksControlPlane(Construct):
     def __init__(self, scope: Construct, id_: str, *, props: ControlPlaneProps):
         super().__init__(scope, id_)
         caller = DataAwsCallerIdentity(self, "caller")
+        self._account_id = caller.account_id
         # The account administers the key through IAM; nothing else is granted here.
         key = KmsKey(
             self, "secrets-key", description=f"EKS secrets envelope encryption for {props.name}",
@@ -157,3 +158,8 @@ class EksControlPlane(Construct):
     def ready(self) -> list[ITerraformDependable]:
         """What must exist before anything talks to the API."""
         return self._ready
+
+    @property
+    def account_id(self) -> str:
+        """The account the cluster runs in."""
+        return self._account_id

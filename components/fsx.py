@@ -92,6 +92,10 @@ class LustreFileSystem(Construct):
             metadata_configuration=metadata,
             automatic_backup_retention_days=cfg.automatic_backup_retention_days if persistent else None,
             copy_tags_to_backups=persistent or None,
+            # Deleting a PERSISTENT file system keeps a final backup (the API skips it unless asked);
+            # SCRATCH file systems cannot be backed up.
+            skip_final_backup=False if persistent else None,
+            final_backup_tags={"Name": f"{props.name}-training-final"} if persistent else None,
             subnet_ids=[props.subnet_id],
             security_group_ids=[group.id],
             tags={"Name": f"{props.name}-training"},

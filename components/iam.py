@@ -50,6 +50,9 @@ class ServiceRoleProps:
     """A JSON policy document attached inline. Default: none."""
     trust_actions: tuple[str, ...] = ("sts:AssumeRole",)
     """What the service may do with the role. Default: assume it."""
+    trust_conditions: dict[str, Any] | None = None
+    """Conditions on the trust statement (aws:SourceAccount, aws:SourceArn, session tags), so the
+    service assumes the role only on behalf of this account's resources. Default: none."""
     tags: dict[str, str] = field(default_factory=dict)
     """Tags besides the provider's default tags. Default: none."""
 
@@ -60,9 +63,12 @@ class ServiceRole(Construct):
 
     def __init__(self, scope: Construct, id_: str, *, props: ServiceRoleProps):
         super().__init__(scope, id_)
-        trust = policy_document(
-            {"Effect": "Allow", "Principal": {"Service": props.service}, "Action": list(props.trust_actions)}
-        )
+        statement: dict[str, Any] = {
+            "Effect": "Allow", "Principal": {"Service": props.service}, "Action": list(props.trust_actions),
+        }
+        if props.trust_conditions:
+            statement["Condition"] = props.trust_conditions
+        trust = policy_document(statement)
         role = IamRole(self, "role", name=props.name, assume_role_policy=trust, tags=props.tags or None)
         self._arn = role.arn
         self._name = role.name
@@ -91,18 +97,34 @@ class ServiceRole(Construct):
         return self._attachments
 
 
+@dataclass(frozen=True, kw_only=True)
+class PodIdentityBinding:
+    """The one service account of one cluster that may assume a Pod Identity role."""
+
+    account_id: str
+    """The account the cluster runs in (aws:SourceAccount)."""
+    cluster_name: str
+    """The cluster's name as a plain string (Pod Identity's eks-cluster-name session tag)."""
+    namespace: str
+    """The service account's namespace (kubernetes-namespace session tag)."""
+    service_account: str
+    """The service account (kubernetes-service-account session tag)."""
+
+
 def pod_identity_role(
-    scope: Construct, id_: str, *, name: str, managed_policies: tuple[str, ...] = (), inline_policy: str | None = None
+    scope: Construct, id_: str, *, name: str, binding: PodIdentityBinding, managed_policies: tuple[str, ...] = (),
+    inline_policy: str | None = None,
 ) -> ServiceRole:
-    """A role for EKS Pod Identity: the agent assumes it and tags the session."""
-    return ServiceRole(
-        scope,
-        id_,
-        props=ServiceRoleProps(
-            name=name,
-            service="pods.eks.amazonaws.com",
-            managed_policies=managed_policies,
-            inline_policy=inline_policy,
-            trust_actions=("sts:AssumeRole", "sts:TagSession"),
-        ),
-    )
+    """A role for EKS Pod Identity: the agent assumes it and tags the session. The trust policy
+    admits only the bound service account: Pod Identity sets the cluster, namespace and service
+    account as session tags, so another association in the account cannot assume the role."""
+    return ServiceRole(scope, id_, props=ServiceRoleProps(
+        name=name, service="pods.eks.amazonaws.com", managed_policies=managed_policies,
+        inline_policy=inline_policy, trust_actions=("sts:AssumeRole", "sts:TagSession"),
+        trust_conditions={"StringEquals": {
+            "aws:SourceAccount": binding.account_id,
+            "aws:RequestTag/eks-cluster-name": binding.cluster_name,
+            "aws:RequestTag/kubernetes-namespace": binding.namespace,
+            "aws:RequestTag/kubernetes-service-account": binding.service_account,
+        }},
+    ))

@@ -41,6 +41,10 @@ DEFAULTS = ImagePipelineDefaults()
 class ImagePipelineProps:
     platform_name: str
     """The platform's name: prefix of the repository, project and role names."""
+    region: str
+    """The platform's region."""
+    account_id: str
+    """The account the project runs in (CodeBuild assumes the role only for this project)."""
     implementation: str
     """The reference implementation's name (validated: lowercase letters, digits, inner hyphens)."""
     repository_url: str
@@ -85,6 +89,11 @@ class ImagePipeline(Construct):
                                   retention_in_days=DEFAULTS.log_retention_days)
         role = ServiceRole(self, "role", props=ServiceRoleProps(
             name=f"{name}-build", service="codebuild.amazonaws.com",
+            # Confused-deputy guard: CodeBuild may assume the role only for this account's project.
+            trust_conditions={
+                "StringEquals": {"aws:SourceAccount": props.account_id},
+                "ArnLike": {"aws:SourceArn": f"arn:aws:codebuild:{props.region}:{props.account_id}:project/{name}"},
+            },
             inline_policy=policy_document(
                 allow(["logs:CreateLogStream", "logs:PutLogEvents"], [logs.arn, f"{logs.arn}:*"]),
                 allow(["s3:GetObject", "s3:GetObjectVersion"], f"{props.source_bucket_arn}/{self._source_key}"),

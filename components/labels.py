@@ -18,8 +18,11 @@ NODE_GROUP_LABEL = "platform/gpu-node-group"
 # Karpenter pools label their nodes with this key (values: cpu, gpu).
 NODE_POOL_LABEL = "platform/node-pool"
 
-# Every node, managed or Karpenter-launched: IMDSv2 only, with this PUT response hop limit.
-# 2 hops: pods on the host network (and containers behind a bridge) can still reach IMDSv2.
-IMDS_HOP_LIMIT = 2
+# Every node, managed or Karpenter-launched: IMDSv2 only, with a PUT response hop limit of 1, so
+# the token never reaches a pod's own network namespace and no pod can read the node role's
+# credentials. Host-network pods (aws-node, kube-proxy, the Pod Identity agent, the EFA and
+# NVIDIA device plugins, the FSx CSI node) still reach IMDS; everything that needs AWS
+# credentials in a pod gets them from Pod Identity (CSI controllers, Karpenter, tenants).
+IMDS_HOP_LIMIT = 1
 # The root volume's device on the AL2023 AMIs.
 ROOT_DEVICE_NAME = "/dev/xvda"

@@ -32,6 +32,15 @@ from constructs import Construct
 from components.iam import deny_insecure_transport, policy_document
 from profiles.storage import BucketLifecycle
 
+# The storage layer's data buckets, by purpose.
+DATA_BUCKETS = ("datasets", "checkpoints")
+
+
+def data_bucket_name(platform_name: str, purpose: str, account_id: str) -> str:
+    """Bucket names are global: the account id keeps them unique. One definition, because the
+    cluster layer scopes the Mountpoint role to these exact names before the buckets exist."""
+    return f"{platform_name}-{purpose}-{account_id}"
+
 
 @dataclass(frozen=True, kw_only=True)
 class SecureBucketProps:

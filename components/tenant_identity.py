@@ -7,13 +7,15 @@ from dataclasses import dataclass
 from cdktf_cdktf_provider_aws.eks_pod_identity_association import EksPodIdentityAssociation
 from constructs import Construct
 
-from components.iam import allow, pod_identity_role, policy_document
+from components.iam import PodIdentityBinding, allow, pod_identity_role, policy_document
 
 
 @dataclass(frozen=True, kw_only=True)
 class TenantIdentityProps:
     platform_name: str
-    """The platform's name: prefix of the role name."""
+    """The platform's name (also the cluster's name as a plain string): prefix of the role name."""
+    account_id: str
+    """The account the cluster runs in (the role trusts Pod Identity only on its behalf)."""
     cluster_name: str
     """The cluster's name (a token from the cluster layer)."""
     namespace: str
@@ -31,6 +33,9 @@ class TenantIdentity(Construct):
         super().__init__(scope, id_)
         prefix = f"{props.namespace}/"
         role = pod_identity_role(self, "role", name=f"{props.platform_name}-tenant-{props.namespace}",
+                                 binding=PodIdentityBinding(
+                                     account_id=props.account_id, cluster_name=props.platform_name,
+                                     namespace=props.namespace, service_account=props.service_account),
                                  inline_policy=policy_document(
             allow(["s3:ListBucket"], list(props.bucket_arns),
                   Condition={"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}}),

@@ -55,7 +55,8 @@ CHARTS: dict[str, ChartRef] = {
     "argo_workflows": ChartRef(
         repository="https://argoproj.github.io/argo-helm", chart="argo-workflows", version="1.1.1"
     ),
-    "karpenter": ChartRef(repository="oci://public.ecr.aws/karpenter", chart="karpenter", version="1.8.1"),
+    # The controller IAM policy (components/karpenter.py) follows the one Karpenter publishes for this version.
+    "karpenter": ChartRef(repository="oci://public.ecr.aws/karpenter", chart="karpenter", version="1.14.1"),
 }
 
 ARGO_WORKFLOWS_IMAGE_TAG = "v4.1.3"

@@ -27,7 +27,9 @@ class BuildStack(LayerStack):
         ))
         pipelines = {
             impl: ImagePipeline(self, f"image-{impl}", props=ImagePipelineProps(
-                platform_name=config.name, implementation=impl, repository_url=spec.repository_url, ref=spec.ref,
+                platform_name=config.name,
+                region=config.region,
+                account_id=account, implementation=impl, repository_url=spec.repository_url, ref=spec.ref,
                 buildspec=spec.buildspec, source_bucket_name=source.name, source_bucket_arn=source.arn,
                 compute_type=build.compute_type, keep_images=build.keep_images,
                 timeout_minutes=build.build_timeout_minutes,

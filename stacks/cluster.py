@@ -7,7 +7,15 @@ from constructs import Construct
 
 from components.efa import EfaSecurityGroup, EfaSecurityGroupProps
 from components.eks_control_plane import ControlPlaneProps, EksControlPlane
-from components.iam import EKS_NODE_POLICIES, ServiceRole, ServiceRoleProps, allow, pod_identity_role, policy_document
+from components.iam import (
+    EKS_NODE_POLICIES,
+    PodIdentityBinding,
+    ServiceRole,
+    ServiceRoleProps,
+    allow,
+    pod_identity_role,
+    policy_document,
+)
 from components.managed_addon import AddonIdentity, ManagedAddon, ManagedAddonProps
 from components.network import Network, NetworkProps
 from components.node_groups import (
@@ -17,6 +25,7 @@ from components.node_groups import (
     SystemNodeGroup,
     SystemNodeGroupProps,
 )
+from components.s3 import DATA_BUCKETS, data_bucket_name
 from components.vpc_endpoints import InterfaceEndpoints, InterfaceEndpointsProps
 from profiles import PlatformConfig
 from stacks.contracts import ClusterOutputs
@@ -26,6 +35,10 @@ from stacks.layer import LayerStack
 EARLY_ADDON_CONFIG = {"vpc-cni": {"enableNetworkPolicy": "true"}}
 # CSI node daemonsets must run on tainted GPU nodes too, or pods there cannot mount volumes.
 TOLERATE_ALL_TAINTS = {"node": {"tolerateAllTaints": True}}
+# The CSI controllers' service accounts, as the EKS add-ons create them in kube-system.
+EBS_CSI_SA = "ebs-csi-controller-sa"
+FSX_CSI_SA = "fsx-csi-controller-sa"
+S3_CSI_SA = "s3-csi-driver-sa"
 
 
 class ClusterStack(LayerStack):
@@ -75,7 +88,7 @@ class ClusterStack(LayerStack):
         system = SystemNodeGroup(self, "system-nodes", props=SystemNodeGroupProps(
             wiring=wiring, subnet_ids=private_subnets, config=cluster_cfg.system_node_group,
         ))
-        self._workload_addons(control_plane.name, depends_on=system.node_group)
+        self._workload_addons(control_plane, depends_on=system.node_group)
 
         efa_sg = None
         if any(group.efa_enabled for group in cluster_cfg.gpu_node_groups):
@@ -114,52 +127,41 @@ class ClusterStack(LayerStack):
         )
         self.publish(self.outputs)
 
-    def _workload_addons(self, cluster_name: str, *, depends_on: ITerraformDependable) -> None:
-        """Add-ons whose pods need nodes to run on, with least-privilege Pod Identity roles."""
+    def _workload_addons(self, control_plane: EksControlPlane, *, depends_on: ITerraformDependable) -> None:
+        """Add-ons whose pods need nodes to run on, each with a Pod Identity role bound to its own
+        service account and scoped to what it does."""
         name = self.config.name
-        ebs_role = pod_identity_role(
-            self, "ebs-csi-role", name=f"{name}-ebs-csi", managed_policies=("service-role/AmazonEBSCSIDriverPolicy",)
-        )
+
+        def binding(service_account: str) -> PodIdentityBinding:
+            return PodIdentityBinding(account_id=control_plane.account_id, cluster_name=name,
+                                      namespace="kube-system", service_account=service_account)
+
+        ebs_role = pod_identity_role(self, "ebs-csi-role", name=f"{name}-ebs-csi", binding=binding(EBS_CSI_SA),
+                                     managed_policies=("service-role/AmazonEBSCSIDriverPolicy",))
         # Static FSx volumes only (the storage layer owns the file system): describe is enough.
-        fsx_role = pod_identity_role(
-            self,
-            "fsx-csi-role",
-            name=f"{name}-fsx-csi",
-            inline_policy=policy_document(
-                allow(["fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations"]),
-            ),
-        )
-        # Mountpoint reads and writes only the platform's own buckets (named <cluster>-...).
-        s3_role = pod_identity_role(
-            self,
-            "s3-csi-role",
-            name=f"{name}-s3-csi",
-            inline_policy=policy_document(
-                allow(["s3:ListBucket"], f"arn:aws:s3:::{name}-*"),
-                allow(
-                    ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"],
-                    f"arn:aws:s3:::{name}-*/*",
-                ),
-            ),
-        )
-        ManagedAddon(
-            self,
-            "addon-coredns",
-            props=ManagedAddonProps(cluster_name=cluster_name, addon_name="coredns", depends_on=(depends_on,)),
-        )
+        fsx_role = pod_identity_role(self, "fsx-csi-role", name=f"{name}-fsx-csi", binding=binding(FSX_CSI_SA),
+                                     inline_policy=policy_document(
+            allow(["fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations"]),
+        ))
+        # Mountpoint reads and writes exactly the storage layer's data buckets, by their full names
+        # (a prefix pattern would also match the build layer's bucket and other platforms' buckets).
+        buckets = [f"arn:aws:s3:::{data_bucket_name(name, purpose, control_plane.account_id)}"
+                   for purpose in DATA_BUCKETS]
+        s3_role = pod_identity_role(self, "s3-csi-role", name=f"{name}-s3-csi", binding=binding(S3_CSI_SA),
+                                    inline_policy=policy_document(
+            allow(["s3:ListBucket"], buckets),
+            allow(["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"],
+                  [f"{bucket}/*" for bucket in buckets]),
+        ))
+        ManagedAddon(self, "addon-coredns", props=ManagedAddonProps(
+            cluster_name=control_plane.name, addon_name="coredns", depends_on=(depends_on,)))
         for addon, account, role in (
-            ("aws-ebs-csi-driver", "ebs-csi-controller-sa", ebs_role),
-            ("aws-fsx-csi-driver", "fsx-csi-controller-sa", fsx_role),
-            ("aws-mountpoint-s3-csi-driver", "s3-csi-driver-sa", s3_role),
+            ("aws-ebs-csi-driver", EBS_CSI_SA, ebs_role),
+            ("aws-fsx-csi-driver", FSX_CSI_SA, fsx_role),
+            ("aws-mountpoint-s3-csi-driver", S3_CSI_SA, s3_role),
         ):
-            ManagedAddon(
-                self,
-                f"addon-{addon}",
-                props=ManagedAddonProps(
-                    cluster_name=cluster_name,
-                    addon_name=addon,
-                    identity=AddonIdentity(service_account=account, role_arn=role.arn),
-                    configuration=TOLERATE_ALL_TAINTS,
-                    depends_on=(depends_on, *role.attachments),
-                ),
-            )
+            ManagedAddon(self, f"addon-{addon}", props=ManagedAddonProps(
+                cluster_name=control_plane.name, addon_name=addon,
+                identity=AddonIdentity(service_account=account, role_arn=role.arn),
+                configuration=TOLERATE_ALL_TAINTS, depends_on=(depends_on, *role.attachments),
+            ))

@@ -6,12 +6,10 @@ from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdent
 from constructs import Construct
 
 from components.fsx import LustreFileSystem, LustreProps
-from components.s3 import SecureBucket, SecureBucketProps
+from components.s3 import DATA_BUCKETS, SecureBucket, SecureBucketProps, data_bucket_name
 from profiles import PlatformConfig
 from stacks.contracts import ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack
-
-BUCKETS = ("datasets", "checkpoints")
 
 
 class StorageStack(LayerStack):
@@ -22,13 +20,11 @@ class StorageStack(LayerStack):
         account = DataAwsCallerIdentity(self, "account").account_id
         buckets = {
             purpose: SecureBucket(self, f"{purpose}-bucket", props=SecureBucketProps(
-                # Bucket names are global: the account id keeps them unique; the cluster-name prefix
-                # is what the Mountpoint CSI role in the cluster layer is scoped to.
-                bucket_name=f"{config.name}-{purpose}-{account}",
+                bucket_name=data_bucket_name(config.name, purpose, account),
                 prevent_destroy=storage.protect_from_destroy,
                 lifecycle=getattr(storage, f"{purpose}_bucket"),
             ))
-            for purpose in BUCKETS
+            for purpose in DATA_BUCKETS
         }
         fsx = None
         if storage.fsx.enabled:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from constructs import Construct
 
 from components.k8s.karpenter_pools import KarpenterPoolsProps, karpenter_objects
@@ -23,6 +24,7 @@ class WorkloadsStack(LayerStack):
         self.use_aws_provider()
         self.use_kubernetes_providers(cluster, helm=False)
         workloads = config.workloads
+        account_id = DataAwsCallerIdentity(self, "account").account_id
         self.objects: list[dict[str, Any]] = []
 
         if addons.karpenter_node_role_name is not None:
@@ -51,6 +53,7 @@ class WorkloadsStack(LayerStack):
                 f"tenant-{tenant.name}-identity",
                 props=TenantIdentityProps(
                     platform_name=config.name,
+                    account_id=account_id,
                     cluster_name=cluster.cluster_name,
                     namespace=tenant.name,
                     service_account=SERVICE_ACCOUNT,

@@ -118,7 +118,8 @@ def test_gpu_nodes_only_in_the_one_private_gpu_subnet(synthesized, profile):
 def test_every_launch_template_requires_imdsv2_and_encrypts_root(synthesized, profile):
     for template in resources(cluster(synthesized, profile), "aws_launch_template").values():
         assert template["metadata_options"]["http_tokens"] == "required"
-        assert template["metadata_options"]["http_put_response_hop_limit"] == 2
+        # Hop limit 1: IMDS (and the node role's credentials) stay out of pods' network namespaces.
+        assert template["metadata_options"]["http_put_response_hop_limit"] == 1
         (volume,) = template["block_device_mappings"]
         assert volume["ebs"]["encrypted"] == "true" and volume["ebs"]["volume_type"] == "gp3"
 
@@ -251,7 +252,12 @@ def test_mountpoint_role_is_limited_to_platform_buckets(synthesized):
     resources_ = {
         r for s in policy["Statement"] for r in ([s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"])
     }
-    assert resources_ == {"arn:aws:s3:::gpu-validation-*", "arn:aws:s3:::gpu-validation-*/*"}
+    # Exactly the storage layer's two data buckets (named <platform>-<purpose>-<account>), never a
+    # prefix pattern that would also match the build layer's bucket or another platform's.
+    account = "${data.aws_caller_identity.eks_caller_6E48637E.account_id}"
+    buckets = {f"arn:aws:s3:::gpu-validation-{purpose}-{account}" for purpose in ("datasets", "checkpoints")}
+    assert resources_ == buckets | {f"{bucket}/*" for bucket in buckets}
+    assert not any("*" in r.replace("/*", "") for r in resources_)
 
 
 @pytest.mark.parametrize("profile, public", [("g6-validation", True), ("s3-state", False)])

@@ -17,17 +17,24 @@ SERVICE_ACCOUNT = "karpenter"
 NAMESPACE = "kube-system"
 
 
+class KarpenterController(Values):
+    # The controller cannot ask IMDS for its region (hop limit 1 keeps IMDS out of pods' reach).
+    env: list[dict[str, str]]
+
+
 class KarpenterValues(Values):
     settings: dict[str, Any]
+    controller: KarpenterController
     service_account: dict[str, Any] = Field(default_factory=lambda: {"name": SERVICE_ACCOUNT})
     node_selector: dict[str, str] = Field(default_factory=lambda: dict(SYSTEM_NODES))
     replicas: int = 2
 
 
-def karpenter_values(*, cluster_name: str, cluster_endpoint: str, queue_name: str) -> KarpenterValues:
-    return KarpenterValues(settings={
-        "clusterName": cluster_name, "clusterEndpoint": cluster_endpoint, "interruptionQueue": queue_name,
-    })
+def karpenter_values(*, cluster_name: str, cluster_endpoint: str, queue_name: str, region: str) -> KarpenterValues:
+    return KarpenterValues(
+        settings={"clusterName": cluster_name, "clusterEndpoint": cluster_endpoint, "interruptionQueue": queue_name},
+        controller=KarpenterController(env=[{"name": "AWS_REGION", "value": region}]),
+    )
 
 
 class KarpenterAddon(HelmAddonSpec[KarpenterConfig]):
@@ -45,7 +52,7 @@ class KarpenterAddon(HelmAddonSpec[KarpenterConfig]):
         release = HelmAddon(ctx.scope, "karpenter", props=HelmAddonProps(
             release_name=self.release_name, namespace=NAMESPACE, chart=self.chart(config),
             values=karpenter_values(cluster_name=ctx.cluster_name, cluster_endpoint=ctx.cluster_endpoint,
-                                    queue_name=identity.queue_name),
+                                    queue_name=identity.queue_name, region=config.region),
             timeout_seconds=self.timeout_seconds, create_namespace=False,
             # The controller starts only once its role, access entry and queue exist.
             depends_on=identity.ready,
