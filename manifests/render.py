@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
+from components.k8s.namespaces import NamespaceGuard, namespace_objects
 from components.labels import GPU_TAINT_KEY, GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
 from profiles.catalog import GpuInstanceType
 from profiles.cluster import GpuNodeGroupConfig
@@ -81,8 +82,11 @@ def render(config: PlatformConfig, *, image: str | None = None, nccl_image: str 
     if target is None:
         return {}
     gpus = target.entry.gpu_count
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-    files: dict[str, list[dict[str, Any]]] = {"00-namespace.yaml": [namespace]}
+    # Guarded like every namespace the platform creates: the launcher and workers talk only to
+    # each other (SSH, NCCL's TCP bootstrap; EFA traffic itself bypasses the IP stack).
+    guard = NamespaceGuard(name=NAMESPACE)
+    files: dict[str, list[dict[str, Any]]] = {
+        "00-namespace.yaml": namespace_objects(guard, vpc_cidr=config.cluster.vpc.cidr)}
     files["gpu-smoke-test.yaml"] = [_pod("gpu-smoke-test", target, {
         "name": "nvidia-smi", "image": CUDA_IMAGE, "command": ["nvidia-smi", "-L"],
         "resources": _device_resources(target, 1, all_efa=False),

@@ -7,10 +7,15 @@ cdktf (archived upstream) renders three constructs this platform uses as invalid
 - `depends_on` and `ignore_changes` list quoted references, which Terraform accepts with a
   deprecation warning.
 All three are fixed textually here; the result is checked with `terraform validate` in the tests.
+
+One change goes beyond repair: policy documents (IAM, trust, key, bucket, queue) become
+`jsonencode({...})` expressions instead of escaped JSON strings, as a team writing HCL would keep
+them; policy scanners (checkov) evaluate those and not the strings.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 _ATTRIBUTE = re.compile(r'^(\s*[A-Za-z_][\w-]* = )"(.*)"\s*$')
@@ -68,6 +73,25 @@ def _unquote_reference_lists(text: str) -> str:
     return "\n".join(out)
 
 
+_POLICY_ATTRIBUTE = re.compile(r'^(\s*(?:assume_role_policy|policy) += )"(.*)"\s*$')
+
+
+def _policy_as_jsonencode(line: str) -> str:
+    """`policy = "{\\"Statement\\": ...}"` -> `policy = jsonencode({"Statement": ...})`. JSON is a valid
+    HCL expression, and `${...}` references inside its strings stay references."""
+    match = _POLICY_ATTRIBUTE.match(line)
+    if not match:
+        return line
+    document = match.group(2).replace('\\"', '"').replace("\\\\", "\\")
+    try:
+        parsed = json.loads(document)
+    except json.JSONDecodeError:
+        return line
+    if not isinstance(parsed, dict) or "Statement" not in parsed:
+        return line
+    return f"{match.group(1)}jsonencode({document})"
+
+
 def repair_cdktf_hcl(text: str) -> str:
-    text = "\n".join(_fix_string_line(line) for line in text.split("\n"))
+    text = "\n".join(_policy_as_jsonencode(_fix_string_line(line)) for line in text.split("\n"))
     return _unquote_reference_lists(_fix_preconditions(text))

@@ -34,7 +34,8 @@ class AddonsStack(LayerStack):
             if addon.enabled(config):
                 installed[addon.key] = addon.install(AddonContext(
                     scope=self, config=config, cluster_name=cluster.cluster_name, cluster_endpoint=cluster.endpoint,
-                    storage_class=STORAGE_CLASS, storage_class_ready=storage_class, installed=installed,
+                    storage_class=STORAGE_CLASS, storage_class_ready=storage_class, vpc_cidr=cluster.vpc_cidr,
+                    installed=installed,
                 ))
         self.installed = installed
         exports = {name: value for addon in installed.values() for name, value in addon.exports.items()}

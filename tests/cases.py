@@ -13,6 +13,8 @@ SHIPPED = tuple(available_profiles())
 # Extra valid profiles that exercise paths the shipped ones do not (capacity reservations).
 FIXTURES = tuple(sorted(path.stem for path in FIXTURE_PROFILES.glob("*.yaml")))
 AWS_LAYERS = ("cluster", "storage", "build")
+# Profiles exported as HCL (a process each): the default one and a multi-node EFA one.
+HCL_PROFILES = ("g6-validation", "p5-training")
 IN_CI = os.environ.get("CI", "").lower() == "true"
 # Secrets a careless synthesis could leak: present in the environment while synthesizing, they
 # must appear nowhere in the JSON.

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from unittest import mock
 
@@ -15,7 +17,9 @@ import pytest
 
 import toolchain
 from profiles import load_profile
-from tests.cases import FIXTURES, IN_CI, SHIPPED, TEST_SECRETS, profile_source
+from tests.cases import FIXTURES, HCL_PROFILES, IN_CI, SHIPPED, TEST_SECRETS, profile_source
+
+ROOT = Path(__file__).resolve().parents[1]
 
 toolchain.prepare()
 
@@ -78,3 +82,17 @@ def report(request):
             reporter.write_line(line)
 
     return write
+
+
+@pytest.fixture(scope="session")
+def hcl_exported(tmp_path_factory) -> Path:
+    """`main.py hcl` for HCL_PROFILES, each into <tmp>/<profile>/stacks/<layer>/cdk.tf."""
+    # HCL rendering is chosen when cdktf's Node process starts, so it needs processes of its own.
+    out = tmp_path_factory.mktemp("hcl")
+    runs = [subprocess.Popen([sys.executable, str(ROOT / "main.py"), "hcl", "--profile", p, "--outdir", str(out / p)],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for p in HCL_PROFILES]
+    for run in runs:
+        _, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err
+    return out

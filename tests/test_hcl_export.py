@@ -2,34 +2,20 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from stacks import LAYERS
 from tests.cases import AWS_LAYERS
+from tests.cases import HCL_PROFILES as PROFILES
 
 ROOT = Path(__file__).resolve().parents[1]
-PROFILES = ("g6-validation", "p5-training")
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory) -> Path:
-    # HCL rendering is chosen when cdktf's Node process starts, so it needs processes of its own.
-    out = tmp_path_factory.mktemp("hcl")
-    runs = [subprocess.Popen([sys.executable, str(ROOT / "main.py"), "hcl", "--profile", p, "--outdir", str(out / p)],
-                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for p in PROFILES]
-    for run in runs:
-        _, err = run.communicate(timeout=300)
-        assert run.returncode == 0, err
-    return out
-
-
-@pytest.fixture(scope="module")
-def validated(exported, terraform, tmp_path_factory) -> dict[str, list[dict]]:
-    stacks = {f"{profile}-{layer}": (exported / profile / "stacks" / layer / "cdk.tf").read_text()
+def validated(hcl_exported, terraform, tmp_path_factory) -> dict[str, list[dict]]:
+    stacks = {f"{profile}-{layer}": (hcl_exported / profile / "stacks" / layer / "cdk.tf").read_text()
               for profile in PROFILES for layer in AWS_LAYERS}
     for hcl in stacks.values():
         assert hcl.lstrip().startswith("terraform {") and 'resource "aws_' in hcl
@@ -42,11 +28,11 @@ def test_hcl_of_aws_layers_is_valid(validated, profile, layer):
     assert validated[f"{profile}-{layer}"] == []
 
 
-def test_hcl_and_json_describe_the_same_resources(exported, synthesized):
+def test_hcl_and_json_describe_the_same_resources(hcl_exported, synthesized):
     import re
 
     for layer in LAYERS:
-        hcl = (exported / "p5-training" / "stacks" / layer / "cdk.tf").read_text()
+        hcl = (hcl_exported / "p5-training" / "stacks" / layer / "cdk.tf").read_text()
         in_hcl = set(re.findall(r'^resource "([^"]+)" "([^"]+)"', hcl, flags=re.MULTILINE))
         in_json = {
             (t, n) for t, items in synthesized.stack("p5-training", layer).get("resource", {}).items() for n in items

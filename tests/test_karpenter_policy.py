@@ -34,7 +34,7 @@ MUTATING_EC2 = {"ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate
 REFERENCED_ONLY = {"image", "snapshot", "security-group", "subnet", "capacity-reservation", "placement-group"}
 PROFILE_ACTIONS = {"iam:CreateInstanceProfile", "iam:TagInstanceProfile", "iam:AddRoleToInstanceProfile",
                    "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"}
-PROFILES = [p for p in SHIPPED + FIXTURES]
+PROFILES = list(SHIPPED + FIXTURES)
 
 
 def controller_statements(synthesized, profile) -> list[dict]:
@@ -101,7 +101,8 @@ def test_instance_profile_actions_need_the_cluster_and_region_tags(synthesized, 
         granted = actions(statement) & PROFILE_ACTIONS
         if not granted:
             continue
-        assert statement["Resource"].startswith("arn:aws:iam::") and statement["Resource"].endswith(":instance-profile/*")
+        resource = statement["Resource"]
+        assert resource.startswith("arn:aws:iam::") and resource.endswith(":instance-profile/*")
         keys = conditions(statement)
         prefix = "aws:RequestTag/" if granted == {"iam:CreateInstanceProfile"} else "aws:ResourceTag/"
         assert keys[f"{prefix}kubernetes.io/cluster/{config.name}"] == "owned", statement["Sid"]

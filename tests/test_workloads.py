@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import ipaddress
 import json
 
 import kubernetes_validate
@@ -15,6 +16,7 @@ from manifests.render import render
 from profiles.catalog import CATALOG
 from tests.cases import FIXTURES, SHIPPED
 from tests.k8s_validation import validate_object
+from tests.netpol import Peer, allowed
 from tests.synth_helpers import resources
 
 ALL = SHIPPED + FIXTURES
@@ -140,8 +142,45 @@ def test_tenant_namespace_guardrails(synthesized, profile):
         dns = policies["allow-dns"]["egress"][0]
         assert {"protocol": "UDP", "port": 53} in dns["ports"]
         assert dns["to"][0]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}
-        for policy in policies.values():  # nothing opens to a whole VPC range
-            assert "10.0.0.0" not in json.dumps(policy)
+        assert_tenant_flows(of_kind(found, "NetworkPolicy"), tenant.name, synthesized.configs[profile])
+
+
+KUBE_DNS = Peer(namespace="kube-system", labels={"k8s-app": "kube-dns"})
+
+
+def assert_tenant_flows(policies, tenant: str, config) -> None:
+    """The flows a tenant's pods need (DNS, Pod Identity, AWS APIs over HTTPS, its own pods) and
+    the ones they must not have (IMDS, other namespaces, plain HTTP or SSH to anywhere)."""
+    vpc = ipaddress.ip_network(config.cluster.vpc.cidr)
+    node_ip = str(vpc.network_address + 10)
+
+    def egress(peer: Peer, port: int, protocol: str = "TCP") -> bool:
+        return allowed(policies, namespace=tenant, direction="Egress", peer=peer, protocol=protocol, port=port)
+
+    must = {
+        "DNS over UDP": egress(KUBE_DNS, 53, "UDP"),
+        "DNS over TCP": egress(KUBE_DNS, 53),
+        "Pod Identity agent": egress(Peer(ip="169.254.170.23"), 80),
+        "S3 (gateway endpoint: public ranges)": egress(Peer(ip="52.217.10.20"), 443),
+        "STS interface endpoint in the VPC": egress(Peer(ip=node_ip), 443),
+        "own pods, any port": egress(Peer(namespace=tenant), 29500),
+        "ingress from own pods": allowed(policies, namespace=tenant, direction="Ingress",
+                                         peer=Peer(namespace=tenant), protocol="TCP", port=2222),
+        "Prometheus scrapes": allowed(policies, namespace=tenant, direction="Ingress",
+                                      peer=Peer(namespace="monitoring"), protocol="TCP", port=8080),
+    }
+    must_not = {
+        "IMDS": egress(Peer(ip="169.254.169.254"), 80),
+        "IMDS over 443": egress(Peer(ip="169.254.169.254"), 443),
+        "another namespace's pods": egress(Peer(namespace="other-team"), 8080),
+        "plain HTTP to the internet": egress(Peer(ip="93.184.216.34"), 80),
+        "SSH to a node": egress(Peer(ip=node_ip), 22),
+        "kubelet on a node": egress(Peer(ip=node_ip), 10250),
+        "ingress from another namespace": allowed(policies, namespace=tenant, direction="Ingress",
+                                                  peer=Peer(namespace="other-team"), protocol="TCP", port=8080),
+    }
+    assert [flow for flow, ok in must.items() if not ok] == [], "flows a tenant needs are blocked"
+    assert [flow for flow, ok in must_not.items() if ok] == [], "flows a tenant must not have are open"
 
 
 def test_network_policies_are_enforced_by_the_vpc_cni(synthesized):

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from cdktf import ITerraformDependable
 from constructs import Construct
 
 from components.helm.release import HelmAddon, HelmAddonProps, SensitiveValue, Values
+from components.k8s.namespaces import NamespaceGuard, PodSecurityLevel, namespace_objects
+from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from profiles import PlatformConfig
 from profiles.addons import ReleaseConfig
 from profiles.versions import CHARTS, ChartRef
@@ -38,6 +40,8 @@ class AddonContext:
     """Name of the default StorageClass for persistent volumes."""
     storage_class_ready: ITerraformDependable
     """The StorageClass resource: releases with volumes are installed after it."""
+    vpc_cidr: str
+    """The VPC's CIDR (the API server's private endpoint and the nodes live there)."""
     installed: Mapping[str, InstalledAddon] = field(default_factory=dict)
     """Add-ons installed before this one, by key (registry order)."""
 
@@ -63,7 +67,12 @@ class HelmAddonSpec(Generic[SettingsT]):
     release_name: ClassVar[str]
     namespace: ClassVar[str]
     create_namespace: ClassVar[bool] = True
+    """The platform creates (and guards) the namespace; off for kube-system."""
     timeout_seconds: ClassVar[int] = 600
+    pod_security: ClassVar[PodSecurityLevel] = "baseline"
+    """Pod Security Standard enforced on the add-on's namespace."""
+    privileged_because: ClassVar[str] = ""
+    """Why the namespace must admit privileged pods (required for privileged)."""
 
     def settings(self, config: PlatformConfig) -> SettingsT:
         settings: SettingsT = getattr(config.addons, self.key)
@@ -90,12 +99,29 @@ class HelmAddonSpec(Generic[SettingsT]):
     def sensitive_values(self, ctx: AddonContext, settings: SettingsT) -> tuple[SensitiveValue, ...]:
         return ()
 
+    def network_allows(self, ctx: AddonContext, settings: SettingsT) -> dict[str, dict[str, Any]]:
+        """NetworkPolicies the add-on needs beyond the namespace defaults (name -> spec)."""
+        return {}
+
+    def namespace_guard(self, ctx: AddonContext) -> NamespaceGuard:
+        settings = self.settings(ctx.config)
+        return NamespaceGuard(name=self.release_namespace(settings), pod_security=self.pod_security,
+                              privileged_because=self.privileged_because,
+                              allow=self.network_allows(ctx, settings))
+
     def install(self, ctx: AddonContext) -> InstalledAddon:
         settings = self.settings(ctx.config)
-        release = HelmAddon(ctx.scope, self.key.replace("_", "-"), props=HelmAddonProps(
+        construct_id = self.key.replace("_", "-")
+        namespace: tuple[ITerraformDependable, ...] = ()
+        if self.create_namespace:
+            # The namespace is the platform's (labels and policies in place before any pod starts).
+            objects = KubernetesObjects(ctx.scope, f"{construct_id}-namespace", props=KubernetesObjectsProps(
+                objects=tuple(namespace_objects(self.namespace_guard(ctx), vpc_cidr=ctx.vpc_cidr))))
+            namespace = tuple(objects.resources.values())
+        release = HelmAddon(ctx.scope, construct_id, props=HelmAddonProps(
             release_name=self.release_name, namespace=self.release_namespace(settings),
             chart=self.chart(ctx.config), values=self.values(ctx, settings), timeout_seconds=self.timeout_seconds,
-            create_namespace=self.create_namespace, depends_on=self.depends_on(ctx),
+            create_namespace=False, depends_on=(*self.depends_on(ctx), *namespace),
             sensitive_values=self.sensitive_values(ctx, settings),
         ))
         return InstalledAddon(release=release)

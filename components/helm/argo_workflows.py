@@ -15,6 +15,7 @@ from pydantic import Field
 
 from components.helm.addon import AddonContext, HelmAddonSpec, InstalledAddon
 from components.helm.release import Values
+from components.k8s.namespaces import egress_https_outside_the_node, egress_to_pod_identity_agent
 from components.labels import GPU_TAINT_KEY, SYSTEM_NODES
 from profiles.addons import ArgoWorkflowsConfig
 from profiles.versions import ARGO_WORKFLOWS_IMAGE_TAG
@@ -62,6 +63,10 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
 
     def values(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> ArgoWorkflowsValues:
         return argo_workflows_values(settings)
+
+    def network_allows(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> dict[str, dict[str, Any]]:
+        # Workflow steps run here and use AWS through Pod Identity, like a tenant's pods.
+        return {"allow-pod-identity": egress_to_pod_identity_agent(), "allow-aws-apis": egress_https_outside_the_node()}
 
     def install(self, ctx: AddonContext) -> InstalledAddon:
         installed = super().install(ctx)

@@ -59,6 +59,8 @@ class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
     release_name = "gpu-operator"
     namespace = "gpu-operator"
     timeout_seconds = 900
+    pod_security = "privileged"
+    privileged_because = "the device plugin, DCGM exporter and feature discovery run privileged to reach the GPUs"
 
     def values(self, ctx: AddonContext, settings: GpuOperatorConfig) -> GpuOperatorValues:
         return gpu_operator_values(dra=settings.dra, service_monitor=ctx.config.addons.monitoring.enabled)

@@ -11,6 +11,7 @@ from pydantic import Field
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.common import Placement
 from components.helm.release import SensitiveValue, Values
+from components.k8s.namespaces import MONITORING_NAMESPACE
 from components.labels import SYSTEM_NODES
 from profiles.addons import MonitoringConfig
 
@@ -106,8 +107,20 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
 
     key = "monitoring"
     release_name = "monitoring"
-    namespace = "monitoring"
+    namespace = MONITORING_NAMESPACE
     timeout_seconds = 900
+    pod_security = "privileged"
+    privileged_because = "node-exporter reads the host's /proc and /sys with hostNetwork and hostPID"
+
+    def network_allows(self, ctx: AddonContext, settings: MonitoringConfig) -> dict[str, dict[str, Any]]:
+        return {
+            # Prometheus scrapes pods in every namespace and the nodes (kubelet, node-exporter).
+            "allow-scrape-targets": {"policyTypes": ["Egress"], "egress": [
+                {"to": [{"namespaceSelector": {}}]}, {"to": [{"ipBlock": {"cidr": ctx.vpc_cidr}}]}]},
+            # The API server calls the Prometheus operator's admission webhook (PrometheusRule checks).
+            "allow-admission-webhook": {"policyTypes": ["Ingress"], "ingress": [{
+                "from": [{"ipBlock": {"cidr": ctx.vpc_cidr}}], "ports": [{"protocol": "TCP", "port": 10250}]}]},
+        }
 
     def values(self, ctx: AddonContext, settings: MonitoringConfig) -> MonitoringValues:
         from_variable = settings.grafana_admin_password_from == "variable"

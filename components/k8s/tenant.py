@@ -6,12 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.k8s.namespaces import (
+    NamespaceGuard,
+    egress_https_outside_the_node,
+    egress_to_pod_identity_agent,
+    namespace_objects,
+)
 from components.labels import GPU_TAINT_KEY
 from profiles.workloads import TenantConfig
 
 SERVICE_ACCOUNT = "workload"
-# The EKS Pod Identity agent's link-local address: pods fetch credentials there.
-POD_IDENTITY_AGENT = "169.254.170.23/32"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,8 +80,14 @@ def _static_volume(
 def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
     cfg, storage = props.config, props.storage
     ns = cfg.name
+    guard = NamespaceGuard(name=ns, labels={"platform/tenant": ns}, allow={
+        # Pod Identity: the agent hands out credentials, then the role is used against AWS APIs.
+        "allow-pod-identity": egress_to_pod_identity_agent(),
+        "allow-aws-apis": egress_https_outside_the_node(),
+    })
     objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(ns, **{"platform/tenant": ns})},
+        # No separate API-server allow: HTTPS outside the node already reaches its endpoint.
+        *namespace_objects(guard, vpc_cidr=None),
         {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": _meta("compute", ns), "spec": {"hard": {
             "requests.cpu": cfg.cpu_quota, "requests.memory": cfg.memory_quota,
             f"requests.{GPU_TAINT_KEY}": str(cfg.gpu_quota),
@@ -89,21 +99,6 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
             "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
             "default": {"cpu": "2", "memory": "4Gi"},
         }]}},
-        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": _meta("default-deny", ns),
-         "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}},
-        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": _meta("allow-same-namespace", ns),
-         "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"],
-                  "ingress": [{"from": [{"podSelector": {}}]}], "egress": [{"to": [{"podSelector": {}}]}]}},
-        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": _meta("allow-dns", ns),
-         "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{
-             "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-                     "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
-             "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-         }]}},
-        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": _meta("allow-pod-identity", ns),
-         "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{
-             "to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT}}], "ports": [{"protocol": "TCP", "port": 80}],
-         }]}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(SERVICE_ACCOUNT, ns)},
     ]
     if storage.fsx_file_system_id:

@@ -1,0 +1,99 @@
+"""Every namespace the platform creates gets the same guard rails: Pod Security Admission labels
+and a default-deny NetworkPolicy with explicit allows. Pure data (Kubernetes objects as dicts),
+used by the addons layer, the tenants and the validation manifests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+PodSecurityLevel = Literal["baseline", "privileged"]
+# The EKS Pod Identity agent's link-local address: pods fetch credentials there (port 80).
+POD_IDENTITY_AGENT = "169.254.170.23/32"
+# EC2's link-local range (IMDS, the Pod Identity agent, the time service): never reachable through
+# the general egress allows; the Pod Identity agent gets its own, narrower one.
+LINK_LOCAL = "169.254.0.0/16"
+MONITORING_NAMESPACE = "monitoring"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NamespaceGuard:
+    """How one namespace is guarded."""
+
+    name: str
+    """The namespace."""
+    pod_security: PodSecurityLevel = "baseline"
+    """Enforced Pod Security Standard; warnings and audit always use restricted."""
+    privileged_because: str = ""
+    """Why a namespace must admit privileged pods (required for privileged)."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """Extra namespace labels."""
+    allow: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Policy name -> NetworkPolicy spec, allowed on top of the common ones (same namespace, DNS,
+    the API server, metric scrapes)."""
+
+    def __post_init__(self) -> None:
+        if self.pod_security == "privileged" and not self.privileged_because:
+            raise ValueError(f"namespace {self.name} admits privileged pods: say why (privileged_because)")
+
+
+def pod_security_labels(level: PodSecurityLevel) -> dict[str, str]:
+    return {
+        "pod-security.kubernetes.io/enforce": level,
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/warn-version": "latest",
+        "pod-security.kubernetes.io/audit": "restricted",
+        "pod-security.kubernetes.io/audit-version": "latest",
+    }
+
+
+def _policy(namespace: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"podSelector": {}, **spec}}
+
+
+def egress_to_api_server(vpc_cidr: str) -> dict[str, Any]:
+    """The EKS API server's private endpoint: network interfaces in the VPC's subnets, port 443."""
+    return {"policyTypes": ["Egress"], "egress": [{"to": [{"ipBlock": {"cidr": vpc_cidr}}],
+                                                   "ports": [{"protocol": "TCP", "port": 443}]}]}
+
+
+def egress_https_outside_the_node() -> dict[str, Any]:
+    """HTTPS to AWS APIs (S3 through the gateway endpoint's public ranges, STS, ECR, ...), by NAT,
+    endpoints or the internet; IMDS and the rest of the link-local range stay out of reach."""
+    return {"policyTypes": ["Egress"], "egress": [{
+        "to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": [LINK_LOCAL]}}],
+        "ports": [{"protocol": "TCP", "port": 443}],
+    }]}
+
+
+def egress_to_pod_identity_agent() -> dict[str, Any]:
+    return {"policyTypes": ["Egress"], "egress": [{"to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT}}],
+                                                   "ports": [{"protocol": "TCP", "port": 80}]}]}
+
+
+def namespace_objects(guard: NamespaceGuard, *, vpc_cidr: str | None) -> list[dict[str, Any]]:
+    """The Namespace and its NetworkPolicies: deny everything, then allow the namespace itself,
+    DNS, the API server (when the VPC CIDR is known), metric scrapes from the monitoring
+    namespace, and what `guard.allow` adds."""
+    ns = guard.name
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": ns, "labels": {**guard.labels, **pod_security_labels(guard.pod_security)}}},
+        _policy(ns, "default-deny", {"policyTypes": ["Ingress", "Egress"]}),
+        _policy(ns, "allow-same-namespace", {"policyTypes": ["Ingress", "Egress"],
+                                             "ingress": [{"from": [{"podSelector": {}}]}],
+                                             "egress": [{"to": [{"podSelector": {}}]}]}),
+        _policy(ns, "allow-dns", {"policyTypes": ["Egress"], "egress": [{
+            "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+        }]}),
+        _policy(ns, "allow-metrics-scrape", {"policyTypes": ["Ingress"], "ingress": [{"from": [
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}}}]}]}),
+    ]
+    if vpc_cidr is not None:
+        objects.append(_policy(ns, "allow-api-server", egress_to_api_server(vpc_cidr)))
+    objects += [_policy(ns, name, spec) for name, spec in guard.allow.items()]
+    return objects
