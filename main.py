@@ -86,9 +86,11 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> None:
     import toolchain
 
     toolchain.prepare()
-    from stacks.platform import synthesize
+    from stacks.platform import local_state_warnings, synthesize
 
     synthesize(config, str(outdir))
+    for warning in local_state_warnings(config):
+        print(warning, file=sys.stderr)
 
 
 def print_synthesized(config: PlatformConfig, args: argparse.Namespace, file_name: str) -> None:

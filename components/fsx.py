@@ -20,7 +20,7 @@ from cdktf_cdktf_provider_aws.vpc_security_group_egress_rule import VpcSecurityG
 from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
-from profiles.storage import FsxConfig
+from profiles.storage import DataRepositoryAssociation, FsxConfig
 
 # Lustre: 988 for the management service, 1018-1023 for the data path.
 LUSTRE_PORTS = ((988, 988), (1018, 1023))
@@ -42,6 +42,9 @@ class LustreProps:
     """The file system's validated profile settings."""
     prevent_destroy: bool
     """Refuse to destroy the file system (lifecycle prevent_destroy)."""
+    tenants: tuple[str, ...] = ()
+    """Tenant namespaces: each gets its own copy of every association under /<tenant>. Default:
+    none, the associations sit at the file system's root."""
 
 
 class LustreFileSystem(Construct):
@@ -106,22 +109,32 @@ class LustreFileSystem(Construct):
         self._mount_name = file_system.mount_name
 
         # S3 is linked through associations only; import_path / export_path are never used
-        # (PERSISTENT_2 rejects them, and one mechanism is easier to reason about).
-        for index, association in enumerate(cfg.data_repository_associations):
-            FsxDataRepositoryAssociation(
-                self, f"association-{index}",
-                file_system_id=file_system.id,
-                file_system_path=association.file_system_path,
-                data_repository_path=f"s3://{props.bucket_names[association.bucket]}/{association.s3_prefix}",
-                batch_import_meta_data_on_create=True,
-                delete_data_in_filesystem=False,
-                s3=FsxDataRepositoryAssociationS3(
-                    auto_import_policy=FsxDataRepositoryAssociationS3AutoImportPolicy(events=list(association.import_events))
-                    if association.import_events else None,
-                    auto_export_policy=FsxDataRepositoryAssociationS3AutoExportPolicy(events=list(association.export_events))
-                    if association.export_events else None,
-                ),
-            )
+        # (PERSISTENT_2 rejects them, and one mechanism is easier to reason about). With tenants,
+        # each association is made once per tenant: /<tenant><path> <-> s3://<bucket>/<tenant>/<prefix>,
+        # the same prefix the tenant's IAM role is limited to, and the directory its volume mounts.
+        for tenant in props.tenants or (None,):
+            for index, association in enumerate(cfg.data_repository_associations):
+                self._associate(file_system.id, index, association, props.bucket_names, tenant)
+
+    def _associate(self, file_system_id: str, index: int, association: DataRepositoryAssociation,
+                   bucket_names: dict[str, str], tenant: str | None) -> None:
+        prefix = f"{tenant}/{association.s3_prefix}" if tenant else association.s3_prefix
+        path = f"/{tenant}{association.file_system_path}" if tenant else association.file_system_path
+        imports, exports = association.import_events, association.export_events
+        FsxDataRepositoryAssociation(
+            self, f"association-{tenant}-{index}" if tenant else f"association-{index}",
+            file_system_id=file_system_id,
+            file_system_path=path,
+            data_repository_path=f"s3://{bucket_names[association.bucket]}/{prefix}",
+            batch_import_meta_data_on_create=True,
+            delete_data_in_filesystem=False,
+            s3=FsxDataRepositoryAssociationS3(
+                auto_import_policy=FsxDataRepositoryAssociationS3AutoImportPolicy(events=list(imports))
+                if imports else None,
+                auto_export_policy=FsxDataRepositoryAssociationS3AutoExportPolicy(events=list(exports))
+                if exports else None,
+            ),
+        )
 
     @property
     def security_group_id(self) -> str:

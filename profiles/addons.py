@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from profiles.base import FieldProblem, HttpsUrl, K8sName, Strict
+from profiles.base import FieldProblem, HttpsUrl, K8sName, Strict, check_cidr
 
 ChartVersion = Annotated[str, Field(pattern=r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")]
 
@@ -53,6 +53,46 @@ class OidcConfig(Strict):
     username_claim: str = Field("sub", description="A stable claim: sub never changes, unlike email.")
 
 
+AcmCertificateArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+$")]
+
+
+class JupyterHubExposure(Strict):
+    """How users reach the hub. Never a plain-HTTP endpoint on the internet."""
+
+    type: Literal["cluster_ip", "internal_nlb", "public_nlb_tls"] = Field(
+        "cluster_ip",
+        description="cluster_ip (default): no load balancer; reach the hub with kubectl port-forward or your own "
+        "ingress. internal_nlb: a Network Load Balancer inside the VPC. public_nlb_tls: an internet-facing NLB "
+        "that terminates TLS with acm_certificate_arn and admits only source_cidrs.",
+    )
+    acm_certificate_arn: AcmCertificateArn | None = Field(
+        None, description="ACM certificate for the hub's host name (public_nlb_tls; optional for internal_nlb)."
+    )
+    source_cidrs: list[str] = Field(
+        default_factory=list, description="public_nlb_tls: the client CIDRs the load balancer admits."
+    )
+
+    @model_validator(mode="after")
+    def _tls_on_the_internet(self) -> JupyterHubExposure:
+        if self.type == "public_nlb_tls":
+            if self.acm_certificate_arn is None:
+                raise FieldProblem("acm_certificate_arn", None,
+                                   "an internet-facing hub needs TLS: name the ACM certificate for its host name",
+                                   allowed="arn:aws:acm:<region>:<account>:certificate/<id>")
+            if not self.source_cidrs:
+                raise FieldProblem("source_cidrs", [], "an internet-facing hub admits only named client ranges",
+                                   allowed="one or more CIDRs, e.g. [203.0.113.0/24]")
+            for index, cidr in enumerate(self.source_cidrs):
+                try:
+                    check_cidr(cidr)
+                except ValueError as error:
+                    raise FieldProblem(("source_cidrs", index), cidr, str(error)) from None
+        elif self.source_cidrs:
+            raise FieldProblem("source_cidrs", self.source_cidrs, f"{self.type} has no public listener to restrict",
+                               allowed="empty, or type public_nlb_tls")
+        return self
+
+
 class JupyterHubConfig(ReleaseConfig):
     enabled: bool = False
     oidc: OidcConfig | None = None
@@ -67,6 +107,9 @@ class JupyterHubConfig(ReleaseConfig):
         1200, ge=300, description="GPU images are large: starts of many minutes are normal."
     )
     user_storage_gib: int = Field(20, ge=1)
+    exposure: JupyterHubExposure = Field(
+        default_factory=JupyterHubExposure, description="How users reach the hub; private (ClusterIP) by default."
+    )
 
     @model_validator(mode="after")
     def _authentication(self) -> JupyterHubConfig:

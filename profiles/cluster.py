@@ -23,6 +23,9 @@ from profiles.base import (
 from profiles.catalog import CATALOG, GpuInstanceType, lookup
 from profiles.versions import KubernetesVersion
 
+# A public API endpoint may be open to at most this many addresses (a /16): a company's egress or
+# VPN ranges fit; more is the internet in effect (0.0.0.0/1 plus 128.0.0.0/1 is all of it).
+MAX_PUBLIC_API_ADDRESSES = 65536
 ControlPlaneLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 InterfaceEndpoint = Literal["ecr.api", "ecr.dkr", "sts", "ec2", "eks-auth", "ssm"]
 
@@ -239,10 +242,16 @@ class ClusterConfig(Strict):
         "1.33", description="EKS version. Default: the newest EKS version current when hashicorp/aws 5.100.0 shipped."
     )
     vpc: VpcConfig
+    endpoint_public_access: bool = Field(
+        False,
+        description="Open the public API endpoint to endpoint_public_access_cidrs. Default: off; the API is "
+        "reachable only from inside the VPC (VPN, SSM port forwarding or a bastion; see the README). "
+        "The private endpoint is always on.",
+    )
     endpoint_public_access_cidrs: list[Cidr] = Field(
         default_factory=list,
-        description="CIDRs allowed to reach the public API endpoint. Empty (default): public endpoint "
-        "off, the API is reachable only from inside the VPC. The private endpoint is always on.",
+        description="Your own egress CIDRs that may reach the public endpoint (with endpoint_public_access). "
+        f"Together at most {MAX_PUBLIC_API_ADDRESSES} addresses (a /16): wider is the internet in effect.",
     )
     admin_principal_arns: list[IamPrincipalArn] = Field(
         default_factory=list,
@@ -261,7 +270,27 @@ class ClusterConfig(Strict):
             check_cidr(cidr)
             if ipaddress.IPv4Network(cidr).prefixlen == 0:
                 raise ValueError("0.0.0.0/0 opens the API endpoint to the internet; name your own egress CIDRs")
+        # Overlapping blocks count once: the union is what the endpoint is open to.
+        union = ipaddress.collapse_addresses(ipaddress.IPv4Network(cidr) for cidr in cidrs)
+        total = sum(network.num_addresses for network in union)
+        if total > MAX_PUBLIC_API_ADDRESSES:
+            raise ValueError(
+                f"these CIDRs open the API endpoint to {total} addresses; at most {MAX_PUBLIC_API_ADDRESSES} "
+                "(a /16) are allowed: name your organisation's egress or VPN ranges"
+            )
         return cidrs
+
+    @model_validator(mode="after")
+    def _public_endpoint(self) -> ClusterConfig:
+        if self.endpoint_public_access and not self.endpoint_public_access_cidrs:
+            raise FieldProblem("endpoint_public_access_cidrs", [],
+                               "a public API endpoint needs your own egress CIDRs; it is never open to everyone",
+                               allowed="one or more CIDRs, e.g. [203.0.113.0/24]")
+        if self.endpoint_public_access_cidrs and not self.endpoint_public_access:
+            raise FieldProblem("endpoint_public_access", False,
+                               "endpoint_public_access_cidrs are set but the public endpoint is off",
+                               allowed="true (open the endpoint to those CIDRs), or remove the CIDRs")
+        return self
 
     @model_validator(mode="after")
     def _groups(self) -> ClusterConfig:

@@ -22,7 +22,7 @@ from profiles.base import FieldProblem, Name, Region, Strict
 from profiles.build import BuildConfig
 from profiles.cluster import CapacityBlock, ClusterConfig
 from profiles.state import StateConfig
-from profiles.storage import StorageConfig
+from profiles.storage import MAX_DATA_REPOSITORY_ASSOCIATIONS, StorageConfig
 from profiles.versions import CHARTS, MIN_VERSIONS, version_tuple
 from profiles.workloads import WorkloadsConfig
 
@@ -69,6 +69,21 @@ class PlatformConfig(Strict):
                     minimum.why,
                     allowed=f"{'.'.join(map(str, minimum.version))} or later",
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _associations_per_tenant_fit(self) -> PlatformConfig:
+        """With tenants, every association is made once per tenant (their isolation on FSx)."""
+        fsx, tenants = self.storage.fsx, len(self.workloads.tenants)
+        count = len(fsx.data_repository_associations) * max(tenants, 1)
+        if fsx.enabled and count > MAX_DATA_REPOSITORY_ASSOCIATIONS:
+            raise FieldProblem(
+                ("storage", "fsx", "data_repository_associations"),
+                f"{len(fsx.data_repository_associations)} associations x {tenants} tenants = {count}",
+                "each tenant gets its own copy of every association, and a file system takes at most "
+                f"{MAX_DATA_REPOSITORY_ASSOCIATIONS}",
+                allowed=f"associations x tenants <= {MAX_DATA_REPOSITORY_ASSOCIATIONS}",
+            )
         return self
 
     @model_validator(mode="after")

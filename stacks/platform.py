@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cdktf import App
 
+from components.helm.registry import ADDONS
 from profiles import PlatformConfig
 from stacks.addons import AddonsStack
 from stacks.build import BuildStack
@@ -51,3 +52,16 @@ def synthesize(config: PlatformConfig, outdir: str) -> Platform:
     platform = build_platform(app, config)
     app.synth()
     return platform
+
+
+def local_state_warnings(config: PlatformConfig) -> list[str]:
+    """Layers whose state would hold a secret in a plain local file (no state.bucket)."""
+    if config.state.bucket:
+        return []
+    secrets = [secret for addon in ADDONS if addon.enabled(config)
+               for secret in addon.state_secrets(addon.settings(config))]
+    if not secrets:
+        return []
+    return [f"warning: the addons layer's state will hold {', '.join(secrets)} in plain text in "
+            f"state/{config.name}/addons.tfstate (local backend). For anything shared, set state.bucket "
+            "(an encrypted, versioned S3 bucket; see the README's State section)."]

@@ -33,6 +33,7 @@ class StorageStack(LayerStack):
                 client_security_group_id=cluster.node_security_group_id,
                 bucket_names={purpose: bucket.name for purpose, bucket in buckets.items()},
                 config=storage.fsx, prevent_destroy=storage.protect_from_destroy,
+                tenants=tuple(tenant.name for tenant in config.workloads.tenants),
             ))
         self.outputs = StorageOutputs(
             bucket_names={purpose: bucket.name for purpose, bucket in buckets.items()},

@@ -39,6 +39,7 @@ class WorkloadsStack(LayerStack):
         shared = SharedStorage(
             region=config.region, fsx_file_system_id=storage.fsx_file_system_id, fsx_dns_name=storage.fsx_dns_name,
             fsx_mount_name=storage.fsx_mount_name, fsx_capacity_gib=config.storage.fsx.storage_capacity_gib,
+            fsx_tenant_directories=bool(config.storage.fsx.data_repository_associations),
             bucket_names=storage.bucket_names,
         )
         dra = config.addons.gpu_operator.enabled and config.addons.gpu_operator.dra

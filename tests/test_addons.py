@@ -7,7 +7,9 @@ import json
 import pytest
 import yaml
 
+from components.helm.jupyterhub import proxy_values
 from components.labels import EFA_LABEL, NODE_POOL_LABEL
+from profiles.addons import JupyterHubExposure
 from profiles.versions import CHARTS
 from tests.cases import FIXTURES, SHIPPED, TEST_SECRETS
 from tests.synth_helpers import resources
@@ -141,6 +143,30 @@ def test_jupyterhub_allow_policy_and_secret_mount(synthesized):
     assert hub["hub"]["extraVolumes"] == [{"name": "oidc", "secret": {"secretName": "jupyterhub-oidc"}}]
     assert hub["hub"]["extraVolumeMounts"][0]["mountPath"] == "/run/secrets/oidc"
     assert "/run/secrets/oidc/client-secret" in hub["hub"]["extraConfig"]["10-oidc-client-secret"]
+
+
+def test_jupyterhub_is_private_by_default(synthesized):
+    hub = values(releases(synthesized, "jark")["jupyterhub"])
+    assert hub["proxy"] == {"service": {"type": "ClusterIP"}}
+
+
+CERT = "arn:aws:acm:us-west-2:123456789012:certificate/0b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e"
+
+
+def test_jupyterhub_on_the_internet_only_behind_tls():
+    public = proxy_values(JupyterHubExposure(type="public_nlb_tls", acm_certificate_arn=CERT,
+                                             source_cidrs=["203.0.113.0/24"])).render()
+    rendered = yaml.safe_load(public)
+    service = rendered["service"]
+    assert service["type"] == "LoadBalancer" and service["disableHttpPort"] is True
+    assert service["loadBalancerSourceRanges"] == ["203.0.113.0/24"]
+    annotations = service["annotations"]
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == CERT
+    assert "service.beta.kubernetes.io/aws-load-balancer-internal" not in annotations
+    assert rendered["https"] == {"enabled": True, "type": "offload"}
+    internal = yaml.safe_load(proxy_values(JupyterHubExposure(type="internal_nlb")).render())
+    assert internal["service"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-internal"] == "true"
+    assert "loadBalancerSourceRanges" not in internal["service"]
 
 
 def test_jupyterhub_notebook_profiles_match_real_node_labels(synthesized):

@@ -71,3 +71,13 @@ def test_cdktf_cli_invocation_synthesizes_the_profile_from_the_environment(tmp_p
     assert (tmp_path / "out" / "manifest.json").is_file()
     # jsii runs on the project's Node 24: no end-of-life banner, no deprecation noise.
     assert "end-of-life" not in result.stderr and "DeprecationWarning" not in result.stderr
+
+
+def test_synth_warns_when_a_local_state_would_hold_a_secret(tmp_path):
+    local = run("synth", "--outdir", str(tmp_path / "local"))
+    assert local.returncode == 0, local.stderr
+    assert "Grafana admin password in plain text in state/gpu-validation/addons.tfstate" in local.stderr
+    remote = run("synth", "--profile", str(ROOT / "tests/fixtures/profiles/s3-state.yaml"), "--outdir",
+                 str(tmp_path / "remote"))
+    assert remote.returncode == 0, remote.stderr
+    assert "plain text" not in remote.stderr

@@ -260,14 +260,14 @@ def test_mountpoint_role_is_limited_to_platform_buckets(synthesized):
     assert not any("*" in r.replace("/*", "") for r in resources_)
 
 
-@pytest.mark.parametrize("profile, public", [("g6-validation", True), ("s3-state", False)])
+@pytest.mark.parametrize("profile, public", [("jark", True), ("g6-validation", False), ("s3-state", False)])
 def test_control_plane_endpoint_encryption_and_access(synthesized, profile, public):
     stack = cluster(synthesized, profile)
     (eks,) = resources(stack, "aws_eks_cluster").values()
     vpc_config = eks["vpc_config"]
     assert vpc_config["endpoint_private_access"] is True
     assert vpc_config["endpoint_public_access"] is public
-    assert vpc_config.get("public_access_cidrs") == (["198.51.100.0/24"] if public else None)
+    assert vpc_config.get("public_access_cidrs") == (["198.51.100.0/24", "203.0.113.0/24"] if public else None)
     assert eks["access_config"] == {"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": False}
     assert eks["encryption_config"]["resources"] == ["secrets"]
     (key,) = resources(stack, "aws_kms_key").values()

@@ -118,9 +118,36 @@ BAD_INPUT = [
         ["'dynamodb'", "'ecr.api'"],
     ),
     (
-        {"cluster__endpoint_public_access_cidrs": ["0.0.0.0/0"]},
+        {"cluster__endpoint_public_access": True, "cluster__endpoint_public_access_cidrs": ["0.0.0.0/0"]},
         "cluster.endpoint_public_access_cidrs",
         ["0.0.0.0/0", "internet"],
+    ),
+    (  # each tenant gets its own copy of every association: 1 x 9 > 8
+        {"workloads": {"tenants": [{"name": f"team-{index}"} for index in range(9)]}},
+        "storage.fsx.data_repository_associations",
+        ["1 associations x 9 tenants = 9", "at most 8"],
+    ),
+    (  # two halves of the internet are the internet
+        {"cluster__endpoint_public_access": True,
+         "cluster__endpoint_public_access_cidrs": ["0.0.0.0/1", "128.0.0.0/1"]},
+        "cluster.endpoint_public_access_cidrs",
+        ["4294967296 addresses", "at most 65536"],
+    ),
+    (  # overlapping blocks count once, but a /15 is still wider than a /16
+        {"cluster__endpoint_public_access": True,
+         "cluster__endpoint_public_access_cidrs": ["198.18.0.0/15", "198.18.0.0/16"]},
+        "cluster.endpoint_public_access_cidrs",
+        ["131072 addresses"],
+    ),
+    (
+        {"cluster__endpoint_public_access": True},
+        "cluster.endpoint_public_access_cidrs",
+        ["needs your own egress CIDRs", "allowed: one or more CIDRs"],
+    ),
+    (
+        {"cluster__endpoint_public_access_cidrs": ["203.0.113.0/24"]},
+        "cluster.endpoint_public_access",
+        ["the public endpoint is off", "allowed: true"],
     ),
     ({"cluster__admin_principal_arns": ["alice"]}, "cluster.admin_principal_arns.0", ["'alice'"]),
     (
@@ -429,6 +456,7 @@ def test_valid_fsx_sizes(settings):
     assert validate_profile(fsx(**settings)).storage.fsx.storage_capacity_gib == settings["storage_capacity_gib"]
 
 
+CERT = "arn:aws:acm:us-west-2:123456789012:certificate/0b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e"
 JARK = yaml.safe_load((Path(__file__).parent / "fixtures" / "profiles" / "jark.yaml").read_text())
 
 
@@ -438,6 +466,37 @@ def jark(**changes) -> dict:
 
 ADDON_BAD_INPUT = [
     (jark(addons__jupyterhub__oidc=None), "addons.jupyterhub.oidc", ["needs OIDC settings"]),
+    (
+        jark(addons__jupyterhub__exposure={"type": "public_nlb_tls", "source_cidrs": ["203.0.113.0/24"]}),
+        "addons.jupyterhub.exposure.acm_certificate_arn",
+        ["needs TLS", "allowed: arn:aws:acm:"],
+    ),
+    (
+        jark(addons__jupyterhub__exposure={"type": "public_nlb_tls", "acm_certificate_arn": CERT}),
+        "addons.jupyterhub.exposure.source_cidrs",
+        ["only named client ranges"],
+    ),
+    (
+        jark(addons__jupyterhub__exposure={"type": "public_nlb_tls", "acm_certificate_arn": CERT,
+                                           "source_cidrs": ["203.0.113.7/24"]}),
+        "addons.jupyterhub.exposure.source_cidrs.0",
+        ["host bits"],
+    ),
+    (
+        jark(addons__jupyterhub__exposure={"type": "cluster_ip", "source_cidrs": ["203.0.113.0/24"]}),
+        "addons.jupyterhub.exposure.source_cidrs",
+        ["no public listener"],
+    ),
+    (
+        jark(addons__jupyterhub__exposure={"type": "internet_http"}),
+        "addons.jupyterhub.exposure.type",
+        ["'internet_http'", "'cluster_ip', 'internal_nlb' or 'public_nlb_tls'"],
+    ),
+    (
+        jark(addons__jupyterhub__exposure={"type": "internal_nlb", "acm_certificate_arn": "my-cert"}),
+        "addons.jupyterhub.exposure.acm_certificate_arn",
+        ["'my-cert'"],
+    ),
     (jark(addons__jupyterhub__allowed_users=[]), "addons.jupyterhub.allowed_users", ["empty allow-list", "got []"]),
     (
         jark(addons__jupyterhub__oidc={**JARK["addons"]["jupyterhub"]["oidc"], "token_url": "http://insecure/token"}),

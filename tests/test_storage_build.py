@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.cases import FIXTURES, SHIPPED
-from tests.synth_helpers import by_path, path_of, ref, resources
+from tests.synth_helpers import by_path, ref, resources
 
 ALL = SHIPPED + FIXTURES
 REMOTE_CLUSTER = "${data.terraform_remote_state.cross-stack-reference-input-cluster.outputs."
@@ -114,13 +114,19 @@ def test_fsx_links_s3_only_through_associations(synthesized, profile):
     stack = storage(synthesized, profile)
     (fsx,) = resources(stack, "aws_fsx_lustre_file_system").values()
     assert not {"import_path", "export_path", "auto_import_policy", "imported_file_chunk_size"} & set(fsx)
-    cfg = synthesized.configs[profile].storage.fsx
-    associations = resources(stack, "aws_fsx_data_repository_association")
-    assert len(associations) == len(cfg.data_repository_associations)
-    for wanted, body in zip(cfg.data_repository_associations, sorted(associations.values(), key=path_of), strict=True):
-        assert body["file_system_path"] == wanted.file_system_path
+    config = synthesized.configs[profile]
+    cfg, tenants = config.storage.fsx, [t.name for t in config.workloads.tenants]
+    associations = {body["file_system_path"]: body
+                    for body in resources(stack, "aws_fsx_data_repository_association").values()}
+    # With tenants every association is made per tenant, under /<tenant> and the tenant's S3 prefix
+    # (the prefix its IAM role is limited to); without tenants at the root.
+    expected = {(f"/{t}{a.file_system_path}" if t else a.file_system_path, f"{t}/{a.s3_prefix}" if t else a.s3_prefix)
+                for t in (tenants or [None]) for a in cfg.data_repository_associations}
+    assert {path for path, _ in expected} == set(associations)
+    for path, prefix in expected:
+        body = associations[path]
         assert body["data_repository_path"].startswith("s3://${aws_s3_bucket.")
-        assert body["data_repository_path"].endswith("/" + wanted.s3_prefix)
+        assert body["data_repository_path"].endswith("}/" + prefix)
         assert body["delete_data_in_filesystem"] is False
 
 

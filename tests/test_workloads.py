@@ -119,6 +119,9 @@ def test_static_volumes_reference_the_storage_layer(synthesized):
     remote = "${data.terraform_remote_state.cross-stack-reference-input-storage.outputs."
     assert fsx["volumeHandle"].startswith(remote)
     assert set(fsx["volumeAttributes"]) == {"dnsname", "mountname"}
+    # The tenant mounts its own directory only (a Lustre fileset mount), not the file system root.
+    assert fsx["volumeAttributes"]["mountname"].startswith(remote)
+    assert fsx["volumeAttributes"]["mountname"].endswith("}/ml-team")
     assert pvs["ml-team-fsx"]["spec"]["capacity"] == {"storage": "4800Gi"}
     s3 = pvs["ml-team-s3-datasets"]["spec"]
     assert s3["csi"]["driver"] == "s3.csi.aws.com" and s3["csi"]["volumeAttributes"]["bucketName"].startswith(remote)

@@ -99,6 +99,10 @@ class HelmAddonSpec(Generic[SettingsT]):
     def sensitive_values(self, ctx: AddonContext, settings: SettingsT) -> tuple[SensitiveValue, ...]:
         return ()
 
+    def state_secrets(self, settings: SettingsT) -> tuple[str, ...]:
+        """Secrets the release writes into the addons layer's Terraform state (to warn about)."""
+        return ()
+
     def network_allows(self, ctx: AddonContext, settings: SettingsT) -> dict[str, dict[str, Any]]:
         """NetworkPolicies the add-on needs beyond the namespace defaults (name -> spec)."""
         return {}

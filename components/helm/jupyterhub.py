@@ -16,7 +16,7 @@ from pydantic import Field
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import Values
 from components.labels import GPU_TAINT_KEY, GPU_TOLERATION, NODE_POOL_LABEL, SYSTEM_NODES
-from profiles.addons import JupyterHubConfig
+from profiles.addons import JupyterHubConfig, JupyterHubExposure
 
 SECRET_MOUNT = "/run/secrets/oidc"
 
@@ -42,8 +42,38 @@ class SingleUserValues(Values):
     profile_list: list[dict[str, Any]]
 
 
+class ProxyValues(Values):
+    service: dict[str, Any]
+    https: dict[str, Any] | None = None
+
+
+# Service annotations of the in-tree AWS load balancer integration (no extra controller needed).
+_NLB = "service.beta.kubernetes.io/aws-load-balancer-"
+
+
+def proxy_values(exposure: JupyterHubExposure) -> ProxyValues:
+    """ClusterIP unless the profile asks for a load balancer; on the internet only behind TLS, with
+    the plain HTTP port closed and the listener limited to the named client ranges."""
+    if exposure.type == "cluster_ip":
+        return ProxyValues(service={"type": "ClusterIP"})
+    annotations = {f"{_NLB}type": "nlb", f"{_NLB}backend-protocol": "tcp"}
+    service: dict[str, Any] = {"type": "LoadBalancer", "annotations": annotations}
+    https = None
+    if exposure.type == "internal_nlb":
+        annotations[f"{_NLB}internal"] = "true"
+    else:
+        service["loadBalancerSourceRanges"] = list(exposure.source_cidrs)
+        service["disableHttpPort"] = True
+    if exposure.acm_certificate_arn is not None:
+        annotations[f"{_NLB}ssl-cert"] = exposure.acm_certificate_arn
+        annotations[f"{_NLB}ssl-ports"] = "https"
+        https = {"enabled": True, "type": "offload"}
+    return ProxyValues(service=service, https=https)
+
+
 class JupyterHubValues(Values):
     hub: HubValues
+    proxy: ProxyValues
     singleuser: SingleUserValues
     # User pods are scheduled by the default scheduler onto Karpenter nodes; no placeholder pods.
     scheduling: dict[str, Any] = Field(default_factory=lambda: {"userScheduler": {"enabled": False},
@@ -71,6 +101,7 @@ def jupyterhub_values(cfg: JupyterHubConfig, *, storage_class: str) -> JupyterHu
         "allowed_users": sorted(cfg.allowed_users),
     }
     return JupyterHubValues(
+        proxy=proxy_values(cfg.exposure),
         hub=HubValues(
             config={"JupyterHub": {"authenticator_class": "generic-oauth"}, "GenericOAuthenticator": authenticator},
             extra_config={"10-oidc-client-secret": READ_CLIENT_SECRET},

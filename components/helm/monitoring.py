@@ -134,6 +134,10 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         return (ctx.storage_class_ready,)
 
+    def state_secrets(self, settings: MonitoringConfig) -> tuple[str, ...]:
+        # Helm's set_sensitive keeps the value in the release's state.
+        return ("the Grafana admin password",) if settings.grafana_admin_password_from == "variable" else ()
+
     def sensitive_values(self, ctx: AddonContext, settings: MonitoringConfig) -> tuple[SensitiveValue, ...]:
         if settings.grafana_admin_password_from != "variable":
             return ()

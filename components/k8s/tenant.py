@@ -32,6 +32,9 @@ class SharedStorage:
     """The file system's Lustre mount name."""
     fsx_capacity_gib: int
     """The file system's capacity, the size of its PersistentVolume."""
+    fsx_tenant_directories: bool
+    """Each tenant has a directory /<tenant> (made by its data repository associations): only then
+    does a tenant get an FSx volume, a mount of that directory alone."""
     bucket_names: dict[str, str]
     """Purpose (datasets, checkpoints) -> bucket name."""
 
@@ -101,10 +104,12 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
         }]}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(SERVICE_ACCOUNT, ns)},
     ]
-    if storage.fsx_file_system_id:
+    if storage.fsx_file_system_id and storage.fsx_tenant_directories:
+        # A Lustre fileset mount of the tenant's own directory (/<tenant>, which the tenant's data
+        # repository associations create): the rest of the file system is not visible through it.
         objects += _static_volume(ns, "fsx", f"{storage.fsx_capacity_gib}Gi", {
             "driver": "fsx.csi.aws.com", "volumeHandle": storage.fsx_file_system_id,
-            "volumeAttributes": {"dnsname": storage.fsx_dns_name, "mountname": storage.fsx_mount_name},
+            "volumeAttributes": {"dnsname": storage.fsx_dns_name, "mountname": f"{storage.fsx_mount_name}/{ns}"},
         }, mount_options=["flock"])
     for purpose, bucket in sorted(storage.bucket_names.items()):
         # Mountpoint for S3 supports static provisioning only; the tenant sees its own prefix.
