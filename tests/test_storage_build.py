@@ -215,3 +215,13 @@ def test_codebuild_role_is_least_privilege(synthesized):
     read = next(s for s in statements if "s3:GetObject" in s["Action"])
     assert read["Resource"].endswith("/rl-trainer.zip")
     assert not any(a.endswith("*") for s in statements for a in s["Action"])
+
+
+@pytest.mark.parametrize("profile", fsx_profiles())
+def test_persistent_file_systems_keep_a_final_backup(synthesized, profile):
+    (fsx,) = resources(storage(synthesized, profile), "aws_fsx_lustre_file_system").values()
+    if fsx["deployment_type"] == "SCRATCH_2":
+        assert "skip_final_backup" not in fsx  # SCRATCH file systems cannot be backed up
+    else:
+        assert fsx["skip_final_backup"] is False
+        assert fsx["final_backup_tags"]["Name"].endswith("-final")
