@@ -18,8 +18,10 @@ export UV_COMPILE_BYTECODE := 1
 # jsii unpacks the provider bindings (~570 MB) once; keep them with the project.
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT ?= $(CURDIR)/.cache/jsii
 
-.PHONY: synth test lint env manifests verify plan deploy destroy hcl clean
+.PHONY: synth test lint env manifests verify plan deploy destroy outputs hcl clean provider-mirror help
 LAYER ?= all
+# Terraform (and the cdktf CLI) never call HashiCorp's update-check service.
+export CHECKPOINT_DISABLE := 1
 
 env: $(STAMP)
 
@@ -51,8 +53,21 @@ verify: $(STAMP)
 hcl: $(STAMP)
 	$(PY) main.py hcl --profile $(PROFILE)
 
+# deploy and destroy show each layer's plan and ask; AUTO_APPROVE=1 approves (needed without a terminal).
 plan deploy destroy: $(STAMP)
-	$(PY) main.py $@ --profile $(PROFILE) --layer $(LAYER)
+	AUTO_APPROVE=$(AUTO_APPROVE) $(PY) main.py $@ --profile $(PROFILE) --layer $(LAYER)
+
+outputs: $(STAMP)
+	$(PY) main.py outputs --profile $(PROFILE)
+
+# A filesystem mirror of hashicorp/aws for the offline tests, made where the registry is reachable
+# (the GitHub workflow does this); point TF_PROVIDER_MIRROR at it.
+MIRROR ?= $(CURDIR)/.tools/terraform-mirror
+provider-mirror:
+	mkdir -p .tools/mirror-source
+	printf 'terraform {\n  required_providers {\n    aws = { source = "hashicorp/aws", version = "5.100.0" }\n  }\n}\n' \
+		> .tools/mirror-source/main.tf
+	terraform -chdir=.tools/mirror-source providers mirror -platform=linux_amd64 $(MIRROR)
 
 # The lint and type gate: ruff and mypy --strict with the rules in pyproject.toml, zero findings.
 # mypy reads the provider bindings' types (about a minute on a cold cache, seconds after).

@@ -1,14 +1,17 @@
-"""Command line: validate a profile, then synthesize the five layer stacks.
+"""Command line: validate a profile, then synthesize and operate its five layer stacks.
 
     python main.py synth [--profile NAME|PATH] [--outdir DIR]
     python main.py schema            # rewrite profiles/profile.schema.json
     python main.py manifests [--profile ...] [--image URI] [--outdir DIR]
     python main.py verify [--profile ...] [--image URI]   # needs kubectl and a live cluster
-    python main.py hcl [--profile ...] [--outdir cdktf.out/hcl]   # the stacks as HCL, for leaving cdktf
-    python main.py plan|deploy|destroy [--layer all|LAYER] [--profile ...]   # plain terraform, in order
+    python main.py hcl [--profile ...] [--outdir DIR]      # the stacks as HCL, for leaving cdktf
+    python main.py plan|deploy|destroy [--layer all|LAYER] [--yes] [--profile ...]
+    python main.py outputs [--profile ...]                 # the layers' outputs after a deploy
 
-`cdktf synth` / `cdktf deploy <layer>` run this file with no arguments: the profile then comes
-from the PROFILE environment variable (default: g6-validation).
+Each profile works in its own folder, cdktf.out/<profile name>/ (stacks, plans, kubeconfig), and
+keeps local state in state/<profile name>/. `cdktf synth` / `cdktf deploy <layer>` run this file
+with no arguments: the profile then comes from the PROFILE environment variable (default:
+g6-validation) and the stacks go where the cdktf CLI wants them (CDKTF_OUTDIR, or cdktf.out).
 """
 
 from __future__ import annotations
@@ -21,11 +24,21 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from profiles import DEFAULT_PROFILE, PlatformConfig, ProfileError, load_profile
+from profiles.loader import resolve
 from profiles.schema import SCHEMA_PATH, profile_schema
 
+if TYPE_CHECKING:
+    from operate.kubectl import Kubectl
+    from operate.layers import Operator
+
 EXIT_USER_ERROR = 2
+PROJECT_ROOT = Path(__file__).resolve().parent
+OUTPUT_ROOT = Path("cdktf.out")
+STATE_ROOT = PROJECT_ROOT / "state"
+PROFILE_MARKER = ".profile-source"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,28 +46,27 @@ def build_parser() -> argparse.ArgumentParser:
     # Every command but `schema` works on one profile.
     with_profile = argparse.ArgumentParser(add_help=False)
     with_profile.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE)
+    with_profile.add_argument("--outdir", default=None,
+                              help="output folder (default: cdktf.out/<profile name>/, per command below it)")
     commands = parser.add_subparsers(dest="command")
-    synth = commands.add_parser("synth", parents=[with_profile], help="synthesize all layers of a profile")
-    synth.add_argument("--outdir", default=os.environ.get("CDKTF_OUTDIR", "cdktf.out"))
+    commands.add_parser("synth", parents=[with_profile], help="synthesize all layers of a profile")
     commands.add_parser("schema", help="write the profile JSON schema for editor completion")
     for name, help_ in (("manifests", "write the validation workloads as plain YAML"),
                         ("verify", "run the validation workloads on the live cluster (kubectl)")):
         sub = commands.add_parser(name, parents=[with_profile], help=help_)
         sub.add_argument("--image", default=os.environ.get("IMAGE") or None,
                          help="reference image for the container test (build layer's repository_urls output + tag)")
-        if name == "manifests":
-            sub.add_argument("--outdir", default="cdktf.out/manifests")
-    hcl = commands.add_parser("hcl", parents=[with_profile],
-                              help="write the stacks as HCL (cdk.tf) for teams leaving cdktf")
-    hcl.add_argument("--outdir", default="cdktf.out/hcl")
+    commands.add_parser("hcl", parents=[with_profile], help="write the stacks as HCL (cdk.tf) for teams leaving cdktf")
+    commands.add_parser("outputs", parents=[with_profile], help="print the deployed layers' outputs")
     for name, help_ in (
-        ("plan", "terraform plan the layers in dependency order"),
-        ("deploy", "plan and apply the layers in dependency order"),
-        ("destroy", "clean up controller-made resources, then destroy in reverse order"),
+        ("plan", "terraform plan the layers in dependency order and show the plans"),
+        ("deploy", "plan, show, confirm and apply the layers in dependency order"),
+        ("destroy", "clean up controller-made resources, then show, confirm and destroy in reverse order"),
     ):
         sub = commands.add_parser(name, parents=[with_profile], help=help_)
         sub.add_argument("--layer", default=os.environ.get("LAYER") or "all")
-        sub.add_argument("--outdir", default=os.environ.get("CDKTF_OUTDIR", "cdktf.out"))
+        sub.add_argument("--yes", action="store_true", default=os.environ.get("AUTO_APPROVE", "") in ("1", "true"),
+                         help="apply without asking (AUTO_APPROVE=1 does the same through make)")
     return parser
 
 
@@ -63,16 +75,37 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "schema":
         return write_schema()
-    if args.command is None:  # run by the cdktf CLI: synthesize with the defaults
-        args = parser.parse_args(["synth"])
+    cdktf_cli = args.command is None
+    if cdktf_cli:  # run by the cdktf CLI: synthesize with the defaults, where the CLI expects it
+        args = parser.parse_args(["synth", "--outdir", os.environ.get("CDKTF_OUTDIR") or str(OUTPUT_ROOT)])
     # Validate before loading the provider bindings: a bad profile fails in well under a second.
     try:
         config = load_profile(args.profile)
     except ProfileError as error:
         print(error.render(), file=sys.stderr)
         return EXIT_USER_ERROR
+    if args.outdir is None:
+        args.outdir = str(OUTPUT_ROOT / config.name)
+        clash = claim_profile_folder(Path(args.outdir), args.profile)
+        if clash:
+            print(clash, file=sys.stderr)
+            return EXIT_USER_ERROR
     handler = COMMANDS[args.command]
     return handler(config, args)
+
+
+def claim_profile_folder(folder: Path, profile: str) -> str | None:
+    """Record which profile file owns cdktf.out/<name>/; a different file with the same `name`
+    would share its plans and its state, so it is refused."""
+    source = str(resolve(profile).resolve())
+    marker = folder / PROFILE_MARKER
+    if marker.is_file() and marker.read_text().strip() != source:
+        return (f"profile {source} has the name of {marker.read_text().strip()} ({folder.name}): both would share "
+                f"{folder}/ and state/{folder.name}/. Give the new profile its own `name` (or delete {marker} "
+                "if the old file was renamed).")
+    folder.mkdir(parents=True, exist_ok=True)
+    marker.write_text(source + "\n")
+    return None
 
 
 def write_schema() -> int:
@@ -88,7 +121,7 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> None:
     toolchain.prepare()
     from stacks.platform import local_state_warnings, synthesize
 
-    synthesize(config, str(outdir))
+    synthesize(config, str(outdir), state_dir=STATE_ROOT / config.name)
     for warning in local_state_warnings(config):
         print(warning, file=sys.stderr)
 
@@ -113,7 +146,8 @@ def command_hcl(config: PlatformConfig, args: argparse.Namespace) -> int:
 
     # cdktf renders HCL when its (Node) process starts with this set: before any binding loads.
     os.environ["SYNTH_HCL_OUTPUT"] = "true"
-    outdir = Path(args.outdir)
+    outdir = Path(args.outdir) / "hcl" if args.outdir == str(OUTPUT_ROOT / config.name) else Path(args.outdir)
+    args.outdir = str(outdir)
     synthesize_profile(config, outdir)
     for layer in LAYERS:
         path = outdir / "stacks" / layer / "cdk.tf"
@@ -125,25 +159,96 @@ def command_hcl(config: PlatformConfig, args: argparse.Namespace) -> int:
 
 
 def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.cluster_access import ClusterAccessError
     from operate.layers import Operator, select_layers
+    from operate.providers import provider_env
 
     try:
         layers = select_layers(args.layer)
     except ValueError as error:
         print(error, file=sys.stderr)
         return EXIT_USER_ERROR
+    interactive = sys.stdin.isatty()
+    if args.command != "plan" and not args.yes and not interactive:
+        print(f"refusing to {args.command} without confirmation: there is no terminal to ask on. Review the plan "
+              f"(make plan), then approve with --yes (make {args.command} AUTO_APPROVE=1).", file=sys.stderr)
+        return EXIT_USER_ERROR
     outdir = Path(args.outdir)
     synthesize_profile(config, outdir)
-    results = Operator(outdir / "stacks").run(args.command, layers)
+    operator = Operator(outdir / "stacks", env=provider_env(outdir),
+                        confirm=lambda question: args.yes or ask(question))
+    operator.cleanup = lambda: cleanup_profile_cluster(config, operator, outdir / "kubeconfig")
+    try:
+        results = operator.run(args.command, layers)
+    except ClusterAccessError as error:
+        print(f"destroy stopped before Terraform ran: {error}", file=sys.stderr)
+        return 1
     return 0 if results and all(result.ok for result in results) and len(results) == len(layers) else 1
 
 
+def ask(question: str) -> bool:
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+
+
+def profile_kubectl(config: PlatformConfig, operator: Operator, kubeconfig: Path) -> Kubectl:
+    """kubectl bound to the profile's own cluster, as the cluster layer's outputs name it."""
+    from operate.cluster_access import ClusterAccessError, ClusterTarget, bind_kubectl
+
+    outputs = operator.outputs("cluster")
+    if "endpoint" not in outputs:
+        raise ClusterAccessError("the cluster layer has no outputs (not deployed, or its state is elsewhere): "
+                                 "cannot tell which cluster to act on")
+    target = ClusterTarget(name=outputs["cluster_name"]["value"], region=config.region,
+                           endpoint=outputs["endpoint"]["value"])
+    if target.name != config.name:
+        raise ClusterAccessError(f"the cluster layer's state is for cluster {target.name}, not {config.name}")
+    return bind_kubectl(target, kubeconfig)
+
+
+def cleanup_profile_cluster(config: PlatformConfig, operator: Operator, kubeconfig: Path) -> None:
+    """The pre-destroy clean-up, on the profile's own cluster only."""
+    from operate.cleanup import platform_objects, pre_destroy_cleanup
+
+    pre_destroy_cleanup(profile_kubectl(config, operator, kubeconfig), platform_objects(config))
+
+
+def command_outputs(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.layers import Operator
+    from operate.providers import provider_env
+    from stacks import LAYERS
+
+    stacks = Path(args.outdir) / "stacks"
+    if not stacks.is_dir():
+        print(f"nothing synthesized for {config.name} in {stacks}: run make synth or make deploy first",
+              file=sys.stderr)
+        return EXIT_USER_ERROR
+    operator = Operator(stacks, env=provider_env(Path(args.outdir)), log=lambda _: None)
+    for layer in LAYERS:
+        for line in operator.output_lines(layer):
+            print(line)
+    return 0
+
+
 def command_manifests(config: PlatformConfig, args: argparse.Namespace) -> int:
-    return write_manifests(config, Path(args.outdir), image=args.image)
+    outdir = Path(args.outdir)
+    return write_manifests(config, outdir / "manifests" if outdir == OUTPUT_ROOT / config.name else outdir,
+                           image=args.image)
 
 
 def command_verify(config: PlatformConfig, args: argparse.Namespace) -> int:
-    return verify(config, image=args.image)
+    from operate.cluster_access import ClusterAccessError
+    from operate.layers import Operator
+    from operate.providers import provider_env
+
+    outdir = Path(args.outdir)
+    synthesize_profile(config, outdir)
+    operator = Operator(outdir / "stacks", env=provider_env(outdir), log=lambda _: None)
+    try:
+        kubectl = profile_kubectl(config, operator, outdir / "kubeconfig")
+    except ClusterAccessError as error:
+        print(f"verify cannot run: {error}", file=sys.stderr)
+        return 1
+    return verify(config, image=args.image, kubectl=kubectl)
 
 
 COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {
@@ -152,6 +257,7 @@ COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {
     "plan": command_operate,
     "deploy": command_operate,
     "destroy": command_operate,
+    "outputs": command_outputs,
     "manifests": command_manifests,
     "verify": command_verify,
 }
@@ -177,10 +283,10 @@ def write_manifests(config: PlatformConfig, outdir: Path, *, image: str | None) 
     return 0
 
 
-def verify(config: PlatformConfig, *, image: str | None) -> int:
+def verify(config: PlatformConfig, *, image: str | None, kubectl: Kubectl) -> int:
     from manifests.verify import run_checks
 
-    results = run_checks(config, image=image)
+    results = run_checks(config, image=image, kubectl=kubectl)
     for result in results:
         print(f"{'PASS' if result.passed else 'FAIL'} {result.name}: {result.detail}")
     return 0 if all(result.passed for result in results) else 1

@@ -16,7 +16,6 @@ import yaml
 
 from manifests.render import NAMESPACE, NCCL_JOB, ValidationTarget, render
 from operate.kubectl import Kubectl
-from operate.kubectl import kubectl as run_kubectl
 from profiles.models import PlatformConfig
 
 
@@ -77,7 +76,7 @@ def check_nccl(log: str, target: ValidationTarget) -> CheckResult:
     return CheckResult(name, True, f"bus bandwidth {busbw} GB/s over EFA (threshold {minimum} GB/s)")
 
 
-def run_checks(config: PlatformConfig, *, kubectl: Kubectl = run_kubectl, image: str | None = None,
+def run_checks(config: PlatformConfig, *, kubectl: Kubectl, image: str | None = None,
                timeout_minutes: int = 30) -> list[CheckResult]:
     target = ValidationTarget.for_profile(config)
     if target is None:

@@ -1,40 +1,89 @@
 """Pre-destroy clean-up: remove what Kubernetes controllers created outside Terraform, or it
 outlives the cluster (EC2 nodes from Karpenter, load balancers, EBS volumes) and keeps the VPC
-from being deleted."""
+from being deleted. Only objects the platform owns are touched: its own NodePools (and their
+NodeClaims), and LoadBalancer Services and dynamically provisioned PVCs in the namespaces the
+platform created. Anything that cannot be listed stops the clean-up (and so the destroy)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from operate.kubectl import Kubectl, kubectl
+from operate.cluster_access import ClusterAccessError
+from operate.kubectl import Kubectl
+from profiles import PlatformConfig
+
+NO_SUCH_KIND = "the server doesn't have a resource type"
 
 
-def _items(run: Kubectl, kind: str) -> list[dict[str, Any]]:
-    listed = run(["get", kind, "--all-namespaces", "-o", "json"])
-    return json.loads(listed.stdout).get("items", []) if listed.returncode == 0 and listed.stdout else []
+@dataclass(frozen=True, kw_only=True)
+class PlatformObjects:
+    """What the platform owns in its cluster."""
+
+    namespaces: tuple[str, ...]
+    """Namespaces the platform created (add-ons, tenants, validation)."""
+    node_pools: tuple[str, ...]
+    """Karpenter NodePools the workloads layer creates."""
 
 
-def pre_destroy_cleanup(run: Kubectl = kubectl, log: Callable[[str], None] = print) -> list[str]:
-    """Delete Karpenter NodePools and NodeClaims (their nodes terminate), LoadBalancer Services and
-    dynamically provisioned PVCs (their volumes are released). Returns what it deleted."""
+def _items(run: Kubectl, kind: str, *selector: str) -> list[dict[str, Any]]:
+    listed = run(["get", kind, "--all-namespaces", *selector, "-o", "json"])
+    if listed.returncode != 0:
+        if NO_SUCH_KIND in listed.stderr:  # e.g. Karpenter's CRDs are not installed
+            return []
+        raise ClusterAccessError(f"cannot list {kind}: {listed.stderr.strip()}")
+    items: list[dict[str, Any]] = json.loads(listed.stdout or "{}").get("items", [])
+    return items
+
+
+def _delete(run: Kubectl, args: list[str]) -> None:
+    deleted = run(["delete", *args, "--wait=true", "--timeout=15m", "--ignore-not-found"])
+    if deleted.returncode != 0:
+        raise ClusterAccessError(f"kubectl delete {' '.join(args)} failed: {deleted.stderr.strip()}")
+
+
+def pre_destroy_cleanup(run: Kubectl, owned: PlatformObjects, log: Callable[[str], None] = print) -> list[str]:
+    """Delete the platform's NodePools and their NodeClaims (their nodes terminate), and its
+    LoadBalancer Services and dynamically provisioned PVCs (their volumes are released).
+    Returns what it deleted."""
     deleted: list[str] = []
-    for kind in ("nodepools.karpenter.sh", "nodeclaims.karpenter.sh"):
-        for item in _items(run, kind):
-            name = item["metadata"]["name"]
-            run(["delete", kind, name, "--wait=true", "--timeout=15m"])
-            deleted.append(f"{kind}/{name}")
+    for pool in _items(run, "nodepools.karpenter.sh"):
+        name = pool["metadata"]["name"]
+        if name in owned.node_pools:
+            _delete(run, ["nodepools.karpenter.sh", name])
+            deleted.append(f"nodepools.karpenter.sh/{name}")
+    for claim in _items(run, "nodeclaims.karpenter.sh"):
+        pool = claim["metadata"].get("labels", {}).get("karpenter.sh/nodepool")
+        if pool in owned.node_pools:
+            _delete(run, ["nodeclaims.karpenter.sh", claim["metadata"]["name"]])
+            deleted.append(f"nodeclaims.karpenter.sh/{claim['metadata']['name']}")
     for service in _items(run, "services"):
-        if service.get("spec", {}).get("type") == "LoadBalancer":
-            meta = service["metadata"]
-            run(["delete", "service", meta["name"], "-n", meta["namespace"], "--wait=true", "--timeout=10m"])
+        meta = service["metadata"]
+        if service.get("spec", {}).get("type") == "LoadBalancer" and meta["namespace"] in owned.namespaces:
+            _delete(run, ["service", meta["name"], "-n", meta["namespace"]])
             deleted.append(f"service/{meta['namespace']}/{meta['name']}")
     for claim in _items(run, "persistentvolumeclaims"):
+        meta = claim["metadata"]
         # Static claims (storageClassName "") point at FSx or S3, which Terraform owns: keep them.
-        if claim.get("spec", {}).get("storageClassName"):
-            meta = claim["metadata"]
-            run(["delete", "pvc", meta["name"], "-n", meta["namespace"], "--wait=true", "--timeout=10m"])
+        if claim.get("spec", {}).get("storageClassName") and meta["namespace"] in owned.namespaces:
+            _delete(run, ["pvc", meta["name"], "-n", meta["namespace"]])
             deleted.append(f"pvc/{meta['namespace']}/{meta['name']}")
     log(f"pre-destroy clean-up: deleted {len(deleted)} object(s)" + (": " + ", ".join(deleted) if deleted else ""))
     return deleted
+
+
+def platform_objects(config: PlatformConfig) -> PlatformObjects:
+    """The namespaces and NodePools a profile's platform creates."""
+    from components.helm.registry import ADDONS
+    from components.k8s.karpenter_pools import NODE_POOLS
+    from manifests.render import NAMESPACE as VALIDATION_NAMESPACE
+
+    namespaces = [addon.release_namespace(addon.settings(config)) for addon in ADDONS
+                  if addon.enabled(config) and addon.create_namespace]
+    namespaces += [tenant.name for tenant in config.workloads.tenants]
+    if config.cluster.gpu_node_groups:
+        namespaces.append(VALIDATION_NAMESPACE)
+    return PlatformObjects(namespaces=tuple(namespaces),
+                           node_pools=NODE_POOLS if config.addons.karpenter.enabled else ())

@@ -1,7 +1,13 @@
-"""Plan, deploy or destroy layers in order, stopping at the first failure with Terraform's error."""
+"""Plan, deploy or destroy layers in order with plain Terraform, stopping at the first failure.
+
+Every layer is planned into a saved plan file (stacks/<layer>/tfplan) whose summary is shown;
+deploy and destroy apply exactly that plan, and only after `confirm` approves it. Long Terraform
+runs print a progress line at least every `heartbeat_seconds`.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -10,11 +16,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from operate.cleanup import pre_destroy_cleanup
-from stacks import LAYERS
+from stacks import AWS_ONLY_LAYERS, LAYERS
 
 KUBERNETES_LAYERS = ("addons", "workloads")
 Action = Literal["plan", "deploy", "destroy"]
+PLAN_FILE = "tfplan"
+# Resources whose destruction deletes data (the destroy preview names them).
+DATA_RESOURCES = {
+    "aws_s3_bucket": "bucket and every object version in it",
+    "aws_fsx_lustre_file_system": "file system (PERSISTENT ones keep a final backup)",
+    "aws_ecr_repository": "image repository and its images",
+    "aws_db_instance": "database (a final snapshot is kept when protected)",
+}
+_SYMBOLS = {("create",): "+", ("delete",): "-", ("update",): "~", ("delete", "create"): "-/+",
+            ("create", "delete"): "+/-"}
 
 
 @dataclass(frozen=True)
@@ -22,31 +37,77 @@ class LayerResult:
     layer: str
     ok: bool
     seconds: float
-    detail: str  # "no changes" / "changes" / Terraform's error output
+    detail: str  # "no changes" / "changes" / "applied ..." / Terraform's error output
 
 
 def select_layers(layer: str) -> list[str]:
+    """`all`, `aws` (the layers that need no cluster API: what CI can plan) or one layer."""
     if layer == "all":
         return list(LAYERS)
+    if layer == "aws":
+        return list(AWS_ONLY_LAYERS)
     if layer not in LAYERS:
-        raise ValueError(f"unknown layer {layer!r}; choose all or one of {', '.join(LAYERS)}")
+        raise ValueError(f"unknown layer {layer!r}; choose all, aws or one of {', '.join(LAYERS)}")
     return [layer]
 
 
+def summarize_plan(plan: dict[str, Any]) -> list[str]:
+    """Terraform's changes as `+ create aws_x.y` lines and its `Plan: ...` summary line."""
+    lines, counts = [], {"add": 0, "change": 0, "destroy": 0}
+    for change in plan.get("resource_changes", []):
+        actions = tuple(change["change"]["actions"])
+        if actions in (("no-op",), ("read",)):
+            continue
+        counts["add"] += "create" in actions
+        counts["change"] += actions == ("update",)
+        counts["destroy"] += "delete" in actions
+        lines.append(f"  {_SYMBOLS.get(actions, '?'):>3} {change['address']}")
+    lines.append(f"  Plan: {counts['add']} to add, {counts['change']} to change, {counts['destroy']} to destroy.")
+    return lines
+
+
+def destroy_preview(stack: dict[str, Any]) -> list[str]:
+    """What a destroy of this synthesized stack will refuse, and which data it will delete."""
+    lines = []
+    for resource_type, bodies in stack.get("resource", {}).items():
+        for name, body in bodies.items():
+            address = f"{resource_type}.{name}"
+            if body.get("lifecycle", {}).get("prevent_destroy"):
+                lines.append(f"  refuses to destroy {address} (prevent_destroy; storage.protect_from_destroy)")
+            elif resource_type in DATA_RESOURCES:
+                lines.append(f"  DELETES {address}: the {DATA_RESOURCES[resource_type]}")
+    return lines
+
+
 class Operator:
-    """Runs Terraform in `stacks_dir/<layer>` (cdktf.out/stacks), non-interactively."""
+    """Runs Terraform in `stacks_dir/<layer>` (cdktf.out/<profile>/stacks)."""
 
     def __init__(self, stacks_dir: Path, *, terraform: str = "terraform", env: dict[str, str] | None = None,
-                 log: Callable[[str], None] = print, cleanup: Callable[[], object] | None = None):
+                 log: Callable[[str], None] = print, confirm: Callable[[str], bool] = lambda _: True,
+                 cleanup: Callable[[], object] = lambda: None, heartbeat_seconds: float = 30):
         self.stacks_dir = stacks_dir
         self.terraform = terraform
-        self.env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", **(env or {})}
+        self.env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1",
+                    **(env or {})}
         self.log = log
-        self.cleanup = cleanup if cleanup is not None else pre_destroy_cleanup
+        self.confirm = confirm
+        self.cleanup = cleanup
+        self.heartbeat_seconds = heartbeat_seconds
 
     def _tf(self, layer: str, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([self.terraform, f"-chdir={self.stacks_dir / layer}", *args, "-no-color"],
-                              capture_output=True, text=True, env=self.env, timeout=3600)
+        """Run Terraform, logging a progress line while it runs longer than the heartbeat."""
+        command = [self.terraform, f"-chdir={self.stacks_dir / layer}", *args, "-no-color"]
+        started = time.monotonic()
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=self.env) as process:
+            while True:
+                try:
+                    stdout, stderr = process.communicate(timeout=self.heartbeat_seconds)
+                    break
+                except subprocess.TimeoutExpired:
+                    self.log(f"      {layer}: terraform {args[0]} still running "
+                             f"({time.monotonic() - started:.0f}s)")
+        return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
     def run(self, action: Action, layers: list[str]) -> list[LayerResult]:
         ordered = [layer for layer in LAYERS if layer in layers]
@@ -54,7 +115,7 @@ class Operator:
             ordered.reverse()
             if any(layer in KUBERNETES_LAYERS for layer in ordered):
                 self.log("pre-destroy clean-up of controller-created resources")
-                self.cleanup()
+                self.cleanup()  # raises before any Terraform runs when the cluster is not the profile's
         results = []
         for index, layer in enumerate(ordered, 1):
             self.log(f"[{index}/{len(ordered)}] {layer}: {action} ...")
@@ -73,24 +134,57 @@ class Operator:
         if init.returncode != 0:
             return False, f"terraform init failed:\n{init.stderr or init.stdout}"
         if action == "destroy":
-            done = self._tf(layer, "destroy", "-auto-approve", "-input=false")
-            return done.returncode == 0, "destroyed" if done.returncode == 0 else done.stderr or done.stdout
-        plan = self._tf(layer, "plan", "-input=false", "-detailed-exitcode", "-out=tfplan")
+            for line in destroy_preview(self.stack(layer)):
+                self.log(line)
+        plan = self._tf(layer, "plan", "-input=false", "-detailed-exitcode", f"-out={PLAN_FILE}",
+                        *(["-destroy"] if action == "destroy" else []))
         if plan.returncode == 1:
             return False, f"terraform plan failed:\n{plan.stderr or plan.stdout}"
-        changes = "changes" if plan.returncode == 2 else "no changes"
+        for line in summarize_plan(self.plan_json(layer)):
+            self.log(line)
         if action == "plan":
-            return True, changes
-        applied = self._tf(layer, "apply", "-input=false", "-auto-approve", "tfplan")
-        return (
-            applied.returncode == 0,
-            "applied " + changes if applied.returncode == 0 else applied.stderr or applied.stdout,
-        )
+            self.log(f"  saved plan: {self.stacks_dir / layer / PLAN_FILE}")
+            return True, "changes" if plan.returncode == 2 else "no changes"
+        if plan.returncode == 0:
+            return True, "no changes"
+        return self._apply(action, layer)
+
+    def _apply(self, action: Action, layer: str) -> tuple[bool, str]:
+        """Apply the saved plan once `confirm` approves it."""
+        verb = "Destroy" if action == "destroy" else "Apply"
+        if not self.confirm(f"{verb} these changes to the {layer} layer?"):
+            return False, f"not approved: {layer} left as it is"
+        applied = self._tf(layer, "apply", "-input=false", PLAN_FILE)
+        if applied.returncode != 0:
+            return False, applied.stderr or applied.stdout
+        if action == "deploy":
+            for line in self.output_lines(layer):
+                self.log(line)
+        return True, "destroyed" if action == "destroy" else "applied changes"
+
+    def stack(self, layer: str) -> dict[str, Any]:
+        synthesized: dict[str, Any] = json.loads((self.stacks_dir / layer / "cdk.tf.json").read_text())
+        return synthesized
 
     def plan_json(self, layer: str) -> dict[str, Any]:
         """The saved plan of a layer as JSON (after `plan`)."""
-        import json
-
-        shown = self._tf(layer, "show", "-json", "tfplan")
-        plan: dict[str, Any] = json.loads(shown.stdout)
+        shown = self._tf(layer, "show", "-json", PLAN_FILE)
+        plan: dict[str, Any] = json.loads(shown.stdout or "{}")
         return plan
+
+    def outputs(self, layer: str) -> dict[str, Any]:
+        """The layer's outputs (name -> {value, sensitive}); empty before its first apply."""
+        if not (self.stacks_dir / layer / ".terraform").is_dir():
+            self._tf(layer, "init", "-input=false")
+        shown = self._tf(layer, "output", "-json")
+        outputs: dict[str, Any] = json.loads(shown.stdout or "{}") if shown.returncode == 0 else {}
+        return outputs
+
+    def output_lines(self, layer: str) -> list[str]:
+        lines = []
+        for name, output in sorted(self.outputs(layer).items()):
+            if name.startswith("cross-stack-output-"):
+                continue  # plumbing between layers, not for people
+            value = "(sensitive)" if output.get("sensitive") else json.dumps(output.get("value"))
+            lines.append(f"  {layer}.{name} = {value}")
+        return lines

@@ -47,9 +47,11 @@ ALL_PROFILES = """
 import sys, toolchain
 toolchain.prepare()
 from profiles import available_profiles, load_profile
+from pathlib import Path
 from stacks.platform import synthesize
 for name in available_profiles():
-    synthesize(load_profile(name), f"{sys.argv[1]}/{name}")
+    config = load_profile(name)
+    synthesize(config, f"{sys.argv[1]}/{name}", state_dir=Path(sys.argv[1]) / "state" / config.name)
 """
 
 

@@ -6,3 +6,5 @@ package module itself loads nothing, so `LAYERS` is cheap to import (operate/ us
 
 # Deploy order; destroy runs it backwards.
 LAYERS = ("cluster", "storage", "build", "addons", "workloads")
+# Layers that use only the AWS provider: they plan without reaching the cluster's API.
+AWS_ONLY_LAYERS = ("cluster", "storage", "build")

@@ -10,14 +10,15 @@ from components.helm.addon import AddonContext, InstalledAddon
 from components.helm.registry import ADDONS
 from profiles import PlatformConfig
 from stacks.contracts import AddonsOutputs, ClusterOutputs
-from stacks.layer import LayerStack
+from stacks.layer import LayerStack, StateLocation
 
 STORAGE_CLASS = "gp3"
 
 
 class AddonsStack(LayerStack):
-    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, cluster: ClusterOutputs):
-        super().__init__(scope, layer, config=config)
+    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, state: StateLocation,
+                 cluster: ClusterOutputs):
+        super().__init__(scope, layer, config=config, state=state)
         self.use_aws_provider()
         self.use_kubernetes_providers(cluster, helm=True)
 

@@ -11,12 +11,12 @@ from components.s3 import SecureBucket, SecureBucketProps
 from profiles import PlatformConfig
 from profiles.storage import BucketLifecycle
 from stacks.contracts import BuildOutputs
-from stacks.layer import LayerStack
+from stacks.layer import LayerStack, StateLocation
 
 
 class BuildStack(LayerStack):
-    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig):
-        super().__init__(scope, layer, config=config)
+    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, state: StateLocation):
+        super().__init__(scope, layer, config=config, state=state)
         self.use_aws_provider()
         build = config.build
         account = DataAwsCallerIdentity(self, "account").account_id

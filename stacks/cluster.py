@@ -29,7 +29,7 @@ from components.s3 import DATA_BUCKETS, data_bucket_name
 from components.vpc_endpoints import InterfaceEndpoints, InterfaceEndpointsProps
 from profiles import PlatformConfig
 from stacks.contracts import ClusterOutputs
-from stacks.layer import LayerStack
+from stacks.layer import LayerStack, StateLocation
 
 # The VPC CNI enforces NetworkPolicy only when asked to: tenant namespaces rely on it.
 EARLY_ADDON_CONFIG = {"vpc-cni": {"enableNetworkPolicy": "true"}}
@@ -42,8 +42,8 @@ S3_CSI_SA = "s3-csi-driver-sa"
 
 
 class ClusterStack(LayerStack):
-    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig):
-        super().__init__(scope, layer, config=config)
+    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, state: StateLocation):
+        super().__init__(scope, layer, config=config, state=state)
         self.use_aws_provider()
         cluster_cfg, vpc = config.cluster, config.cluster.vpc
         name = config.name

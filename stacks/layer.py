@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from cdktf import Fn, LocalBackend, S3Backend, TerraformOutput, TerraformStack
 from cdktf_cdktf_provider_aws.provider import AwsProvider, AwsProviderDefaultTags
 from cdktf_cdktf_provider_helm.provider import HelmProvider, HelmProviderKubernetes, HelmProviderKubernetesExec
@@ -11,31 +13,35 @@ from constructs import Construct
 from profiles import PlatformConfig
 from stacks.contracts import ClusterOutputs, terraform_outputs
 
-# Stacks are written to cdktf.out/stacks/<layer>/; this climbs back to the project root so the
-# local state path in the JSON is relative (the same on every machine) yet lands in state/.
-_LOCAL_STATE_ROOT = "../../../state"
+
+@dataclass(frozen=True, kw_only=True)
+class StateLocation:
+    """Where the layers keep local state (when the profile names no state bucket)."""
+
+    local_dir: str
+    """The profile's state folder, relative to a stack's folder (so the JSON is machine-independent)."""
 
 
 class LayerStack(TerraformStack):
     """A TerraformStack named after its layer, with a backend holding one state per layer."""
 
-    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig):
+    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, state: StateLocation):
         super().__init__(scope, layer)
         self.layer = layer
         self.config = config
-        state = config.state
-        if state.bucket:
+        remote = config.state
+        if remote.bucket:
             S3Backend(
                 self,
-                bucket=state.bucket,
-                key=f"{state.key_prefix}/{config.name}/{layer}.tfstate",
-                region=state.region or config.region,
+                bucket=remote.bucket,
+                key=f"{remote.key_prefix}/{config.name}/{layer}.tfstate",
+                region=remote.region or config.region,
                 encrypt=True,
             )
             # S3-native lock files (Terraform >= 1.10); cdktf 0.21 predates the option.
             self.add_override("terraform.backend.s3.use_lockfile", True)
         else:
-            LocalBackend(self, path=f"{_LOCAL_STATE_ROOT}/{config.name}/{layer}.tfstate")
+            LocalBackend(self, path=f"{state.local_dir}/{layer}.tfstate")
 
     def publish(self, contract: object) -> None:
         """Every published field of the layer's contract as a Terraform output."""

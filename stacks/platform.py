@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from profiles import PlatformConfig
 from stacks.addons import AddonsStack
 from stacks.build import BuildStack
 from stacks.cluster import ClusterStack
+from stacks.layer import StateLocation
 from stacks.storage import StorageStack
 from stacks.workloads import WorkloadsStack
 
@@ -25,13 +27,15 @@ class Platform:
     workloads: WorkloadsStack
 
 
-def build_platform(app: App, config: PlatformConfig) -> Platform:
-    cluster = ClusterStack(app, "cluster", config=config)
-    storage = StorageStack(app, "storage", config=config, cluster=cluster.outputs)
-    build = BuildStack(app, "build", config=config)
-    addons = AddonsStack(app, "addons", config=config, cluster=cluster.outputs)
-    workloads = WorkloadsStack(app, "workloads", config=config, cluster=cluster.outputs, storage=storage.outputs,
-                               addons=addons.outputs)
+def build_platform(app: App, config: PlatformConfig, *, local_state_dir: str) -> Platform:
+    """`local_state_dir`: where local state lives, relative to a stack's folder (unused with S3)."""
+    state = StateLocation(local_dir=local_state_dir)
+    cluster = ClusterStack(app, "cluster", config=config, state=state)
+    storage = StorageStack(app, "storage", config=config, state=state, cluster=cluster.outputs)
+    build = BuildStack(app, "build", config=config, state=state)
+    addons = AddonsStack(app, "addons", config=config, state=state, cluster=cluster.outputs)
+    workloads = WorkloadsStack(app, "workloads", config=config, state=state, cluster=cluster.outputs,
+                               storage=storage.outputs, addons=addons.outputs)
     # Deploy order, stated even where a passed value already implies it (cdktf de-duplicates).
     for stack, upstream in (
         (storage, cluster),
@@ -44,12 +48,15 @@ def build_platform(app: App, config: PlatformConfig) -> Platform:
     return Platform(cluster, storage, build, addons, workloads)
 
 
-def synthesize(config: PlatformConfig, outdir: str) -> Platform:
+def synthesize(config: PlatformConfig, outdir: str, *, state_dir: Path) -> Platform:
     """Synthesize every layer of one profile into `outdir`/stacks/<layer>/cdk.tf.json (or `cdk.tf`
-    as HCL when the process was started for HCL export, see main.py)."""
+    as HCL when the process was started for HCL export, see main.py). Local state lives in
+    `state_dir`; the JSON names it relative to the stack folders, so it is the same on every
+    machine and right for any output folder (JSON, HCL, per profile)."""
     Path(outdir).parent.mkdir(parents=True, exist_ok=True)  # cdktf's App fails without it
+    stack_folder = Path(outdir).resolve() / "stacks" / "layer"  # every layer sits at this depth
     app = App(outdir=outdir)
-    platform = build_platform(app, config)
+    platform = build_platform(app, config, local_state_dir=os.path.relpath(state_dir.resolve(), stack_folder))
     app.synth()
     return platform
 

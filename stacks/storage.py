@@ -9,12 +9,13 @@ from components.fsx import LustreFileSystem, LustreProps
 from components.s3 import DATA_BUCKETS, SecureBucket, SecureBucketProps, data_bucket_name
 from profiles import PlatformConfig
 from stacks.contracts import ClusterOutputs, StorageOutputs
-from stacks.layer import LayerStack
+from stacks.layer import LayerStack, StateLocation
 
 
 class StorageStack(LayerStack):
-    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, cluster: ClusterOutputs):
-        super().__init__(scope, layer, config=config)
+    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, state: StateLocation,
+                 cluster: ClusterOutputs):
+        super().__init__(scope, layer, config=config, state=state)
         self.use_aws_provider()
         storage = config.storage
         account = DataAwsCallerIdentity(self, "account").account_id

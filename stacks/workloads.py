@@ -14,13 +14,14 @@ from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, t
 from components.tenant_identity import TenantIdentity, TenantIdentityProps
 from profiles import PlatformConfig
 from stacks.contracts import AddonsOutputs, ClusterOutputs, StorageOutputs
-from stacks.layer import LayerStack
+from stacks.layer import LayerStack, StateLocation
 
 
 class WorkloadsStack(LayerStack):
-    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, cluster: ClusterOutputs,
+    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, state: StateLocation,
+                 cluster: ClusterOutputs,
                  storage: StorageOutputs, addons: AddonsOutputs):
-        super().__init__(scope, layer, config=config)
+        super().__init__(scope, layer, config=config, state=state)
         self.use_aws_provider()
         self.use_kubernetes_providers(cluster, helm=False)
         workloads = config.workloads

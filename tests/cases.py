@@ -7,12 +7,13 @@ import os
 from pathlib import Path
 
 from profiles import available_profiles
+from stacks import AWS_ONLY_LAYERS
 
 FIXTURE_PROFILES = Path(__file__).parent / "fixtures" / "profiles"
 SHIPPED = tuple(available_profiles())
 # Extra valid profiles that exercise paths the shipped ones do not (capacity reservations).
 FIXTURES = tuple(sorted(path.stem for path in FIXTURE_PROFILES.glob("*.yaml")))
-AWS_LAYERS = ("cluster", "storage", "build")
+AWS_LAYERS = AWS_ONLY_LAYERS
 # Profiles exported as HCL (a process each): the default one and a multi-node EFA one.
 HCL_PROFILES = ("g6-validation", "p5-training")
 IN_CI = os.environ.get("CI", "").lower() == "true"

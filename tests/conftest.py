@@ -38,7 +38,7 @@ class Synthesized:
             outdir = outroot / name
             # Secrets present in the environment while synthesizing; restored afterwards.
             with mock.patch.dict(os.environ, TEST_SECRETS):
-                synthesize(config, str(outdir))
+                synthesize(config, str(outdir), state_dir=outroot / "state" / config.name)
             self.configs[name] = config
             self.stacks[name] = {
                 layer: json.loads((outdir / "stacks" / layer / "cdk.tf.json").read_text()) for layer in LAYERS

@@ -1,8 +1,7 @@
 """Run Terraform offline against synthesized stacks, with the machine's provider mirror.
 
-The mirror is taken from TF_PROVIDER_MIRROR (the folder holding registry.terraform.io/) or
-discovered under the usual roots; it is never hard-coded. Terraform reads a CLI config that
-this module writes (TF_CLI_CONFIG_FILE), so a user's own ~/.terraformrc plays no part.
+The mirror is found the way `make plan|deploy` find it (operate/providers.py); Terraform reads a
+CLI config written for it (TF_CLI_CONFIG_FILE), so a user's own ~/.terraformrc plays no part.
 """
 
 from __future__ import annotations
@@ -11,53 +10,45 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-AWS_PROVIDER_VERSION = "5.100.0"
-_SEARCH_ROOTS = ("/opt", "/usr/local/share", "/usr/share", "~/.terraform.d", "~/.local/share/terraform")
+from operate.providers import AWS_PROVIDER_VERSION, find_provider_mirror, mirror_cli_config
 
 
-def find_provider_mirror() -> Path | None:
-    explicit = os.environ.get("TF_PROVIDER_MIRROR")
-    if explicit:
-        return Path(explicit)
-    wanted = f"registry.terraform.io/hashicorp/aws/{AWS_PROVIDER_VERSION}"
-    for root in _SEARCH_ROOTS:
-        base = Path(root).expanduser()
-        if not base.is_dir():
-            continue
-        for depth in ("", "*/", "*/*/", "*/*/*/"):
-            for hit in base.glob(f"{depth}{wanted}"):
-                return hit.parents[3]  # the folder holding registry.terraform.io/
-    return None
+def registry_reachable(timeout: float = 3.0) -> bool:
+    try:
+        with socket.create_connection(("registry.terraform.io", 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
 class Terraform:
     binary: str
-    mirror: Path
+    mirror: Path | None  # None: providers come from the registry
     cli_config: Path
 
     @classmethod
     def prepare(cls, workdir: Path) -> Terraform | str:
-        """A ready Terraform, or the reason there is none."""
+        """A ready Terraform, or the reason there is none: the offline mirror when this machine
+        has one, else the registry when it is reachable (a networked CI runner)."""
         binary = shutil.which("terraform")
         if binary is None:
             return "terraform is not on PATH"
         mirror = find_provider_mirror()
-        if mirror is None or not (mirror / "registry.terraform.io/hashicorp/aws").is_dir():
-            return f"no hashicorp/aws {AWS_PROVIDER_VERSION} provider mirror found (set TF_PROVIDER_MIRROR)"
-        workdir.mkdir(parents=True, exist_ok=True)
-        config = workdir / "terraform.rc"
-        config.write_text(
-            "provider_installation {\n"
-            f'  filesystem_mirror {{\n    path    = "{mirror}"\n'
-            '    include = ["registry.terraform.io/hashicorp/aws"]\n  }\n'
-            "}\n"
-        )
-        return cls(binary, mirror, config)
+        if mirror is not None and (mirror / "registry.terraform.io/hashicorp/aws").is_dir():
+            return cls(binary, mirror, mirror_cli_config(mirror, workdir / "terraform.rc"))
+        if registry_reachable():
+            workdir.mkdir(parents=True, exist_ok=True)
+            direct = workdir / "terraform.rc"
+            direct.write_text("provider_installation {\n  direct {}\n}\n")
+            return cls(binary, None, direct)
+        return (f"no hashicorp/aws {AWS_PROVIDER_VERSION} provider mirror found (set TF_PROVIDER_MIRROR, or run "
+                "make provider-mirror where the registry is reachable) and the registry is not reachable")
 
     def run(self, workdir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         full_env = {

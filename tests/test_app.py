@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks import LAYERS
+from stacks import AWS_ONLY_LAYERS, LAYERS
 from tests.cases import SHIPPED
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,3 +60,9 @@ def test_deploy_order_is_recorded_in_the_manifest(synthesized):
     assert deps["cluster"] == set()
     assert "cluster" in deps["storage"] and "cluster" in deps["build"] and "cluster" in deps["addons"]
     assert {"storage", "addons"} <= deps["workloads"]
+
+
+@pytest.mark.parametrize("profile", SHIPPED)
+def test_aws_only_layers_are_the_ones_with_only_the_aws_provider(synthesized, profile):
+    only_aws = {layer for layer in LAYERS if set(synthesized.stack(profile, layer)["provider"]) == {"aws"}}
+    assert only_aws == set(AWS_ONLY_LAYERS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +82,35 @@ def test_synth_warns_when_a_local_state_would_hold_a_secret(tmp_path):
                  str(tmp_path / "remote"))
     assert remote.returncode == 0, remote.stderr
     assert "plain text" not in remote.stderr
+
+
+def test_deploy_and_destroy_refuse_without_a_terminal_or_yes(tmp_path):
+    for command in ("deploy", "destroy"):
+        result = subprocess.run([sys.executable, str(ROOT / "main.py"), command, "--layer", "build"],
+                                capture_output=True, text=True, cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=120,
+                                env={k: v for k, v in __import__("os").environ.items() if k != "AUTO_APPROVE"})
+        assert result.returncode == 2, result.stderr
+        assert "--yes" in result.stderr and "AUTO_APPROVE=1" in result.stderr
+        assert not (tmp_path / "cdktf.out" / "gpu-validation" / "stacks").exists(), "nothing may run"
+
+
+def test_each_profile_works_in_its_own_folder(tmp_path):
+    for profile in ("g6-validation", "p5-training"):
+        result = run("synth", "--profile", profile, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+    stacks = {p.parents[2].name for p in (tmp_path / "cdktf.out").glob("*/stacks/cluster/cdk.tf.json")}
+    assert stacks == {"gpu-validation", "p5-training"}
+    # Local state of each profile resolves to state/<name>/ of the project, from its own folder.
+    cluster = tmp_path / "cdktf.out" / "p5-training" / "stacks" / "cluster"
+    backend = json.loads((cluster / "cdk.tf.json").read_text())["terraform"]["backend"]["local"]["path"]
+    assert (cluster / backend).resolve() == ROOT / "state" / "p5-training" / "cluster.tfstate"
+
+
+def test_two_profile_files_with_one_name_are_refused(tmp_path):
+    copy = tmp_path / "my-copy.yaml"
+    copy.write_text((ROOT / "profiles" / "g6-validation.yaml").read_text())  # keeps name: gpu-validation
+    first = run("synth", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    second = run("synth", "--profile", str(copy), cwd=tmp_path)
+    assert second.returncode == 2
+    assert "has the name of" in second.stderr and "its own `name`" in second.stderr

@@ -30,10 +30,11 @@ def test_apply_replan_destroy(synthesized, terraform, emulator, tmp_path, profil
     workdir = tmp_path / profile
     shutil.copytree(synthesized.outroot / profile, workdir)
     coverage = prepare(workdir / "stacks", list(AWS_LAYERS), emulator.endpoint)
-    operator = Operator(workdir / "stacks", log=lambda line: None, env={
+    # The operator's own progress lines (per layer and phase, a heartbeat every 30 s) reach the CI log.
+    operator = Operator(workdir / "stacks", log=report, env={
         "TF_CLI_CONFIG_FILE": str(terraform.cli_config),
         "AWS_ACCESS_KEY_ID": "emulator", "AWS_SECRET_ACCESS_KEY": "emulator",
-    }, cleanup=lambda: None)
+    })
     started = time.monotonic()
 
     applied = operator.run("deploy", list(AWS_LAYERS))

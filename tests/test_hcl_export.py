@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,21 @@ def test_repair_unquotes_reference_lists():
         == "ignore_changes = [\nscaling_config[0].desired_size,\n]"
     )
     assert repair_cdktf_hcl('tags = [\n"keep",\n]') == 'tags = [\n"keep",\n]'
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_hcl_state_paths_resolve_to_the_profiles_state(hcl_exported, synthesized, profile):
+    """The backend and every remote-state reference of the HCL name the same files as the JSON
+    stacks do: state/<name>/<layer>.tfstate in the project, whatever folder the HCL is in."""
+    name = synthesized.configs[profile].name
+    state = ROOT / "state" / name
+    for layer in LAYERS:
+        folder = hcl_exported / profile / "stacks" / layer
+        hcl = (folder / "cdk.tf").read_text()
+        backend = re.search(r'backend "local" \{\s*path\s*=\s*"([^"]+)"', hcl)
+        assert backend, f"{layer}: no local backend"
+        assert (folder / backend.group(1)).resolve() == state / f"{layer}.tfstate"
+        for upstream, path in re.findall(
+                r'data "terraform_remote_state" "cross-stack-reference-input-(\w+)" \{.*?path\s*=\s*"([^"]+)"',
+                hcl, flags=re.DOTALL):
+            assert (folder / path).resolve() == state / f"{upstream}.tfstate", (layer, upstream)

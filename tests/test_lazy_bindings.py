@@ -17,9 +17,11 @@ EAGER_SYNTH = """
 import sys, toolchain
 toolchain.prepare()
 from profiles import load_profile
+from pathlib import Path
 from stacks.platform import synthesize
 for name, source in zip(sys.argv[1::2], sys.argv[2::2]):
-    synthesize(load_profile(source), f"{OUT}/{name}")
+    config = load_profile(source)
+    synthesize(config, f"{OUT}/{name}", state_dir=Path("{OUT}") / "state" / config.name)
 """
 
 

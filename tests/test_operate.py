@@ -1,24 +1,39 @@
-"""The operate command's ordering, progress and failure handling, with a fake terraform binary,
-and the pre-destroy clean-up with a fake kubectl."""
+"""The operate commands with a fake terraform, kubectl and aws CLI: order, plans shown and saved,
+confirmation, progress, outputs, and a destroy that can only ever touch the profile's cluster."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from operate.cleanup import pre_destroy_cleanup
-from operate.layers import LAYERS, Operator, select_layers
+from operate.cleanup import PlatformObjects, platform_objects, pre_destroy_cleanup
+from operate.cluster_access import ClusterAccessError, ClusterTarget, bind_kubectl
+from operate.layers import LAYERS, Operator, destroy_preview, select_layers, summarize_plan
+from profiles import load_profile
 
 FAKE_TERRAFORM = """#!/usr/bin/env python3
-import os, sys
+import json, os, sys, time
 layer = os.path.basename(sys.argv[1].split("=", 1)[1])
 command = sys.argv[2]
 with open(os.environ["FAKE_TF_LOG"], "a") as log:
     log.write(f"{layer} {command}\\n")
-if layer == os.environ.get("FAKE_TF_FAIL") and command in ("apply", "destroy"):
+if command == "show":
+    print(json.dumps({"resource_changes": [
+        {"address": f"aws_vpc.{layer}", "change": {"actions": ["create"]}},
+        {"address": f"aws_iam_role.{layer}", "change": {"actions": ["delete", "create"]}},
+        {"address": "data.aws_caller_identity.a", "change": {"actions": ["read"]}},
+    ]}))
+elif command == "output":
+    print(json.dumps({"cluster_name": {"value": "gpu-validation", "sensitive": False},
+                      "certificate_authority": {"value": "c2VjcmV0", "sensitive": True},
+                      "cross-stack-output-x": {"value": "plumbing", "sensitive": False}}))
+if command == "apply" and os.environ.get("FAKE_TF_SLOW"):
+    time.sleep(float(os.environ["FAKE_TF_SLOW"]))
+if layer == os.environ.get("FAKE_TF_FAIL") and command in ("apply", "plan"):
     sys.stderr.write(f"Error: something broke in {layer}\\n")
     sys.exit(1)
 sys.exit(2 if command == "plan" else 0)
@@ -32,28 +47,51 @@ def fake_terraform(tmp_path):
     binary.chmod(0o755)
     for layer in LAYERS:
         (tmp_path / "stacks" / layer).mkdir(parents=True)
+        (tmp_path / "stacks" / layer / "cdk.tf.json").write_text("{}")
     return binary
 
 
-def operator(tmp_path, binary, fail=None, cleanups=None, lines=None):
+def operator(tmp_path, binary, *, fail=None, lines=None, confirm=None, cleanup=None, slow=None, heartbeat=30):
     log = tmp_path / "calls.log"
     env = {"FAKE_TF_LOG": str(log)}
     if fail:
         env["FAKE_TF_FAIL"] = fail
+    if slow:
+        env["FAKE_TF_SLOW"] = str(slow)
     op = Operator(tmp_path / "stacks", terraform=str(binary), env=env,
                   log=(lines.append if lines is not None else lambda _: None),
-                  cleanup=(lambda: cleanups.append("cleanup")) if cleanups is not None else (lambda: None))
+                  confirm=confirm or (lambda _: True), cleanup=cleanup or (lambda: None),
+                  heartbeat_seconds=heartbeat)
     return op, log
 
 
-def test_deploy_all_runs_every_layer_in_order(tmp_path, fake_terraform):
+def calls(log: Path) -> list[str]:
+    return log.read_text().split("\n")[:-1] if log.exists() else []
+
+
+def test_deploy_plans_shows_confirms_and_applies_every_layer_in_order(tmp_path, fake_terraform):
     lines: list[str] = []
-    op, log = operator(tmp_path, fake_terraform, lines=lines)
+    asked: list[str] = []
+    op, log = operator(tmp_path, fake_terraform, lines=lines, confirm=lambda q: asked.append(q) or True)
     results = op.run("deploy", select_layers("all"))
     assert [r.layer for r in results] == list(LAYERS) and all(r.ok for r in results)
-    calls = log.read_text().split("\n")[:-1]
-    assert calls == [f"{layer} {step}" for layer in LAYERS for step in ("init", "plan", "apply")]
-    assert lines[0] == "[1/5] cluster: deploy ..." and lines[-1].startswith("[5/5] workloads: ok")
+    applies = [c.split()[0] for c in calls(log) if c.endswith(" apply")]
+    assert applies == list(LAYERS)
+    assert asked == [f"Apply these changes to the {layer} layer?" for layer in LAYERS]
+    # The plan is shown before the question, and the outputs after the apply.
+    assert "    + aws_vpc.cluster" in lines and "  -/+ aws_iam_role.cluster" in lines
+    assert "  Plan: 2 to add, 0 to change, 1 to destroy." in lines
+    assert '  cluster.cluster_name = "gpu-validation"' in lines
+    assert "  cluster.certificate_authority = (sensitive)" in lines
+    assert not any("cross-stack-output" in line for line in lines)
+
+
+def test_a_declined_layer_is_left_alone_and_stops_the_run(tmp_path, fake_terraform):
+    op, log = operator(tmp_path, fake_terraform, confirm=lambda q: "storage" not in q)
+    results = op.run("deploy", select_layers("all"))
+    assert [(r.layer, r.ok) for r in results] == [("cluster", True), ("storage", False)]
+    assert "not approved" in results[-1].detail
+    assert "storage apply" not in calls(log) and "build init" not in calls(log)
 
 
 def test_deploy_stops_at_the_first_failing_layer_with_its_error(tmp_path, fake_terraform):
@@ -62,71 +100,174 @@ def test_deploy_stops_at_the_first_failing_layer_with_its_error(tmp_path, fake_t
     results = op.run("deploy", select_layers("all"))
     assert [(r.layer, r.ok) for r in results] == [("cluster", True), ("storage", False)]
     assert "something broke in storage" in results[-1].detail
-    assert "build" not in log.read_text()
+    assert not any(c.startswith("build") for c in calls(log))
     assert any("something broke in storage" in line for line in lines)
+
+
+def test_plan_shows_the_plan_and_keeps_it(tmp_path, fake_terraform):
+    lines: list[str] = []
+    op, log = operator(tmp_path, fake_terraform, lines=lines)
+    (result,) = op.run("plan", select_layers("cluster"))
+    assert result.ok and result.detail == "changes"
+    assert calls(log) == ["cluster init", "cluster plan", "cluster show"]  # no apply
+    assert "    + aws_vpc.cluster" in lines
+    assert f"  saved plan: {tmp_path / 'stacks' / 'cluster' / 'tfplan'}" in lines
+
+
+def test_long_terraform_runs_report_progress(tmp_path, fake_terraform):
+    lines: list[str] = []
+    op, _ = operator(tmp_path, fake_terraform, lines=lines, slow=1.5, heartbeat=0.4)
+    op.run("deploy", select_layers("cluster"))
+    assert any(line.startswith("      cluster: terraform apply still running") for line in lines)
 
 
 def test_destroy_cleans_up_first_then_runs_in_reverse(tmp_path, fake_terraform):
     cleanups: list[str] = []
-    op, log = operator(tmp_path, fake_terraform, cleanups=cleanups)
+    op, log = operator(tmp_path, fake_terraform, cleanup=lambda: cleanups.append("cleanup"))
     results = op.run("destroy", select_layers("all"))
     assert cleanups == ["cleanup"]
     assert [r.layer for r in results] == list(reversed(LAYERS))
-    assert [line.split()[0] for line in log.read_text().split("\n")[:-1] if line.endswith("destroy")] == list(
-        reversed(LAYERS)
-    )
+    assert [c.split()[0] for c in calls(log) if c.endswith(" apply")] == list(reversed(LAYERS))
 
 
 def test_aws_only_destroy_needs_no_kubernetes_cleanup(tmp_path, fake_terraform):
     cleanups: list[str] = []
-    op, _ = operator(tmp_path, fake_terraform, cleanups=cleanups)
+    op, _ = operator(tmp_path, fake_terraform, cleanup=lambda: cleanups.append("cleanup"))
     op.run("destroy", ["cluster", "storage", "build"])
     assert cleanups == []
 
 
-def test_plan_reports_changes(tmp_path, fake_terraform):
-    op, _ = operator(tmp_path, fake_terraform)
-    (result,) = op.run("plan", select_layers("cluster"))
-    assert result.ok and result.detail == "changes"
+def test_an_unreachable_cluster_stops_the_destroy_before_terraform_runs(tmp_path, fake_terraform):
+    def unreachable() -> None:
+        raise ClusterAccessError("cluster gpu-validation does not answer")
+
+    op, log = operator(tmp_path, fake_terraform, cleanup=unreachable)
+    with pytest.raises(ClusterAccessError):
+        op.run("destroy", select_layers("all"))
+    assert calls(log) == []
 
 
 def test_unknown_layer():
-    with pytest.raises(ValueError, match="choose all or one of cluster, storage, build, addons, workloads"):
+    with pytest.raises(ValueError, match="choose all, aws or one of cluster, storage, build, addons, workloads"):
         select_layers("network")
+    assert select_layers("aws") == ["cluster", "storage", "build"]
 
 
-class FakeKubectl:
-    def __init__(self, objects: dict[str, list[dict]]):
-        self.objects = objects
-        self.deleted: list[list[str]] = []
+def test_plan_summary_counts_like_terraform():
+    plan = {"resource_changes": [
+        {"address": "a.b", "change": {"actions": ["update"]}},
+        {"address": "a.c", "change": {"actions": ["no-op"]}},
+        {"address": "a.d", "change": {"actions": ["delete"]}},
+    ]}
+    assert summarize_plan(plan) == ["    ~ a.b", "    - a.d", "  Plan: 0 to add, 1 to change, 1 to destroy."]
 
-    def __call__(self, args):
-        if args[0] == "get":
-            return subprocess.CompletedProcess(args, 0, json.dumps({"items": self.objects.get(args[1], [])}), "")
-        self.deleted.append(args)
+
+def test_destroy_preview_names_protected_and_data_resources(synthesized):
+    preview = destroy_preview(synthesized.stack("p5-training", "storage"))
+    assert any(line.startswith("  refuses to destroy aws_s3_bucket.datasets-bucket") for line in preview)
+    assert any("aws_fsx_lustre_file_system" in line and "refuses" in line for line in preview)
+    unprotected = destroy_preview(synthesized.stack("g6-validation", "storage"))
+    assert any(line.startswith("  DELETES aws_s3_bucket.datasets-bucket") for line in unprotected)
+
+
+# ------------------------------------------------------------------ kubectl bound to the cluster
+
+TARGET = ClusterTarget(name="gpu-validation", region="us-west-2", endpoint="https://ABC.gr7.us-west-2.eks.amazonaws.com")
+
+
+class FakeCli:
+    """Answers aws / kubectl calls; records them. `server` is what the kubeconfig points at."""
+
+    def __init__(self, *, server: str = TARGET.endpoint, reachable: bool = True,
+                 objects: dict[str, list[dict]] | None = None):
+        self.server, self.reachable, self.objects = server, reachable, objects or {}
+        self.calls: list[list[str]] = []
+
+    def __call__(self, args: list[str]) -> subprocess.CompletedProcess[str]:
+        self.calls.append(args)
+        if args[:2] == ["eks", "update-kubeconfig"]:
+            return subprocess.CompletedProcess(args, 0, "", "")
+        rest = args[4:]  # after --kubeconfig K --context C
+        if rest[:2] == ["config", "view"]:
+            return subprocess.CompletedProcess(args, 0, self.server, "")
+        if rest[:2] == ["get", "--raw"]:
+            return subprocess.CompletedProcess(args, 0 if self.reachable else 1, "{}", "dial tcp: i/o timeout")
+        if rest[0] == "get":
+            return subprocess.CompletedProcess(args, 0, json.dumps({"items": self.objects.get(rest[1], [])}), "")
         return subprocess.CompletedProcess(args, 0, "", "")
 
+    @property
+    def deletes(self) -> list[list[str]]:
+        return [call[4:] for call in self.calls if len(call) > 4 and call[4] == "delete"]
 
-def test_pre_destroy_cleanup_removes_controller_made_resources_only():
-    kubectl = FakeKubectl(
-        {
-            "nodepools.karpenter.sh": [{"metadata": {"name": "gpu"}}],
-            "nodeclaims.karpenter.sh": [{"metadata": {"name": "gpu-x1"}}],
-            "services": [
-                {"metadata": {"name": "hub", "namespace": "jupyterhub"}, "spec": {"type": "LoadBalancer"}},
-                {"metadata": {"name": "api", "namespace": "default"}, "spec": {"type": "ClusterIP"}},
-            ],
-            "persistentvolumeclaims": [
-                {"metadata": {"name": "claim-alice", "namespace": "jupyterhub"}, "spec": {"storageClassName": "gp3"}},
-                {"metadata": {"name": "fsx", "namespace": "ml-team"}, "spec": {"storageClassName": ""}},
-            ],
-        }
-    )
-    deleted = pre_destroy_cleanup(kubectl, log=lambda _: None)
+
+def test_kubectl_never_uses_the_current_context(tmp_path):
+    cli = FakeCli()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubectl = bind_kubectl(TARGET, kubeconfig, aws=cli, kubectl=cli)
+    kubectl(["get", "pods"])
+    update = cli.calls[0]
+    assert update[:2] == ["eks", "update-kubeconfig"]
+    assert update[update.index("--name") + 1] == "gpu-validation"
+    assert update[update.index("--kubeconfig") + 1] == str(kubeconfig)
+    for call in cli.calls[1:]:
+        assert call[:4] == ["--kubeconfig", str(kubeconfig), "--context", "platform-gpu-validation"], call
+
+
+def test_a_kubeconfig_for_another_cluster_is_refused(tmp_path):
+    cli = FakeCli(server="https://OTHER.gr7.us-west-2.eks.amazonaws.com")
+    with pytest.raises(ClusterAccessError, match="not at the cluster layer's endpoint"):
+        bind_kubectl(TARGET, tmp_path / "kubeconfig", aws=cli, kubectl=cli)
+
+
+def test_an_unreachable_cluster_is_an_error_not_zero_deletions(tmp_path):
+    cli = FakeCli(reachable=False)
+    with pytest.raises(ClusterAccessError, match="does not answer"):
+        bind_kubectl(TARGET, tmp_path / "kubeconfig", aws=cli, kubectl=cli)
+    assert cli.deletes == []
+
+
+def test_cleanup_deletes_only_what_the_platform_owns(tmp_path):
+    cli = FakeCli(objects={
+        "nodepools.karpenter.sh": [{"metadata": {"name": "gpu"}}, {"metadata": {"name": "someone-elses"}}],
+        "nodeclaims.karpenter.sh": [
+            {"metadata": {"name": "gpu-x1", "labels": {"karpenter.sh/nodepool": "gpu"}}},
+            {"metadata": {"name": "other-x1", "labels": {"karpenter.sh/nodepool": "someone-elses"}}},
+        ],
+        "services": [
+            {"metadata": {"name": "proxy-public", "namespace": "jupyterhub"}, "spec": {"type": "LoadBalancer"}},
+            {"metadata": {"name": "shop", "namespace": "default"}, "spec": {"type": "LoadBalancer"}},
+            {"metadata": {"name": "api", "namespace": "jupyterhub"}, "spec": {"type": "ClusterIP"}},
+        ],
+        "persistentvolumeclaims": [
+            {"metadata": {"name": "claim-alice", "namespace": "jupyterhub"}, "spec": {"storageClassName": "gp3"}},
+            {"metadata": {"name": "db", "namespace": "default"}, "spec": {"storageClassName": "gp3"}},
+            {"metadata": {"name": "fsx", "namespace": "ml-team"}, "spec": {"storageClassName": ""}},
+        ],
+    })
+    kubectl = bind_kubectl(TARGET, tmp_path / "kubeconfig", aws=cli, kubectl=cli)
+    owned = PlatformObjects(namespaces=("jupyterhub", "ml-team"), node_pools=("cpu", "gpu"))
+    deleted = pre_destroy_cleanup(kubectl, owned, log=lambda _: None)
     assert deleted == [
         "nodepools.karpenter.sh/gpu",
         "nodeclaims.karpenter.sh/gpu-x1",
-        "service/jupyterhub/hub",
+        "service/jupyterhub/proxy-public",
         "pvc/jupyterhub/claim-alice",
     ]
-    assert all("--wait=true" in call for call in kubectl.deleted)
+    assert all("--wait=true" in call for call in cli.deletes)
+
+
+def test_a_failing_listing_stops_the_cleanup(tmp_path):
+    def broken(args: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(args, 1, "", "error: You must be logged in to the server (Unauthorized)")
+
+    with pytest.raises(ClusterAccessError, match="Unauthorized"):
+        pre_destroy_cleanup(broken, PlatformObjects(namespaces=(), node_pools=()), log=lambda _: None)
+
+
+def test_the_platform_owns_its_addon_tenant_and_validation_namespaces():
+    owned = platform_objects(load_profile(str(Path(__file__).parent / "fixtures/profiles/jark.yaml")))
+    assert {"monitoring", "gpu-operator", "jupyterhub", "workflows", "ml-team", "gpu-validation"} <= set(
+        owned.namespaces)
+    assert "kube-system" not in owned.namespaces and "default" not in owned.namespaces
+    assert owned.node_pools == ("cpu", "gpu")

@@ -29,6 +29,12 @@ from profiles.workloads import CpuPoolConfig, GpuPoolConfig
 NODE_CLASS = "default"
 
 
+CPU_POOL = "cpu"
+GPU_POOL = "gpu"
+# The NodePools the workloads layer creates (the pre-destroy clean-up deletes exactly these).
+NODE_POOLS = (CPU_POOL, GPU_POOL)
+
+
 @dataclass(frozen=True, kw_only=True)
 class KarpenterPoolsProps:
     cluster_name: str
@@ -76,7 +82,7 @@ def karpenter_objects(props: KarpenterPoolsProps) -> list[dict[str, Any]]:
         ),
     )
     cpu = _pool(
-        "cpu",
+        CPU_POOL,
         [
             Requirement(
                 key="karpenter.k8s.aws/instance-category", operator="In", values=list(props.cpu.instance_categories)
@@ -92,7 +98,7 @@ def karpenter_objects(props: KarpenterPoolsProps) -> list[dict[str, Any]]:
         limits={"cpu": str(props.cpu.cpu_limit)},
     )
     gpu = _pool(
-        "gpu",
+        GPU_POOL,
         [
             Requirement(key="node.kubernetes.io/instance-type", operator="In", values=list(props.gpu.instance_types)),
             Requirement(key="karpenter.sh/capacity-type", operator="In", values=list(props.gpu.capacity_types)),
