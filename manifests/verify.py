@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from components.k8s.mpi import MPIJOB_KIND, launcher_selector
 from manifests.render import NAMESPACE, NCCL_JOB, ValidationTarget, render
 from operate.kubectl import Kubectl
 from profiles.models import PlatformConfig
@@ -105,10 +106,9 @@ def run_checks(config: PlatformConfig, *, kubectl: Kubectl, image: str | None = 
         done, log = pod_log("container-test")
         results.append(CheckResult("container-test", done and "container-ok" in log,
                                    "the reference image ran" if done else "the reference image did not run"))
-    waited = kubectl(["wait", "-n", NAMESPACE, f"mpijob/{NCCL_JOB}", "--for=condition=Succeeded",
+    waited = kubectl(["wait", "-n", NAMESPACE, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}", "--for=condition=Succeeded",
                       f"--timeout={timeout_minutes}m"])
-    logs = kubectl(["logs", "-n", NAMESPACE, "-l",
-                    f"training.kubeflow.org/job-name={NCCL_JOB},training.kubeflow.org/job-role=launcher", "--tail=-1"])
+    logs = kubectl(["logs", "-n", NAMESPACE, "-l", launcher_selector(NCCL_JOB), "--tail=-1"])
     results.append(check_nccl(logs.stdout, target) if waited.returncode == 0
                    else CheckResult("nccl-allreduce", False, f"the MPIJob did not succeed: {waited.stderr.strip()}"))
     return results

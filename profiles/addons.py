@@ -10,8 +10,13 @@ from profiles.base import FieldProblem, HttpsUrl, K8sName, Strict, check_cidr
 
 ChartVersion = Annotated[str, Field(pattern=r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")]
 
-class ReleaseConfig(Strict):
+class AddonConfig(Strict):
     enabled: bool = True
+
+
+class ReleaseConfig(AddonConfig):
+    """A Helm add-on's settings: on or off, and its chart version."""
+
     chart_version: ChartVersion | None = Field(
         None, description="Override the pinned chart version (profiles/versions.py). Unset: the pinned one."
     )
@@ -149,7 +154,9 @@ class AddonsConfig(Strict):
     efa_device_plugin: ReleaseConfig = Field(default_factory=ReleaseConfig)
     monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
     kuberay: ReleaseConfig = Field(default_factory=lambda: ReleaseConfig(enabled=False))
-    mpi_operator: ReleaseConfig = Field(default_factory=ReleaseConfig)
+    mpi_operator: AddonConfig = Field(
+        default_factory=AddonConfig, description="The Kubeflow MPI Operator (MPIJob v2beta1) from its release manifest."
+    )
     jupyterhub: JupyterHubConfig = Field(default_factory=JupyterHubConfig)
     argo_workflows: ArgoWorkflowsConfig = Field(default_factory=ArgoWorkflowsConfig)
     karpenter: KarpenterConfig = Field(default_factory=KarpenterConfig)

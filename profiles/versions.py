@@ -48,8 +48,6 @@ CHARTS: dict[str, ChartRef] = {
     "kuberay": ChartRef(
         repository="https://ray-project.github.io/kuberay-helm/", chart="kuberay-operator", version="1.7.0"
     ),
-    # Kubeflow publishes no chart for the MPI Operator; this community chart installs MPIJob v2beta1.
-    "mpi_operator": ChartRef(repository="https://cowboysysop.github.io/charts/", chart="mpi-operator", version="1.1.1"),
     "jupyterhub": ChartRef(repository="https://hub.jupyter.org/helm-chart/", chart="jupyterhub", version="4.4.2"),
     # Chart 1.1.x ships Argo Workflows 4.1; the image tag is pinned to 4.1.3 in the values.
     "argo_workflows": ChartRef(
@@ -60,6 +58,39 @@ CHARTS: dict[str, ChartRef] = {
 }
 
 ARGO_WORKFLOWS_IMAGE_TAG = "v4.1.3"
+# hashicorp/http, which downloads release manifests at plan time (the MPI Operator).
+HTTP_PROVIDER_VERSION = "3.5.0"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseArtifact:
+    """A manifest an upstream project publishes at a release tag, pinned by content."""
+
+    repository: str
+    """GitHub owner/name."""
+    tag: str
+    """The release tag."""
+    path: str
+    """The manifest's path in the repository at that tag."""
+    sha256: str
+    """SHA-256 of the manifest; a different download fails the plan."""
+    image: str
+    """The controller image the manifest runs (recorded for review and Renovate)."""
+
+    @property
+    def url(self) -> str:
+        return f"https://raw.githubusercontent.com/{self.repository}/{self.tag}/{self.path}"
+
+
+# Kubeflow publishes no Helm chart for the MPI Operator (the community chart runs the legacy v1
+# controller and is archived): the v2beta1 controller comes from the release's own manifest.
+ARTIFACTS: dict[str, ReleaseArtifact] = {
+    "mpi_operator": ReleaseArtifact(
+        repository="kubeflow/mpi-operator", tag="v0.8.0", path="deploy/v2beta1/mpi-operator.yaml",
+        sha256="b38def13a94abe60b2a4b3485239d77f64892b8fbd202e9e435a6031b7500a8f",
+        image="mpioperator/mpi-operator:0.8.0",
+    ),
+}
 
 MIN_VERSIONS: dict[str, MinimumVersion] = {
     "karpenter": MinimumVersion(version=(1, 6, 0), why="Karpenter launches into Capacity Blocks only from 1.6"),

@@ -41,7 +41,7 @@ class AddonsStack(LayerStack):
         self.installed = installed
         exports = {name: value for addon in installed.values() for name, value in addon.exports.items()}
         self.outputs = AddonsOutputs(
-            releases={key: addon.release.release.name for key, addon in installed.items()},
+            releases={key: addon.name for key, addon in installed.items()},
             storage_class=STORAGE_CLASS,
             karpenter_node_role_name=exports.get("karpenter_node_role_name"),
             karpenter_interruption_queue=exports.get("karpenter_interruption_queue"),

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from components.helm.addon import HelmAddonSpec
+from components.helm.addon import AddonSpec, HelmAddonSpec
 from components.helm.registry import ADDONS
-from profiles.addons import AddonsConfig, ReleaseConfig
-from profiles.versions import CHARTS, MIN_VERSIONS
+from profiles.addons import AddonConfig, AddonsConfig, ReleaseConfig
+from profiles.versions import ARTIFACTS, CHARTS, MIN_VERSIONS
 from tests.cases import FIXTURES, SHIPPED
 from tests.synth_helpers import resources
 
@@ -21,27 +21,32 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_every_addon_has_one_profile_field_and_one_pin():
     keys = [addon.key for addon in ADDONS]
     assert len(keys) == len(set(keys))
-    assert set(keys) == set(AddonsConfig.model_fields) == set(CHARTS)
+    assert set(keys) == set(AddonsConfig.model_fields) == set(CHARTS) | set(ARTIFACTS)
+    assert not set(CHARTS) & set(ARTIFACTS)
     assert set(MIN_VERSIONS) <= set(keys)
     for addon in ADDONS:
         field = AddonsConfig.model_fields[addon.key]
-        assert isinstance(field.annotation, type) and issubclass(field.annotation, ReleaseConfig), addon.key
+        assert isinstance(field.annotation, type) and issubclass(field.annotation, AddonConfig), addon.key
+        # A Helm add-on's settings can override its chart version; a manifest add-on's cannot.
+        helm = isinstance(addon, HelmAddonSpec)
+        assert issubclass(field.annotation, ReleaseConfig) is helm and (addon.key in CHARTS) is helm
 
 
 @pytest.mark.parametrize("addon", ADDONS, ids=lambda addon: addon.key)
-def test_every_addon_lives_in_its_own_module(addon: HelmAddonSpec):
+def test_every_addon_lives_in_its_own_module(addon: AddonSpec):
     module = type(addon).__module__
     assert module == f"components.helm.{addon.key}"
-    assert addon.release_name and addon.namespace and addon.timeout_seconds > 0
+    assert addon.release_name and addon.namespace
 
 
 @pytest.mark.parametrize("profile", SHIPPED + FIXTURES)
 def test_the_registry_decides_what_the_addons_layer_installs(synthesized, profile):
     config = synthesized.configs[profile]
-    expected = {addon.release_name for addon in ADDONS if addon.enabled(config)}
+    expected = {addon.release_name for addon in ADDONS if addon.enabled(config) and isinstance(addon, HelmAddonSpec)}
     installed = {body["name"] for body in resources(synthesized.stack(profile, "addons"), "helm_release").values()}
     assert installed == expected
-    chart_of = {addon.release_name: addon.chart(config) for addon in ADDONS if addon.enabled(config)}
+    chart_of = {addon.release_name: addon.chart(config) for addon in ADDONS
+                if addon.enabled(config) and isinstance(addon, HelmAddonSpec)}
     for body in resources(synthesized.stack(profile, "addons"), "helm_release").values():
         chart = chart_of[body["name"]]
         assert (body["repository"], body["chart"], body["version"]) == (chart.repository, chart.chart, chart.version)

@@ -8,9 +8,12 @@ import pytest
 import yaml
 
 from components.helm.jupyterhub import proxy_values
+from components.k8s.mpi import MPIJOB_API_VERSION, MPIJOB_KIND, launcher_selector
 from components.labels import EFA_LABEL, NODE_POOL_LABEL
+from manifests.render import render
+from profiles import load_profile
 from profiles.addons import JupyterHubExposure
-from profiles.versions import CHARTS
+from profiles.versions import ARTIFACTS, CHARTS
 from tests.cases import FIXTURES, SHIPPED, TEST_SECRETS
 from tests.synth_helpers import resources
 
@@ -235,9 +238,35 @@ def test_providers_authenticate_with_exec_tokens(synthesized, profile):
 def test_optional_releases_follow_the_profile(synthesized):
     assert {"kuberay-operator", "argo-workflows"} <= set(releases(synthesized, "p5-training"))
     assert not {"kuberay-operator", "jupyterhub", "argo-workflows"} & set(releases(synthesized, "g6-validation"))
-    assert {"mpi-operator", "karpenter", "monitoring", "gpu-operator", "efa-device-plugin"} <= set(
+    assert {"karpenter", "monitoring", "gpu-operator", "efa-device-plugin"} <= set(
         releases(synthesized, "g6-validation")
     )
+
+
+def test_mpi_operator_is_the_v2beta1_controller_from_its_pinned_release_manifest(synthesized):
+    stack = addons(synthesized, "g6-validation")
+    assert "mpi-operator" not in releases(synthesized, "g6-validation"), "no (legacy, archived) community chart"
+    assert "cowboysysop" not in json.dumps(stack)
+    artifact = ARTIFACTS["mpi_operator"]
+    assert artifact.url == ("https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.0/"
+                            "deploy/v2beta1/mpi-operator.yaml")
+    assert artifact.image.endswith(":" + artifact.tag.removeprefix("v"))
+    (download,) = resources(stack, "http", section="data").values()
+    assert download["url"] == artifact.url
+    (check,) = download["lifecycle"]["postcondition"]
+    assert check["condition"] == f'${{sha256(self.response_body) == "{artifact.sha256}"}}'
+    assert stack["terraform"]["required_providers"]["http"]["source"] == "hashicorp/http"
+    objects = resources(stack, "kubernetes_manifest")["mpi-operator"]
+    assert "manifest_decode_multi(data.http.mpi-operator-manifest.response_body)" in objects["for_each"]
+    assert 'if doc.kind != "Namespace"' in objects["for_each"]  # the platform creates its own namespace
+    assert objects["manifest"] == "${each.value}"
+    assert any(dep.startswith("kubernetes_manifest.mpi-operator-namespace_namespace") for dep in objects["depends_on"])
+
+
+def test_the_mpijob_contract_is_written_once():
+    job = render(load_profile("p5-training"))["nccl-allreduce.yaml"][0]
+    assert (job["apiVersion"], job["kind"]) == (MPIJOB_API_VERSION, MPIJOB_KIND)
+    assert launcher_selector("nccl") == "training.kubeflow.org/job-name=nccl,training.kubeflow.org/job-role=launcher"
 
 
 def test_rendered_values_are_visible_yaml(synthesized):

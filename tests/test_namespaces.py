@@ -18,7 +18,9 @@ PSA = "pod-security.kubernetes.io/"
 
 
 def manifests(synthesized, profile: str, layer: str) -> list[dict]:
-    return [b["manifest"] for b in resources(synthesized.stack(profile, layer), "kubernetes_manifest").values()]
+    # Objects spelled out in the stack (the MPI Operator's come from its release manifest at plan time).
+    return [b["manifest"] for b in resources(synthesized.stack(profile, layer), "kubernetes_manifest").values()
+            if isinstance(b["manifest"], dict)]
 
 
 def created_namespaces(synthesized, profile: str) -> dict[str, tuple[dict, list[dict]]]:

@@ -1,10 +1,12 @@
-"""The shape of one Helm add-on: everything about it in one object, as cdk-eks-blueprints keeps
-each add-on beside its defaults.
+"""The shape of one add-on: everything about it in one object, as cdk-eks-blueprints keeps each
+add-on beside its defaults.
 
-An add-on module defines a subclass of `HelmAddonSpec` (release name, namespace, timeout, the
-profile settings it reads, its values builder, what it must be installed after, any resources it
-needs beside the release) and one instance of it, which `components.helm.registry` lists. Its
-chart pin and minimum version live in `profiles.versions`, because the profile validator checks them.
+An add-on module defines a subclass of `HelmAddonSpec` (a pinned Helm chart: release name,
+namespace, timeout, the profile settings it reads, its values builder, what it must be installed
+after, any resources it needs beside the release), or of `AddonSpec` when it installs otherwise
+(the MPI Operator's release manifest), and one instance of it, which `components.helm.registry`
+lists. Its pin and minimum version live in `profiles.versions`, because the profile validator
+checks them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from components.helm.release import HelmAddon, HelmAddonProps, SensitiveValue, V
 from components.k8s.namespaces import NamespaceGuard, PodSecurityLevel, namespace_objects
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from profiles import PlatformConfig
-from profiles.addons import ReleaseConfig
+from profiles.addons import AddonConfig, ReleaseConfig
 from profiles.versions import CHARTS, ChartRef
 
 
@@ -50,60 +52,51 @@ class AddonContext:
 class InstalledAddon:
     """An add-on as the addons layer installed it."""
 
-    release: HelmAddon
-    """The Helm release construct (depend on `release.release`)."""
+    name: str
+    """What the addons layer reports it as (the Helm release's name)."""
+    ready: tuple[ITerraformDependable, ...]
+    """What later add-ons depend on to run after this one."""
     exports: Mapping[str, str] = field(default_factory=dict)
     """Values the addons layer publishes for later layers, by contract field name."""
 
 
+AnySettingsT = TypeVar("AnySettingsT", bound=AddonConfig)
 SettingsT = TypeVar("SettingsT", bound=ReleaseConfig)
 
 
-class HelmAddonSpec(Generic[SettingsT]):
+class AddonSpec(Generic[AnySettingsT]):
     """One add-on's whole identity. Subclasses set the class attributes and override what differs."""
 
     key: ClassVar[str]
-    """Field under `addons:` in the profile, key in profiles.versions.CHARTS, and (with - for _) construct id."""
+    """Field under `addons:` in the profile, its pin's key in profiles.versions, and (with - for _) construct id."""
     release_name: ClassVar[str]
+    """The name the add-on is installed (and reported) under."""
     namespace: ClassVar[str]
     create_namespace: ClassVar[bool] = True
     """The platform creates (and guards) the namespace; off for kube-system."""
-    timeout_seconds: ClassVar[int] = 600
     pod_security: ClassVar[PodSecurityLevel] = "baseline"
     """Pod Security Standard enforced on the add-on's namespace."""
     privileged_because: ClassVar[str] = ""
     """Why the namespace must admit privileged pods (required for privileged)."""
 
-    def settings(self, config: PlatformConfig) -> SettingsT:
-        settings: SettingsT = getattr(config.addons, self.key)
+    def settings(self, config: PlatformConfig) -> AnySettingsT:
+        settings: AnySettingsT = getattr(config.addons, self.key)
         return settings
 
     def enabled(self, config: PlatformConfig) -> bool:
         return self.settings(config).enabled
 
-    def chart(self, config: PlatformConfig) -> ChartRef:
-        """The pinned chart, or the version the profile overrides it with."""
-        pinned = CHARTS[self.key]
-        override = self.settings(config).chart_version
-        return ChartRef(repository=pinned.repository, chart=pinned.chart, version=override or pinned.version)
-
-    def release_namespace(self, settings: SettingsT) -> str:
+    def release_namespace(self, settings: AnySettingsT) -> str:
         return self.namespace
-
-    def values(self, ctx: AddonContext, settings: SettingsT) -> Values:
-        raise NotImplementedError
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         return ()
 
-    def sensitive_values(self, ctx: AddonContext, settings: SettingsT) -> tuple[SensitiveValue, ...]:
+    def state_secrets(self, settings: AnySettingsT) -> tuple[str, ...]:
+        """Secrets the add-on writes into the addons layer's Terraform state (to warn about)."""
         return ()
 
-    def state_secrets(self, settings: SettingsT) -> tuple[str, ...]:
-        """Secrets the release writes into the addons layer's Terraform state (to warn about)."""
-        return ()
-
-    def network_allows(self, ctx: AddonContext, settings: SettingsT) -> dict[str, dict[str, Any]]:
+    def network_allows(self, ctx: AddonContext, settings: AnySettingsT) -> dict[str, dict[str, Any]]:
         """NetworkPolicies the add-on needs beyond the namespace defaults (name -> spec)."""
         return {}
 
@@ -113,24 +106,47 @@ class HelmAddonSpec(Generic[SettingsT]):
                               privileged_because=self.privileged_because,
                               allow=self.network_allows(ctx, settings))
 
+    def guarded_namespace(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
+        """Create the add-on's namespace with its labels and policies (before any pod starts)."""
+        if not self.create_namespace:
+            return ()
+        objects = KubernetesObjects(ctx.scope, f"{self.key.replace('_', '-')}-namespace", props=KubernetesObjectsProps(
+            objects=tuple(namespace_objects(self.namespace_guard(ctx), vpc_cidr=ctx.vpc_cidr))))
+        return tuple(objects.resources.values())
+
+    def install(self, ctx: AddonContext) -> InstalledAddon:
+        raise NotImplementedError
+
+
+class HelmAddonSpec(AddonSpec[SettingsT]):
+    """An add-on installed as one pinned Helm release."""
+
+    timeout_seconds: ClassVar[int] = 600
+
+    def chart(self, config: PlatformConfig) -> ChartRef:
+        """The pinned chart, or the version the profile overrides it with."""
+        pinned = CHARTS[self.key]
+        override = self.settings(config).chart_version
+        return ChartRef(repository=pinned.repository, chart=pinned.chart, version=override or pinned.version)
+
+    def values(self, ctx: AddonContext, settings: SettingsT) -> Values:
+        raise NotImplementedError
+
+    def sensitive_values(self, ctx: AddonContext, settings: SettingsT) -> tuple[SensitiveValue, ...]:
+        return ()
+
     def install(self, ctx: AddonContext) -> InstalledAddon:
         settings = self.settings(ctx.config)
-        construct_id = self.key.replace("_", "-")
-        namespace: tuple[ITerraformDependable, ...] = ()
-        if self.create_namespace:
-            # The namespace is the platform's (labels and policies in place before any pod starts).
-            objects = KubernetesObjects(ctx.scope, f"{construct_id}-namespace", props=KubernetesObjectsProps(
-                objects=tuple(namespace_objects(self.namespace_guard(ctx), vpc_cidr=ctx.vpc_cidr))))
-            namespace = tuple(objects.resources.values())
-        release = HelmAddon(ctx.scope, construct_id, props=HelmAddonProps(
+        namespace = self.guarded_namespace(ctx)
+        release = HelmAddon(ctx.scope, self.key.replace("_", "-"), props=HelmAddonProps(
             release_name=self.release_name, namespace=self.release_namespace(settings),
             chart=self.chart(ctx.config), values=self.values(ctx, settings), timeout_seconds=self.timeout_seconds,
             create_namespace=False, depends_on=(*self.depends_on(ctx), *namespace),
             sensitive_values=self.sensitive_values(ctx, settings),
         ))
-        return InstalledAddon(release=release)
+        return InstalledAddon(name=release.release.name, ready=(release.release,))
 
 
 def installed_release(ctx: AddonContext, key: str) -> tuple[ITerraformDependable, ...]:
-    """The release of an earlier add-on to depend on, or nothing when it is not installed."""
-    return (ctx.installed[key].release.release,) if key in ctx.installed else ()
+    """What to depend on to run after an earlier add-on, or nothing when it is not installed."""
+    return ctx.installed[key].ready if key in ctx.installed else ()

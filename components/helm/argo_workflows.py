@@ -78,7 +78,7 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
                 "requests.cpu": settings.quota_cpu, "requests.memory": settings.quota_memory,
                 f"requests.{GPU_TAINT_KEY}": str(settings.quota_gpus),
             }),
-            depends_on=[installed.release.release],
+            depends_on=list(installed.ready),
         )
         return installed
 

@@ -57,7 +57,7 @@ class KarpenterAddon(HelmAddonSpec[KarpenterConfig]):
             # The controller starts only once its role, access entry and queue exist.
             depends_on=identity.ready,
         ))
-        return InstalledAddon(release=release, exports={
+        return InstalledAddon(name=release.release.name, ready=(release.release,), exports={
             "karpenter_node_role_name": identity.node_role_name,
             "karpenter_interruption_queue": identity.queue_name,
         })

@@ -1,19 +1,42 @@
-"""Kubeflow MPI Operator (MPIJob v2beta1, which the NCCL all-reduce test uses), run on the system nodes."""
+"""Kubeflow MPI Operator, the v2beta1 controller that runs MPIJobs (the NCCL all-reduce test is
+one). Kubeflow publishes no Helm chart: the controller comes from the release's own manifest,
+downloaded at plan time (hashicorp/http), checked against its pinned SHA-256, and applied object by
+object (kubernetes_manifest). The manifest's Namespace is left out: the platform creates the
+namespace itself, with its Pod Security labels and NetworkPolicies."""
 
 from __future__ import annotations
 
-from components.helm.addon import AddonContext, HelmAddonSpec
-from components.helm.common import Placement
-from profiles.addons import ReleaseConfig
+from cdktf import TerraformDataSource, TerraformStack
+from cdktf_cdktf_provider_kubernetes.manifest import Manifest
+
+from components.helm.addon import AddonContext, AddonSpec, InstalledAddon
+from profiles.addons import AddonConfig
+from profiles.versions import ARTIFACTS, HTTP_PROVIDER_VERSION
 
 
-class MpiOperatorAddon(HelmAddonSpec[ReleaseConfig]):
+class MpiOperatorAddon(AddonSpec[AddonConfig]):
     key = "mpi_operator"
     release_name = "mpi-operator"
     namespace = "mpi-operator"
 
-    def values(self, ctx: AddonContext, settings: ReleaseConfig) -> Placement:
-        return Placement()
+    def install(self, ctx: AddonContext) -> InstalledAddon:
+        artifact = ARTIFACTS[self.key]
+        TerraformStack.of(ctx.scope).add_override(
+            "terraform.required_providers.http", {"source": "hashicorp/http", "version": HTTP_PROVIDER_VERSION})
+        download = TerraformDataSource(ctx.scope, "mpi-operator-manifest", terraform_resource_type="http")
+        download.add_override("url", artifact.url)
+        # A changed or truncated download fails the plan instead of installing something unreviewed.
+        download.add_override("lifecycle", {"postcondition": [{
+            "condition": f'${{sha256(self.response_body) == "{artifact.sha256}"}}',
+            "error_message": f"{artifact.url} is not the reviewed {artifact.tag} manifest (SHA-256 differs).",
+        }]})
+        namespace = self.guarded_namespace(ctx)
+        documents = f"provider::kubernetes::manifest_decode_multi({download.fqn}.response_body)"
+        objects = Manifest(ctx.scope, "mpi-operator", manifest={}, depends_on=[*namespace])
+        objects.add_override("for_each", f'${{{{ for doc in {documents} : "${{doc.kind}}/${{doc.metadata.name}}" '
+                                         f'=> doc if doc.kind != "Namespace" }}}}')
+        objects.add_override("manifest", "${each.value}")
+        return InstalledAddon(name=self.release_name, ready=(objects,))
 
 
 ADDON = MpiOperatorAddon()

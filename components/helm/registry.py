@@ -19,9 +19,9 @@ from components.helm import (
     monitoring,
     mpi_operator,
 )
-from components.helm.addon import HelmAddonSpec
+from components.helm.addon import AddonSpec
 
-ADDONS: tuple[HelmAddonSpec[Any], ...] = (
+ADDONS: tuple[AddonSpec[Any], ...] = (
     monitoring.ADDON,  # first: the Prometheus operator CRDs that other charts' monitors need
     gpu_operator.ADDON,
     efa_device_plugin.ADDON,

@@ -9,6 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from components.k8s.mpi import MPIJOB_API_VERSION, MPIJOB_KIND
+
 
 class K8sModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
@@ -145,7 +147,7 @@ class MpiJob(K8sModel):
 CRD_MODELS: dict[tuple[str, str], type[K8sModel]] = {
     ("karpenter.sh/v1", "NodePool"): NodePool,
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): Ec2NodeClass,
-    ("kubeflow.org/v2beta1", "MPIJob"): MpiJob,
+    (MPIJOB_API_VERSION, MPIJOB_KIND): MpiJob,
 }
 
 
