@@ -61,17 +61,28 @@ def _pod(name: str, target: ValidationTarget, container: dict[str, Any], **spec:
     }
 
 
+# A memory-backed /dev/shm counts against the container's memory limit: the limit is the shm
+# size plus what the ranks themselves use (NCCL's host buffers, the MPI runtime).
+SHM_GIB = 16
+RANK_MEMORY_GIB = 4
+BASE_MEMORY_GIB = 4
+
+
+def worker_memory_gib(gpus: int) -> int:
+    return SHM_GIB + gpus * RANK_MEMORY_GIB + BASE_MEMORY_GIB
+
+
 def _device_resources(target: ValidationTarget, gpus: int, *, all_efa: bool) -> dict[str, Any]:
     limits: dict[str, str] = {GPU_TAINT_KEY: str(gpus)}
     if all_efa and target.efa_interfaces:
         limits[EFA_RESOURCE] = str(target.efa_interfaces)
         limits["hugepages-2Mi"] = HUGEPAGES
-        limits["memory"] = "16Gi"
+        limits["memory"] = f"{worker_memory_gib(gpus)}Gi"
     return {"requests": dict(limits), "limits": limits}
 
 
 def _shm_volume() -> tuple[dict[str, Any], dict[str, Any]]:
-    return ({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+    return ({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{SHM_GIB}Gi"}},
             {"name": "dshm", "mountPath": "/dev/shm"})
 
 

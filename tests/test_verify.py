@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from manifests.render import ValidationTarget
-from manifests.verify import check_gpu_smoke, check_nccl, check_topology, efa_devices, run_checks
+from manifests.verify import check_gpu_smoke, check_nccl, check_topology, efa_devices, nccl_rows, run_checks
 from profiles import load_profile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verify"
@@ -23,10 +23,15 @@ def p5():
     return ValidationTarget.for_profile(load_profile("p5-training"))
 
 
-def test_good_nccl_run_passes(p5):
-    result = check_nccl(log("nccl-good-p5.log"), p5)
+def test_a_healthy_full_sweep_passes_although_its_average_is_low(p5):
+    text = log("nccl-good-p5.log")
+    rows = nccl_rows(text)
+    assert len(rows) == 29 and rows[0].size_bytes == 8 and rows[-1].size_bytes == 2 << 30  # -b 8 -e 2G -f 2
+    average = float(text.split("# Avg bus bandwidth    :")[1].split()[0])
+    assert average < p5.entry.nccl_min_busbw_gbytes_per_s, "the sweep average alone would fail a healthy fabric"
+    result = check_nccl(text, p5)
     assert result.passed, result.detail
-    assert "341.527 GB/s" in result.detail
+    assert "386.76 GB/s" in result.detail
 
 
 def test_tcp_fallback_fails_with_reason(p5):
@@ -34,10 +39,24 @@ def test_tcp_fallback_fails_with_reason(p5):
     assert not result.passed and "fell back to TCP sockets" in result.detail
 
 
-def test_low_bandwidth_fails_with_threshold(p5):
+def test_a_degraded_fabric_fails_with_threshold(p5):
     result = check_nccl(log("nccl-low-bandwidth-p5.log"), p5)
     assert not result.passed
-    assert "88.214 GB/s is below 240.0 GB/s" in result.detail and "p5.48xlarge" in result.detail
+    assert "is 95.86 GB/s, below 240.0 GB/s" in result.detail and "p5.48xlarge" in result.detail
+
+
+def test_fewer_nics_than_the_catalog_fails(p5):
+    result = check_nccl(log("nccl-few-nics-p5.log"), p5)
+    assert not result.passed and "found 8 EFA NICs, the catalog says 32" in result.detail
+
+
+def test_wrong_results_or_a_short_sweep_fail(p5):
+    good = log("nccl-good-p5.log")
+    lines = good.splitlines()
+    wrong = "\n".join(line[:-1] + "3" if line.strip().startswith("2147483648") else line for line in lines)
+    assert "wrong results" in check_nccl(wrong, p5).detail
+    short = "\n".join(line for line in lines if not line.strip().startswith(("1073741824", "2147483648")))
+    assert "sweep stopped at 536870912 bytes" in check_nccl(short, p5).detail
 
 
 def test_unfinished_run_fails(p5):

@@ -89,9 +89,12 @@ def test_nccl_job_requests_every_efa_interface(synthesized, profile, expected):
         assert resources_["nvidia.com/gpu"] == str(CATALOG[instance_type].gpu_count)
         assert resources_["hugepages-2Mi"]
     assert {"name": "dshm", "mountPath": "/dev/shm"} in container["volumeMounts"]
-    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in worker["template"]["spec"][
-        "volumes"
-    ]
+    (shm,) = [v for v in worker["template"]["spec"]["volumes"] if v["name"] == "dshm"]
+    assert shm["emptyDir"]["medium"] == "Memory"
+    # The memory-backed /dev/shm counts against the memory limit: the ranks need room beside it.
+    shm_gib = int(shm["emptyDir"]["sizeLimit"].removesuffix("Gi"))
+    memory_gib = int(container["resources"]["limits"]["memory"].removesuffix("Gi"))
+    assert memory_gib >= shm_gib + 4 * CATALOG[instance_type].gpu_count
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env == {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1"}
     assert job["spec"]["slotsPerWorker"] == CATALOG[instance_type].gpu_count
