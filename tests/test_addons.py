@@ -192,7 +192,8 @@ def test_argo_server_is_not_anonymous_and_workflows_are_bounded(synthesized):
     assert defaults["activeDeadlineSeconds"] == 7200 and defaults["serviceAccountName"] == "argo-workflow"
     assert argo["controller"]["workflowNamespaces"] == ["workflows"]
     assert argo["images"]["tag"] == "v4.1.3"
-    (quota,) = resources(stack, "kubernetes_resource_quota_v1").values()
+    (quota,) = [b["manifest"] for b in resources(stack, "kubernetes_manifest").values()
+                if isinstance(b["manifest"], dict) and b["manifest"]["kind"] == "ResourceQuota"]
     assert quota["metadata"]["namespace"] == "workflows"
     assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "8"
 

@@ -100,6 +100,10 @@ class AddonSpec(Generic[AnySettingsT]):
         """NetworkPolicies the add-on needs beyond the namespace defaults (name -> spec)."""
         return {}
 
+    def namespace_objects(self, ctx: AddonContext, settings: AnySettingsT) -> list[dict[str, Any]]:
+        """More objects in the add-on's namespace, created with it before any pod (quotas, limits)."""
+        return []
+
     def namespace_guard(self, ctx: AddonContext) -> NamespaceGuard:
         settings = self.settings(ctx.config)
         return NamespaceGuard(name=self.release_namespace(settings), pod_security=self.pod_security,
@@ -110,8 +114,10 @@ class AddonSpec(Generic[AnySettingsT]):
         """Create the add-on's namespace with its labels and policies (before any pod starts)."""
         if not self.create_namespace:
             return ()
+        guard = self.namespace_guard(ctx)
+        extras = self.namespace_objects(ctx, self.settings(ctx.config))
         objects = KubernetesObjects(ctx.scope, f"{self.key.replace('_', '-')}-namespace", props=KubernetesObjectsProps(
-            objects=tuple(namespace_objects(self.namespace_guard(ctx), vpc_cidr=ctx.vpc_cidr))))
+            objects=(*namespace_objects(guard, vpc_cidr=ctx.vpc_cidr), *extras)))
         return tuple(objects.resources.values())
 
     def install(self, ctx: AddonContext) -> InstalledAddon:

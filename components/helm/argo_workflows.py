@@ -6,27 +6,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdktf_cdktf_provider_kubernetes.resource_quota_v1 import (
-    ResourceQuotaV1,
-    ResourceQuotaV1Metadata,
-    ResourceQuotaV1Spec,
-)
 from pydantic import Field
 
-from components.helm.addon import AddonContext, HelmAddonSpec, InstalledAddon
+from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import Values
-from components.k8s.namespaces import egress_https_outside_the_node, egress_to_pod_identity_agent
+from components.k8s.namespaces import (
+    container_defaults,
+    egress_https_outside_the_node,
+    egress_to_pod_identity_agent,
+)
 from components.labels import GPU_TAINT_KEY, SYSTEM_NODES
 from profiles.addons import ArgoWorkflowsConfig
 from profiles.versions import ARGO_WORKFLOWS_IMAGE_TAG
 
 WORKFLOW_SERVICE_ACCOUNT = "argo-workflow"
+# The controller, server and executor run in the quota'd workflow namespace: they state requests.
+CONTROLLER_RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
+SERVER_RESOURCES = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}
+EXECUTOR_RESOURCES = {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "512Mi"}}
 
 
 class ArgoWorkflowsValues(Values):
     images: dict[str, str] = Field(default_factory=lambda: {"tag": ARGO_WORKFLOWS_IMAGE_TAG})
     controller: dict[str, Any]
     server: dict[str, Any]
+    executor: dict[str, Any]
     workflow: dict[str, Any]
 
 
@@ -35,6 +39,7 @@ def argo_workflows_values(cfg: ArgoWorkflowsConfig) -> ArgoWorkflowsValues:
         controller={
             "workflowNamespaces": [cfg.namespace],
             "nodeSelector": dict(SYSTEM_NODES),
+            "resources": CONTROLLER_RESOURCES,
             "workflowDefaults": {"spec": {
                 "serviceAccountName": WORKFLOW_SERVICE_ACCOUNT,
                 "activeDeadlineSeconds": cfg.default_active_deadline_seconds,
@@ -45,14 +50,16 @@ def argo_workflows_values(cfg: ArgoWorkflowsConfig) -> ArgoWorkflowsValues:
         },
         # "client": callers present their own Kubernetes token; "server" mode would act as the
         # server's service account for anyone who can reach the UI.
-        server={"authModes": ["client"], "nodeSelector": dict(SYSTEM_NODES)},
+        server={"authModes": ["client"], "nodeSelector": dict(SYSTEM_NODES), "resources": SERVER_RESOURCES},
+        # Every step's wait/init containers: explicit, so the namespace's quota counts them as sized.
+        executor={"resources": EXECUTOR_RESOURCES},
         # The chart's workflow role grants only what the executor needs (pods and task results).
         workflow={"serviceAccount": {"create": True, "name": WORKFLOW_SERVICE_ACCOUNT}, "rbac": {"create": True}},
     )
 
 
 class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
-    """The release, and a ResourceQuota on the namespace workflows run in."""
+    """The release, and a ResourceQuota with container defaults in the namespace workflows run in."""
 
     key = "argo_workflows"
     release_name = "argo-workflows"
@@ -68,19 +75,18 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
         # Workflow steps run here and use AWS through Pod Identity, like a tenant's pods.
         return {"allow-pod-identity": egress_to_pod_identity_agent(), "allow-aws-apis": egress_https_outside_the_node()}
 
-    def install(self, ctx: AddonContext) -> InstalledAddon:
-        installed = super().install(ctx)
-        settings = self.settings(ctx.config)
-        ResourceQuotaV1(
-            ctx.scope, "argo-quota",
-            metadata=ResourceQuotaV1Metadata(name="workflow-quota", namespace=settings.namespace),
-            spec=ResourceQuotaV1Spec(hard={
-                "requests.cpu": settings.quota_cpu, "requests.memory": settings.quota_memory,
-                f"requests.{GPU_TAINT_KEY}": str(settings.quota_gpus),
-            }),
-            depends_on=list(installed.ready),
-        )
-        return installed
+    def namespace_objects(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> list[dict[str, Any]]:
+        # The quota counts requests; the LimitRange gives every container that states none a request,
+        # so workflow steps (and the controller after a reschedule) are admitted.
+        return [
+            container_defaults(settings.namespace),
+            {"apiVersion": "v1", "kind": "ResourceQuota",
+             "metadata": {"name": "workflow-quota", "namespace": settings.namespace},
+             "spec": {"hard": {
+                 "requests.cpu": settings.quota_cpu, "requests.memory": settings.quota_memory,
+                 f"requests.{GPU_TAINT_KEY}": str(settings.quota_gpus),
+             }}},
+        ]
 
 
 ADDON = ArgoWorkflowsAddon()

@@ -73,6 +73,17 @@ def egress_to_pod_identity_agent() -> dict[str, Any]:
                                                    "ports": [{"protocol": "TCP", "port": 80}]}]}
 
 
+def container_defaults(namespace: str) -> dict[str, Any]:
+    """A LimitRange giving every container that states nothing a request and a limit, so a
+    ResourceQuota on requests admits it (a quota rejects pods without requests)."""
+    return {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults", "namespace": namespace},
+            "spec": {"limits": [{
+                "type": "Container",
+                "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
+                "default": {"cpu": "2", "memory": "4Gi"},
+            }]}}
+
+
 def namespace_objects(guard: NamespaceGuard, *, vpc_cidr: str | None) -> list[dict[str, Any]]:
     """The Namespace and its NetworkPolicies: deny everything, then allow the namespace itself,
     DNS, the API server (when the VPC CIDR is known), metric scrapes from the monitoring

@@ -8,6 +8,7 @@ from typing import Any
 
 from components.k8s.namespaces import (
     NamespaceGuard,
+    container_defaults,
     egress_https_outside_the_node,
     egress_to_pod_identity_agent,
     namespace_objects,
@@ -97,11 +98,7 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
             "persistentvolumeclaims": str(cfg.max_persistent_volume_claims),
         }}},
         # Defaults for containers that state nothing; GPU pods set their own requests and limits.
-        {"apiVersion": "v1", "kind": "LimitRange", "metadata": _meta("defaults", ns), "spec": {"limits": [{
-            "type": "Container",
-            "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
-            "default": {"cpu": "2", "memory": "4Gi"},
-        }]}},
+        container_defaults(ns),
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(SERVICE_ACCOUNT, ns)},
     ]
     if storage.fsx_file_system_id and storage.fsx_tenant_directories:
