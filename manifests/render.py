@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
+from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
 from components.k8s.namespaces import NamespaceGuard, namespace_objects
-from components.labels import GPU_TAINT_KEY, GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
+from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
 from profiles.catalog import GpuInstanceType
 from profiles.cluster import GpuNodeGroupConfig
-from profiles.models import PlatformConfig
+from profiles.models import PlatformConfig, dra_mode
 
 NAMESPACE = "gpu-validation"
 # Pinned images. The NCCL image must carry the EFA installer, aws-ofi-nccl and nccl-tests.
@@ -35,19 +36,22 @@ class ValidationTarget:
 
     group: GpuNodeGroupConfig
     entry: GpuInstanceType
+    dra: bool = False  # GPUs through DRA claims (GPU Operator DRA mode), not the extended resource
 
     @classmethod
     def for_profile(cls, config: PlatformConfig) -> ValidationTarget | None:
         groups = config.cluster.gpu_node_groups
         chosen = next((g for g in groups if g.efa_enabled), groups[0] if groups else None)
-        return cls(chosen, chosen.catalog_entry) if chosen else None
+        return cls(chosen, chosen.catalog_entry, dra_mode(config)) if chosen else None
 
     @property
     def efa_interfaces(self) -> int:
         return self.entry.max_efa_interfaces if self.group.efa_enabled else 0
 
 
-def _pod(name: str, target: ValidationTarget, container: dict[str, Any], **spec: Any) -> dict[str, Any]:
+def _pod(name: str, target: ValidationTarget, container: dict[str, Any], *, gpus: int, **spec: Any) -> dict[str, Any]:
+    if target.dra:
+        spec["resourceClaims"] = pod_claims(gpus)
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "gpu-validation"}},
@@ -73,12 +77,17 @@ def worker_memory_gib(gpus: int) -> int:
 
 
 def _device_resources(target: ValidationTarget, gpus: int, *, all_efa: bool) -> dict[str, Any]:
-    limits: dict[str, str] = {GPU_TAINT_KEY: str(gpus)}
+    """GPUs (the extended resource, or in DRA mode the pod's claim), and with `all_efa` every EFA
+    interface, huge pages and memory for the shared-memory transport."""
+    limits: dict[str, str] = {} if target.dra else {GPU_EXTENDED_RESOURCE: str(gpus)}
     if all_efa and target.efa_interfaces:
         limits[EFA_RESOURCE] = str(target.efa_interfaces)
         limits["hugepages-2Mi"] = HUGEPAGES
         limits["memory"] = f"{worker_memory_gib(gpus)}Gi"
-    return {"requests": dict(limits), "limits": limits}
+    resources: dict[str, Any] = {"requests": dict(limits), "limits": limits} if limits else {}
+    if target.dra:
+        resources["claims"] = container_claims()
+    return resources
 
 
 def _shm_volume() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -96,24 +105,25 @@ def render(config: PlatformConfig, *, image: str | None = None, nccl_image: str 
     # Guarded like every namespace the platform creates: the launcher and workers talk only to
     # each other (SSH, NCCL's TCP bootstrap; EFA traffic itself bypasses the IP stack).
     guard = NamespaceGuard(name=NAMESPACE)
+    claim_templates = [claim_template(NAMESPACE, count) for count in sorted({1, gpus})] if target.dra else []
     files: dict[str, list[dict[str, Any]]] = {
-        "00-namespace.yaml": namespace_objects(guard, vpc_cidr=config.cluster.vpc.cidr)}
+        "00-namespace.yaml": [*namespace_objects(guard, vpc_cidr=config.cluster.vpc.cidr), *claim_templates]}
     files["gpu-smoke-test.yaml"] = [_pod("gpu-smoke-test", target, {
         "name": "nvidia-smi", "image": CUDA_IMAGE, "command": ["nvidia-smi", "-L"],
         "resources": _device_resources(target, 1, all_efa=False),
-    })]
+    }, gpus=1)]
     shm, shm_mount = _shm_volume()
     files["topology-check.yaml"] = [_pod("topology-check", target, {
         "name": "topology", "image": nccl_image,
         "command": ["/bin/bash", "-c", "nvidia-smi topo -m && fi_info -p efa -t FI_EP_RDM"],
         "resources": _device_resources(target, gpus, all_efa=True), "volumeMounts": [shm_mount],
         "env": list(EFA_ENV),
-    }, volumes=[shm])]
+    }, gpus=gpus, volumes=[shm])]
     if image:
         files["container-test.yaml"] = [_pod("container-test", target, {
             "name": "reference", "image": image, "command": ["/bin/sh", "-c", "nvidia-smi -L && echo container-ok"],
             "resources": _device_resources(target, 1, all_efa=False),
-        })]
+        }, gpus=1)]
     files["nccl-allreduce.yaml"] = [nccl_mpijob(target, nccl_image, nodes)]
     return files
 
@@ -183,6 +193,7 @@ def nccl_mpijob(target: ValidationTarget, image: str, nodes: int) -> dict[str, A
                 }
             ],
             "volumes": [shm],
+            **({"resourceClaims": pod_claims(gpus)} if target.dra else {}),
         }
     }
     job = MpiJob(

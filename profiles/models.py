@@ -27,6 +27,16 @@ from profiles.versions import CHARTS, MIN_VERSIONS, version_tuple
 from profiles.workloads import WorkloadsConfig
 
 
+def dra_mode(config: PlatformConfig) -> bool:
+    """GPUs are allocated through DRA claims instead of the device plugin's extended resource."""
+    return config.addons.gpu_operator.enabled and config.addons.gpu_operator.dra
+
+
+def dra_claim_counts(config: PlatformConfig) -> tuple[int, ...]:
+    """The GPU counts a ResourceClaimTemplate is made for in each GPU namespace (DRA mode only)."""
+    return tuple(config.workloads.dra_gpu_counts) if dra_mode(config) else ()
+
+
 class PlatformConfig(Strict):
     """One instance profile: the whole platform for one cluster."""
 

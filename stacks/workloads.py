@@ -13,6 +13,7 @@ from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, tenant_objects
 from components.tenant_identity import TenantIdentity, TenantIdentityProps
 from profiles import PlatformConfig
+from profiles.models import dra_claim_counts
 from stacks.contracts import AddonsOutputs, ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack, StateLocation
 
@@ -43,11 +44,10 @@ class WorkloadsStack(LayerStack):
             fsx_tenant_directories=bool(config.storage.fsx.data_repository_associations),
             bucket_names=storage.bucket_names,
         )
-        dra = config.addons.gpu_operator.enabled and config.addons.gpu_operator.dra
         for tenant in workloads.tenants:
             objects = KubernetesObjects(self, f"tenant-{tenant.name}", props=KubernetesObjectsProps(objects=tuple(
                 tenant_objects(TenantProps(config=tenant, storage=shared,
-                                           dra_gpu_counts=tuple(workloads.dra_gpu_counts) if dra else ()))
+                                           dra_gpu_counts=dra_claim_counts(config)))
             )))
             self.objects += objects.objects
             TenantIdentity(

@@ -178,7 +178,10 @@ def test_jupyterhub_notebook_profiles_match_real_node_labels(synthesized):
     gpu, cpu = profiles["1 GPU"], profiles["CPU"]
     assert gpu["node_selector"] == {NODE_POOL_LABEL: "gpu"} and cpu["node_selector"] == {NODE_POOL_LABEL: "cpu"}
     assert gpu["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-    assert gpu["extra_resource_limits"] == {"nvidia.com/gpu": "1"}
+    # jark runs the GPU Operator in DRA mode: the GPU comes from a claim, not the extended resource.
+    assert gpu["extra_pod_config"]["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "gpu-1"}]
+    assert gpu["extra_container_config"]["resources"]["claims"] == [{"name": "gpu"}]
+    assert "extra_resource_limits" not in gpu
     assert "tolerations" not in cpu
     assert hub["singleuser"]["startTimeout"] >= 600
     assert hub["singleuser"]["storage"]["dynamic"]["storageClass"] == "gp3"
@@ -195,7 +198,7 @@ def test_argo_server_is_not_anonymous_and_workflows_are_bounded(synthesized):
     (quota,) = [b["manifest"] for b in resources(stack, "kubernetes_manifest").values()
                 if isinstance(b["manifest"], dict) and b["manifest"]["kind"] == "ResourceQuota"]
     assert quota["metadata"]["namespace"] == "workflows"
-    assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "8"
+    assert quota["spec"]["hard"]["gpu.nvidia.com.deviceclass.resource.k8s.io/devices"] == "8"  # DRA mode
 
 
 def test_karpenter_identity_queue_and_chart(synthesized):

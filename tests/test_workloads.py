@@ -140,7 +140,9 @@ def test_tenant_namespace_guardrails(synthesized, profile):
     for tenant in synthesized.configs[profile].workloads.tenants:
         mine = [o for o in found if o["metadata"].get("namespace") == tenant.name]
         (quota,) = of_kind(mine, "ResourceQuota")
-        assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == str(tenant.gpu_quota)
+        dra = synthesized.configs[profile].addons.gpu_operator.dra
+        gpu_key = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices" if dra else "requests.nvidia.com/gpu"
+        assert quota["spec"]["hard"][gpu_key] == str(tenant.gpu_quota)
         assert of_kind(mine, "LimitRange")
         policies = {p["metadata"]["name"]: p["spec"] for p in of_kind(mine, "NetworkPolicy")}
         assert policies["default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}

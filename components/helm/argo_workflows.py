@@ -10,13 +10,15 @@ from pydantic import Field
 
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import Values
+from components.k8s.gpus import claim_template, gpu_quota
 from components.k8s.namespaces import (
     container_defaults,
     egress_https_outside_the_node,
     egress_to_pod_identity_agent,
 )
-from components.labels import GPU_TAINT_KEY, SYSTEM_NODES
+from components.labels import SYSTEM_NODES
 from profiles.addons import ArgoWorkflowsConfig
+from profiles.models import dra_claim_counts, dra_mode
 from profiles.versions import ARGO_WORKFLOWS_IMAGE_TAG
 
 WORKFLOW_SERVICE_ACCOUNT = "argo-workflow"
@@ -84,8 +86,10 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
              "metadata": {"name": "workflow-quota", "namespace": settings.namespace},
              "spec": {"hard": {
                  "requests.cpu": settings.quota_cpu, "requests.memory": settings.quota_memory,
-                 f"requests.{GPU_TAINT_KEY}": str(settings.quota_gpus),
+                 **gpu_quota(settings.quota_gpus, dra=dra_mode(ctx.config)),
              }}},
+            # In DRA mode workflow steps take GPUs through these claim templates.
+            *(claim_template(settings.namespace, count) for count in dra_claim_counts(ctx.config)),
         ]
 
 

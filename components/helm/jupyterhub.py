@@ -15,8 +15,10 @@ from pydantic import Field
 
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import Values
-from components.labels import GPU_TAINT_KEY, GPU_TOLERATION, NODE_POOL_LABEL, SYSTEM_NODES
+from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
+from components.labels import GPU_TOLERATION, NODE_POOL_LABEL, SYSTEM_NODES
 from profiles.addons import JupyterHubConfig, JupyterHubExposure
+from profiles.models import dra_mode
 
 SECRET_MOUNT = "/run/secrets/oidc"
 
@@ -85,7 +87,17 @@ def _image(reference: str) -> dict[str, str]:
     return {"name": name, "tag": tag}
 
 
-def jupyterhub_values(cfg: JupyterHubConfig, *, storage_class: str) -> JupyterHubValues:
+def _one_gpu(*, dra: bool) -> dict[str, Any]:
+    """KubeSpawner settings for one GPU: the extended resource, or (DRA mode) a claim from the
+    namespace's gpu-1 ResourceClaimTemplate, added to the pod and its notebook container."""
+    if not dra:
+        return {"extra_resource_guarantees": {GPU_EXTENDED_RESOURCE: "1"},
+                "extra_resource_limits": {GPU_EXTENDED_RESOURCE: "1"}}
+    return {"extra_pod_config": {"resourceClaims": pod_claims(1)},
+            "extra_container_config": {"resources": {"claims": container_claims()}}}
+
+
+def jupyterhub_values(cfg: JupyterHubConfig, *, storage_class: str, dra: bool = False) -> JupyterHubValues:
     oidc = cfg.oidc
     assert oidc is not None  # the profile model guarantees it for an enabled hub
     authenticator = {
@@ -124,9 +136,8 @@ def jupyterhub_values(cfg: JupyterHubConfig, *, storage_class: str) -> JupyterHu
                      "image": cfg.gpu_image,
                      "node_selector": {NODE_POOL_LABEL: "gpu"},
                      "tolerations": [dict(GPU_TOLERATION)],
-                     "extra_resource_guarantees": {GPU_TAINT_KEY: "1"},
-                     "extra_resource_limits": {GPU_TAINT_KEY: "1"},
                      "cpu_guarantee": 4, "cpu_limit": 8, "mem_guarantee": "16G", "mem_limit": "32G",
+                     **_one_gpu(dra=dra),
                  }},
             ],
         ),
@@ -140,7 +151,11 @@ class JupyterHubAddon(HelmAddonSpec[JupyterHubConfig]):
     timeout_seconds = 1200
 
     def values(self, ctx: AddonContext, settings: JupyterHubConfig) -> JupyterHubValues:
-        return jupyterhub_values(settings, storage_class=ctx.storage_class)
+        return jupyterhub_values(settings, storage_class=ctx.storage_class, dra=dra_mode(ctx.config))
+
+    def namespace_objects(self, ctx: AddonContext, settings: JupyterHubConfig) -> list[dict[str, Any]]:
+        # The GPU notebook profile's claim template (DRA mode).
+        return [claim_template(self.namespace, 1)] if dra_mode(ctx.config) else []
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         return (ctx.storage_class_ready,)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.k8s.gpus import claim_template, gpu_quota
 from components.k8s.namespaces import (
     NamespaceGuard,
     container_defaults,
@@ -13,7 +14,6 @@ from components.k8s.namespaces import (
     egress_to_pod_identity_agent,
     namespace_objects,
 )
-from components.labels import GPU_TAINT_KEY
 from profiles.workloads import TenantConfig
 
 SERVICE_ACCOUNT = "workload"
@@ -94,7 +94,7 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
         *namespace_objects(guard, vpc_cidr=None),
         {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": _meta("compute", ns), "spec": {"hard": {
             "requests.cpu": cfg.cpu_quota, "requests.memory": cfg.memory_quota,
-            f"requests.{GPU_TAINT_KEY}": str(cfg.gpu_quota),
+            **gpu_quota(cfg.gpu_quota, dra=bool(props.dra_gpu_counts)),
             "persistentvolumeclaims": str(cfg.max_persistent_volume_claims),
         }}},
         # Defaults for containers that state nothing; GPU pods set their own requests and limits.
@@ -114,11 +114,5 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
             "driver": "s3.csi.aws.com", "volumeHandle": f"s3-{ns}-{purpose}",
             "volumeAttributes": {"bucketName": bucket},
         }, mount_options=["allow-delete", f"region {storage.region}", f"prefix {ns}/"])
-    for count in props.dra_gpu_counts:
-        objects.append({
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": _meta(f"gpu-{count}", ns),
-            "spec": {"spec": {"devices": {"requests": [
-                {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": count}},
-            ]}}},
-        })
+    objects += [claim_template(ns, count) for count in props.dra_gpu_counts]
     return objects
