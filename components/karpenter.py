@@ -146,6 +146,9 @@ class KarpenterIdentityProps:
     """Namespace of Karpenter's service account."""
     service_account: str
     """Karpenter's service account, which Pod Identity gives the controller role."""
+    handles_reservation_interruptions: bool
+    """The installed Karpenter acts on capacity-reservation interruption warnings (1.10 and later):
+    only then is that event routed to its queue."""
 
 
 class KarpenterIdentity(Construct):
@@ -168,6 +171,8 @@ class KarpenterIdentity(Construct):
             deny_insecure_transport("sqs", queue.arn),
         ))
         for rule_id, pattern in INTERRUPTION_EVENTS.items():
+            if rule_id == "reservation-interruption" and not props.handles_reservation_interruptions:
+                continue
             rule = CloudwatchEventRule(self, f"{rule_id}-rule", name=f"{name}-karpenter-{rule_id}",
                                        event_pattern=json.dumps(pattern, sort_keys=True))
             CloudwatchEventTarget(self, f"{rule_id}-target", rule=rule.name, arn=queue.arn, target_id="karpenter")

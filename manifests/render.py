@@ -22,6 +22,7 @@ from profiles.models import PlatformConfig, dra_mode
 
 NAMESPACE = "gpu-validation"
 # Pinned images. The NCCL image must carry the EFA installer, aws-ofi-nccl and nccl-tests.
+# renovate: datasource=docker depName=nvcr.io/nvidia/cuda
 CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.42.0-ofiv1.16.0-ncclv2.27.5-1-testsv2.16.4"
 HUGEPAGES = "5120Mi"

@@ -21,7 +21,7 @@ from profiles.base import (
     check_unique,
 )
 from profiles.catalog import CATALOG, GpuInstanceType, lookup
-from profiles.versions import KubernetesVersion
+from profiles.versions import DEFAULT_KUBERNETES_VERSION, KubernetesVersion
 
 # A public API endpoint may be open to at most this many addresses (a /16): a company's egress or
 # VPN ranges fit; more is the internet in effect (0.0.0.0/1 plus 128.0.0.0/1 is all of it).
@@ -239,7 +239,9 @@ class GpuNodeGroupConfig(Strict):
 
 class ClusterConfig(Strict):
     kubernetes_version: KubernetesVersion = Field(
-        "1.33", description="EKS version. Default: the newest EKS version current when hashicorp/aws 5.100.0 shipped."
+        DEFAULT_KUBERNETES_VERSION,
+        description="EKS Kubernetes version. Default: the newest EKS version in standard support that every pinned "
+        "component supports (profiles/versions.py lists the compatibility tables).",
     )
     vpc: VpcConfig
     endpoint_public_access: bool = Field(

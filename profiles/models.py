@@ -23,7 +23,7 @@ from profiles.build import BuildConfig
 from profiles.cluster import CapacityBlock, ClusterConfig
 from profiles.state import StateConfig
 from profiles.storage import MAX_DATA_REPOSITORY_ASSOCIATIONS, StorageConfig
-from profiles.versions import CHARTS, MIN_VERSIONS, version_tuple
+from profiles.versions import CHARTS, KUBERNETES_MINIMUMS, MIN_VERSIONS, version_tuple
 from profiles.workloads import WorkloadsConfig
 
 
@@ -62,6 +62,22 @@ class PlatformConfig(Strict):
                 f"DRA GPU allocation needs resource.k8s.io/v1 (Kubernetes 1.34+); the cluster runs {version}",
                 allowed="cluster.kubernetes_version 1.34 or later, or dra: false",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _components_support_kubernetes(self) -> PlatformConfig:
+        """The compatibility matrices: every enabled component supports the cluster's version."""
+        kubernetes = self.cluster.kubernetes_version
+        for key, table in KUBERNETES_MINIMUMS.items():
+            release = getattr(self.addons, key)
+            needed = table.get(kubernetes)
+            version = release.chart_version or CHARTS[key].version
+            if release.enabled and needed and version_tuple(version) < needed:
+                field = ("addons", key, "chart_version") if release.chart_version else ("cluster", "kubernetes_version")
+                value = version if release.chart_version else kubernetes
+                raise FieldProblem(field, value, f"{key} {version} does not support Kubernetes {kubernetes}",
+                                   allowed=f"{key} {'.'.join(map(str, needed))} or later for Kubernetes {kubernetes}, "
+                                   "or an older cluster.kubernetes_version")
         return self
 
     @model_validator(mode="after")

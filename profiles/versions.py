@@ -1,10 +1,11 @@
-"""Every pinned version the platform depends on, in one binding-free place: chart pins, the
-minimum versions the platform needs (and why), and the Kubernetes versions a profile may name.
+"""Every pinned version the platform depends on, in one binding-free place: chart and artifact
+pins (each checked to exist upstream when pinned), the minimum versions the platform needs (and
+why), the compatibility tables between pinned components and Kubernetes, and the Kubernetes
+versions a profile may name. The profile validator and the add-on modules read this module;
+Renovate (renovate.json) keeps the pins current.
 
-Versions follow the baselines of the user's source documents where they name one (GPU Operator
-26.7.0, JupyterHub chart 4.4.2, Argo Workflows 4.1.3, KubeRay 1.7) and otherwise a current
-release. A profile may override a chart version per release (`addons.<release>.chart_version`).
-Both the profile validator and the add-on modules read this module.
+A profile may override a chart version per release (`addons.<release>.chart_version`); the
+validator then checks the override against the same minimums and tables.
 """
 
 from __future__ import annotations
@@ -13,8 +14,15 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-KubernetesVersion = Literal["1.31", "1.32", "1.33", "1.34", "1.35"]
-KUBERNETES_VERSIONS: tuple[KubernetesVersion, ...] = ("1.31", "1.32", "1.33", "1.34", "1.35")
+KubernetesVersion = Literal["1.31", "1.32", "1.33", "1.34", "1.35", "1.36"]
+KUBERNETES_VERSIONS: tuple[KubernetesVersion, ...] = ("1.31", "1.32", "1.33", "1.34", "1.35", "1.36")
+# End of EKS standard support per version (EKS's release calendar; then extended-support pricing).
+# 1.36 is accepted but not listed: it was not confirmed on EKS when these pins were reviewed.
+EKS_STANDARD_SUPPORT_ENDS: dict[str, str] = {
+    "1.31": "2025-11-26", "1.32": "2026-03-23", "1.33": "2026-07-29", "1.34": "2026-12-02", "1.35": "2027-03-27",
+}
+# The newest EKS version in standard support that every pinned component supports.
+DEFAULT_KUBERNETES_VERSION: KubernetesVersion = "1.35"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,6 +35,8 @@ class ChartRef:
     """The chart's name in that repository."""
     version: str
     """The pinned chart version."""
+    app_version: str
+    """The application version that chart version ships (what minimums are about)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,31 +44,34 @@ class MinimumVersion:
     """The oldest chart version the platform works with, and what breaks below it."""
 
     version: tuple[int, ...]
+    """A chart version (for charts whose app version differs, the first chart shipping the app fix)."""
     why: str
 
 
 CHARTS: dict[str, ChartRef] = {
-    "gpu_operator": ChartRef(repository="https://helm.ngc.nvidia.com/nvidia", chart="gpu-operator", version="v26.7.0"),
-    "efa_device_plugin": ChartRef(
-        repository="https://aws.github.io/eks-charts", chart="aws-efa-k8s-device-plugin", version="v0.5.14"
-    ),
-    "monitoring": ChartRef(
-        repository="https://prometheus-community.github.io/helm-charts", chart="kube-prometheus-stack", version="79.5.0"
-    ),
-    "kuberay": ChartRef(
-        repository="https://ray-project.github.io/kuberay-helm/", chart="kuberay-operator", version="1.7.0"
-    ),
-    "jupyterhub": ChartRef(repository="https://hub.jupyter.org/helm-chart/", chart="jupyterhub", version="4.4.2"),
-    # Chart 1.1.x ships Argo Workflows 4.1; the image tag is pinned to 4.1.3 in the values.
-    "argo_workflows": ChartRef(
-        repository="https://argoproj.github.io/argo-helm", chart="argo-workflows", version="1.1.1"
-    ),
+    "gpu_operator": ChartRef(repository="https://helm.ngc.nvidia.com/nvidia", chart="gpu-operator",
+                             version="v26.7.0", app_version="v26.7.0"),
+    # Chart v0.5.30 ships plugin v0.5.20 (the plugin's version is not the chart's).
+    "efa_device_plugin": ChartRef(repository="https://aws.github.io/eks-charts", chart="aws-efa-k8s-device-plugin",
+                                  version="v0.5.30", app_version="v0.5.20"),
+    "monitoring": ChartRef(repository="https://prometheus-community.github.io/helm-charts",
+                           chart="kube-prometheus-stack", version="88.5.3", app_version="v0.93.1"),
+    "kuberay": ChartRef(repository="https://ray-project.github.io/kuberay-helm/", chart="kuberay-operator",
+                        version="1.7.0", app_version="v1.7.0"),
+    # The newest chart release (the seed's 4.4.2 baseline was not published when this was pinned).
+    "jupyterhub": ChartRef(repository="https://hub.jupyter.org/helm-chart/", chart="jupyterhub",
+                           version="4.4.0", app_version="5.5.0"),
+    # The newest chart release; it runs its own app version (no image override, so CRDs and
+    # controller match). The seed's Argo Workflows 4.1.3 baseline had no chart release yet.
+    "argo_workflows": ChartRef(repository="https://argoproj.github.io/argo-helm", chart="argo-workflows",
+                               version="1.0.18", app_version="v4.0.6"),
     # The controller IAM policy (components/karpenter.py) follows the one Karpenter publishes for this version.
-    "karpenter": ChartRef(repository="oci://public.ecr.aws/karpenter", chart="karpenter", version="1.14.1"),
+    "karpenter": ChartRef(repository="oci://public.ecr.aws/karpenter", chart="karpenter", version="1.14.1",
+                          app_version="1.14.1"),
 }
 
-ARGO_WORKFLOWS_IMAGE_TAG = "v4.1.3"
 # hashicorp/http, which downloads release manifests at plan time (the MPI Operator).
+# renovate: datasource=terraform-provider depName=hashicorp/http
 HTTP_PROVIDER_VERSION = "3.5.0"
 
 
@@ -95,10 +108,25 @@ ARTIFACTS: dict[str, ReleaseArtifact] = {
 MIN_VERSIONS: dict[str, MinimumVersion] = {
     "karpenter": MinimumVersion(version=(1, 6, 0), why="Karpenter launches into Capacity Blocks only from 1.6"),
     "efa_device_plugin": MinimumVersion(
-        version=(0, 5, 10),
-        why="EFA device plugins before 0.5.10 count NVLink controllers as EFA devices on p6-b200",
+        version=(0, 5, 18),
+        why="EFA device plugins before 0.5.10 (first shipped in chart v0.5.18) count NVLink controllers as EFA "
+            "devices on p6-b200",
     ),
 }
+# The plugin version the EFA minimum is about, checked against the pinned chart's app version.
+EFA_PLUGIN_MINIMUM = (0, 5, 10)
+
+# Compatibility matrices (the components' own published tables): Kubernetes version -> the oldest
+# chart version that supports it. Versions not listed need nothing newer than the pins' floor.
+KUBERNETES_MINIMUMS: dict[str, dict[str, tuple[int, ...]]] = {
+    # Karpenter's compatibility matrix.
+    "karpenter": {"1.33": (1, 5, 0), "1.34": (1, 6, 0), "1.35": (1, 9, 0), "1.36": (1, 13, 0)},
+    # GPU Operator platform support: Kubernetes 1.36 from 26.3.2.
+    "gpu_operator": {"1.36": (26, 3, 2)},
+}
+
+# Karpenter features the platform wires only when the pinned (or overridden) Karpenter has them.
+KARPENTER_HANDLES_RESERVATION_INTERRUPTIONS = (1, 10, 0)
 
 
 def version_tuple(version: str) -> tuple[int, ...]:

@@ -521,6 +521,7 @@ ADDON_BAD_INPUT = [
                 "instance_count": 2,
                 "availability_zone": "us-west-2a",
             },
+            cluster__kubernetes_version="1.32",  # no matrix minimum: the Capacity Block one speaks
             addons={"karpenter": {"chart_version": "1.5.2"}},
         ),
         "addons.karpenter.chart_version",
@@ -529,7 +530,7 @@ ADDON_BAD_INPUT = [
     (
         mutated(addons={"efa_device_plugin": {"chart_version": "v0.5.6"}}),
         "addons.efa_device_plugin.chart_version",
-        ["'v0.5.6'", "NVLink", "0.5.10 or later"],
+        ["'v0.5.6'", "NVLink", "0.5.18 or later"],
     ),
     (mutated(addons={"karpenter": {"chart_version": "latest"}}), "addons.karpenter.chart_version", ["'latest'"]),
     (
@@ -548,8 +549,8 @@ ADDON_BAD_INPUT = [
 
 def test_karpenter_below_1_6_is_fine_without_capacity_blocks():
     assert (
-        validate_profile(mutated(addons={"karpenter": {"chart_version": "1.5.2"}})).addons.karpenter.chart_version
-        == "1.5.2"
+        validate_profile(mutated(cluster__kubernetes_version="1.32", addons={"karpenter": {"chart_version": "1.5.2"}}))
+        .addons.karpenter.chart_version == "1.5.2"
     )
 
 

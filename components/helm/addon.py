@@ -133,7 +133,9 @@ class HelmAddonSpec(AddonSpec[SettingsT]):
         """The pinned chart, or the version the profile overrides it with."""
         pinned = CHARTS[self.key]
         override = self.settings(config).chart_version
-        return ChartRef(repository=pinned.repository, chart=pinned.chart, version=override or pinned.version)
+        if override is None:
+            return pinned
+        return ChartRef(repository=pinned.repository, chart=pinned.chart, version=override, app_version="")
 
     def values(self, ctx: AddonContext, settings: SettingsT) -> Values:
         raise NotImplementedError

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
-
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import Values
 from components.k8s.gpus import claim_template, gpu_quota
@@ -19,7 +17,6 @@ from components.k8s.namespaces import (
 from components.labels import SYSTEM_NODES
 from profiles.addons import ArgoWorkflowsConfig
 from profiles.models import dra_claim_counts, dra_mode
-from profiles.versions import ARGO_WORKFLOWS_IMAGE_TAG
 
 WORKFLOW_SERVICE_ACCOUNT = "argo-workflow"
 # The controller, server and executor run in the quota'd workflow namespace: they state requests.
@@ -29,7 +26,6 @@ EXECUTOR_RESOURCES = {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"
 
 
 class ArgoWorkflowsValues(Values):
-    images: dict[str, str] = Field(default_factory=lambda: {"tag": ARGO_WORKFLOWS_IMAGE_TAG})
     controller: dict[str, Any]
     server: dict[str, Any]
     executor: dict[str, Any]

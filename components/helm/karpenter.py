@@ -12,6 +12,7 @@ from components.helm.release import HelmAddon, HelmAddonProps, Values
 from components.karpenter import KarpenterIdentity, KarpenterIdentityProps
 from components.labels import SYSTEM_NODES
 from profiles.addons import KarpenterConfig
+from profiles.versions import KARPENTER_HANDLES_RESERVATION_INTERRUPTIONS, version_tuple
 
 SERVICE_ACCOUNT = "karpenter"
 NAMESPACE = "kube-system"
@@ -48,6 +49,8 @@ class KarpenterAddon(HelmAddonSpec[KarpenterConfig]):
         identity = KarpenterIdentity(ctx.scope, "karpenter-identity", props=KarpenterIdentityProps(
             name=config.name, region=config.region, cluster_name=ctx.cluster_name,
             namespace=NAMESPACE, service_account=SERVICE_ACCOUNT,
+            handles_reservation_interruptions=version_tuple(self.chart(config).version)
+            >= KARPENTER_HANDLES_RESERVATION_INTERRUPTIONS,
         ))
         release = HelmAddon(ctx.scope, "karpenter", props=HelmAddonProps(
             release_name=self.release_name, namespace=NAMESPACE, chart=self.chart(config),

@@ -1,0 +1,51 @@
+"""Renovate keeps the pins current: every pin in profiles/versions.py (and every annotated image or
+provider pin) is matched by one of renovate.json's managers, with the version it really has."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from manifests.render import CUDA_IMAGE
+from profiles.versions import ARTIFACTS, CHARTS, HTTP_PROVIDER_VERSION
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = json.loads((ROOT / "renovate.json").read_text())
+
+
+def matches() -> list[dict[str, str]]:
+    """What each custom manager extracts from the files it covers (Renovate's regex syntax, in Python)."""
+    found = []
+    for manager in CONFIG["customManagers"]:
+        files = [re.compile(p.strip("/")) for p in manager["managerFilePatterns"]]
+        paths = [path for path in ROOT.rglob("*.py") if ".venv" not in path.parts and ".tools" not in path.parts
+                 and any(f.search(str(path.relative_to(ROOT))) for f in files)]
+        for pattern in manager["matchStrings"]:
+            regex = re.compile(pattern.replace("(?<", "(?P<"))
+            for path in paths:
+                for match in regex.finditer(path.read_text()):
+                    groups = {k: v for k, v in match.groupdict().items() if v is not None}
+                    found.append({"datasource": manager.get("datasourceTemplate", groups.get("datasource", "")),
+                                  **groups})
+    return found
+
+
+def test_every_chart_pin_is_tracked():
+    found = {(m["depName"], m["currentValue"]) for m in matches()}
+    for chart in CHARTS.values():
+        assert (chart.chart, chart.version) in found, chart.chart
+
+
+def test_release_manifests_images_and_providers_are_tracked():
+    found = matches()
+    for artifact in ARTIFACTS.values():
+        assert {"datasource": "github-tags", "depName": artifact.repository, "currentValue": artifact.tag} in found
+    pairs = {(m["datasource"], m["depName"], m["currentValue"]) for m in found}
+    assert ("terraform-provider", "hashicorp/http", HTTP_PROVIDER_VERSION) in pairs
+    assert ("docker", "nvcr.io/nvidia/cuda", CUDA_IMAGE.rsplit(":", 1)[1]) in pairs
+
+
+def test_the_config_is_renovates():
+    assert CONFIG["$schema"] == "https://docs.renovatebot.com/renovate-schema.json"
+    assert all(manager["customType"] == "regex" for manager in CONFIG["customManagers"])
