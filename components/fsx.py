@@ -65,17 +65,36 @@ class LustreFileSystem(Construct):
                     referenced_security_group_id=source, ip_protocol="tcp", from_port=low, to_port=high,
                     description=f"Lustre {low}-{high} from {source_name}",
                 )
+        clients = props.client_security_group_id
         for low, high in LUSTRE_PORTS:
             VpcSecurityGroupEgressRule(
                 self, f"lustre-{low}-to-self", security_group_id=group.id, referenced_security_group_id=group.id,
                 ip_protocol="tcp", from_port=low, to_port=high, description=f"Lustre {low}-{high} between servers",
             )
+            # Lustre servers also connect to their clients (lock callbacks): both directions, on
+            # the file system's group and on the clients' group.
+            VpcSecurityGroupEgressRule(
+                self, f"lustre-{low}-to-nodes", security_group_id=group.id, referenced_security_group_id=clients,
+                ip_protocol="tcp", from_port=low, to_port=high, description=f"Lustre {low}-{high} to clients",
+            )
+            VpcSecurityGroupIngressRule(
+                self, f"nodes-lustre-{low}-from-fsx", security_group_id=clients, referenced_security_group_id=group.id,
+                ip_protocol="tcp", from_port=low, to_port=high, description=f"Lustre {low}-{high} from FSx",
+            )
+            VpcSecurityGroupEgressRule(
+                self, f"nodes-lustre-{low}-to-fsx", security_group_id=clients, referenced_security_group_id=group.id,
+                ip_protocol="tcp", from_port=low, to_port=high, description=f"Lustre {low}-{high} to FSx",
+            )
         if cfg.efa_enabled:
-            # EFA-enabled file servers exchange all traffic among themselves.
-            VpcSecurityGroupIngressRule(self, "efa-from-self", security_group_id=group.id,
-                                        referenced_security_group_id=group.id, ip_protocol="-1", description="EFA")
-            VpcSecurityGroupEgressRule(self, "efa-to-self", security_group_id=group.id,
-                                       referenced_security_group_id=group.id, ip_protocol="-1", description="EFA")
+            # EFA-enabled FSx for Lustre: all traffic in both directions between the file system's
+            # group and itself, and between it and the clients' group (on both groups), or clients
+            # fall back to TCP while the file system is paid for EFA throughput.
+            for peer_name, owner, peer in (("self", group.id, group.id), ("nodes", group.id, clients),
+                                           ("fsx-to-nodes", clients, group.id)):
+                VpcSecurityGroupIngressRule(self, f"efa-from-{peer_name}", security_group_id=owner,
+                                            referenced_security_group_id=peer, ip_protocol="-1", description="EFA")
+                VpcSecurityGroupEgressRule(self, f"efa-to-{peer_name}", security_group_id=owner,
+                                           referenced_security_group_id=peer, ip_protocol="-1", description="EFA")
 
         persistent = cfg.deployment_type != "SCRATCH_2"
         metadata = None

@@ -144,6 +144,8 @@ class GpuNodeGroupProps:
     """The group's validated profile settings."""
     efa_security_group_id: str | None
     """The EFA security group; required when the group has EFA on."""
+    lustre_over_efa: bool = False
+    """The platform's FSx for Lustre file system is EFA-enabled: EFA nodes configure LNet over EFA."""
 
 
 def _catalog_precondition(scope: Construct, cfg: GpuNodeGroupConfig) -> Precondition:
@@ -219,7 +221,8 @@ class GpuNodeGroup(Construct):
             name=name,
             update_default_version=True,
             user_data=gpu_node_user_data(BOOTSTRAP_SCRIPT.read_text(),
-                                         raid0_local_nvme=cfg.catalog_entry.local_nvme_disks > 0),
+                                         raid0_local_nvme=cfg.catalog_entry.local_nvme_disks > 0,
+                                         lustre_over_efa=props.lustre_over_efa and cfg.efa_enabled),
             metadata_options=_metadata_options(),
             block_device_mappings=_root_volume(cfg.root_volume_size_gib),
             network_interfaces=interfaces,

@@ -3,6 +3,8 @@
 # The AL2023 NVIDIA AMI already carries the NVIDIA driver, the container toolkit and the EFA
 # driver: nothing here installs or reconfigures them.
 set -euo pipefail
+# Set to 1 at synthesis when the profile's FSx for Lustre file system is EFA-enabled.
+LUSTRE_OVER_EFA=0
 log() { echo "gpu-node-bootstrap: $*" | tee /dev/kmsg >&2 || true; }
 
 # Pre-allocate 2 MiB huge pages: libfabric's EFA provider registers its buffers in them, and
@@ -20,3 +22,21 @@ fi
 # Record what the node sees, for the topology check: EFA devices and GPUs.
 efa_devices=$(ls /sys/class/infiniband 2>/dev/null | wc -l)
 log "EFA devices visible: ${efa_devices}"
+
+# An EFA-enabled file system is reached over EFA only when LNet has an efa network on every EFA
+# device (beside tcp on the primary interface): configured before any volume mounts, or the
+# client talks TCP while the file system is paid for EFA throughput.
+if [ "${LUSTRE_OVER_EFA}" = "1" ] && [ "${efa_devices}" -gt 0 ]; then
+  modprobe lnet
+  lnetctl lnet configure
+  primary=$(ip -o route show default | awk '{print $5; exit}')
+  lnetctl net add --net tcp --if "${primary}" || log "LNet tcp network on ${primary} failed"
+  for device in /sys/class/infiniband/*; do
+    lnetctl net add --net efa --if "$(basename "${device}")" --peer-credits 32 \
+      || log "LNet efa network on $(basename "${device}") failed"
+  done
+  lnetctl set discovery 1
+  lnetctl export --backup > /etc/lnet.conf
+  systemctl enable lnet >/dev/null 2>&1 || true
+  log "LNet networks: $(lnetctl net show | grep -c 'net type: efa') efa, lustre client over EFA"
+fi

@@ -104,6 +104,7 @@ class ClusterStack(LayerStack):
                     subnet_id=gpu_subnet_id,
                     config=group,
                     efa_security_group_id=efa_sg.id if efa_sg else None,
+                    lustre_over_efa=config.storage.fsx.enabled and config.storage.fsx.efa_enabled,
                 ),
             )
             for group in cluster_cfg.gpu_node_groups

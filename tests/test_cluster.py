@@ -7,6 +7,7 @@ import email
 import json
 
 import pytest
+import yaml
 
 from components.efa import efa_interface_layout
 from profiles.catalog import CATALOG
@@ -144,8 +145,15 @@ def test_user_data_is_nodeadm_mime_with_script_and_node_config(synthesized, prof
     assert set(parts) == {"text/x-shellscript", "application/node.eks.aws"}
     assert parts["text/x-shellscript"].startswith("#!/usr/bin/env bash")
     assert "nr_hugepages" in parts["text/x-shellscript"]
-    assert "kind: NodeConfig" in parts["application/node.eks.aws"]
-    assert "strategy: RAID0" in parts["application/node.eks.aws"]
+    node_config = yaml.safe_load(parts["application/node.eks.aws"])
+    assert node_config["kind"] == "NodeConfig"
+    assert node_config["spec"]["instance"]["localStorage"]["strategy"] == "RAID0"
+    assert node_config["spec"]["featureGates"] == {"FastImagePull": True}
+    # The Lustre client runs LNet over EFA exactly when the profile's file system is EFA-enabled.
+    fsx = synthesized.configs[profile].storage.fsx
+    over_efa = fsx.enabled and fsx.efa_enabled
+    script = parts["text/x-shellscript"]
+    assert (f"LUSTRE_OVER_EFA={int(over_efa)}\n" in script) and "lnetctl net add --net efa" in script
 
 
 @pytest.mark.parametrize("profile", ALL)

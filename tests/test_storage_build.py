@@ -56,8 +56,31 @@ def test_fsx_security_group_allows_lustre_ports_from_nodes_and_itself_only(synth
     assert cluster_output_for(synthesized, profile, node_source).endswith("vpc_config[0].cluster_security_group_id}")
     for rule in ingress:
         assert not {"cidr_ipv4", "cidr_ipv6", "prefix_list_id"} & set(rule)
-        if rule["ip_protocol"] == "-1":  # only EFA-enabled file systems, and only from themselves
-            assert synthesized.configs[profile].storage.fsx.efa_enabled and rule["referenced_security_group_id"] == own
+        if rule["ip_protocol"] == "-1":  # only EFA-enabled file systems
+            assert synthesized.configs[profile].storage.fsx.efa_enabled
+
+
+def rule_set(stack: dict, owner: str, kind: str) -> set[tuple[str, object, object, str]]:
+    """(protocol, from, to, peer) of the rules of one group."""
+    rules = resources(stack, f"aws_vpc_security_group_{kind}_rule").values()
+    return {(r["ip_protocol"], r.get("from_port"), r.get("to_port"), r["referenced_security_group_id"])
+            for r in rules if r["security_group_id"] == owner}
+
+
+@pytest.mark.parametrize("profile", fsx_profiles())
+def test_lustre_clients_and_servers_reach_each_other_both_ways(synthesized, profile):
+    """TCP 988 and 1018-1023 both ways between the file system's group and the clients' group, on
+    both groups; with EFA, all traffic both ways, as EFA-enabled FSx for Lustre requires."""
+    stack = storage(synthesized, profile)
+    fsx = ref("aws_security_group", by_path(stack, "aws_security_group", "fsx/security-group")[0])
+    ingress = rule_set(stack, fsx, "ingress")
+    (nodes,) = {peer for _, _, _, peer in ingress if peer != fsx}
+    lustre = {("tcp", 988, 988), ("tcp", 1018, 1023)}
+    for owner, peer in ((fsx, nodes), (nodes, fsx), (fsx, fsx)):
+        for kind in ("ingress", "egress"):
+            assert {(p, lo, hi, peer) for p, lo, hi in lustre} <= rule_set(stack, owner, kind), (owner, kind)
+            efa = ("-1", None, None, peer) in rule_set(stack, owner, kind)
+            assert efa is synthesized.configs[profile].storage.fsx.efa_enabled, (owner, kind)
 
 
 @pytest.mark.parametrize("profile", ALL)
