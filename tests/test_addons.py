@@ -277,3 +277,16 @@ def test_rendered_values_are_visible_yaml(synthesized):
     for release in releases(synthesized, "p5-training").values():
         assert isinstance(values(release), dict)
         assert "TfToken" not in release["values"][0]
+
+
+@pytest.mark.parametrize("profile", ["p5-training", "g6-validation"])
+def test_karpenter_and_kuberay_are_scraped(synthesized, profile):
+    config = synthesized.configs[profile]
+    monitoring = values(releases(synthesized, profile)["monitoring"])
+    monitors = {m["name"]: m for m in monitoring["prometheus"]["additionalServiceMonitors"]}
+    expected = {"karpenter"} | ({"kuberay-operator"} if config.addons.kuberay.enabled else set())
+    assert set(monitors) == expected
+    assert monitors["karpenter"]["namespaceSelector"] == {"matchNames": ["kube-system"]}
+    assert monitors["karpenter"]["endpoints"][0]["port"] == "http-metrics"
+    if "kuberay-operator" in monitors:
+        assert monitors["kuberay-operator"]["namespaceSelector"] == {"matchNames": ["ray-system"]}

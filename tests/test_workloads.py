@@ -264,3 +264,11 @@ def test_workloads_layer_uses_only_the_providers_it_needs(synthesized, profile):
     assert set(stack["provider"]) == set(stack["terraform"]["required_providers"]) == {"aws", "kubernetes"}
     (kubernetes,) = stack["provider"]["kubernetes"]
     assert kubernetes["exec"][0]["args"][:2] == ["eks", "get-token"]
+
+
+def test_gpu_pool_nodes_are_never_replaced_for_drift_while_busy(synthesized):
+    pools = {o["metadata"]["name"]: o for o in of_kind(objects(synthesized, "g6-validation"), "NodePool")}
+    disruption = pools["gpu"]["spec"]["disruption"]
+    assert disruption["consolidationPolicy"] == "WhenEmpty"
+    assert {"nodes": "0", "reasons": ["Drifted"]} in disruption["budgets"]
+    assert "budgets" not in pools["cpu"]["spec"]["disruption"]  # CPU nodes may roll to new AMIs

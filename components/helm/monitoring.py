@@ -8,11 +8,13 @@ from typing import Any
 from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
 from pydantic import Field
 
+from components.helm import karpenter, kuberay
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.common import Placement
 from components.helm.release import SensitiveValue, Values
 from components.k8s.namespaces import MONITORING_NAMESPACE
 from components.labels import SYSTEM_NODES
+from profiles import PlatformConfig
 from profiles.addons import MonitoringConfig
 
 # DCGM exporter semantics: DCGM_FI_DEV_XID_ERRORS is the last XID code seen (a gauge), not a
@@ -53,6 +55,15 @@ GPU_RULES: dict[str, Any] = {
 
 class PrometheusValues(Values):
     prometheus_spec: dict[str, Any]
+    additional_service_monitors: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def controller_monitor(name: str, namespace: str, app: str, port: str) -> dict[str, Any]:
+    """A ServiceMonitor for a controller's metrics Service. Created by this chart, so it exists
+    only once the Prometheus operator's CRDs do (in the same release)."""
+    return {"name": name, "namespaceSelector": {"matchNames": [namespace]},
+            "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
+            "endpoints": [{"port": port, "path": "/metrics", "interval": "30s"}]}
 
 
 class GrafanaAdmin(Values):
@@ -74,7 +85,8 @@ class MonitoringValues(Values):
 
 
 def monitoring_values(
-    *, retention_days: int, storage_gib: int, storage_class: str, grafana_secret: str | None
+    *, retention_days: int, storage_gib: int, storage_class: str, grafana_secret: str | None,
+    monitors: tuple[dict[str, Any], ...] = (),
 ) -> MonitoringValues:
     return MonitoringValues(
         prometheus=PrometheusValues(
@@ -95,11 +107,23 @@ def monitoring_values(
                         }
                     }
                 },
-            }
+            },
+            additional_service_monitors=list(monitors),
         ),
         grafana=GrafanaValues(admin=GrafanaAdmin(existing_secret=grafana_secret) if grafana_secret else None),
         additional_prometheus_rules_map={"gpu-platform": GPU_RULES},
     )
+
+
+def controller_monitors(config: PlatformConfig) -> tuple[dict[str, Any], ...]:
+    """ServiceMonitors for the controllers the profile runs (Karpenter's and KubeRay's charts
+    expose metrics Services; their own monitor options would race the CRDs)."""
+    addons, monitors = config.addons, []
+    if addons.karpenter.enabled:
+        monitors.append(controller_monitor("karpenter", karpenter.NAMESPACE, "karpenter", "http-metrics"))
+    if addons.kuberay.enabled:
+        monitors.append(controller_monitor("kuberay-operator", kuberay.ADDON.namespace, "kuberay-operator", "http"))
+    return tuple(monitors)
 
 
 class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
@@ -129,6 +153,7 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
             storage_gib=settings.prometheus_storage_gib,
             storage_class=ctx.storage_class,
             grafana_secret=None if from_variable else settings.grafana_admin_secret_name,
+            monitors=controller_monitors(ctx.config),
         )
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:

@@ -59,9 +59,20 @@ class NodeClaimTemplate(K8sModel):
     spec: NodeClaimSpec
 
 
+DisruptionReason = Literal["Empty", "Drifted", "Underutilized"]
+
+
+class Budget(K8sModel):
+    """How many of a pool's nodes Karpenter may disrupt at once, for which reasons."""
+
+    nodes: str
+    reasons: list[DisruptionReason] | None = None
+
+
 class Disruption(K8sModel):
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"]
     consolidate_after: str
+    budgets: list[Budget] | None = None
 
 
 class NodePoolSpec(K8sModel):

@@ -7,6 +7,7 @@ from typing import Any
 
 from components.k8s.crds import (
     BlockDeviceMapping,
+    Budget,
     Disruption,
     Ebs,
     Ec2NodeClass,
@@ -109,7 +110,10 @@ def karpenter_objects(props: KarpenterPoolsProps) -> list[dict[str, Any]]:
         expire_hours=props.gpu.expire_after_hours,
         # GPU nodes leave only when empty: consolidation must not evict running training.
         disruption=Disruption(
-            consolidation_policy="WhenEmpty", consolidate_after=f"{props.gpu.consolidate_after_minutes}m"
+            consolidation_policy="WhenEmpty", consolidate_after=f"{props.gpu.consolidate_after_minutes}m",
+            # A new AMI release (al2023@latest) drifts every node: never replace a GPU node for that
+            # while it runs work. Drifted nodes leave once empty, or at expireAfter.
+            budgets=[Budget(nodes="0", reasons=["Drifted"])],
         ),
         limits={"nvidia.com/gpu": str(props.gpu.gpu_limit)},
     )
