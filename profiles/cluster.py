@@ -21,12 +21,19 @@ from profiles.base import (
     check_unique,
 )
 from profiles.catalog import CATALOG, GpuInstanceType, lookup
-from profiles.versions import DEFAULT_KUBERNETES_VERSION, KubernetesVersion
+from profiles.versions import (
+    DEFAULT_KUBERNETES_VERSION,
+    MANAGED_ADDON_MINIMUMS,
+    KubernetesVersion,
+    ManagedAddonName,
+    version_tuple,
+)
 
 # A public API endpoint may be open to at most this many addresses (a /16): a company's egress or
 # VPN ranges fit; more is the internet in effect (0.0.0.0/1 plus 128.0.0.0/1 is all of it).
 MAX_PUBLIC_API_ADDRESSES = 65536
 ControlPlaneLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
+AddonVersion = Annotated[str, Field(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")]
 InterfaceEndpoint = Literal["ecr.api", "ecr.dkr", "sts", "ec2", "eks-auth", "ssm"]
 
 
@@ -262,6 +269,11 @@ class ClusterConfig(Strict):
     control_plane_log_types: list[ControlPlaneLogType] = Field(
         ["api", "audit", "authenticator"], description="Control-plane logs sent to CloudWatch."
     )
+    addon_versions: dict[ManagedAddonName, AddonVersion] = Field(
+        default_factory=dict,
+        description="Pin an EKS managed add-on to a version, e.g. {aws-mountpoint-s3-csi-driver: v2.8.0-eksbuild.1}. "
+        "Unset: EKS's default version for the cluster's Kubernetes version, read at plan time.",
+    )
     system_node_group: SystemNodeGroupConfig = Field(default_factory=SystemNodeGroupConfig)
     gpu_node_groups: list[GpuNodeGroupConfig] = Field(default_factory=list)
 
@@ -281,6 +293,15 @@ class ClusterConfig(Strict):
                 "(a /16) are allowed: name your organisation's egress or VPN ranges"
             )
         return cidrs
+
+    @model_validator(mode="after")
+    def _addon_minimums(self) -> ClusterConfig:
+        for name, version in self.addon_versions.items():
+            minimum = MANAGED_ADDON_MINIMUMS.get(name)
+            if minimum and version_tuple(version) < minimum.version:
+                raise FieldProblem(("addon_versions", name), version, minimum.why,
+                                   allowed=f"v{'.'.join(map(str, minimum.version))}-eksbuild.N or later")
+        return self
 
     @model_validator(mode="after")
     def _public_endpoint(self) -> ClusterConfig:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from cdktf import ITerraformDependable
 from constructs import Construct
 
@@ -28,9 +30,11 @@ from components.node_groups import (
 from components.s3 import DATA_BUCKETS, data_bucket_name
 from components.vpc_endpoints import InterfaceEndpoints, InterfaceEndpointsProps
 from profiles import PlatformConfig
+from profiles.versions import MANAGED_ADDON_MINIMUMS, ManagedAddonName
 from stacks.contracts import ClusterOutputs
 from stacks.layer import LayerStack, StateLocation
 
+EARLY_ADDONS: tuple[ManagedAddonName, ...] = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
 # The VPC CNI enforces NetworkPolicy only when asked to: tenant namespaces rely on it.
 EARLY_ADDON_CONFIG = {"vpc-cni": {"enableNetworkPolicy": "true"}}
 # CSI node daemonsets must run on tainted GPU nodes too, or pods there cannot mount volumes.
@@ -75,11 +79,9 @@ class ClusterStack(LayerStack):
 
         # Networking and identity agents first: nodes cannot become Ready without them.
         early_addons = [
-            ManagedAddon(self, f"addon-{addon}", props=ManagedAddonProps(
-                cluster_name=control_plane.name, addon_name=addon, depends_on=tuple(control_plane.ready),
-                configuration=EARLY_ADDON_CONFIG.get(addon),
-            )).addon
-            for addon in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
+            self._managed_addon(control_plane.name, addon, depends_on=tuple(control_plane.ready),
+                                configuration=EARLY_ADDON_CONFIG.get(addon)).addon
+            for addon in EARLY_ADDONS
         ]
         wiring = NodeGroupWiring(
             cluster_name=control_plane.name, node_role_arn=node_role.arn, node_security_group_id=node_sg,
@@ -154,15 +156,26 @@ class ClusterStack(LayerStack):
             allow(["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"],
                   [f"{bucket}/*" for bucket in buckets]),
         ))
-        ManagedAddon(self, "addon-coredns", props=ManagedAddonProps(
-            cluster_name=control_plane.name, addon_name="coredns", depends_on=(depends_on,)))
-        for addon, account, role in (
+        self._managed_addon(control_plane.name, "coredns", depends_on=(depends_on,))
+        csi: tuple[tuple[ManagedAddonName, str, ServiceRole], ...] = (
             ("aws-ebs-csi-driver", EBS_CSI_SA, ebs_role),
             ("aws-fsx-csi-driver", FSX_CSI_SA, fsx_role),
             ("aws-mountpoint-s3-csi-driver", S3_CSI_SA, s3_role),
-        ):
-            ManagedAddon(self, f"addon-{addon}", props=ManagedAddonProps(
-                cluster_name=control_plane.name, addon_name=addon,
-                identity=AddonIdentity(service_account=account, role_arn=role.arn),
-                configuration=TOLERATE_ALL_TAINTS, depends_on=(depends_on, *role.attachments),
-            ))
+        )
+        for addon, account, role in csi:
+            self._managed_addon(control_plane.name, addon,
+                                identity=AddonIdentity(service_account=account, role_arn=role.arn),
+                                configuration=TOLERATE_ALL_TAINTS, depends_on=(depends_on, *role.attachments))
+
+    def _managed_addon(self, cluster_name: str, addon: ManagedAddonName, *,
+                       depends_on: tuple[ITerraformDependable, ...], identity: AddonIdentity | None = None,
+                       configuration: dict[str, Any] | None = None) -> ManagedAddon:
+        """An EKS managed add-on at the profile's pinned version, else EKS's default for the cluster."""
+        cluster = self.config.cluster
+        minimum = MANAGED_ADDON_MINIMUMS.get(addon)
+        return ManagedAddon(self, f"addon-{addon}", props=ManagedAddonProps(
+            cluster_name=cluster_name, addon_name=addon, identity=identity, configuration=configuration,
+            depends_on=depends_on, kubernetes_version=cluster.kubernetes_version,
+            version=cluster.addon_versions.get(addon),
+            minimum=minimum.version if minimum else None, minimum_why=minimum.why if minimum else "",
+        ))

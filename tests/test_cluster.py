@@ -318,3 +318,27 @@ def test_outputs_for_later_layers(synthesized):
     ):
         assert name in outputs
     assert outputs["configure_kubectl"]["value"] == "aws eks update-kubeconfig --region us-west-2 --name gpu-validation"
+
+
+@pytest.mark.parametrize("profile", SHIPPED)
+def test_every_managed_addon_is_pinned_and_mountpoint_meets_its_floor(synthesized, profile):
+    stack = cluster(synthesized, profile)
+    defaults = resources(stack, "aws_eks_addon_version", section="data")
+    addons = resources(stack, "aws_eks_addon").values()
+    assert len(addons) == 7
+    for addon in addons:
+        assert addon["addon_version"].startswith("${data.aws_eks_addon_version."), addon["addon_name"]
+    for default in defaults.values():
+        assert default["kubernetes_version"] == synthesized.configs[profile].cluster.kubernetes_version
+        assert default["most_recent"] is False
+    (mountpoint,) = [a for a in addons if a["addon_name"] == "aws-mountpoint-s3-csi-driver"]
+    (check,) = mountpoint["lifecycle"]["precondition"]
+    assert ">= 2008000}" in check["condition"] and "cluster.addon_versions" in check["error_message"]
+
+
+def test_a_pinned_addon_version_is_used_as_is(synthesized):
+    from profiles import validate_profile
+    from tests.test_profiles import mutated
+
+    config = validate_profile(mutated(cluster__addon_versions={"aws-mountpoint-s3-csi-driver": "v2.9.1-eksbuild.2"}))
+    assert config.cluster.addon_versions == {"aws-mountpoint-s3-csi-driver": "v2.9.1-eksbuild.2"}

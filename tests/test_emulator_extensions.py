@@ -114,3 +114,12 @@ def test_cluster_deletion_removes_its_security_group(emulator, cluster):
     client(emulator, "eks").delete_cluster(name="emu")
     with pytest.raises(ClientError, match=r"InvalidGroup\.NotFound"):
         client(emulator, "ec2").describe_security_groups(GroupIds=[group_id])
+
+
+def test_addon_versions_answer_with_one_default(emulator):
+    eks = client(emulator, "eks")
+    found = eks.describe_addon_versions(addonName="aws-mountpoint-s3-csi-driver", kubernetesVersion="1.35")
+    (addon,) = found["addons"]
+    (version,) = addon["addonVersions"]
+    assert version["addonVersion"] == "v2.8.0-eksbuild.1"
+    assert version["compatibilities"] == [{"clusterVersion": "1.35", "platformVersions": ["*"], "defaultVersion": True}]

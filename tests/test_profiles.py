@@ -127,6 +127,21 @@ BAD_INPUT = [
         "storage.fsx.data_repository_associations",
         ["1 associations x 9 tenants = 9", "at most 8"],
     ),
+    (
+        {"cluster__addon_versions": {"aws-mountpoint-s3-csi-driver": "v2.7.1-eksbuild.1"}},
+        "cluster.addon_versions.aws-mountpoint-s3-csi-driver",
+        ["'v2.7.1-eksbuild.1'", "Mountpoint", "allowed: v2.8.0-eksbuild.N or later"],
+    ),
+    (
+        {"cluster__addon_versions": {"aws-mountpoint-s3-csi-driver": "latest"}},
+        "cluster.addon_versions.aws-mountpoint-s3-csi-driver",
+        ["'latest'"],
+    ),
+    (
+        {"cluster__addon_versions": {"kubectl": "v1.0.0-eksbuild.1"}},
+        "cluster.addon_versions.kubectl",
+        ["bad key", "'kubectl'", "'vpc-cni'"],
+    ),
     (  # two halves of the internet are the internet
         {"cluster__endpoint_public_access": True,
          "cluster__endpoint_public_access_cidrs": ["0.0.0.0/1", "128.0.0.0/1"]},

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from typing import ClassVar
 from urllib.parse import parse_qs, unquote
 
 ACCOUNT = "123456789012"
@@ -47,6 +48,8 @@ class EmulatorExtensions:
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
         method = environ["REQUEST_METHOD"]
+        if path.rstrip("/") == "/addons/supported-versions":
+            return self._addon_versions(environ, start_response)
         if path.startswith("/clusters/"):
             handled = self._eks(environ, start_response, method, path)
             if handled is not None:
@@ -161,6 +164,23 @@ class EmulatorExtensions:
         self.calls.append(f"{method} {kind}")
         return handler(environ, start_response, method, cluster, rest)
 
+    # Versions the emulator offers as EKS's defaults (Mountpoint at the platform's 2.8.0 floor).
+    DEFAULT_ADDON_VERSIONS: ClassVar[dict[str, str]] = {"aws-mountpoint-s3-csi-driver": "v2.8.0-eksbuild.1"}
+
+    def _addon_versions(self, environ, start_response):
+        """DescribeAddonVersions (moto has none): one default version per add-on and cluster version."""
+        query = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+        name, kubernetes = query.get("addonName", ""), query.get("kubernetesVersion", "")
+        self.calls.append("GET addon-versions")
+        version = self.DEFAULT_ADDON_VERSIONS.get(name, "v1.0.0-eksbuild.1")
+        return _json(start_response, 200, {"addons": [{
+            "addonName": name, "type": "networking", "owner": "aws", "publisher": "eks",
+            "addonVersions": [{"addonVersion": version, "architecture": ["amd64", "arm64"],
+                               "compatibilities": [{"clusterVersion": kubernetes, "platformVersions": ["*"],
+                                                    "defaultVersion": True}],
+                               "requiresConfiguration": False}],
+        }]})
+
     def _access_entries(self, environ, start_response, method, cluster, rest):
         if method == "POST" and not rest:
             body = self._body(environ)
@@ -234,7 +254,7 @@ class EmulatorExtensions:
                 "addonName": name,
                 "clusterName": cluster,
                 "status": "ACTIVE",
-                "addonVersion": "v1.0.0-eksbuild.1",
+                "addonVersion": body.get("addonVersion") or "v1.0.0-eksbuild.1",
                 "addonArn": f"arn:aws:eks:us-east-1:{ACCOUNT}:addon/{cluster}/{name}/{uuid.uuid4().hex}",
                 "configurationValues": body.get("configurationValues"),
                 "podIdentityAssociations": arns,
