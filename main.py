@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(name, parents=[with_profile], help=help_)
         sub.add_argument("--image", default=os.environ.get("IMAGE") or None,
                          help="reference image for the container test (build layer's repository_urls output + tag)")
+        sub.add_argument("--nccl-image", default=os.environ.get("NCCL_IMAGE") or None,
+                         help="image for the NCCL all-reduce (default: the build layer's nccl-tests image when built, "
+                              "else the pinned public one)")
     commands.add_parser("hcl", parents=[with_profile], help="write the stacks as HCL (cdk.tf) for teams leaving cdktf")
     commands.add_parser("outputs", parents=[with_profile], help="print the deployed layers' outputs")
     for name, help_ in (
@@ -230,9 +233,14 @@ def command_outputs(config: PlatformConfig, args: argparse.Namespace) -> int:
 
 
 def command_manifests(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.layers import Operator
+    from operate.providers import provider_env
+
     outdir = Path(args.outdir)
+    deployed = (outdir / "stacks" / "build").is_dir()  # synthesized before: the build layer may have run
+    operator = Operator(outdir / "stacks", env=provider_env(outdir), log=lambda _: None) if deployed else None
     return write_manifests(config, outdir / "manifests" if outdir == OUTPUT_ROOT / config.name else outdir,
-                           image=args.image)
+                           image=args.image, nccl_image=nccl_test_image(config, operator, args.nccl_image))
 
 
 def command_verify(config: PlatformConfig, args: argparse.Namespace) -> int:
@@ -248,7 +256,25 @@ def command_verify(config: PlatformConfig, args: argparse.Namespace) -> int:
     except ClusterAccessError as error:
         print(f"verify cannot run: {error}", file=sys.stderr)
         return 1
-    return verify(config, image=args.image, kubectl=kubectl)
+    return verify(config, image=args.image, kubectl=kubectl,
+                  nccl_image=nccl_test_image(config, operator, args.nccl_image))
+
+
+def nccl_test_image(config: PlatformConfig, operator: Operator | None, override: str | None) -> str:
+    """The image the NCCL MPIJob runs: --nccl-image / NCCL_IMAGE, else the one the build layer
+    built from images/nccl-tests (its repository and the Dockerfile's tag), else the public one."""
+    from components.images import project_image_tag
+    from manifests.render import NCCL_TESTS_IMAGE
+
+    if override:
+        return override
+    implementations = config.build.reference_implementations.items()
+    built = [impl for impl, spec in implementations if spec.project_image == "nccl-tests"]
+    if built and operator is not None:
+        repositories = operator.outputs("build").get("repository_urls", {}).get("value", {})
+        if built[0] in repositories:
+            return f"{repositories[built[0]]}:{project_image_tag('nccl-tests')}"
+    return NCCL_TESTS_IMAGE
 
 
 COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {
@@ -263,12 +289,12 @@ COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {
 }
 
 
-def write_manifests(config: PlatformConfig, outdir: Path, *, image: str | None) -> int:
+def write_manifests(config: PlatformConfig, outdir: Path, *, image: str | None, nccl_image: str) -> int:
     import yaml
 
     from manifests.render import render
 
-    files = render(config, image=image)
+    files = render(config, image=image, nccl_image=nccl_image)
     if not files:
         print(f"profile {config.name} has no GPU node group: nothing to validate", file=sys.stderr)
         return EXIT_USER_ERROR
@@ -283,10 +309,10 @@ def write_manifests(config: PlatformConfig, outdir: Path, *, image: str | None) 
     return 0
 
 
-def verify(config: PlatformConfig, *, image: str | None, kubectl: Kubectl) -> int:
+def verify(config: PlatformConfig, *, image: str | None, kubectl: Kubectl, nccl_image: str) -> int:
     from manifests.verify import run_checks
 
-    results = run_checks(config, image=image, kubectl=kubectl)
+    results = run_checks(config, image=image, kubectl=kubectl, nccl_image=nccl_image)
     for result in results:
         print(f"{'PASS' if result.passed else 'FAIL'} {result.name}: {result.detail}")
     return 0 if all(result.passed for result in results) else 1

@@ -26,6 +26,23 @@ from constructs import Construct
 
 from components.iam import ServiceRole, ServiceRoleProps, allow, policy_document
 
+# The project's own build steps, inline: nothing is expected from the source but its Dockerfile.
+# (No "${" in it: Terraform would read that as an interpolation.)
+BUILDSPEC = """version: 0.2
+phases:
+  pre_build:
+    commands:
+      - >-
+        aws ecr get-login-password --region "$AWS_DEFAULT_REGION"
+        | docker login --username AWS --password-stdin "$(echo "$REPOSITORY_URI" | cut -d/ -f1)"
+  build:
+    commands:
+      - docker build --file "$DOCKERFILE" --tag "$REPOSITORY_URI:$IMAGE_TAG" .
+  post_build:
+    commands:
+      - docker push "$REPOSITORY_URI:$IMAGE_TAG"
+"""
+
 
 @dataclass(frozen=True)
 class ImagePipelineDefaults:
@@ -47,12 +64,10 @@ class ImagePipelineProps:
     """The account the project runs in (CodeBuild assumes the role only for this project)."""
     implementation: str
     """The reference implementation's name (validated: lowercase letters, digits, inner hyphens)."""
-    repository_url: str
-    """Git repository the image is built from."""
-    ref: str
-    """Branch or tag to build."""
-    buildspec: str
-    """Buildspec path inside the source archive."""
+    dockerfile: str
+    """The Dockerfile's path inside the source archive."""
+    image_tag: str
+    """The tag the build pushes (ECR tags are immutable: a new source needs a new tag)."""
     source_bucket_name: str
     """Bucket the source archive is uploaded to."""
     source_bucket_arn: str
@@ -105,14 +120,14 @@ class ImagePipeline(Construct):
         ))
         variables = {
             "REPOSITORY_URI": repository.repository_url,
-            "SOURCE_REPOSITORY_URL": props.repository_url,
-            "SOURCE_REF": props.ref,
+            "IMAGE_TAG": props.image_tag,
+            "DOCKERFILE": props.dockerfile,
         }
         project = CodebuildProject(
             self, "project", name=name, description=f"Builds and pushes the {props.implementation} image",
             service_role=role.arn, build_timeout=props.timeout_minutes,
             source=CodebuildProjectSource(
-                type="S3", location=f"{props.source_bucket_name}/{self._source_key}", buildspec=props.buildspec,
+                type="S3", location=f"{props.source_bucket_name}/{self._source_key}", buildspec=BUILDSPEC,
             ),
             artifacts=CodebuildProjectArtifacts(type="NO_ARTIFACTS"),
             environment=CodebuildProjectEnvironment(

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
-from manifests.render import NAMESPACE, NCCL_JOB, ValidationTarget, render
+from manifests.render import NAMESPACE, NCCL_JOB, NCCL_TESTS_IMAGE, ValidationTarget, render
 from operate.kubectl import Kubectl
 from profiles.models import PlatformConfig
 
@@ -132,11 +132,11 @@ def check_nccl(log: str, target: ValidationTarget) -> CheckResult:
 
 
 def run_checks(config: PlatformConfig, *, kubectl: Kubectl, image: str | None = None,
-               timeout_minutes: int = 30) -> list[CheckResult]:
+               nccl_image: str = NCCL_TESTS_IMAGE, timeout_minutes: int = 30) -> list[CheckResult]:
     target = ValidationTarget.for_profile(config)
     if target is None:
         return [CheckResult("profile", False, "the profile has no GPU node group to validate")]
-    files = render(config, image=image)
+    files = render(config, image=image, nccl_image=nccl_image)
     with tempfile.TemporaryDirectory() as folder:
         for file_name, objects in files.items():
             path = Path(folder) / file_name

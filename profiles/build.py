@@ -3,19 +3,49 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
-from profiles.base import Strict
+from profiles.base import FieldProblem, Strict
 
 REFERENCE_NAME = r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$"
 
 
+# Images this project builds from its own Dockerfiles (images/<name>/Dockerfile).
+PROJECT_IMAGES_DIR = Path(__file__).resolve().parents[1] / "images"
+
+
+def project_images() -> list[str]:
+    return sorted(path.parent.name for path in PROJECT_IMAGES_DIR.glob("*/Dockerfile"))
+
+
 class ReferenceImplementation(Strict):
-    repository_url: str = Field(..., pattern=r"^https://\S+$", description="Git repository the image is built from.")
-    ref: str = Field("main", pattern=r"^[A-Za-z0-9._/-]+$", description="Branch or tag to build.")
-    buildspec: str = Field("buildspec.yml", min_length=1, description="Buildspec path inside the source archive.")
+    """What an image is built from: one of this project's Dockerfiles, or a Git repository with a
+    Dockerfile. The build steps (buildspec) are the project's own either way: nothing is expected
+    from the source but the Dockerfile."""
+
+    project_image: str | None = Field(
+        None, description="Build images/<project_image>/Dockerfile from this project (e.g. nccl-tests)."
+    )
+    repository_url: str | None = Field(
+        None, pattern=r"^https://\S+$", description="Git repository the image is built from (with its Dockerfile)."
+    )
+    ref: str = Field("main", pattern=r"^[A-Za-z0-9._/-]+$", description="Branch or tag to build (repository_url).")
+    dockerfile: str = Field("Dockerfile", pattern=r"^[A-Za-z0-9._/-]+$",
+                            description="The Dockerfile's path in the repository (repository_url).")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ReferenceImplementation:
+        if (self.project_image is None) == (self.repository_url is None):
+            raise FieldProblem("project_image", self.project_image,
+                               "name exactly one source: project_image or repository_url",
+                               allowed=f"project_image: {' | '.join(project_images())}, or repository_url: https://...")
+        if self.project_image is not None and self.project_image not in project_images():
+            raise FieldProblem("project_image", self.project_image, "this project has no such image",
+                               allowed=", ".join(project_images()))
+        return self
 
 
 CodeBuildComputeType = Literal[

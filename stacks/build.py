@@ -7,8 +7,10 @@ from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdent
 from constructs import Construct
 
 from components.image_pipeline import ImagePipeline, ImagePipelineProps
+from components.images import project_image_tag
 from components.s3 import SecureBucket, SecureBucketProps
 from profiles import PlatformConfig
+from profiles.build import ReferenceImplementation
 from profiles.storage import BucketLifecycle
 from stacks.contracts import BuildOutputs
 from stacks.layer import LayerStack, StateLocation
@@ -27,10 +29,9 @@ class BuildStack(LayerStack):
         ))
         pipelines = {
             impl: ImagePipeline(self, f"image-{impl}", props=ImagePipelineProps(
-                platform_name=config.name,
-                region=config.region,
-                account_id=account, implementation=impl, repository_url=spec.repository_url, ref=spec.ref,
-                buildspec=spec.buildspec, source_bucket_name=source.name, source_bucket_arn=source.arn,
+                platform_name=config.name, region=config.region, account_id=account, implementation=impl,
+                dockerfile="Dockerfile" if spec.project_image else spec.dockerfile, image_tag=image_tag(spec),
+                source_bucket_name=source.name, source_bucket_arn=source.arn,
                 compute_type=build.compute_type, keep_images=build.keep_images,
                 timeout_minutes=build.build_timeout_minutes,
             ))
@@ -38,16 +39,30 @@ class BuildStack(LayerStack):
         }
         self.outputs = BuildOutputs(
             repository_urls={impl: p.repository_url for impl, p in pipelines.items()},
+            image_tags={impl: image_tag(spec) for impl, spec in build.reference_implementations.items()},
             project_names={impl: p.project_name for impl, p in pipelines.items()},
             source_bucket_name=source.name,
             build_commands={
-                impl: (
-                    f"git clone --depth 1 --branch {spec.ref} {spec.repository_url} {impl}-src && "
-                    f"(cd {impl}-src && zip -qr ../{pipelines[impl].source_key} . -x '.git/*') && "
-                    f"aws s3 cp {pipelines[impl].source_key} s3://{source.name}/{pipelines[impl].source_key} && "
-                    f"aws codebuild start-build --region {config.region} --project-name {pipelines[impl].project_name}"
-                )
+                impl: build_command(impl, spec, source_key=pipelines[impl].source_key, bucket=source.name,
+                                    project=pipelines[impl].project_name, region=config.region)
                 for impl, spec in build.reference_implementations.items()
             },
         )
         self.publish(self.outputs)
+
+
+def image_tag(spec: ReferenceImplementation) -> str:
+    """A project image: its pinned versions and Dockerfile hash; a repository: its ref."""
+    return project_image_tag(spec.project_image) if spec.project_image else spec.ref.replace("/", "-")
+
+
+def build_command(impl: str, spec: ReferenceImplementation, *, source_key: str, bucket: str, project: str,
+                  region: str) -> str:
+    """Shell commands that upload the source archive and start the build (run from the project root)."""
+    if spec.project_image:
+        archive = f"(cd images/{spec.project_image} && zip -qr ../../{source_key} .)"
+    else:
+        archive = (f"git clone --depth 1 --branch {spec.ref} {spec.repository_url} {impl}-src && "
+                   f"(cd {impl}-src && zip -qr ../{source_key} . -x '.git/*')")
+    return (f"{archive} && aws s3 cp {source_key} s3://{bucket}/{source_key} && "
+            f"aws codebuild start-build --region {region} --project-name {project}")

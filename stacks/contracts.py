@@ -80,6 +80,7 @@ class BuildOutputs:
     """The build layer: where images land and how to build them."""
 
     repository_urls: dict[str, str] = published()
+    image_tags: dict[str, str] = published(description="The tag each build pushes, per implementation")
     project_names: dict[str, str] = published()
     source_bucket_name: str = published()
     build_commands: dict[str, str] = published(

@@ -271,3 +271,22 @@ def test_the_platform_owns_its_addon_tenant_and_validation_namespaces():
         owned.namespaces)
     assert "kube-system" not in owned.namespaces and "default" not in owned.namespaces
     assert owned.node_pools == ("cpu", "gpu")
+
+
+def test_the_nccl_job_runs_the_image_the_build_layer_built(tmp_path, fake_terraform):
+    """The build layer's nccl-tests repository and the Dockerfile's tag, unless overridden."""
+    import main
+    from components.images import project_image_tag
+    from manifests.render import NCCL_TESTS_IMAGE
+
+    config = load_profile("g6-validation")
+
+    class Built:
+        def outputs(self, layer):
+            assert layer == "build"
+            return {"repository_urls": {"value": {"nccl-tests": "111122223333.dkr.ecr.us-west-2.amazonaws.com/x"}}}
+
+    built = main.nccl_test_image(config, Built(), None)
+    assert built == f"111122223333.dkr.ecr.us-west-2.amazonaws.com/x:{project_image_tag('nccl-tests')}"
+    assert main.nccl_test_image(config, Built(), "mine:1") == "mine:1"
+    assert main.nccl_test_image(config, None, None) == NCCL_TESTS_IMAGE  # nothing deployed yet

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 
+from components.images import project_image_tag
 from tests.cases import FIXTURES, SHIPPED
 from tests.synth_helpers import by_path, ref, resources
 
 ALL = SHIPPED + FIXTURES
 REMOTE_CLUSTER = "${data.terraform_remote_state.cross-stack-reference-input-cluster.outputs."
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def storage(synthesized, profile):
@@ -207,24 +212,43 @@ def test_ecr_repositories_are_immutable_scanned_encrypted_and_pruned(synthesized
         assert rule["selection"]["countNumber"] == synthesized.configs[profile].build.keep_images
 
 
-def test_codebuild_project_builds_from_the_source_archive(synthesized):
+def test_codebuild_project_builds_a_repository_with_the_projects_own_buildspec(synthesized):
     stack = synthesized.stack("capacity-block", "build")
     (project,) = resources(stack, "aws_codebuild_project").values()
     source_bucket = by_path(stack, "aws_s3_bucket", "source-bucket/bucket")[0]
-    assert project["source"] == {
-        "type": "S3",
-        "buildspec": "ci/buildspec.yml",
-        "location": f"{ref('aws_s3_bucket', source_bucket, 'bucket')}/rl-trainer.zip",
-    }
+    assert project["source"]["type"] == "S3"
+    assert project["source"]["location"] == f"{ref('aws_s3_bucket', source_bucket, 'bucket')}/rl-trainer.zip"
+    # An inline buildspec: nothing is expected from the repository but its Dockerfile.
+    buildspec = yaml.safe_load(project["source"]["buildspec"])
+    commands = [c for phase in buildspec["phases"].values() for c in phase["commands"]]
+    assert any(c.startswith('docker build --file "$DOCKERFILE" --tag "$REPOSITORY_URI:$IMAGE_TAG"') for c in commands)
+    assert 'docker push "$REPOSITORY_URI:$IMAGE_TAG"' in commands
+    assert "${" not in project["source"]["buildspec"]  # would be a Terraform interpolation
     env = project["environment"]
     assert env["privileged_mode"] is True and env["compute_type"] == "BUILD_GENERAL1_2XLARGE"
     variables = {v["name"]: v["value"] for v in env["environment_variable"]}
-    assert variables["SOURCE_REPOSITORY_URL"] == "https://example.com/org/rl-trainer.git"
-    assert variables["SOURCE_REF"] == "v1.2.0"
+    assert variables["DOCKERFILE"] == "docker/Dockerfile" and variables["IMAGE_TAG"] == "v1.2.0"
     assert variables["REPOSITORY_URI"].endswith(".repository_url}")
-    commands = stack["output"]["build_commands"]["value"]["rl-trainer"]
-    assert "git clone --depth 1 --branch v1.2.0 https://example.com/org/rl-trainer.git" in commands
-    assert "aws codebuild start-build --region us-east-1 --project-name" in commands
+    build = stack["output"]["build_commands"]["value"]["rl-trainer"]
+    assert "git clone --depth 1 --branch v1.2.0 https://example.com/org/rl-trainer.git" in build
+    assert "aws codebuild start-build --region us-east-1 --project-name" in build
+
+
+def test_the_nccl_test_image_is_built_from_the_projects_dockerfile(synthesized):
+    stack = synthesized.stack("g6-validation", "build")
+    (project,) = resources(stack, "aws_codebuild_project").values()
+    variables = {v["name"]: v["value"] for v in project["environment"]["environment_variable"]}
+    assert variables["DOCKERFILE"] == "Dockerfile"
+    assert variables["IMAGE_TAG"] == project_image_tag("nccl-tests")
+    assert stack["output"]["image_tags"]["value"] == {"nccl-tests": project_image_tag("nccl-tests")}
+    assert stack["output"]["build_commands"]["value"]["nccl-tests"].startswith(
+        "(cd images/nccl-tests && zip -qr ../../nccl-tests.zip .)")
+    dockerfile = (ROOT / "images" / "nccl-tests" / "Dockerfile").read_text()
+    for pinned in ("EFA_INSTALLER_VERSION=", "AWS_OFI_NCCL_VERSION=", "NCCL_VERSION=", "NCCL_TESTS_VERSION="):
+        assert f"ARG {pinned}" in dockerfile
+    assert "/opt/nccl-tests" in dockerfile  # where the MPIJob runs all_reduce_perf from
+    tag = project_image_tag("nccl-tests")
+    assert tag.startswith("efa1.42.0-ofi1.16.0-nccl2.27.5-1-tests2.16.4-") and len(tag.rsplit("-", 1)[1]) == 12
 
 
 def test_codebuild_role_is_least_privilege(synthesized):

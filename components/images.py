@@ -1,0 +1,28 @@
+"""Container images the project builds from its own Dockerfiles (images/<name>/Dockerfile), and
+their tags: the pinned versions the Dockerfile declares plus a hash of the file, so a changed
+Dockerfile is a new, immutable tag and the validation job names exactly what the build pushed."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+IMAGES_DIR = Path(__file__).resolve().parents[1] / "images"
+_ARG = re.compile(r"^ARG (\w+)_VERSION=(\S+)$", re.MULTILINE)
+
+
+def dockerfile(name: str) -> Path:
+    return IMAGES_DIR / name / "Dockerfile"
+
+
+def project_images() -> list[str]:
+    return sorted(path.parent.name for path in IMAGES_DIR.glob("*/Dockerfile"))
+
+
+def project_image_tag(name: str) -> str:
+    """e.g. `efa1.42.0-ofi1.16.0-nccl2.27.5-1-tests2.16.4-<12 hex>`."""
+    text = dockerfile(name).read_text()
+    short = {"EFA_INSTALLER": "efa", "AWS_OFI_NCCL": "ofi", "NCCL": "nccl", "NCCL_TESTS": "tests"}
+    versions = "-".join(f"{short.get(arg, arg.lower())}{value}" for arg, value in _ARG.findall(text))
+    return f"{versions}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
