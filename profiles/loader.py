@@ -6,6 +6,8 @@ Every user error becomes a `ProfileError` whose `problems` are printable lines o
 
 from __future__ import annotations
 
+import difflib
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,14 +23,21 @@ PROFILES_DIR = Path(__file__).resolve().parent
 DEFAULT_PROFILE = "g6-validation"
 
 
+MAX_PROFILE_BYTES = 256 * 1024
+MAX_DEPTH = 24
+MAX_NODES = 20_000
+
+
 class ProfileError(Exception):
-    def __init__(self, source: str, problems: list[str]):
+    def __init__(self, source: str, problems: list[str], *, not_found: bool = False):
         self.source = source
         self.problems = problems
+        self.not_found = not_found
         super().__init__(f"{source}: " + "; ".join(problems))
 
     def render(self) -> str:
-        lines = [f"profile {self.source} is not valid ({len(self.problems)} problem(s)):"]
+        what = "not found" if self.not_found else f"is not valid ({len(self.problems)} problem(s))"
+        lines = [f"profile {self.source} {what}:"]
         lines += [f"  - {problem}" for problem in self.problems]
         return "\n".join(lines)
 
@@ -42,27 +51,102 @@ def resolve(name_or_path: str) -> Path:
     candidate = Path(name_or_path)
     if candidate.suffix in (".yaml", ".yml") or "/" in name_or_path:
         if not candidate.is_file():
-            raise ProfileError(name_or_path, [f"no such profile file: {candidate}"])
+            raise ProfileError(name_or_path, [f"no such profile file: {candidate}"], not_found=True)
         return candidate
     shipped = PROFILES_DIR / f"{name_or_path}.yaml"
     if not shipped.is_file():
+        close = difflib.get_close_matches(name_or_path, available_profiles(), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
         raise ProfileError(
             name_or_path,
-            [f"unknown profile {name_or_path!r}; available: {', '.join(available_profiles())}, "
+            [f"unknown profile {name_or_path!r}; {hint}available: {', '.join(available_profiles())}, "
              "or the path of your own YAML file"],
+            not_found=True,
         )
     return shipped
 
 
+class _ProfileLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses what a profile never needs and a hostile file could use:
+    duplicate keys (YAML would keep the last silently), deep nesting, and alias expansion
+    beyond a small number of nodes (an alias bomb)."""
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self._depth = 0
+        self._nodes = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        self._nodes += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels")
+            if self._nodes > MAX_NODES:
+                raise yaml.YAMLError(f"more than {MAX_NODES} values (aliases expanding without end?)")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {seen[key]})", key_node.start_mark)
+            if isinstance(key, (str, int, float, bool)):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _count_alias_expansion(document: Any, budget: int = MAX_NODES) -> None:
+    """Aliases share objects, so a small file can stand for a huge tree: count it bounded."""
+    stack, seen = [document], 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > budget:
+            raise yaml.YAMLError(f"more than {budget} values once aliases are expanded (an alias bomb?)")
+        if isinstance(node, dict):
+            stack.extend(node.values())
+            stack.extend(node.keys())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def parse_profile_text(raw: bytes, source: str) -> dict[str, Any]:
+    """The profile's mapping, or a ProfileError naming the file (and line) for any other content."""
+    if len(raw) > MAX_PROFILE_BYTES:
+        raise ProfileError(source, [f"the file is {len(raw)} bytes; a profile is at most {MAX_PROFILE_BYTES}"])
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ProfileError(source, [f"not UTF-8 text (byte {exc.start}): a binary file, or another encoding? "
+                                    "Save the profile as UTF-8"]) from None
+    if "\x00" in text:
+        raise ProfileError(source, ["not a text file (it contains NUL characters)"])
+    try:
+        document = yaml.load(text, Loader=_ProfileLoader)
+        _count_alias_expansion(document)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ProfileError(source, [f"not valid YAML: {where}{exc.problem or exc.context}"]) from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        message = str(exc) if isinstance(exc, yaml.YAMLError) else f"nested deeper than {MAX_DEPTH} levels"
+        raise ProfileError(source, [f"not valid YAML: {message}"]) from None
+    if document is None:
+        raise ProfileError(source, ["the profile is empty: start from a shipped one (profiles/*.yaml)"])
+    if not isinstance(document, dict):
+        raise ProfileError(source, [f"the profile must be a YAML mapping of settings, not a {type(document).__name__}"])
+    return document
+
+
 def load_profile(name_or_path: str = DEFAULT_PROFILE) -> PlatformConfig:
     path = resolve(name_or_path)
-    try:
-        document = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ProfileError(str(path), [f"not valid YAML: {exc}"]) from None
-    if not isinstance(document, dict):
-        raise ProfileError(str(path), ["the profile must be a YAML mapping of settings"])
-    return validate_profile(document, source=str(path))
+    return validate_profile(parse_profile_text(path.read_bytes(), str(path)), source=str(path))
 
 
 def validate_profile(document: dict[str, Any], source: str = "<profile>") -> PlatformConfig:
@@ -105,10 +189,15 @@ def describe(error: ErrorDetails) -> str:
     return f"{path}: {problem.message}" + (f" ({details})" if details else "")
 
 
+_REPR = reprlib.Repr()
+_REPR.maxstring, _REPR.maxother, _REPR.maxlist, _REPR.maxlevel = 78, 78, 6, 2
+
+
 def _show(value: Any) -> str:
+    """A short rendering of a bad value, bounded before it is built (a value can be huge)."""
     if isinstance(value, dict):
         return "a mapping"
-    text = repr(value)
+    text = _REPR.repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
