@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from profiles.base import FieldProblem, HttpsUrl, K8sName, Strict, check_cidr
+from profiles.base import FieldProblem, HttpsUrl, K8sName, Quantity, Strict, check_cidr
 
 ChartVersion = Annotated[str, Field(pattern=r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")]
 
@@ -140,8 +140,8 @@ class ArgoWorkflowsConfig(ReleaseConfig):
     namespace: K8sName = "argo"
     default_active_deadline_seconds: int = Field(3600, ge=60, description="Workflows without a deadline get this one.")
     default_parallelism: int = Field(10, ge=1, description="Pods a workflow runs at once unless it says otherwise.")
-    quota_cpu: str = Field("64", description="ResourceQuota requests.cpu of the workflow namespace.")
-    quota_memory: str = Field("256Gi", description="ResourceQuota requests.memory of the workflow namespace.")
+    quota_cpu: Quantity = Field("64", description="ResourceQuota requests.cpu of the workflow namespace.")
+    quota_memory: Quantity = Field("256Gi", description="ResourceQuota requests.memory of the workflow namespace.")
     quota_gpus: int = Field(8, ge=0, description="ResourceQuota requests.nvidia.com/gpu of the workflow namespace.")
 
 

@@ -7,7 +7,7 @@ import ipaddress
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 
 class FieldProblem(ValueError):
@@ -35,6 +35,18 @@ LabelKey = Annotated[
 LabelValue = Annotated[str, Field(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")]
 Cidr = Annotated[str, Field(description="An IPv4 CIDR block, e.g. 10.0.0.0/16")]
 IamPrincipalArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")]
+# AWS tags: keys 1-128 characters, values up to 256, the aws: prefix reserved for AWS.
+def _not_aws_prefixed(key: str) -> str:
+    if key.lower().startswith("aws:"):
+        raise ValueError(f"tag key {key!r}: the aws: prefix is reserved for AWS")
+    return key
+
+
+TagKey = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\w .:/=+@-]+$"),
+                   AfterValidator(_not_aws_prefixed)]
+TagValue = Annotated[str, Field(max_length=256, pattern=r"^[\w .:/=+@-]*$")]
+# A Kubernetes quantity: a number with an optional decimal or binary suffix (64, 500m, 256Gi).
+Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")]
 HttpsUrl = Annotated[str, Field(pattern=r"^https://[^\s/]+(/\S*)?$")]
 K8sName = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
 
@@ -66,3 +78,24 @@ def check_unique(names: Sequence[str], *, field: str, what: str) -> None:
         if name in seen:
             raise FieldProblem((field, index, "name"), name, f"{what} names must be unique")
         seen.add(name)
+
+
+# Plain words for the patterns above: users see these, never the regular expressions.
+PATTERN_WORDS: dict[str, str] = {
+    r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$": "2-32 lowercase letters, digits and hyphens, starting with a letter "
+                                       "and ending alphanumeric, e.g. gpu-platform",
+    r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$": "an AWS region, e.g. us-east-1",
+    r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$": "a Kubernetes name: up to 63 lowercase letters, digits and inner "
+                                            "hyphens, e.g. ml-team",
+    r"^https://[^\s/]+(/\S*)?$": "an https:// URL",
+    r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$": "an IAM role or user ARN, "
+                                                             "e.g. arn:aws:iam::123456789012:role/admins",
+    r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$": "a Kubernetes quantity, e.g. 64, 500m or 256Gi",
+    r"^[\w .:/=+@-]+$": "letters, digits, spaces and _.:/=+@-",
+    r"^[\w .:/=+@-]*$": "letters, digits, spaces and _.:/=+@-",
+    r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$":
+        "a Kubernetes label key: an optional DNS prefix and /, then up to 63 letters, digits and -_., "
+        "e.g. example.com/team",
+    r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$": "a Kubernetes label value: up to 63 letters, digits "
+                                                        "and -_., starting and ending alphanumeric",
+}

@@ -68,7 +68,7 @@ class BuildConfig(Strict):
     @classmethod
     def _names(cls, impls: dict[str, ReferenceImplementation]) -> dict[str, ReferenceImplementation]:
         for name in impls:
-            if not re.match(REFERENCE_NAME, name):
+            if not re.fullmatch(REFERENCE_NAME, name):
                 raise ValueError(
                     f"reference implementation name {name!r} is not usable as an ECR repository and CodeBuild "
                     "project name: use 1-40 lowercase letters, digits and inner hyphens"

@@ -32,6 +32,8 @@ from profiles.versions import (
 # A public API endpoint may be open to at most this many addresses (a /16): a company's egress or
 # VPN ranges fit; more is the internet in effect (0.0.0.0/1 plus 128.0.0.0/1 is all of it).
 MAX_PUBLIC_API_ADDRESSES = 65536
+PRIVATE_RANGES = tuple(ipaddress.IPv4Network(block) for block in
+                       ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
 ControlPlaneLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 AddonVersion = Annotated[str, Field(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")]
 InterfaceEndpoint = Literal["ecr.api", "ecr.dkr", "sts", "ec2", "eks-auth", "ssm"]
@@ -52,6 +54,9 @@ class VpcConfig(Strict):
     nat_gateways: Literal["single", "per_az"] = Field(
         "single", description="One shared NAT gateway (cheap) or one per AZ (survives an AZ outage)."
     )
+    allow_public_cidr: bool = Field(
+        False, description="Allow a VPC CIDR outside the private ranges (RFC 1918 and 100.64.0.0/10). Default: refused."
+    )
     interface_endpoints: list[InterfaceEndpoint] = Field(
         default_factory=list,
         description="Interface VPC endpoints in the private subnets. Default: none (each costs "
@@ -62,6 +67,14 @@ class VpcConfig(Strict):
     @classmethod
     def _vpc_cidr(cls, value: str) -> str:
         return check_cidr(value)
+
+    @field_validator("interface_endpoints")
+    @classmethod
+    def _unique_endpoints(cls, endpoints: list[str]) -> list[str]:
+        repeated = sorted({e for e in endpoints if endpoints.count(e) > 1})
+        if repeated:
+            raise ValueError(f"interface endpoints must be distinct; repeated: {', '.join(repeated)}")
+        return endpoints
 
     @field_validator("availability_zones")
     @classmethod
@@ -79,10 +92,17 @@ class VpcConfig(Strict):
                 "the GPU availability zone is not one the VPC spans",
                 allowed=", ".join(self.availability_zones),
             )
-        if ipaddress.IPv4Network(self.cidr).prefixlen > 20:
+        network = ipaddress.IPv4Network(self.cidr)
+        if network.prefixlen > 20:
             raise FieldProblem(
                 "cidr", self.cidr, "the VPC needs room for 2 subnets per AZ", allowed="a /20 or larger block"
             )
+        if network.prefixlen < 16:
+            raise FieldProblem("cidr", self.cidr, "AWS VPCs are at most a /16", allowed="a /16 to /20 block")
+        if not any(network.subnet_of(private) for private in PRIVATE_RANGES) and not self.allow_public_cidr:
+            raise FieldProblem("cidr", self.cidr, "not a private address range: the VPC would shadow public addresses",
+                               allowed="within 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10, "
+                                       "or set allow_public_cidr: true")
         return self
 
     @property
@@ -156,7 +176,7 @@ class CapacityBlock(Strict):
 
 
 def _check_reservation_id(value: str) -> None:
-    if not RESERVATION_ID.match(value):
+    if not RESERVATION_ID.fullmatch(value):
         raise FieldProblem(
             "reservation_id", value, "not a capacity reservation id", allowed="cr- followed by 17 hex digits"
         )

@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from profiles.base import FieldProblem
+from profiles.base import PATTERN_WORDS, FieldProblem
 from profiles.models import PlatformConfig
 
 PROFILES_DIR = Path(__file__).resolve().parent
@@ -173,6 +173,11 @@ def _problem(error: ErrorDetails) -> _Problem:
     cause = (error.get("ctx") or {}).get("error")
     if isinstance(cause, FieldProblem):
         return _Problem([*loc, *cause.field], str(cause), cause.value, cause.allowed)
+    if error["type"] == "string_pattern_mismatch":
+        pattern = str((error.get("ctx") or {}).get("pattern", ""))
+        words = PATTERN_WORDS.get(pattern, "a value of the form the field's description gives")
+        prefix = "bad key: " if message.startswith("bad key: ") else ""
+        return _Problem(loc, f"{prefix}not in the expected form", error.get("input"), words)
     if error["type"] == "extra_forbidden":
         return _Problem(loc, "unknown setting", error.get("input"), ", ".join(_allowed_keys(error["loc"][:-1])))
     return _Problem(loc, message, error.get("input"))

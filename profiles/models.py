@@ -18,13 +18,17 @@ import re
 from pydantic import Field, model_validator
 
 from profiles.addons import AddonsConfig
-from profiles.base import FieldProblem, Name, Region, Strict
+from profiles.base import FieldProblem, Name, Region, Strict, TagKey, TagValue
 from profiles.build import BuildConfig
 from profiles.cluster import CapacityBlock, ClusterConfig
+from profiles.naming import RULES, NameSources, derived_names, name_problems
 from profiles.state import StateConfig
 from profiles.storage import MAX_DATA_REPOSITORY_ASSOCIATIONS, StorageConfig
 from profiles.versions import CHARTS, KUBERNETES_MINIMUMS, MIN_VERSIONS, version_tuple
-from profiles.workloads import WorkloadsConfig
+from profiles.workloads import RESERVED_NAMESPACES, WorkloadsConfig
+
+# Namespaces the add-ons and the validation manifests create (tested against the add-on registry).
+PLATFORM_NAMESPACES = ("monitoring", "gpu-operator", "ray-system", "mpi-operator", "jupyterhub", "gpu-validation")
 
 
 def dra_mode(config: PlatformConfig) -> bool:
@@ -42,7 +46,7 @@ class PlatformConfig(Strict):
 
     name: Name = Field(..., description="Cluster name and prefix of every resource name.")
     region: Region
-    tags: dict[str, str] = Field(
+    tags: dict[TagKey, TagValue] = Field(
         default_factory=dict, description="Tags on every AWS resource (provider default tags)."
     )
     state: StateConfig = Field(default_factory=StateConfig)
@@ -112,10 +116,59 @@ class PlatformConfig(Strict):
             )
         return self
 
+    @property
+    def name_sources(self) -> NameSources:
+        return NameSources(
+            name=self.name, gpu_node_groups=tuple(g.name for g in self.cluster.gpu_node_groups),
+            tenants=tuple(t.name for t in self.workloads.tenants),
+            reference_implementations=tuple(self.build.reference_implementations),
+        )
+
+    @model_validator(mode="after")
+    def _derived_names_are_valid(self) -> PlatformConfig:
+        """Names AWS and Kubernetes would reject, found before any layer is applied."""
+        for derived in derived_names(self.name_sources):
+            for problem in name_problems(derived):
+                raise FieldProblem(derived.field, derived.value, problem,
+                                   allowed="a shorter or plainer value for this field")
+        return self
+
+    @model_validator(mode="after")
+    def _names_do_not_collide(self) -> PlatformConfig:
+        """Two settings that would derive the same resource name or construct id, or a namespace
+        the platform or Kubernetes already owns."""
+        seen: dict[str, tuple[str | int, ...]] = {}
+        for derived in derived_names(self.name_sources):
+            key = f"{derived.kind}:{derived.name}"
+            if key in seen and seen[key] != derived.field:
+                first = ".".join(map(str, seen[key]))
+                raise FieldProblem(derived.field, derived.value,
+                                   f"derives {RULES[derived.kind].what} {derived.name!r}, as {first} does",
+                                   allowed="a value that derives a name of its own")
+            seen.setdefault(key, derived.field)
+        tenants = [tenant.name for tenant in self.workloads.tenants]
+        for index, tenant in enumerate(tenants):
+            if f"{tenant}-identity" in tenants:  # construct ids tenant-<a> / tenant-<a>-identity
+                raise FieldProblem(("workloads", "tenants", tenants.index(f"{tenant}-identity"), "name"),
+                                   f"{tenant}-identity", f"collides with tenant {tenant}'s identity (index {index})",
+                                   allowed="a tenant name not ending in -identity")
+        reserved = {*PLATFORM_NAMESPACES, self.addons.argo_workflows.namespace}
+        for index, tenant in enumerate(tenants):
+            if tenant in reserved:
+                raise FieldProblem(("workloads", "tenants", index, "name"), tenant,
+                                   "is a namespace the platform creates for an add-on",
+                                   allowed=f"a team name other than {', '.join(sorted(reserved))}")
+        argo = self.addons.argo_workflows.namespace
+        if argo in PLATFORM_NAMESPACES or argo in RESERVED_NAMESPACES or argo.startswith("kube-"):
+            raise FieldProblem(("addons", "argo_workflows", "namespace"), argo,
+                               "is a system or platform namespace; workflows need one of their own",
+                               allowed="e.g. argo or workflows")
+        return self
+
     @model_validator(mode="after")
     def _azs_in_region(self) -> PlatformConfig:
         for index, zone in enumerate(self.cluster.vpc.availability_zones):
-            if not re.match(rf"^{re.escape(self.region)}[a-z]$", zone):
+            if not re.fullmatch(rf"{re.escape(self.region)}[a-z]", zone):
                 raise FieldProblem(
                     ("cluster", "vpc", "availability_zones", index),
                     zone,

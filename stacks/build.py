@@ -3,6 +3,8 @@ CodeBuild project that builds and pushes its image."""
 
 from __future__ import annotations
 
+import shlex
+
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from constructs import Construct
 
@@ -59,10 +61,12 @@ def image_tag(spec: ReferenceImplementation) -> str:
 def build_command(impl: str, spec: ReferenceImplementation, *, source_key: str, bucket: str, project: str,
                   region: str) -> str:
     """Shell commands that upload the source archive and start the build (run from the project root)."""
+    q = shlex.quote  # profile text never reaches the shell unquoted
     if spec.project_image:
-        archive = f"(cd images/{spec.project_image} && zip -qr ../../{source_key} .)"
+        archive = f"(cd {q(f'images/{spec.project_image}')} && zip -qr {q(f'../../{source_key}')} .)"
     else:
-        archive = (f"git clone --depth 1 --branch {spec.ref} {spec.repository_url} {impl}-src && "
-                   f"(cd {impl}-src && zip -qr ../{source_key} . -x '.git/*')")
-    return (f"{archive} && aws s3 cp {source_key} s3://{bucket}/{source_key} && "
-            f"aws codebuild start-build --region {region} --project-name {project}")
+        checkout = q(f"{impl}-src")
+        archive = (f"git clone --depth 1 --branch {q(spec.ref)} {q(spec.repository_url or '')} {checkout} && "
+                   f"(cd {checkout} && zip -qr {q(f'../{source_key}')} . -x '.git/*')")
+    return (f"{archive} && aws s3 cp {q(source_key)} {q(f's3://{bucket}/{source_key}')} && "
+            f"aws codebuild start-build --region {q(region)} --project-name {q(project)}")

@@ -88,7 +88,7 @@ def test_catalog_matches_the_documented_efa_facts():
 
 # (changes to the default profile, expected field path, words the message must contain)
 BAD_INPUT = [
-    ({"name": "Bad_Name"}, "name", ["'Bad_Name'", "pattern"]),
+    ({"name": "Bad_Name"}, "name", ["'Bad_Name'", "not in the expected form", "e.g. gpu-platform"]),
     ({"region": "mars-1"}, "region", ["'mars-1'"]),
     ({"colour": "blue"}, "colour", ["unknown setting", "allowed: name, region"]),
     ({"state__bucket": "Not A Bucket"}, "state.bucket", ["'Not A Bucket'"]),
@@ -142,6 +142,34 @@ BAD_INPUT = [
         "cluster.addon_versions.kubectl",
         ["bad key", "'kubectl'", "'vpc-cni'"],
     ),
+    # Names AWS would reject after earlier layers are applied (issue 16's cases).
+    ({"name": "a" * 30}, "name", ["EventBridge rule name", "65 characters long; at most 64"]),
+    ({"workloads": {"tenants": [{"name": "t" * 60}]}}, "workloads.tenants.0.name", ["IAM role name", "at most 64"]),
+    ({"workloads": {"tenants": [{"name": "x-build"}]},
+      "build": {"reference_implementations": {"tenant-x": {"project_image": "nccl-tests"}}}},
+     "build.reference_implementations.tenant-x", ["derives IAM role name 'gpu-validation-tenant-x-build'",
+                                                  "as workloads.tenants.0.name does"]),
+    ({"name": "xn--platform"}, "name", ["prefix or suffix S3 reserves"]),
+    ({"name": "sthree-data"}, "name", ["prefix or suffix S3 reserves"]),
+    ({"name": "a--b"}, "name", ["ECR repository name 'a--b/image' is not a valid name"]),
+    ({"name": "gpu\n"}, "name", ["not in the expected form", "starting with a letter"]),
+    ({"cluster__vpc__cidr": "10.0.0.0/8"}, "cluster.vpc.cidr", ["at most a /16"]),
+    ({"cluster__vpc__cidr": "0.0.0.0/0"}, "cluster.vpc.cidr", ["at most a /16"]),
+    ({"cluster__vpc__cidr": "52.94.0.0/16"}, "cluster.vpc.cidr", ["not a private address range", "allow_public_cidr"]),
+    ({"cluster__vpc__interface_endpoints": ["sts", "sts"]}, "cluster.vpc.interface_endpoints", ["repeated: sts"]),
+    ({"workloads": {"tenants": [{"name": "monitoring"}]}}, "workloads.tenants.0.name",
+     ["a namespace the platform creates"]),
+    ({"workloads": {"tenants": [{"name": "x"}, {"name": "x-identity"}]}}, "workloads.tenants.1.name",
+     ["collides with tenant x's identity"]),
+    ({"addons": {"argo_workflows": {"enabled": True, "namespace": "kube-system"}}}, "addons.argo_workflows.namespace",
+     ["system or platform namespace"]),
+    ({"addons": {"argo_workflows": {"quota_cpu": "banana"}}}, "addons.argo_workflows.quota_cpu", ["'banana'"]),
+    ({"cluster__gpu_node_groups__0__name": "system"}, "cluster.gpu_node_groups.0.name",
+     ["derives launch template name 'gpu-validation-system'"]),
+    ({"tags": {"aws:owner": "me"}}, "tags.aws:owner", ["aws: prefix is reserved"]),
+    ({"tags": {"k" * 200: "v"}}, "tags." + "k" * 200, ["bad key", "at most 128 characters"]),
+    ({"tags": {"owner": "v" * 300}}, "tags.owner", ["at most 256 characters"]),
+    ({"tags": {"": "v"}}, "tags.", ["bad key", "at least 1 character"]),
     (  # two halves of the internet are the internet
         {"cluster__endpoint_public_access": True,
          "cluster__endpoint_public_access_cidrs": ["0.0.0.0/1", "128.0.0.0/1"]},
@@ -570,16 +598,17 @@ def test_karpenter_below_1_6_is_fine_without_capacity_blocks():
 
 
 WORKLOADS_AND_STATE_BAD_INPUT = [
-    (mutated(state={"bucket": "tf-state", "region": "nowhere"}), "state.region", ["'nowhere'", "pattern"]),
+    (mutated(state={"bucket": "tf-state", "region": "nowhere"}), "state.region",
+     ["'nowhere'", "an AWS region, e.g. us-east-1"]),
     (
         mutated(cluster__gpu_node_groups__0__labels={"bad key!": "x"}),
         "cluster.gpu_node_groups.0.labels.bad key!",
-        ["bad key:", "'bad key!'", "pattern"],
+        ["bad key:", "'bad key!'", "a Kubernetes label key"],
     ),
     (
         mutated(cluster__gpu_node_groups__0__labels={"team": "not valid value"}),
         "cluster.gpu_node_groups.0.labels.team",
-        ["'not valid value'", "pattern"],
+        ["'not valid value'", "a Kubernetes label value"],
     ),
     (
         mutated(workloads={"tenants": [{"name": "kube-system"}]}),

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import Values
+from components.image_reference import parse_image_reference
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
 from components.labels import GPU_TOLERATION, NODE_POOL_LABEL, SYSTEM_NODES
 from profiles.addons import JupyterHubConfig, JupyterHubExposure
@@ -83,8 +84,11 @@ class JupyterHubValues(Values):
 
 
 def _image(reference: str) -> dict[str, str]:
-    name, _, tag = reference.rpartition(":")
-    return {"name": name, "tag": tag}
+    """z2jh takes name and tag apart; a digest pins exactly (as name@digest in the tag's place)."""
+    parsed = parse_image_reference(reference)
+    if parsed.digest:
+        return {"name": parsed.name, "tag": f"{parsed.tag}@{parsed.digest}" if parsed.tag else parsed.digest}
+    return {"name": parsed.name, "tag": parsed.tag or ""}
 
 
 def _one_gpu(*, dra: bool) -> dict[str, Any]:

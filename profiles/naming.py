@@ -1,0 +1,124 @@
+"""AWS and Kubernetes naming rules, and every name the platform derives from a profile.
+
+Each derived name is checked at validation time against the rule of the resource it names, and
+a problem names the profile field that produced it, its value, and the limit. The formulas here
+mirror the components' (a test checks every name in the synthesized JSON against these rules).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+# The longest account id an AWS name may carry (12 digits).
+ACCOUNT = "123456789012"
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+@dataclass(frozen=True)
+class NameRule:
+    what: str
+    max_length: int
+    pattern: re.Pattern[str]
+    allowed: str  # the pattern in words
+
+    def problem(self, name: str) -> str | None:
+        if not 1 <= len(name) <= self.max_length:
+            return f"{self.what} {name!r} is {len(name)} characters long; at most {self.max_length} are allowed"
+        if not self.pattern.fullmatch(name):
+            return f"{self.what} {name!r} is not a valid name: {self.allowed}"
+        return None
+
+
+RULES: dict[str, NameRule] = {
+    "iam_role": NameRule("IAM role name", 64, re.compile(r"[\w+=,.@-]+"), "letters, digits and +=,.@_-"),
+    "event_rule": NameRule("EventBridge rule name", 64, re.compile(r"[.\-_A-Za-z0-9]+"), "letters, digits and .-_"),
+    "sqs_queue": NameRule("SQS queue name", 80, re.compile(r"[A-Za-z0-9_-]+"), "letters, digits, - and _"),
+    "s3_bucket": NameRule("S3 bucket name", 63, re.compile(r"[a-z0-9][a-z0-9.-]*[a-z0-9]"),
+                          "lowercase letters, digits, dots and hyphens, starting and ending alphanumeric"),
+    "ecr_repository": NameRule("ECR repository name", 256,
+                               re.compile(r"(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*"),
+                               "lowercase letters and digits, with single . _ - or / between them"),
+    "ecr_namespace": NameRule("ECR repository name", 256,
+                              re.compile(r"(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*"),
+                              "lowercase letters and digits, with single . _ - or / between them"),
+    "codebuild_project": NameRule("CodeBuild project name", 150, re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*"),
+                                  "letters, digits, - and _, starting alphanumeric"),
+    "launch_template": NameRule("launch template name", 128, re.compile(r"[a-zA-Z0-9().\-/_]+"),
+                                "letters, digits and ().-/_"),
+    "node_group": NameRule("EKS node group name", 63, re.compile(r"[0-9A-Za-z][A-Za-z0-9_-]*"),
+                           "letters, digits, - and _, starting alphanumeric"),
+    "security_group": NameRule("security group name", 255, re.compile(r"[\w .:/()#,@\[\]+=&;{}!$*-]+"),
+                               "letters, digits, spaces and ._-:/()#,@[]+=&;{}!$*"),
+    "dns_label": NameRule("Kubernetes name", 63, _DNS_LABEL, "lowercase letters, digits and inner hyphens"),
+    "dns_subdomain": NameRule("Kubernetes object name", 253,
+                              re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"),
+                              "dot-separated lowercase labels"),
+}
+# S3 refuses these prefixes and suffixes in bucket names.
+BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+KARPENTER_EVENT_RULES = ("scheduled-change", "spot-interruption", "rebalance", "state-change",
+                         "reservation-interruption")
+
+
+@dataclass(frozen=True)
+class DerivedName:
+    field: tuple[str | int, ...]  # the profile field that produced it
+    value: object  # that field's value
+    kind: str  # a key of RULES
+    name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class NameSources:
+    """The profile values names are derived from."""
+
+    name: str
+    gpu_node_groups: tuple[str, ...]
+    tenants: tuple[str, ...]
+    reference_implementations: tuple[str, ...]
+
+
+def derived_names(sources: NameSources) -> Iterator[DerivedName]:
+    """Every AWS and Kubernetes name the stacks derive from the profile."""
+    name = sources.name
+    at = ("name",)
+    for suffix in ("cluster", "node", "ebs-csi", "fsx-csi", "s3-csi", "karpenter", "karpenter-node"):
+        yield DerivedName(at, name, "iam_role", f"{name}-{suffix}")
+    yield DerivedName(at, name, "sqs_queue", f"{name}-karpenter")
+    for rule in KARPENTER_EVENT_RULES:
+        yield DerivedName(at, name, "event_rule", f"{name}-karpenter-{rule}")
+    for purpose in ("datasets", "checkpoints", "build-src"):
+        yield DerivedName(at, name, "s3_bucket", f"{name}-{purpose}-{ACCOUNT}")
+    for group in ("efa", "fsx", "endpoints"):
+        yield DerivedName(at, name, "security_group", f"{name}-{group}")
+    yield DerivedName(at, name, "launch_template", f"{name}-system")
+    # The platform's name is the ECR repositories' namespace: checked on its own, against the name.
+    yield DerivedName(at, name, "ecr_namespace", f"{name}/image")
+    field: tuple[str | int, ...]
+    for index, group in enumerate(sources.gpu_node_groups):
+        field = ("cluster", "gpu_node_groups", index, "name")
+        yield DerivedName(field, group, "node_group", group)
+        yield DerivedName(field, group, "launch_template", f"{name}-{group}")
+    for index, tenant in enumerate(sources.tenants):
+        field = ("workloads", "tenants", index, "name")
+        yield DerivedName(field, tenant, "iam_role", f"{name}-tenant-{tenant}")
+        for volume in ("fsx", "s3-datasets", "s3-checkpoints"):
+            yield DerivedName(field, tenant, "dns_subdomain", f"{tenant}-{volume}")
+    for impl in sources.reference_implementations:
+        field = ("build", "reference_implementations", impl)
+        yield DerivedName(field, impl, "iam_role", f"{name}-{impl}-build")
+        yield DerivedName(field, impl, "ecr_repository", f"{name}/{impl}")
+        yield DerivedName(field, impl, "codebuild_project", f"{name}-{impl}")
+
+
+def name_problems(derived: DerivedName) -> list[str]:
+    rule = RULES[derived.kind]
+    problems = [problem] if (problem := rule.problem(derived.name)) else []
+    reserved = derived.name.startswith(BUCKET_PREFIXES) or derived.name.endswith(BUCKET_SUFFIXES)
+    if derived.kind == "s3_bucket" and (reserved or ".." in derived.name):
+        problems.append(f"S3 bucket name {derived.name!r} uses a prefix or suffix S3 reserves "
+                        f"({', '.join(BUCKET_PREFIXES + BUCKET_SUFFIXES)})")
+    return problems

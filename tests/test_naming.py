@@ -1,0 +1,68 @@
+"""Every name the stacks give an AWS resource satisfies that resource's naming rules, and the
+profile validator knows each of them in advance (its formulas match the components')."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from components.helm.registry import ADDONS
+from manifests.render import NAMESPACE as VALIDATION_NAMESPACE
+from profiles.models import PLATFORM_NAMESPACES
+from profiles.naming import ACCOUNT, RULES, DerivedName, derived_names, name_problems
+from tests.cases import FIXTURES, SHIPPED
+from tests.synth_helpers import resources
+
+# resource type -> (attribute holding its name, naming rule)
+NAMED = {
+    "aws_iam_role": ("name", "iam_role"),
+    "aws_cloudwatch_event_rule": ("name", "event_rule"),
+    "aws_sqs_queue": ("name", "sqs_queue"),
+    "aws_s3_bucket": ("bucket", "s3_bucket"),
+    "aws_ecr_repository": ("name", "ecr_repository"),
+    "aws_codebuild_project": ("name", "codebuild_project"),
+    "aws_launch_template": ("name", "launch_template"),
+    "aws_eks_node_group": ("node_group_name", "node_group"),
+    "aws_security_group": ("name", "security_group"),
+}
+ACCOUNT_TOKEN = re.compile(r"\$\{data\.aws_caller_identity\.[\w-]+\.account_id\}")
+# The cluster's name, referenced in its own stack or read from the cluster layer's remote state.
+CLUSTER_NAME_TOKEN = re.compile(r"\$\{(aws_eks_cluster\.[\w-]+\.name|data\.terraform_remote_state\.[^}]*"
+                                r"aws_eks_cluster[\w-]*name)\}")
+
+
+def names_in_json(synthesized, profile: str) -> set[tuple[str, str]]:
+    found = set()
+    for stack in synthesized.stacks[profile].values():
+        for resource_type, (attribute, rule) in NAMED.items():
+            for body in resources(stack, resource_type).values():
+                if attribute in body:
+                    name = CLUSTER_NAME_TOKEN.sub(synthesized.configs[profile].name, body[attribute])
+                    found.add((rule, ACCOUNT_TOKEN.sub(ACCOUNT, name)))
+    return found
+
+
+@pytest.mark.parametrize("profile", SHIPPED + FIXTURES)
+def test_every_synthesized_name_follows_its_rules_and_was_foreseen(synthesized, profile):
+    found = names_in_json(synthesized, profile)
+    assert len(found) > 10
+    for rule, name in found:
+        assert not name_problems(DerivedName(("name",), name, rule, name)), (rule, name)
+    foreseen = {(d.kind, d.name) for d in derived_names(synthesized.configs[profile].name_sources)}
+    unforeseen = {(rule, name) for rule, name in found
+                  if rule != "node_group" or name != "system"} - foreseen
+    assert unforeseen == set(), "the validator's formulas miss names the stacks create"
+
+
+def test_the_rules_refuse_what_aws_refuses():
+    assert RULES["event_rule"].problem("x" * 65)
+    assert RULES["iam_role"].problem("role with space")
+    assert RULES["ecr_repository"].problem("a--b/c")
+    assert not RULES["ecr_repository"].problem("a-b/c_d.e")
+    assert name_problems(DerivedName(("name",), "x", "s3_bucket", "xn--data-123"))
+
+
+def test_the_platform_namespaces_are_the_registrys():
+    registry = {a.namespace for a in ADDONS if a.create_namespace and a.key != "argo_workflows"}
+    assert set(PLATFORM_NAMESPACES) == registry | {VALIDATION_NAMESPACE}
