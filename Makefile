@@ -18,7 +18,11 @@ export UV_COMPILE_BYTECODE := 1
 # jsii unpacks the provider bindings (~570 MB) once; keep them with the project.
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT ?= $(CURDIR)/.cache/jsii
 
-.PHONY: synth test lint env manifests verify plan deploy destroy outputs hcl clean provider-mirror help
+.PHONY: synth test lint env manifests verify plan deploy destroy outputs hcl clean provider-mirror help profiles
+
+help:  ## this list
+	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | expand -t 24
+	@echo "PROFILE=<name or path> (default $(PROFILE)), LAYER=all|aws|<layer>, AUTO_APPROVE=1"
 LAYER ?= all
 # Terraform (and the cdktf CLI) never call HashiCorp's update-check service.
 export CHECKPOINT_DISABLE := 1
@@ -41,29 +45,32 @@ $(CHECKOV): $(UV) tools/checkov.lock
 	VIRTUAL_ENV=$(TOOLS)/checkov $(UV) pip sync --quiet --require-hashes tools/checkov.lock
 	touch $@
 
-synth: $(STAMP)
+profiles: $(STAMP)  ## list the shipped profiles (GPU type and count, nodes, EFA interfaces)
+	$(PY) main.py profiles
+
+synth: $(STAMP)  ## synthesize every layer of PROFILE into cdktf.out/<name>/
 	$(PY) main.py synth --profile $(PROFILE)
 
-manifests: $(STAMP)
+manifests: $(STAMP)  ## write the validation workloads as YAML
 	$(PY) main.py manifests --profile $(PROFILE)
 
-verify: $(STAMP)
+verify: $(STAMP)  ## run the validation workloads on the profile's cluster
 	$(PY) main.py verify --profile $(PROFILE)
 
-hcl: $(STAMP)
+hcl: $(STAMP)  ## write the stacks as HCL (leaving cdktf)
 	$(PY) main.py hcl --profile $(PROFILE)
 
 # deploy and destroy show each layer's plan and ask; AUTO_APPROVE=1 approves (needed without a terminal).
-plan deploy destroy: $(STAMP)
+plan deploy destroy: $(STAMP)  ## plan / deploy / destroy LAYER of PROFILE, plans shown
 	AUTO_APPROVE=$(AUTO_APPROVE) $(PY) main.py $@ --profile $(PROFILE) --layer $(LAYER)
 
-outputs: $(STAMP)
+outputs: $(STAMP)  ## print the deployed layers' outputs
 	$(PY) main.py outputs --profile $(PROFILE)
 
 # A filesystem mirror of hashicorp/aws for the offline tests, made where the registry is reachable
 # (the GitHub workflow does this); point TF_PROVIDER_MIRROR at it.
 MIRROR ?= $(CURDIR)/.tools/terraform-mirror
-provider-mirror:
+provider-mirror:  ## make an offline mirror of hashicorp/aws (needs the registry)
 	mkdir -p .tools/mirror-source
 	printf 'terraform {\n  required_providers {\n    aws = { source = "hashicorp/aws", version = "5.100.0" }\n  }\n}\n' \
 		> .tools/mirror-source/main.tf
@@ -71,12 +78,12 @@ provider-mirror:
 
 # The lint and type gate: ruff and mypy --strict with the rules in pyproject.toml, zero findings.
 # mypy reads the provider bindings' types (about a minute on a cold cache, seconds after).
-lint: $(STAMP)
+lint: $(STAMP)  ## ruff and mypy --strict
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-test: lint $(CHECKOV)
+test: lint $(CHECKOV)  ## the whole test suite, as CI runs it
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-clean:
+clean:  ## remove generated output
 	rm -rf cdktf.out .pytest_cache .mypy_cache .ruff_cache

@@ -10,7 +10,7 @@
 
 Each profile works in its own folder, cdktf.out/<profile name>/ (stacks, plans, kubeconfig), and
 keeps local state in state/<profile name>/. `cdktf synth` / `cdktf deploy <layer>` run this file
-with no arguments: the profile then comes from the PROFILE environment variable (default:
+with no arguments (it then synthesizes): the profile then comes from the PROFILE environment variable (default:
 g6-validation) and the stacks go where the cdktf CLI wants them (CDKTF_OUTDIR, or cdktf.out).
 """
 
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from profiles import DEFAULT_PROFILE, PlatformConfig, ProfileError, load_profile
+from profiles import DEFAULT_PROFILE, PlatformConfig, ProfileError, available_profiles, load_profile
 from profiles.loader import resolve
 from profiles.schema import SCHEMA_PATH, profile_schema
 
@@ -42,15 +42,21 @@ PROFILE_MARKER = ".profile-source"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="main.py", description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="main.py", description=(__doc__ or "").split("\n\n")[0],
+        epilog="Run with no arguments (it then synthesizes), as `cdktf synth` and `cdktf deploy <layer>` do: "
+               "the profile comes from $PROFILE and the stacks go to $CDKTF_OUTDIR (default cdktf.out).")
     # Every command but `schema` works on one profile.
     with_profile = argparse.ArgumentParser(add_help=False)
-    with_profile.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE)
+    with_profile.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE,
+                              help=f"a shipped profile ({', '.join(available_profiles())}; see `main.py profiles`) "
+                                   "or the path of your own YAML file (default: $PROFILE, else %(default)s)")
     with_profile.add_argument("--outdir", default=None,
                               help="output folder (default: cdktf.out/<profile name>/, per command below it)")
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("synth", parents=[with_profile], help="synthesize all layers of a profile")
     commands.add_parser("schema", help="write the profile JSON schema for editor completion")
+    commands.add_parser("profiles", help="list the shipped profiles: GPU type and count, nodes, EFA interfaces")
     for name, help_ in (("manifests", "write the validation workloads as plain YAML"),
                         ("verify", "run the validation workloads on the live cluster (kubectl)")):
         sub = commands.add_parser(name, parents=[with_profile], help=help_)
@@ -67,7 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
         ("destroy", "clean up controller-made resources, then show, confirm and destroy in reverse order"),
     ):
         sub = commands.add_parser(name, parents=[with_profile], help=help_)
-        sub.add_argument("--layer", default=os.environ.get("LAYER") or "all")
+        sub.add_argument("--layer", default=os.environ.get("LAYER") or "all",
+                         choices=["all", "aws", "cluster", "storage", "build", "addons", "workloads"],
+                         help="all layers (default), aws (cluster, storage, build) or one layer")
         sub.add_argument("--yes", action="store_true", default=os.environ.get("AUTO_APPROVE", "") in ("1", "true"),
                          help="apply without asking (AUTO_APPROVE=1 does the same through make)")
     return parser
@@ -78,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "schema":
         return write_schema()
+    if args.command == "profiles":
+        return list_profiles()
     cdktf_cli = args.command is None
     if cdktf_cli:  # run by the cdktf CLI: synthesize with the defaults, where the CLI expects it
         args = parser.parse_args(["synth", "--outdir", os.environ.get("CDKTF_OUTDIR") or str(OUTPUT_ROOT)])
@@ -109,6 +119,17 @@ def claim_profile_folder(folder: Path, profile: str) -> str | None:
     folder.mkdir(parents=True, exist_ok=True)
     marker.write_text(source + "\n")
     return None
+
+
+def list_profiles() -> int:
+    for name in available_profiles():
+        config = load_profile(name)
+        groups = ", ".join(
+            f"{g.max_size} x {g.instance_type} ({g.catalog_entry.gpu_count} x {g.catalog_entry.gpu_model}, "
+            f"{g.catalog_entry.max_efa_interfaces if g.efa_enabled else 0} EFA)"
+            for g in config.cluster.gpu_node_groups) or "no GPU node group"
+        print(f"{name:16} {config.region:12} {groups}")
+    return 0
 
 
 def write_schema() -> int:

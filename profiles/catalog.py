@@ -131,3 +131,13 @@ CATALOG: dict[str, GpuInstanceType] = {entry.name: entry for entry in _ENTRIES}
 def lookup(instance_type: str) -> GpuInstanceType:
     """The catalog entry; KeyError for a type the catalog does not know."""
     return CATALOG[instance_type]
+
+
+def natural_key(instance_type: str) -> tuple[str, int, str]:
+    """g5.2xlarge before g5.12xlarge: family, then the size's number, then the rest."""
+    family, _, size = instance_type.partition(".")
+    digits = "".join(ch for ch in size if ch.isdigit())
+    return family, int(digits) if digits else (0 if size == "xlarge" else -1), size
+
+
+INSTANCE_TYPES = tuple(sorted(CATALOG, key=natural_key))

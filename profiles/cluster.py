@@ -20,7 +20,7 @@ from profiles.base import (
     check_sizes,
     check_unique,
 )
-from profiles.catalog import CATALOG, GpuInstanceType, lookup
+from profiles.catalog import CATALOG, INSTANCE_TYPES, GpuInstanceType, lookup
 from profiles.versions import (
     DEFAULT_KUBERNETES_VERSION,
     MANAGED_ADDON_MINIMUMS,
@@ -187,7 +187,8 @@ Capacity = Annotated[OnDemandCapacity | OdcrCapacity | CapacityBlock, Field(disc
 
 class GpuNodeGroupConfig(Strict):
     name: Name
-    instance_type: str = Field(..., description="A type from the GPU instance catalog (profiles/catalog.py).")
+    instance_type: str = Field(..., description="A type from the GPU instance catalog (profiles/catalog.py).",
+                               json_schema_extra={"enum": list(INSTANCE_TYPES)})
     efa_enabled: bool = Field(
         False, description="Attach one EFA interface per EFA-capable network card. Only on types with EFA."
     )
@@ -213,7 +214,7 @@ class GpuNodeGroupConfig(Strict):
     def _known_type(cls, value: str) -> str:
         if value not in CATALOG:
             raise ValueError(
-                f"unknown GPU instance type {value!r}; the catalog knows {', '.join(sorted(CATALOG))}. "
+                f"unknown GPU instance type {value!r}; the catalog knows {', '.join(INSTANCE_TYPES)}. "
                 "To add one, append its EC2 facts to profiles/catalog.py"
             )
         return value
@@ -222,7 +223,7 @@ class GpuNodeGroupConfig(Strict):
     def _consistent(self) -> GpuNodeGroupConfig:
         entry = lookup(self.instance_type)
         if self.efa_enabled and not entry.efa_supported:
-            with_efa = sorted(n for n, e in CATALOG.items() if e.family == entry.family and e.efa_supported)
+            with_efa = [n for n in INSTANCE_TYPES if CATALOG[n].family == entry.family and CATALOG[n].efa_supported]
             raise FieldProblem(
                 "efa_enabled",
                 True,

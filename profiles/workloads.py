@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from profiles.base import FieldProblem, K8sName, Strict, check_unique
-from profiles.catalog import CATALOG
+from profiles.catalog import CATALOG, INSTANCE_TYPES
 
 CapacityType = Literal["on-demand", "spot", "reserved"]
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -41,7 +41,7 @@ class GpuPoolConfig(Strict):
         unknown = [t for t in types if t not in CATALOG]
         if unknown:
             raise ValueError(
-                f"not in the GPU instance catalog: {', '.join(unknown)}; known: {', '.join(sorted(CATALOG))}"
+                f"not in the GPU instance catalog: {', '.join(unknown)}; known: {', '.join(INSTANCE_TYPES)}"
             )
         return types
 

@@ -115,3 +115,32 @@ def test_two_profile_files_with_one_name_are_refused(tmp_path):
     second = run("synth", "--profile", str(copy), cwd=tmp_path)
     assert second.returncode == 2
     assert "has the name of" in second.stderr and "its own `name`" in second.stderr
+
+
+def test_profiles_lists_gpu_type_nodes_and_efa():
+    result = run("profiles")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["g6-validation", "p5-training", "p5en-training"]
+    assert "4 x p5.48xlarge (8 x H100, 32 EFA)" in result.stdout
+
+
+def test_every_option_has_help_and_make_help_lists_the_targets():
+    for command in ("synth", "plan", "deploy", "destroy", "manifests", "verify", "hcl", "outputs"):
+        text = run(command, "--help").stdout.split("options:", 1)[1]
+        for option in ("--profile", "--outdir"):
+            block = text.split(option, 1)[1].split("\n  -", 1)[0]
+            assert len(block.split()) > 3, f"{command} {option} has no help text"
+    assert "no arguments (it then synthesizes)" in " ".join(run("--help").stdout.split())
+    makefile_help = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    for target in ("synth", "test", "plan deploy destroy", "profiles"):
+        assert target in makefile_help.stdout
+
+
+def test_the_schema_knows_the_instance_types_in_natural_order():
+    schema = json.loads((ROOT / "profiles" / "profile.schema.json").read_text())
+    enum = schema["$defs"]["GpuNodeGroupConfig"]["properties"]["instance_type"]["enum"]
+    assert enum.index("g5.2xlarge") < enum.index("g5.12xlarge") < enum.index("g5.48xlarge")
+    for shipped in ("g6-validation", "p5-training", "p5en-training"):
+        first = (ROOT / "profiles" / f"{shipped}.yaml").read_text().splitlines()[0]
+        assert first == "# yaml-language-server: $schema=profile.schema.json"
