@@ -3,11 +3,21 @@ constrained string types of AWS and Kubernetes vocabulary. Binding-free, like al
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 from collections.abc import Sequence
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+def did_you_mean(value: object, choices: Sequence[str]) -> str:
+    """A "did you mean 'x'?" hint for a near-miss, or '' when nothing is close."""
+    # Numbers and versions ('1.20' vs '1.32') look alike to difflib without being typos.
+    if not isinstance(value, str) or not choices or not any(char.isalpha() for char in value):
+        return ""
+    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else ""
 
 
 class FieldProblem(ValueError):

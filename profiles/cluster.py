@@ -19,6 +19,7 @@ from profiles.base import (
     check_cidr,
     check_sizes,
     check_unique,
+    did_you_mean,
 )
 from profiles.catalog import CATALOG, INSTANCE_TYPES, GpuInstanceType, lookup
 from profiles.versions import (
@@ -213,8 +214,10 @@ class GpuNodeGroupConfig(Strict):
     @classmethod
     def _known_type(cls, value: str) -> str:
         if value not in CATALOG:
+            hint = did_you_mean(value, INSTANCE_TYPES)
             raise ValueError(
-                f"unknown GPU instance type {value!r}; the catalog knows {', '.join(INSTANCE_TYPES)}. "
+                f"unknown GPU instance type {value!r}; {hint + ' ' if hint else ''}"
+                f"The catalog knows {', '.join(INSTANCE_TYPES)}. "
                 "To add one, append its EC2 facts to profiles/catalog.py"
             )
         return value

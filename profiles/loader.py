@@ -7,6 +7,7 @@ Every user error becomes a `ProfileError` whose `problems` are printable lines o
 from __future__ import annotations
 
 import difflib
+import re
 import reprlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from profiles.base import PATTERN_WORDS, FieldProblem
+from profiles.base import PATTERN_WORDS, FieldProblem, did_you_mean
 from profiles.models import PlatformConfig
 
 PROFILES_DIR = Path(__file__).resolve().parent
@@ -170,17 +171,40 @@ def _problem(error: ErrorDetails) -> _Problem:
     message = error["msg"].removeprefix("Value error, ")
     if loc and loc[-1] == "[key]":  # pydantic's marker for a bad mapping key
         loc, message = loc[:-1], f"bad key: {message}"
+    prefix = "bad key: " if message.startswith("bad key: ") else ""
+    value = error.get("input")
     cause = (error.get("ctx") or {}).get("error")
     if isinstance(cause, FieldProblem):
         return _Problem([*loc, *cause.field], str(cause), cause.value, cause.allowed)
     if error["type"] == "string_pattern_mismatch":
         pattern = str((error.get("ctx") or {}).get("pattern", ""))
         words = PATTERN_WORDS.get(pattern, "a value of the form the field's description gives")
-        prefix = "bad key: " if message.startswith("bad key: ") else ""
-        return _Problem(loc, f"{prefix}not in the expected form", error.get("input"), words)
+        return _Problem(loc, f"{prefix}not in the expected form", value, words)
     if error["type"] == "extra_forbidden":
-        return _Problem(loc, "unknown setting", error.get("input"), ", ".join(_allowed_keys(error["loc"][:-1])))
-    return _Problem(loc, message, error.get("input"))
+        allowed = _allowed_keys(error["loc"][:-1])
+        message = _with_hint("unknown setting", loc[-1] if loc else None, allowed)
+        return _Problem(loc, message, value, ", ".join(allowed))
+    if error["type"] in ("literal_error", "enum"):
+        choices = _quoted_choices(str((error.get("ctx") or {}).get("expected", "")))
+        message = _with_hint(f"{prefix}not one of the allowed values", value, choices)
+        return _Problem(loc, message, value, ", ".join(choices))
+    if error["type"] == "union_tag_invalid":  # e.g. capacity.type: the discriminator names the field
+        ctx = error.get("ctx") or {}
+        choices = _quoted_choices(str(ctx.get("expected_tags", "")))
+        field = str(ctx.get("discriminator", "type")).strip("'")
+        tag = ctx.get("tag")
+        return _Problem([*loc, field], _with_hint(f"unknown {field}", tag, choices), tag, ", ".join(choices))
+    return _Problem(loc, message, value)
+
+
+def _with_hint(message: str, value: Any, choices: list[str]) -> str:
+    hint = did_you_mean(value, choices)
+    return f"{message}; {hint}" if hint else message
+
+
+def _quoted_choices(expected: str) -> list[str]:
+    """pydantic lists choices as "'a', 'b' or 'c'"; return ['a', 'b', 'c']."""
+    return re.findall(r"'([^']*)'", expected)
 
 
 def describe(error: ErrorDetails) -> str:

@@ -27,7 +27,8 @@ def test_broken_profile_exits_2_with_every_problem(tmp_path):
     assert "Traceback" not in result.stderr
     assert "name: not in the expected form" in result.stderr and "'Broken_Name'" in result.stderr
     assert "should match pattern" not in result.stderr  # plain words, never the regular expression
-    assert "cluster.vpc.nat_gateways: Input should be 'single' or 'per_az' (got 'lots')" in result.stderr
+    expected = "cluster.vpc.nat_gateways: not one of the allowed values (got 'lots'; allowed: single, per_az)"
+    assert expected in result.stderr
     assert not (tmp_path / "out").exists(), "nothing may be synthesized from an invalid profile"
 
 

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from profiles import ProfileError, available_profiles, load_profile, validate_profile
+from profiles.base import did_you_mean
 from profiles.catalog import CATALOG
 from profiles.cluster import CapacityBlock, OdcrCapacity
 
@@ -88,11 +89,25 @@ def test_catalog_matches_the_documented_efa_facts():
 
 # (changes to the default profile, expected field path, words the message must contain)
 BAD_INPUT = [
+    # near-misses get a suggestion: unknown keys, literal choices, union tags, catalog names
+    ({"clustr": {}}, "clustr", ["unknown setting", "did you mean 'cluster'?"]),
+    ({"cluster__kubernetes_versoin": "1.35"}, "cluster.kubernetes_versoin", ["did you mean 'kubernetes_version'?"]),
+    ({"cluster__control_plane_log_types": ["audt"]}, "cluster.control_plane_log_types.0", ["did you mean 'audit'?"]),
+    (
+        {"cluster__gpu_node_groups__0__capacity": {"type": "on_demnd"}},
+        "cluster.gpu_node_groups.0.capacity.type",
+        ["'on_demnd'", "did you mean 'on_demand'?"],
+    ),
+    (
+        {"cluster__gpu_node_groups__0__instance_type": "g6.8xlarg"},
+        "cluster.gpu_node_groups.0.instance_type",
+        ["did you mean 'g6.8xlarge'?"],
+    ),
     ({"name": "Bad_Name"}, "name", ["'Bad_Name'", "not in the expected form", "e.g. gpu-platform"]),
     ({"region": "mars-1"}, "region", ["'mars-1'"]),
     ({"colour": "blue"}, "colour", ["unknown setting", "allowed: name, region"]),
     ({"state__bucket": "Not A Bucket"}, "state.bucket", ["'Not A Bucket'"]),
-    ({"cluster__kubernetes_version": "1.20"}, "cluster.kubernetes_version", ["'1.20'", "'1.33'"]),
+    ({"cluster__kubernetes_version": "1.20"}, "cluster.kubernetes_version", ["'1.20'", "allowed: 1.31, 1.32, 1.33"]),
     ({"cluster__vpc__cidr": "10.0.0.1/16"}, "cluster.vpc.cidr", ["host bits", "'10.0.0.1/16'"]),
     ({"cluster__vpc__cidr": "10.0.0.0/24"}, "cluster.vpc.cidr", ["/20 or larger"]),
     ({"cluster__vpc__availability_zones": ["us-west-2a"]}, "cluster.vpc.availability_zones", ["at least 2"]),
@@ -111,11 +126,11 @@ BAD_INPUT = [
         "cluster.vpc.gpu_availability_zone",
         ["'us-west-2c'", "not one the VPC spans", "allowed: us-west-2a, us-west-2b"],
     ),
-    ({"cluster__vpc__nat_gateways": "two"}, "cluster.vpc.nat_gateways", ["'two'", "'single' or 'per_az'"]),
+    ({"cluster__vpc__nat_gateways": "two"}, "cluster.vpc.nat_gateways", ["'two'", "allowed: single, per_az"]),
     (
         {"cluster__vpc__interface_endpoints": ["dynamodb"]},
         "cluster.vpc.interface_endpoints.0",
-        ["'dynamodb'", "'ecr.api'"],
+        ["'dynamodb'", "allowed: ecr.api, ecr.dkr"],
     ),
     (
         {"cluster__endpoint_public_access": True, "cluster__endpoint_public_access_cidrs": ["0.0.0.0/0"]},
@@ -140,7 +155,7 @@ BAD_INPUT = [
     (
         {"cluster__addon_versions": {"kubectl": "v1.0.0-eksbuild.1"}},
         "cluster.addon_versions.kubectl",
-        ["bad key", "'kubectl'", "'vpc-cni'"],
+        ["bad key", "'kubectl'", "allowed: vpc-cni"],
     ),
     # Names AWS would reject after earlier layers are applied (issue 16's cases).
     ({"name": "a" * 30}, "name", ["EventBridge rule name", "65 characters long; at most 64"]),
@@ -196,7 +211,7 @@ BAD_INPUT = [
     (
         {"cluster__control_plane_log_types": ["everything"]},
         "cluster.control_plane_log_types.0",
-        ["'everything'", "'audit'"],
+        ["'everything'", "allowed: api, audit"],
     ),
     (
         {"cluster__system_node_group__desired_size": 9},
@@ -273,8 +288,8 @@ BAD_INPUT = [
     ),
     (
         {"cluster__gpu_node_groups__0__capacity": {"type": "spot"}},
-        "cluster.gpu_node_groups.0.capacity",
-        ["'spot'", "'on_demand', 'odcr', 'capacity_block'"],
+        "cluster.gpu_node_groups.0.capacity.type",
+        ["'spot'", "allowed: on_demand, odcr, capacity_block"],
     ),
     (
         {
@@ -443,7 +458,7 @@ STORAGE_BAD_INPUT = [
     (
         fsx(data_repository_associations=[{"file_system_path": "/data", "bucket": "models"}]),
         "storage.fsx.data_repository_associations.0.bucket",
-        ["'models'", "'datasets' or 'checkpoints'"],
+        ["'models'", "allowed: datasets, checkpoints"],
     ),
     (
         fsx(
@@ -461,7 +476,7 @@ STORAGE_BAD_INPUT = [
     (
         mutated(build__compute_type="BUILD_GENERAL1_HUGE"),
         "build.compute_type",
-        ["'BUILD_GENERAL1_HUGE'", "'BUILD_GENERAL1_SMALL'"],
+        ["'BUILD_GENERAL1_HUGE'", "allowed: BUILD_GENERAL1_SMALL"],
     ),
     (
         mutated(build__reference_implementations={"-bad-": {"repository_url": "https://example.com/x.git"}}),
@@ -533,7 +548,7 @@ ADDON_BAD_INPUT = [
     (
         jark(addons__jupyterhub__exposure={"type": "internet_http"}),
         "addons.jupyterhub.exposure.type",
-        ["'internet_http'", "'cluster_ip', 'internal_nlb' or 'public_nlb_tls'"],
+        ["'internet_http'", "allowed: cluster_ip, internal_nlb, public_nlb_tls"],
     ),
     (
         jark(addons__jupyterhub__exposure={"type": "internal_nlb", "acm_certificate_arn": "my-cert"}),
@@ -646,7 +661,7 @@ WORKLOADS_AND_STATE_BAD_INPUT = [
     (
         mutated(workloads={"gpu_pool": {"capacity_types": ["preemptible"]}}),
         "workloads.gpu_pool.capacity_types.0",
-        ["'preemptible'", "'on-demand', 'spot' or 'reserved'"],
+        ["'preemptible'", "allowed: on-demand, spot, reserved"],
     ),
     (
         mutated(workloads={"cpu_pool": {"instance_categories": ["x"]}}),
@@ -671,3 +686,10 @@ ALL_BAD_INPUT = [
 )
 def test_bad_input_names_field_value_and_allowed(doc, field, words):
     assert_reported(doc, field, words)
+
+
+def test_suggestions_only_for_near_misses_that_are_words():
+    assert did_you_mean("on_demnd", ["on_demand", "odcr"]) == "did you mean 'on_demand'?"
+    assert did_you_mean("banana", ["on_demand", "odcr"]) == ""  # nothing close: no guess
+    assert did_you_mean("1.20", ["1.31", "1.32"]) == ""  # versions look alike without being typos
+    assert did_you_mean(7, ["seven"]) == ""
