@@ -12,6 +12,7 @@ ChartVersion = Annotated[str, Field(pattern=r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]
 
 class AddonConfig(Strict):
     enabled: bool = True
+    """Install this add-on."""
 
 
 class ReleaseConfig(AddonConfig):
@@ -39,7 +40,9 @@ class MonitoringConfig(ReleaseConfig):
         "grafana-admin", description="With existing_secret: Secret holding keys admin-user and admin-password."
     )
     prometheus_retention_days: int = Field(15, ge=1, le=365)
+    """How many days Prometheus keeps metrics."""
     prometheus_storage_gib: int = Field(50, ge=10)
+    """Size of Prometheus' persistent volume, in GiB."""
 
 
 class OidcConfig(Strict):
@@ -47,14 +50,20 @@ class OidcConfig(Strict):
     profile: it is read from a Secret mounted into the hub at /run/secrets/oidc."""
 
     client_id: str = Field(..., min_length=1)
+    """The OAuth client id registered with the identity provider."""
     client_secret_name: K8sName = Field(
         "jupyterhub-oidc", description="Secret with key client-secret, in the hub namespace."
     )
     callback_url: HttpsUrl
+    """JupyterHub's OAuth callback URL, e.g. https://hub.example.com/hub/oauth_callback."""
     authorize_url: HttpsUrl
+    """The identity provider's authorization endpoint (https)."""
     token_url: HttpsUrl
+    """The identity provider's token endpoint (https)."""
     userdata_url: HttpsUrl
+    """The identity provider's user-info endpoint (https)."""
     scopes: list[str] = Field(["openid", "profile", "email"], min_length=1)
+    """OAuth scopes requested at sign-in."""
     username_claim: str = Field("sub", description="A stable claim: sub never changes, unlike email.")
 
 
@@ -100,7 +109,9 @@ class JupyterHubExposure(Strict):
 
 class JupyterHubConfig(ReleaseConfig):
     enabled: bool = False
+    """Install JupyterHub (off by default; needs oidc and allowed_users)."""
     oidc: OidcConfig | None = None
+    """The OpenID Connect identity provider users sign in with; required when enabled."""
     allowed_users: list[str] = Field(
         default_factory=list, description="Values of the username claim allowed to log in."
     )
@@ -112,6 +123,7 @@ class JupyterHubConfig(ReleaseConfig):
         1200, ge=300, description="GPU images are large: starts of many minutes are normal."
     )
     user_storage_gib: int = Field(20, ge=1)
+    """Size of each user's home volume, in GiB."""
     exposure: JupyterHubExposure = Field(
         default_factory=JupyterHubExposure, description="How users reach the hub; private (ClusterIP) by default."
     )
@@ -137,7 +149,9 @@ class JupyterHubConfig(ReleaseConfig):
 
 class ArgoWorkflowsConfig(ReleaseConfig):
     enabled: bool = False
+    """Install Argo Workflows (off by default)."""
     namespace: K8sName = "argo"
+    """Namespace for the Argo Workflows controller and server; not a tenant's or the platform's own."""
     default_active_deadline_seconds: int = Field(3600, ge=60, description="Workflows without a deadline get this one.")
     default_parallelism: int = Field(10, ge=1, description="Pods a workflow runs at once unless it says otherwise.")
     quota_cpu: Quantity = Field("64", description="ResourceQuota requests.cpu of the workflow namespace.")
@@ -151,12 +165,19 @@ class KarpenterConfig(ReleaseConfig):
 
 class AddonsConfig(Strict):
     gpu_operator: GpuOperatorConfig = Field(default_factory=GpuOperatorConfig)
+    """NVIDIA GPU Operator (uses the driver the AL2023 NVIDIA AMI ships)."""
     efa_device_plugin: ReleaseConfig = Field(default_factory=ReleaseConfig)
+    """AWS EFA Kubernetes device plugin, which advertises vpc.amazonaws.com/efa."""
     monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
+    """kube-prometheus-stack with DCGM exporter scraping."""
     kuberay: ReleaseConfig = Field(default_factory=lambda: ReleaseConfig(enabled=False))
+    """KubeRay operator for Ray clusters and jobs (off by default)."""
     mpi_operator: AddonConfig = Field(
         default_factory=AddonConfig, description="The Kubeflow MPI Operator (MPIJob v2beta1) from its release manifest."
     )
     jupyterhub: JupyterHubConfig = Field(default_factory=JupyterHubConfig)
+    """JupyterHub for interactive notebooks (off by default)."""
     argo_workflows: ArgoWorkflowsConfig = Field(default_factory=ArgoWorkflowsConfig)
+    """Argo Workflows for pipelines (off by default)."""
     karpenter: KarpenterConfig = Field(default_factory=KarpenterConfig)
+    """Karpenter for just-in-time CPU and GPU nodes."""

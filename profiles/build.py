@@ -63,6 +63,7 @@ class BuildConfig(Strict):
     )
     keep_images: int = Field(20, ge=1, le=1000, description="ECR keeps the newest N images per repository.")
     build_timeout_minutes: int = Field(120, ge=5, le=2160)
+    """How long one CodeBuild image build may run, in minutes."""
 
     @field_validator("reference_implementations")
     @classmethod

@@ -114,8 +114,11 @@ class VpcConfig(Strict):
 class SystemNodeGroupConfig(Strict):
     instance_types: list[str] = Field(["m6i.xlarge"], min_length=1, description="Instance types for cluster services.")
     min_size: int = Field(2, ge=1)
+    """Fewest system nodes."""
     desired_size: int = Field(2, ge=1)
+    """System nodes to start with."""
     max_size: int = Field(4, ge=1)
+    """Most system nodes."""
     disk_size_gib: int = Field(100, ge=20, le=16384, description="Encrypted gp3 root volume.")
 
     @model_validator(mode="after")
@@ -129,6 +132,7 @@ RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
 
 class OnDemandCapacity(Strict):
     type: Literal["on_demand"] = "on_demand"
+    """Plain On-Demand instances, no reservation."""
 
 
 class OdcrCapacity(Strict):
@@ -136,10 +140,13 @@ class OdcrCapacity(Strict):
     (more capacity later needs no node-group change)."""
 
     type: Literal["odcr"]
+    """An On-Demand Capacity Reservation."""
     reservation_id: str | None = None
+    """The reservation's id (cr-...); give this or resource_group_arn."""
     resource_group_arn: str | None = Field(
         None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$"
     )
+    """ARN of a resource group of reservations; give this or reservation_id."""
     availability_zone: str = Field(..., description="The AZ the reservation was made in.")
 
     @model_validator(mode="after")
@@ -159,6 +166,7 @@ class CapacityBlock(Strict):
     """EC2 Capacity Block for ML: a fixed number of instances for a fixed window."""
 
     type: Literal["capacity_block"]
+    """EC2 Capacity Block for ML: a reservation bought for a fixed window."""
     reservation_id: str | None = Field(None, description="The Capacity Block's reservation id (cr-...).")
     instance_count: int = Field(..., ge=1, description="Instances in the block; node group sizes stay within it.")
     availability_zone: str = Field(..., description="The AZ the block was bought in.")
@@ -188,18 +196,22 @@ Capacity = Annotated[OnDemandCapacity | OdcrCapacity | CapacityBlock, Field(disc
 
 class GpuNodeGroupConfig(Strict):
     name: Name
+    """Node group name, unique in the profile and not 'system'."""
     instance_type: str = Field(..., description="A type from the GPU instance catalog (profiles/catalog.py).",
                                json_schema_extra={"enum": list(INSTANCE_TYPES)})
     efa_enabled: bool = Field(
         False, description="Attach one EFA interface per EFA-capable network card. Only on types with EFA."
     )
     min_size: int = Field(0, ge=0)
+    """Fewest nodes the group scales to."""
     desired_size: int = Field(
         0, ge=0, description="Initial size only: after the first apply autoscalers own it (ignored on update)."
     )
     max_size: int = Field(2, ge=1)
+    """Most nodes the group scales to."""
     root_volume_size_gib: int = Field(200, ge=50, le=16384, description="Encrypted gp3 root volume (images are large).")
     capacity: Capacity = Field(default_factory=OnDemandCapacity)
+    """How the instances are bought: on_demand, odcr or capacity_block."""
     placement_group: Literal["cluster", "none", "reservation"] | None = Field(
         None,
         description="cluster: a new cluster placement group; none: no placement group; reservation: "
@@ -275,6 +287,7 @@ class ClusterConfig(Strict):
         "component supports (profiles/versions.py lists the compatibility tables).",
     )
     vpc: VpcConfig
+    """The VPC the cluster runs in."""
     endpoint_public_access: bool = Field(
         False,
         description="Open the public API endpoint to endpoint_public_access_cidrs. Default: off; the API is "
@@ -299,7 +312,9 @@ class ClusterConfig(Strict):
         "Unset: EKS's default version for the cluster's Kubernetes version, read at plan time.",
     )
     system_node_group: SystemNodeGroupConfig = Field(default_factory=SystemNodeGroupConfig)
+    """CPU nodes for the platform's controllers."""
     gpu_node_groups: list[GpuNodeGroupConfig] = Field(default_factory=list)
+    """Managed GPU node groups; EFA-enabled ones get one EFA interface per EFA network card."""
 
     @field_validator("endpoint_public_access_cidrs")
     @classmethod

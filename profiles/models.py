@@ -50,11 +50,17 @@ class PlatformConfig(Strict):
         default_factory=dict, description="Tags on every AWS resource (provider default tags)."
     )
     state: StateConfig = Field(default_factory=StateConfig)
+    """Where Terraform keeps each layer's state: local files (default) or an S3 bucket."""
     cluster: ClusterConfig
+    """The cluster layer: VPC, EKS control plane, system node group and GPU node groups."""
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    """The storage layer: FSx for Lustre scratch file system and the datasets/checkpoints buckets."""
     build: BuildConfig = Field(default_factory=BuildConfig)
+    """The build layer: ECR repositories and the CodeBuild project that builds training images."""
     addons: AddonsConfig = Field(default_factory=AddonsConfig)
+    """The add-ons layer: which Helm releases to install and how they are configured."""
     workloads: WorkloadsConfig = Field(default_factory=WorkloadsConfig)
+    """The workloads layer: Karpenter pools and the tenants that run training jobs."""
 
     @model_validator(mode="after")
     def _dra_needs_resource_api_v1(self) -> PlatformConfig:

@@ -33,6 +33,7 @@ class DataRepositoryAssociation(Strict):
 
     file_system_path: str = Field(..., pattern=r"^/[A-Za-z0-9_.\-/]+$", description="e.g. /datasets")
     bucket: Literal["datasets", "checkpoints"]
+    """Which platform bucket this association links to the file system."""
     s3_prefix: str = Field("", pattern=r"^([A-Za-z0-9_.\-]+/)*$", description="Prefix ending in '/', or empty.")
     import_events: list[FsxEvent] = Field(["NEW", "CHANGED", "DELETED"], description="S3 changes FSx picks up.")
     export_events: list[FsxEvent] = Field(
@@ -51,6 +52,7 @@ class FsxConfig(Strict):
     )
     efa_enabled: bool = Field(False, description="EFA-enabled file system (PERSISTENT_2 with Lustre 2.15 only).")
     lustre_version: Literal["2.12", "2.15"] = "2.15"
+    """Lustre version of the file system."""
     data_compression: Literal["NONE", "LZ4"] = Field(
         "LZ4", description="LZ4 saves capacity and throughput on text data."
     )
@@ -61,6 +63,7 @@ class FsxConfig(Strict):
     )
     automatic_backup_retention_days: int = Field(0, ge=0, le=90, description="0 disables backups; SCRATCH_2 has none.")
     data_repository_associations: list[DataRepositoryAssociation] = Field(default_factory=list)
+    """Links between FSx paths and S3 prefixes; each tenant gets its own copy under /<tenant>."""
 
     # One validator per sizing rule, run in this order; the first broken rule is reported.
     @model_validator(mode="after")
@@ -140,6 +143,7 @@ class FsxConfig(Strict):
 class BucketLifecycle(Strict):
     noncurrent_version_expiration_days: int = Field(30, ge=1, description="Old object versions are deleted after this.")
     abort_incomplete_multipart_upload_days: int = Field(7, ge=1)
+    """Days after which unfinished multipart uploads are aborted (they are billed until then)."""
     intelligent_tiering_after_days: int | None = Field(
         None, ge=0, description="Move current objects to S3 Intelligent-Tiering after N days; unset: never."
     )
@@ -150,5 +154,8 @@ class StorageConfig(Strict):
         True, description="prevent_destroy on the file system and buckets. Turn off only for throw-away environments."
     )
     fsx: FsxConfig = Field(default_factory=FsxConfig)
+    """FSx for Lustre file system shared by training jobs."""
     datasets_bucket: BucketLifecycle = Field(default_factory=BucketLifecycle)
+    """Lifecycle of the datasets bucket."""
     checkpoints_bucket: BucketLifecycle = Field(default_factory=BucketLifecycle)
+    """Lifecycle of the checkpoints bucket."""

@@ -15,11 +15,14 @@ RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease
 
 class CpuPoolConfig(Strict):
     instance_categories: list[Literal["c", "m", "r"]] = Field(["c", "m", "r"], min_length=1)
+    """EC2 instance categories Karpenter may pick from (c, m, r)."""
     capacity_types: list[CapacityType] = Field(["on-demand"], min_length=1)
+    """Capacity types Karpenter may buy for CPU nodes."""
     cpu_limit: int = Field(
         256, ge=1, description="Total vCPUs the pool may launch (a scheduling limit, not a cost cap)."
     )
     consolidate_after_minutes: int = Field(5, ge=0)
+    """How long a node must be under-used before Karpenter consolidates it."""
     expire_after_hours: int = Field(720, ge=1, description="Nodes are replaced after this age (fresh AMIs).")
 
 
@@ -31,9 +34,11 @@ class GpuPoolConfig(Strict):
         ["g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6e.xlarge"], min_length=1, description="Types from the GPU catalog."
     )
     capacity_types: list[CapacityType] = Field(["on-demand"], min_length=1)
+    """Capacity types Karpenter may buy for GPU nodes."""
     gpu_limit: int = Field(8, ge=1, description="Total GPUs the pool may launch.")
     consolidate_after_minutes: int = Field(30, ge=0, description="Idle GPU nodes are removed after this.")
     expire_after_hours: int = Field(720, ge=1)
+    """Hours after which Karpenter replaces a GPU node (picks up new AMIs)."""
 
     @field_validator("instance_types")
     @classmethod
@@ -50,8 +55,11 @@ class TenantConfig(Strict):
     name: K8sName = Field(..., description="Namespace of the team; also its S3 prefix (<name>/).")
     gpu_quota: int = Field(8, ge=0, description="ResourceQuota requests.nvidia.com/gpu.")
     cpu_quota: str = Field("64", pattern=r"^\d+m?$")
+    """Total CPU the tenant's pods may request, as a Kubernetes quantity (e.g. 64 or 500m)."""
     memory_quota: str = Field("256Gi", pattern=r"^\d+(Ki|Mi|Gi|Ti)$")
+    """Total memory the tenant's pods may request, as a Kubernetes quantity (e.g. 256Gi)."""
     max_persistent_volume_claims: int = Field(20, ge=0)
+    """Most PersistentVolumeClaims the tenant may create."""
 
     @field_validator("name")
     @classmethod
@@ -63,8 +71,11 @@ class TenantConfig(Strict):
 
 class WorkloadsConfig(Strict):
     cpu_pool: CpuPoolConfig = Field(default_factory=CpuPoolConfig)
+    """Karpenter NodePool for CPU work."""
     gpu_pool: GpuPoolConfig = Field(default_factory=GpuPoolConfig)
+    """Karpenter NodePool for GPU work."""
     tenants: list[TenantConfig] = Field(default_factory=lambda: [TenantConfig(name="ml-team")])
+    """Teams that get a namespace, quotas, an IAM identity and their own FSx paths."""
     dra_gpu_counts: list[int] = Field(
         [1, 8], description="With GPU Operator DRA mode: one ResourceClaimTemplate per GPU count (gpu-<n>) per tenant."
     )

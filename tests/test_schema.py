@@ -16,3 +16,17 @@ def test_schema_forbids_unknown_keys():
     schema = profile_schema()
     assert schema["additionalProperties"] is False
     assert schema["$defs"]["GpuNodeGroupConfig"]["additionalProperties"] is False
+
+
+def test_every_setting_has_a_description_for_editors():
+    # Editors show the description on hover and completion; a bare name helps nobody.
+    schema = profile_schema()
+    models = [("profile", schema), *schema["$defs"].items()]
+    missing = [
+        f"{model}.{field}"
+        for model, definition in models
+        for field, spec in definition.get("properties", {}).items()
+        if not spec.get("description", "").strip()
+    ]
+    assert not missing, f"add a docstring under each of these fields: {missing}"
+    assert len([field for _, definition in models for field in definition.get("properties", {})]) > 140
