@@ -18,7 +18,7 @@ export UV_COMPILE_BYTECODE := 1
 # jsii unpacks the provider bindings (~570 MB) once; keep them with the project.
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT ?= $(CURDIR)/.cache/jsii
 
-.PHONY: synth test lint env manifests verify plan deploy destroy outputs hcl clean provider-mirror help profiles
+.PHONY: synth test lint env manifests verify plan deploy destroy outputs hcl clean provider-mirror help profiles diagram
 
 help:  ## this list
 	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | expand -t 24
@@ -50,6 +50,9 @@ profiles: $(STAMP)  ## list the shipped profiles (GPU type and count, nodes, EFA
 
 synth: $(STAMP)  ## synthesize every layer of PROFILE into cdktf.out/<name>/
 	$(PY) main.py synth --profile $(PROFILE)
+
+diagram: $(STAMP)  ## redraw the README's layers diagram from the default profile's synthesized stacks
+	$(PY) main.py diagram --profile g6-validation --readme
 
 manifests: $(STAMP)  ## write the validation workloads as YAML
 	$(PY) main.py manifests --profile $(PROFILE)

@@ -7,6 +7,7 @@
     python main.py hcl [--profile ...] [--outdir DIR]      # the stacks as HCL, for leaving cdktf
     python main.py plan|deploy|destroy [--layer all|LAYER] [--yes] [--profile ...]
     python main.py outputs [--profile ...]                 # the layers' outputs after a deploy
+    python main.py diagram [--profile ...] [--readme]      # Mermaid picture of the synthesized layers
 
 Each profile works in its own folder, cdktf.out/<profile name>/ (stacks, plans, kubeconfig), and
 keeps local state in state/<profile name>/. `cdktf synth` / `cdktf deploy <layer>` run this file
@@ -67,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
                               "else the pinned public one)")
     commands.add_parser("hcl", parents=[with_profile], help="write the stacks as HCL (cdk.tf) for teams leaving cdktf")
     commands.add_parser("outputs", parents=[with_profile], help="print the deployed layers' outputs")
+    diagram = commands.add_parser("diagram", parents=[with_profile],
+                                  help="synthesize, then print the layers as a Mermaid diagram")
+    diagram.add_argument("--readme", action="store_true", help="write it into README.md's layers diagram instead")
     for name, help_ in (
         ("plan", "terraform plan the layers in dependency order and show the plans"),
         ("deploy", "plan, show, confirm and apply the layers in dependency order"),
@@ -161,6 +165,21 @@ def print_synthesized(config: PlatformConfig, args: argparse.Namespace, file_nam
 def command_synth(config: PlatformConfig, args: argparse.Namespace) -> int:
     synthesize_profile(config, Path(args.outdir))
     print_synthesized(config, args, "cdk.tf.json")
+    return 0
+
+
+def command_diagram(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.diagram import load_stacks, mermaid, replace_in_readme
+    from stacks import LAYERS
+
+    synthesize_profile(config, Path(args.outdir))
+    picture = mermaid(load_stacks(Path(args.outdir), list(LAYERS)))
+    if not args.readme:
+        print(picture, end="")
+        return 0
+    readme = PROJECT_ROOT / "README.md"
+    readme.write_text(replace_in_readme(readme.read_text(), picture))
+    print(f"wrote the layers diagram of profile {config.name} into {readme}")
     return 0
 
 
@@ -307,6 +326,7 @@ COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {
     "outputs": command_outputs,
     "manifests": command_manifests,
     "verify": command_verify,
+    "diagram": command_diagram,
 }
 
 
