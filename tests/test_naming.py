@@ -33,12 +33,17 @@ CLUSTER_NAME_TOKEN = re.compile(r"\$\{(aws_eks_cluster\.[\w-]+\.name|data\.terra
 
 
 def names_in_json(synthesized, profile: str) -> set[tuple[str, str]]:
+    return names_in_stacks(synthesized.stacks[profile], synthesized.configs[profile].name)
+
+
+def names_in_stacks(stacks: dict[str, dict], cluster_name: str) -> set[tuple[str, str]]:
+    """(naming rule, name) of every named AWS resource, with tokens replaced by sample values."""
     found = set()
-    for stack in synthesized.stacks[profile].values():
+    for stack in stacks.values():
         for resource_type, (attribute, rule) in NAMED.items():
             for body in resources(stack, resource_type).values():
                 if attribute in body:
-                    name = CLUSTER_NAME_TOKEN.sub(synthesized.configs[profile].name, body[attribute])
+                    name = CLUSTER_NAME_TOKEN.sub(cluster_name, body[attribute])
                     found.add((rule, ACCOUNT_TOKEN.sub(ACCOUNT, name)))
     return found
 
