@@ -18,7 +18,7 @@ export UV_COMPILE_BYTECODE := 1
 # jsii unpacks the provider bindings (~570 MB) once; keep them with the project.
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT ?= $(CURDIR)/.cache/jsii
 
-.PHONY: synth test lint env manifests verify plan deploy destroy outputs hcl clean provider-mirror help profiles diagram
+.PHONY: synth test lint env manifests verify plan deploy destroy outputs hcl clean provider-mirror help profiles diagram new-profile
 
 help:  ## this list
 	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | expand -t 24
@@ -47,6 +47,9 @@ $(CHECKOV): $(UV) tools/checkov.lock
 
 profiles: $(STAMP)  ## list the shipped profiles (GPU type and count, nodes, EFA interfaces)
 	$(PY) main.py profiles
+
+new-profile: $(STAMP)  ## copy shipped profile PROFILE to TO=path/mine.yaml, ready to edit
+	$(PY) main.py new-profile "$(TO)" --from $(PROFILE)
 
 synth: $(STAMP)  ## synthesize every layer of PROFILE into cdktf.out/<name>/
 	$(PY) main.py synth --profile $(PROFILE)

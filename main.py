@@ -8,6 +8,7 @@
     python main.py plan|deploy|destroy [--layer all|LAYER] [--yes] [--profile ...]
     python main.py outputs [--profile ...]                 # the layers' outputs after a deploy
     python main.py diagram [--profile ...] [--readme]      # Mermaid picture of the synthesized layers
+    python main.py new-profile PATH [--from NAME]          # start your own profile from a shipped one
 
 Each profile works in its own folder, cdktf.out/<profile name>/ (stacks, plans, kubeconfig), and
 keeps local state in state/<profile name>/. `cdktf synth` / `cdktf deploy <layer>` run this file
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("synth", parents=[with_profile], help="synthesize all layers of a profile")
     commands.add_parser("schema", help="write the profile JSON schema for editor completion")
     commands.add_parser("profiles", help="list the shipped profiles: GPU type and count, nodes, EFA interfaces")
+    new_profile = commands.add_parser("new-profile", help="copy a shipped profile to PATH, ready to edit")
+    new_profile.add_argument("path", help="where to write it (a .yaml file that does not exist yet)")
+    new_profile.add_argument("--from", dest="source", default=DEFAULT_PROFILE, choices=available_profiles(),
+                             help="the shipped profile to start from (default: %(default)s)")
     for name, help_ in (("manifests", "write the validation workloads as plain YAML"),
                         ("verify", "run the validation workloads on the live cluster (kubectl)")):
         sub = commands.add_parser(name, parents=[with_profile], help=help_)
@@ -92,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         return write_schema()
     if args.command == "profiles":
         return list_profiles()
+    if args.command == "new-profile":
+        return copy_profile(args.source, Path(args.path))
     cdktf_cli = args.command is None
     if cdktf_cli:  # run by the cdktf CLI: synthesize with the defaults, where the CLI expects it
         args = parser.parse_args(["synth", "--outdir", os.environ.get("CDKTF_OUTDIR") or str(OUTPUT_ROOT)])
@@ -133,6 +141,29 @@ def list_profiles() -> int:
             f"{g.catalog_entry.max_efa_interfaces if g.efa_enabled else 0} EFA)"
             for g in config.cluster.gpu_node_groups) or "no GPU node group"
         print(f"{name:16} {config.region:12} {groups}")
+    return 0
+
+
+def copy_profile(source: str, target: Path) -> int:
+    """Copy a shipped profile to `target`: its schema line points at this checkout's schema from
+    wherever the copy lives, and its `name` is the file's, so it gets its own output and state."""
+    if target.suffix not in (".yaml", ".yml") or target.exists():
+        print(f"{target}: give the path of a new .yaml file (it must not exist yet)", file=sys.stderr)
+        return EXIT_USER_ERROR
+    schema = os.path.relpath(SCHEMA_PATH, target.resolve().parent)
+    text = resolve(source).read_text()
+    text = re.sub(r"^# yaml-language-server: \$schema=.*$", f"# yaml-language-server: $schema={schema}", text,
+                  count=1, flags=re.MULTILINE)
+    text = re.sub(r"^name: .*$", f"name: {target.stem}", text, count=1, flags=re.MULTILINE)
+    text = re.sub(rf"^(\s+profile: ){re.escape(source)}$", rf"\g<1>{target.stem}", text, count=1, flags=re.MULTILINE)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+    try:
+        load_profile(str(target))
+    except ProfileError as error:  # e.g. a file name that is not a valid profile name
+        print(f"wrote {target} from {source}; before using it:\n{error.render()}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    print(f"wrote {target} from {source} (name: {target.stem}); edit it, then `make synth PROFILE={target}`")
     return 0
 
 

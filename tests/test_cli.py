@@ -145,3 +145,20 @@ def test_the_schema_knows_the_instance_types_in_natural_order():
     for shipped in ("g6-validation", "p5-training", "p5en-training"):
         first = (ROOT / "profiles" / f"{shipped}.yaml").read_text().splitlines()[0]
         assert first == "# yaml-language-server: $schema=profile.schema.json"
+
+
+def test_new_profile_is_a_valid_copy_whose_schema_line_works_where_it_lives(tmp_path):
+    import main
+    from profiles import load_profile
+    from profiles.schema import SCHEMA_PATH
+
+    target = tmp_path / "teams" / "vision" / "team-vision.yaml"
+    assert main.main(["new-profile", str(target), "--from", "p5-training"]) == 0
+    first = target.read_text().splitlines()[0]
+    schema = first.removeprefix("# yaml-language-server: $schema=")
+    assert schema != first and (target.parent / schema).resolve() == SCHEMA_PATH
+    copied = load_profile(str(target))
+    assert copied.name == "team-vision" and copied.tags["profile"] == "team-vision"
+    assert copied.cluster.gpu_node_groups == load_profile("p5-training").cluster.gpu_node_groups
+    assert main.main(["new-profile", str(target)]) == 2, "an existing file is never overwritten"
+    assert main.main(["new-profile", str(tmp_path / "Not_A_Name.yaml")]) == 2
