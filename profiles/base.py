@@ -8,7 +8,8 @@ import ipaddress
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import InitErrorDetails
 
 
 def did_you_mean(value: object, choices: Sequence[str]) -> str:
@@ -28,6 +29,13 @@ class FieldProblem(ValueError):
         self.value = value
         self.allowed = allowed
         super().__init__(message)
+
+
+def raise_all(problems: Sequence[FieldProblem], *, title: str) -> None:
+    """Raise every problem at once, each as its own error (a validator's `raise` reports one)."""
+    if problems:
+        errors = [InitErrorDetails(type="value_error", loc=(), input=p.value, ctx={"error": p}) for p in problems]
+        raise ValidationError.from_exception_data(title, errors)
 
 
 class Strict(BaseModel):

@@ -7,18 +7,20 @@ Strict by design: unknown keys are rejected, models are frozen, choices are lite
 service's own vocabulary and units are part of field names. Defaults are the safe, cheap
 choice; each field's description says what the default does.
 
-Cross-field problems raise `FieldProblem`, which names the offending field so that the loader
-can print `path.to.field: message (got value; allowed: ...)`.
+Cross-field problems are `FieldProblem`s, which name the offending field so that the loader
+can print `path.to.field: message (got value; allowed: ...)`; the checks that span layers yield
+them and are reported together.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from pydantic import Field, model_validator
 
 from profiles.addons import AddonsConfig
-from profiles.base import FieldProblem, Name, Region, Strict, TagKey, TagValue
+from profiles.base import FieldProblem, Name, Region, Strict, TagKey, TagValue, raise_all
 from profiles.build import BuildConfig
 from profiles.cluster import CapacityBlock, ClusterConfig
 from profiles.naming import RULES, NameSources, derived_names, name_problems
@@ -63,19 +65,32 @@ class PlatformConfig(Strict):
     """The workloads layer: Karpenter pools and the tenants that run training jobs."""
 
     @model_validator(mode="after")
-    def _dra_needs_resource_api_v1(self) -> PlatformConfig:
+    def _cross_layer_checks(self) -> PlatformConfig:
+        """Run every check that spans layers and report all their problems at once (pydantic
+        stops at the first validator that raises)."""
+        checks = (
+            self._dra_needs_resource_api_v1,
+            self._components_support_kubernetes,
+            self._charts_meet_minimums,
+            self._associations_per_tenant_fit,
+            self._derived_names_are_valid,
+            self._names_do_not_collide,
+            self._azs_in_region,
+        )
+        raise_all([problem for check in checks for problem in check()], title="PlatformConfig")
+        return self
+
+    def _dra_needs_resource_api_v1(self) -> Iterator[FieldProblem]:
         gpu_operator, version = self.addons.gpu_operator, self.cluster.kubernetes_version
         if gpu_operator.enabled and gpu_operator.dra and version_tuple(version) < (1, 34):
-            raise FieldProblem(
+            yield FieldProblem(
                 ("addons", "gpu_operator", "dra"),
                 True,
                 f"DRA GPU allocation needs resource.k8s.io/v1 (Kubernetes 1.34+); the cluster runs {version}",
                 allowed="cluster.kubernetes_version 1.34 or later, or dra: false",
             )
-        return self
 
-    @model_validator(mode="after")
-    def _components_support_kubernetes(self) -> PlatformConfig:
+    def _components_support_kubernetes(self) -> Iterator[FieldProblem]:
         """The compatibility matrices: every enabled component supports the cluster's version."""
         kubernetes = self.cluster.kubernetes_version
         for key, table in KUBERNETES_MINIMUMS.items():
@@ -85,13 +100,11 @@ class PlatformConfig(Strict):
             if release.enabled and needed and version_tuple(version) < needed:
                 field = ("addons", key, "chart_version") if release.chart_version else ("cluster", "kubernetes_version")
                 value = version if release.chart_version else kubernetes
-                raise FieldProblem(field, value, f"{key} {version} does not support Kubernetes {kubernetes}",
+                yield FieldProblem(field, value, f"{key} {version} does not support Kubernetes {kubernetes}",
                                    allowed=f"{key} {'.'.join(map(str, needed))} or later for Kubernetes {kubernetes}, "
                                    "or an older cluster.kubernetes_version")
-        return self
 
-    @model_validator(mode="after")
-    def _charts_meet_minimums(self) -> PlatformConfig:
+    def _charts_meet_minimums(self) -> Iterator[FieldProblem]:
         uses_blocks = any(isinstance(group.capacity, CapacityBlock) for group in self.cluster.gpu_node_groups)
         # Karpenter's minimum is about Capacity Blocks: it binds only where the profile uses them.
         needed = {"karpenter": uses_blocks, "efa_device_plugin": True}
@@ -99,28 +112,25 @@ class PlatformConfig(Strict):
             release = getattr(self.addons, key)
             version = release.chart_version or CHARTS[key].version
             if release.enabled and needed[key] and version_tuple(version) < minimum.version:
-                raise FieldProblem(
+                yield FieldProblem(
                     ("addons", key, "chart_version"),
                     version,
                     minimum.why,
                     allowed=f"{'.'.join(map(str, minimum.version))} or later",
                 )
-        return self
 
-    @model_validator(mode="after")
-    def _associations_per_tenant_fit(self) -> PlatformConfig:
+    def _associations_per_tenant_fit(self) -> Iterator[FieldProblem]:
         """With tenants, every association is made once per tenant (their isolation on FSx)."""
         fsx, tenants = self.storage.fsx, len(self.workloads.tenants)
         count = len(fsx.data_repository_associations) * max(tenants, 1)
         if fsx.enabled and count > MAX_DATA_REPOSITORY_ASSOCIATIONS:
-            raise FieldProblem(
+            yield FieldProblem(
                 ("storage", "fsx", "data_repository_associations"),
                 f"{len(fsx.data_repository_associations)} associations x {tenants} tenants = {count}",
                 "each tenant gets its own copy of every association, and a file system takes at most "
                 f"{MAX_DATA_REPOSITORY_ASSOCIATIONS}",
                 allowed=f"associations x tenants <= {MAX_DATA_REPOSITORY_ASSOCIATIONS}",
             )
-        return self
 
     @property
     def name_sources(self) -> NameSources:
@@ -130,17 +140,18 @@ class PlatformConfig(Strict):
             reference_implementations=tuple(self.build.reference_implementations),
         )
 
-    @model_validator(mode="after")
-    def _derived_names_are_valid(self) -> PlatformConfig:
-        """Names AWS and Kubernetes would reject, found before any layer is applied."""
+    def _derived_names_are_valid(self) -> Iterator[FieldProblem]:
+        """Names AWS and Kubernetes would reject, found before any layer is applied: the first
+        problem of each field (one long name breaks many derived names the same way)."""
+        reported: set[tuple[str | int, ...]] = set()
         for derived in derived_names(self.name_sources):
-            for problem in name_problems(derived):
-                raise FieldProblem(derived.field, derived.value, problem,
+            problems = name_problems(derived)
+            if problems and derived.field not in reported:
+                reported.add(derived.field)
+                yield FieldProblem(derived.field, derived.value, problems[0],
                                    allowed="a shorter or plainer value for this field")
-        return self
 
-    @model_validator(mode="after")
-    def _names_do_not_collide(self) -> PlatformConfig:
+    def _names_do_not_collide(self) -> Iterator[FieldProblem]:
         """Two settings that would derive the same resource name or construct id, or a namespace
         the platform or Kubernetes already owns."""
         seen: dict[str, tuple[str | int, ...]] = {}
@@ -148,37 +159,34 @@ class PlatformConfig(Strict):
             key = f"{derived.kind}:{derived.name}"
             if key in seen and seen[key] != derived.field:
                 first = ".".join(map(str, seen[key]))
-                raise FieldProblem(derived.field, derived.value,
+                yield FieldProblem(derived.field, derived.value,
                                    f"derives {RULES[derived.kind].what} {derived.name!r}, as {first} does",
                                    allowed="a value that derives a name of its own")
             seen.setdefault(key, derived.field)
         tenants = [tenant.name for tenant in self.workloads.tenants]
         for index, tenant in enumerate(tenants):
             if f"{tenant}-identity" in tenants:  # construct ids tenant-<a> / tenant-<a>-identity
-                raise FieldProblem(("workloads", "tenants", tenants.index(f"{tenant}-identity"), "name"),
+                yield FieldProblem(("workloads", "tenants", tenants.index(f"{tenant}-identity"), "name"),
                                    f"{tenant}-identity", f"collides with tenant {tenant}'s identity (index {index})",
                                    allowed="a tenant name not ending in -identity")
         reserved = {*PLATFORM_NAMESPACES, self.addons.argo_workflows.namespace}
         for index, tenant in enumerate(tenants):
             if tenant in reserved:
-                raise FieldProblem(("workloads", "tenants", index, "name"), tenant,
+                yield FieldProblem(("workloads", "tenants", index, "name"), tenant,
                                    "is a namespace the platform creates for an add-on",
                                    allowed=f"a team name other than {', '.join(sorted(reserved))}")
         argo = self.addons.argo_workflows.namespace
         if argo in PLATFORM_NAMESPACES or argo in RESERVED_NAMESPACES or argo.startswith("kube-"):
-            raise FieldProblem(("addons", "argo_workflows", "namespace"), argo,
+            yield FieldProblem(("addons", "argo_workflows", "namespace"), argo,
                                "is a system or platform namespace; workflows need one of their own",
                                allowed="e.g. argo or workflows")
-        return self
 
-    @model_validator(mode="after")
-    def _azs_in_region(self) -> PlatformConfig:
+    def _azs_in_region(self) -> Iterator[FieldProblem]:
         for index, zone in enumerate(self.cluster.vpc.availability_zones):
             if not re.fullmatch(rf"{re.escape(self.region)}[a-z]", zone):
-                raise FieldProblem(
+                yield FieldProblem(
                     ("cluster", "vpc", "availability_zones", index),
                     zone,
                     f"not an availability zone of region {self.region}",
                     allowed=f"{self.region}a, {self.region}b, ...",
                 )
-        return self

@@ -693,3 +693,18 @@ def test_suggestions_only_for_near_misses_that_are_words():
     assert did_you_mean("banana", ["on_demand", "odcr"]) == ""  # nothing close: no guess
     assert did_you_mean("1.20", ["1.31", "1.32"]) == ""  # versions look alike without being typos
     assert did_you_mean(7, ["seven"]) == ""
+
+
+def test_independent_cross_layer_problems_are_reported_together():
+    doc = mutated(
+        name="a" * 32,  # fits the name pattern, but a derived EventBridge rule name is too long
+        workloads={"tenants": [{"name": "monitoring"}, {"name": "x"}, {"name": "x-identity"}]},
+        cluster__vpc__availability_zones=["us-west-2a", "us-east-1b"],
+    )
+    fields = [problem.split(": ", 1)[0] for problem in problems(doc)]
+    assert fields == [
+        "name",
+        "workloads.tenants.2.name",
+        "workloads.tenants.0.name",
+        "cluster.vpc.availability_zones.1",
+    ], "one problem per field: a long name breaks many derived names but is reported once"
