@@ -9,12 +9,16 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 VENV := .venv
 PY := $(VENV)/bin/python
+# Two stamps: synthesis and operations need only the app's dependencies; test tooling (the dev
+# group: pytest, moto, mypy, ...) arrives with the first `make test` or `make lint`.
 STAMP := $(VENV)/.synced
+DEV_STAMP := $(VENV)/.synced-dev
 
-# uv compiles bytecode at install time: without it the provider imports take ~3x longer
-# on machines that set PYTHONDONTWRITEBYTECODE.
 export UV_PROJECT_ENVIRONMENT := $(VENV)
-export UV_COMPILE_BYTECODE := 1
+# Bytecode is written by the imports themselves, for the few hundred modules synthesis loads,
+# instead of compiling all ~8,500 files at install time; machines that set
+# PYTHONDONTWRITEBYTECODE would otherwise recompile the provider imports on every run.
+unexport PYTHONDONTWRITEBYTECODE
 # jsii unpacks the provider bindings (~570 MB) once; keep them with the project.
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT ?= $(CURDIR)/.cache/jsii
 
@@ -34,6 +38,10 @@ $(UV):
 	$(TOOLS)/bin/pip install --quiet uv==$(UV_VERSION)
 
 $(STAMP): $(UV) pyproject.toml uv.lock
+	$(UV) sync --frozen --no-dev --inexact
+	touch $@
+
+$(DEV_STAMP): $(STAMP)
 	$(UV) sync --frozen
 	touch $@
 
@@ -84,7 +92,7 @@ provider-mirror:  ## make an offline mirror of hashicorp/aws (needs the registry
 
 # The lint and type gate: ruff and mypy --strict with the rules in pyproject.toml, zero findings.
 # mypy reads the provider bindings' types (about a minute on a cold cache, seconds after).
-lint: $(STAMP)  ## ruff and mypy --strict
+lint: $(DEV_STAMP)  ## ruff and mypy --strict
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
