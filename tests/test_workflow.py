@@ -40,3 +40,20 @@ def test_make_provider_mirror_pins_the_provider_the_tests_use():
     makefile = (ROOT / "Makefile").read_text()
     recipe = makefile.split("provider-mirror:", 1)[1].split("\n\n", 1)[0]
     assert f'version = "{AWS_PROVIDER_VERSION}"' in recipe and "providers mirror" in recipe
+
+
+def test_synth_installs_only_the_app_and_lint_adds_the_test_tooling(tmp_path):
+    import shutil
+    import subprocess
+
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    for name in ("pyproject.toml", "uv.lock"):
+        (tmp_path / name).touch()
+
+    def dry_run(target: str) -> list[str]:
+        done = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True, check=True)
+        return [line for line in done.stdout.splitlines() if " sync " in line]
+
+    assert [line.split(" sync ", 1)[1] for line in dry_run("synth")] == ["--frozen --no-dev --inexact"]
+    assert [line.split(" sync ", 1)[1] for line in dry_run("lint")] == ["--frozen --no-dev --inexact", "--frozen"]
+    assert "unexport PYTHONDONTWRITEBYTECODE" in (ROOT / "Makefile").read_text()
