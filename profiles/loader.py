@@ -6,7 +6,6 @@ Every user error becomes a `ProfileError` whose `problems` are printable lines o
 
 from __future__ import annotations
 
-import difflib
 import re
 import reprlib
 from dataclasses import dataclass
@@ -56,8 +55,8 @@ def resolve(name_or_path: str) -> Path:
         return candidate
     shipped = PROFILES_DIR / f"{name_or_path}.yaml"
     if not shipped.is_file():
-        close = difflib.get_close_matches(name_or_path, available_profiles(), n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = did_you_mean(name_or_path, available_profiles())
+        hint = f"{hint} " if hint else ""
         raise ProfileError(
             name_or_path,
             [f"unknown profile {name_or_path!r}; {hint}available: {', '.join(available_profiles())}, "
