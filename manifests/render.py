@@ -4,7 +4,9 @@
 - topology-check: every GPU and EFA device of one node, listed by nvidia-smi topo and fi_info;
 - container-test: the reference image from the build layer starts and runs;
 - nccl-allreduce: an MPIJob across 2+ GPU nodes requesting every EFA interface of the type,
-  huge pages and a memory-backed /dev/shm.
+  huge pages and a memory-backed /dev/shm;
+- mlflow-tracking-check (when the profile runs MLflow): logs a run with a metric and an artifact
+  through the tracking Service, as the admin, and reads both back.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.k8s import mlflow_access
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
 from components.k8s.namespaces import NamespaceGuard, namespace_objects
@@ -19,6 +22,7 @@ from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
 from profiles.catalog import GpuInstanceType
 from profiles.cluster import GpuNodeGroupConfig
 from profiles.models import PlatformConfig, dra_mode
+from profiles.versions import MLFLOW_IMAGE
 
 NAMESPACE = "gpu-validation"
 # Pinned images. The NCCL image must carry the EFA installer, aws-ofi-nccl and nccl-tests.
@@ -29,6 +33,24 @@ HUGEPAGES = "5120Mi"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 EFA_ENV = [{"name": "FI_PROVIDER", "value": "efa"}, {"name": "FI_EFA_FORK_SAFE", "value": "1"}]
 NCCL_JOB = "nccl-allreduce"
+MLFLOW_CHECK = "mlflow-tracking-check"
+MLFLOW_CHECK_MARKER = "MLFLOW_CHECK "
+MLFLOW_CHECK_METRIC = ("validation_loss", 0.125)
+MLFLOW_CHECK_ARTIFACT = ("validation/check.txt", "gpu-platform tracking check")
+# Logs a run through the tracking Service (artifacts go through the server to S3), then reads the
+# metric and the artifact back and prints them as one JSON line for `verify` to judge.
+MLFLOW_CHECK_SCRIPT = f"""
+import json, mlflow
+from mlflow import MlflowClient
+mlflow.set_experiment("platform-validation")
+with mlflow.start_run(run_name="tracking-check") as run:
+    mlflow.log_metric({MLFLOW_CHECK_METRIC[0]!r}, {MLFLOW_CHECK_METRIC[1]!r})
+    mlflow.log_text({MLFLOW_CHECK_ARTIFACT[1]!r}, {MLFLOW_CHECK_ARTIFACT[0]!r})
+run_id = run.info.run_id
+metrics = MlflowClient().get_run(run_id).data.metrics
+artifact = mlflow.artifacts.load_text(f"runs:/{{run_id}}/{MLFLOW_CHECK_ARTIFACT[0]}")
+print({MLFLOW_CHECK_MARKER!r} + json.dumps({{"run_id": run_id, "metrics": metrics, "artifact": artifact}}), flush=True)
+"""
 
 
 @dataclass(frozen=True)
@@ -126,7 +148,36 @@ def render(config: PlatformConfig, *, image: str | None = None, nccl_image: str 
             "resources": _device_resources(target, 1, all_efa=False),
         }, gpus=1)]
     files["nccl-allreduce.yaml"] = [nccl_mpijob(target, nccl_image, nodes)]
+    if config.addons.mlflow.enabled:
+        files["mlflow-tracking-check.yaml"] = [mlflow_check_pod(config)]
     return files
+
+
+def mlflow_check_pod(config: PlatformConfig) -> dict[str, Any]:
+    """The tracking check runs in MLflow's namespace, where the admin's Secret is (it is never
+    copied elsewhere); tenants reach the same Service through their own NetworkPolicy allow."""
+    secret = mlflow_access.admin_secret(config.addons.mlflow)
+    login = [{"name": f"MLFLOW_TRACKING_{key.upper()}",
+              "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}} for key in ("username", "password")]
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": MLFLOW_CHECK, "namespace": mlflow_access.NAMESPACE,
+                     "labels": {"app.kubernetes.io/part-of": "gpu-validation"}},
+        "spec": {
+            "restartPolicy": "Never",
+            "nodeSelector": dict(SYSTEM_NODES),
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 1001, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{
+                "name": "check", "image": MLFLOW_IMAGE, "command": ["python", "-c", MLFLOW_CHECK_SCRIPT],
+                "env": [*mlflow_access.tracking_env(), *login, {"name": "HOME", "value": "/tmp"}],
+                "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                                    "readOnlyRootFilesystem": True},
+                "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+            }],
+            "volumes": [{"name": "tmp", "emptyDir": {}}],
+        },
+    }
 
 
 def nccl_mpijob(target: ValidationTarget, image: str, nodes: int) -> dict[str, Any]:

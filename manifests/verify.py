@@ -7,6 +7,7 @@ small runner so it can be exercised without a cluster.
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from dataclasses import dataclass
@@ -14,8 +15,19 @@ from pathlib import Path
 
 import yaml
 
+from components.k8s import mlflow_access
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
-from manifests.render import NAMESPACE, NCCL_JOB, NCCL_TESTS_IMAGE, ValidationTarget, render
+from manifests.render import (
+    MLFLOW_CHECK,
+    MLFLOW_CHECK_ARTIFACT,
+    MLFLOW_CHECK_MARKER,
+    MLFLOW_CHECK_METRIC,
+    NAMESPACE,
+    NCCL_JOB,
+    NCCL_TESTS_IMAGE,
+    ValidationTarget,
+    render,
+)
 from operate.kubectl import Kubectl
 from profiles.models import PlatformConfig
 
@@ -131,6 +143,30 @@ def check_nccl(log: str, target: ValidationTarget) -> CheckResult:
                                    f"(threshold {minimum} GB/s)")
 
 
+def check_mlflow(log: str) -> CheckResult:
+    """The tracking check's JSON line: the run exists, and the metric and the artifact read back
+    are the ones logged."""
+    name = MLFLOW_CHECK
+    lines = [line[len(MLFLOW_CHECK_MARKER):] for line in log.splitlines() if line.startswith(MLFLOW_CHECK_MARKER)]
+    if not lines:
+        return CheckResult(name, False, "the check printed no result line (see the pod's log)")
+    try:
+        result = json.loads(lines[-1])
+    except json.JSONDecodeError:
+        return CheckResult(name, False, f"the check's result line is not JSON: {lines[-1][:200]!r}")
+    metric, value = MLFLOW_CHECK_METRIC
+    path, text = MLFLOW_CHECK_ARTIFACT
+    if not result.get("run_id"):
+        return CheckResult(name, False, "no run id: the run was not created")
+    if result.get("metrics", {}).get(metric) != value:
+        return CheckResult(name, False, f"metric {metric} read back as {result.get('metrics', {}).get(metric)!r}, "
+                                        f"logged {value}")
+    if result.get("artifact") != text:
+        return CheckResult(name, False, f"artifact {path} read back as {result.get('artifact')!r}, logged {text!r}")
+    return CheckResult(name, True, f"run {result['run_id']} logged and read back a metric and an artifact "
+                                   "(backend store and S3 artifacts through the server)")
+
+
 def run_checks(config: PlatformConfig, *, kubectl: Kubectl, image: str | None = None,
                nccl_image: str = NCCL_TESTS_IMAGE, timeout_minutes: int = 30) -> list[CheckResult]:
     target = ValidationTarget.for_profile(config)
@@ -165,4 +201,11 @@ def run_checks(config: PlatformConfig, *, kubectl: Kubectl, image: str | None = 
     logs = kubectl(["logs", "-n", NAMESPACE, "-l", launcher_selector(NCCL_JOB), "--tail=-1"])
     results.append(check_nccl(logs.stdout, target) if waited.returncode == 0
                    else CheckResult("nccl-allreduce", False, f"the MPIJob did not succeed: {waited.stderr.strip()}"))
+    if config.addons.mlflow.enabled:
+        waited = kubectl(["wait", "-n", mlflow_access.NAMESPACE, f"pod/{MLFLOW_CHECK}",
+                          "--for=jsonpath={.status.phase}=Succeeded", f"--timeout={timeout_minutes}m"])
+        logs = kubectl(["logs", "-n", mlflow_access.NAMESPACE, f"pod/{MLFLOW_CHECK}"])
+        results.append(check_mlflow(logs.stdout) if waited.returncode == 0
+                       else CheckResult(MLFLOW_CHECK, False, f"the check did not succeed: {waited.stderr.strip()} "
+                                                             f"{logs.stdout[-500:]}".strip()))
     return results

@@ -30,7 +30,8 @@ from profiles.versions import CHARTS, KUBERNETES_MINIMUMS, MIN_VERSIONS, version
 from profiles.workloads import RESERVED_NAMESPACES, WorkloadsConfig
 
 # Namespaces the add-ons and the validation manifests create (tested against the add-on registry).
-PLATFORM_NAMESPACES = ("monitoring", "gpu-operator", "ray-system", "mpi-operator", "jupyterhub", "gpu-validation")
+PLATFORM_NAMESPACES = ("monitoring", "gpu-operator", "ray-system", "mpi-operator", "jupyterhub", "gpu-validation",
+                       "mlflow")
 
 
 def dra_mode(config: PlatformConfig) -> bool:
@@ -138,6 +139,7 @@ class PlatformConfig(Strict):
             name=self.name, gpu_node_groups=tuple(g.name for g in self.cluster.gpu_node_groups),
             tenants=tuple(t.name for t in self.workloads.tenants),
             reference_implementations=tuple(self.build.reference_implementations),
+            mlflow=self.addons.mlflow.enabled,
         )
 
     def _derived_names_are_valid(self) -> Iterator[FieldProblem]:

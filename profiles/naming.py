@@ -51,6 +51,8 @@ RULES: dict[str, NameRule] = {
                            "letters, digits, - and _, starting alphanumeric"),
     "security_group": NameRule("security group name", 255, re.compile(r"[\w .:/()#,@\[\]+=&;{}!$*-]+"),
                                "letters, digits, spaces and ._-:/()#,@[]+=&;{}!$*"),
+    "rds_identifier": NameRule("RDS DB instance identifier", 63, re.compile(r"[a-z](-?[a-z0-9])*"),
+                               "lowercase letters, digits and single inner hyphens, starting with a letter"),
     "dns_label": NameRule("Kubernetes name", 63, _DNS_LABEL, "lowercase letters, digits and inner hyphens"),
     "dns_subdomain": NameRule("Kubernetes object name", 253,
                               re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"),
@@ -79,6 +81,8 @@ class NameSources:
     gpu_node_groups: tuple[str, ...]
     tenants: tuple[str, ...]
     reference_implementations: tuple[str, ...]
+    mlflow: bool = False
+    """MLflow is enabled: its database, bucket, security group and role are named too."""
 
 
 def derived_names(sources: NameSources) -> Iterator[DerivedName]:
@@ -97,6 +101,11 @@ def derived_names(sources: NameSources) -> Iterator[DerivedName]:
     yield DerivedName(at, name, "launch_template", f"{name}-system")
     # The platform's name is the ECR repositories' namespace: checked on its own, against the name.
     yield DerivedName(at, name, "ecr_namespace", f"{name}/image")
+    if sources.mlflow:
+        yield DerivedName(at, name, "rds_identifier", f"{name}-mlflow")
+        yield DerivedName(at, name, "s3_bucket", f"{name}-mlflow-artifacts-{ACCOUNT}")
+        yield DerivedName(at, name, "security_group", f"{name}-mlflow-db")
+        yield DerivedName(at, name, "iam_role", f"{name}-mlflow")
     field: tuple[str | int, ...]
     for index, group in enumerate(sources.gpu_node_groups):
         field = ("cluster", "gpu_node_groups", index, "name")

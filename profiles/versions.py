@@ -68,7 +68,20 @@ CHARTS: dict[str, ChartRef] = {
     # The controller IAM policy (components/karpenter.py) follows the one Karpenter publishes for this version.
     "karpenter": ChartRef(repository="oci://public.ecr.aws/karpenter", chart="karpenter", version="1.14.1",
                           app_version="1.14.1"),
+    # community-charts' MLflow chart: maintained (monthly releases), and the one chart that takes an
+    # external PostgreSQL with its credentials from an existing Secret, S3 artifacts through the
+    # server, and MLflow's basic auth. Its image (burakince/mlflow) carries boto3 and psycopg2.
+    "mlflow": ChartRef(repository="https://community-charts.github.io/helm-charts", chart="mlflow",
+                       version="1.11.5", app_version="3.15.1"),
 }
+
+# The image the chart runs (its app version), also used by the platform's own MLflow containers:
+# the database-login sidecar and the validation check.
+# renovate: datasource=docker depName=burakince/mlflow
+MLFLOW_IMAGE = "burakince/mlflow:3.15.1"
+# MLflow's backend store: the RDS for PostgreSQL major version. RDS applies minor versions in the
+# maintenance window, and the aws provider does not report them as drift against a major-only pin.
+MLFLOW_POSTGRES_MAJOR_VERSION = "17"
 
 # hashicorp/http, which downloads release manifests at plan time (the MPI Operator).
 # renovate: datasource=terraform-provider depName=hashicorp/http

@@ -8,8 +8,9 @@ from constructs import Construct
 
 from components.helm.addon import AddonContext, InstalledAddon
 from components.helm.registry import ADDONS
+from components.mlflow_store import MlflowBackend
 from profiles import PlatformConfig
-from stacks.contracts import AddonsOutputs, ClusterOutputs
+from stacks.contracts import AddonsOutputs, ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack, StateLocation
 
 STORAGE_CLASS = "gp3"
@@ -17,7 +18,7 @@ STORAGE_CLASS = "gp3"
 
 class AddonsStack(LayerStack):
     def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, state: StateLocation,
-                 cluster: ClusterOutputs):
+                 cluster: ClusterOutputs, storage: StorageOutputs):
         super().__init__(scope, layer, config=config, state=state)
         self.use_aws_provider()
         self.use_kubernetes_providers(cluster, helm=True)
@@ -31,12 +32,13 @@ class AddonsStack(LayerStack):
             parameters={"type": "gp3", "encrypted": "true"},
         )
         installed: dict[str, InstalledAddon] = {}
+        mlflow = mlflow_backend(storage)
         for addon in ADDONS:
             if addon.enabled(config):
                 installed[addon.key] = addon.install(AddonContext(
                     scope=self, config=config, cluster_name=cluster.cluster_name, cluster_endpoint=cluster.endpoint,
                     storage_class=STORAGE_CLASS, storage_class_ready=storage_class, vpc_cidr=cluster.vpc_cidr,
-                    installed=installed,
+                    mlflow_backend=mlflow, installed=installed,
                 ))
         self.installed = installed
         exports = {name: value for addon in installed.values() for name, value in addon.exports.items()}
@@ -47,3 +49,15 @@ class AddonsStack(LayerStack):
             karpenter_interruption_queue=exports.get("karpenter_interruption_queue"),
         )
         self.publish(self.outputs)
+
+
+def mlflow_backend(storage: StorageOutputs) -> MlflowBackend | None:
+    """MLflow's stores as the storage layer published them, or None when MLflow is off."""
+    s = storage
+    if (s.mlflow_db_address is None or s.mlflow_db_name is None or s.mlflow_db_username is None
+            or s.mlflow_db_secret_arn is None or s.mlflow_kms_key_arn is None
+            or s.mlflow_artifact_bucket_name is None or s.mlflow_artifact_bucket_arn is None):
+        return None
+    return MlflowBackend(address=s.mlflow_db_address, database=s.mlflow_db_name, username=s.mlflow_db_username,
+                         secret_arn=s.mlflow_db_secret_arn, kms_key_arn=s.mlflow_kms_key_arn,
+                         bucket_name=s.mlflow_artifact_bucket_name, bucket_arn=s.mlflow_artifact_bucket_arn)

@@ -73,6 +73,14 @@ class StorageOutputs:
     fsx_file_system_id: str | None = published()
     fsx_dns_name: str | None = published()
     fsx_mount_name: str | None = published()
+    mlflow_db_address: str | None = published(description="MLflow's PostgreSQL host (private)")
+    mlflow_db_name: str | None = published()
+    mlflow_db_username: str | None = published()
+    mlflow_db_secret_arn: str | None = published(
+        description="The RDS-managed secret with MLflow's database password (read it in Secrets Manager)")
+    mlflow_kms_key_arn: str | None = published()
+    mlflow_artifact_bucket_name: str | None = published()
+    mlflow_artifact_bucket_arn: str | None = published()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -33,7 +33,8 @@ def build_platform(app: App, config: PlatformConfig, *, local_state_dir: str) ->
     cluster = ClusterStack(app, "cluster", config=config, state=state)
     storage = StorageStack(app, "storage", config=config, state=state, cluster=cluster.outputs)
     build = BuildStack(app, "build", config=config, state=state)
-    addons = AddonsStack(app, "addons", config=config, state=state, cluster=cluster.outputs)
+    addons = AddonsStack(app, "addons", config=config, state=state, cluster=cluster.outputs,
+                         storage=storage.outputs)
     workloads = WorkloadsStack(app, "workloads", config=config, state=state, cluster=cluster.outputs,
                                storage=storage.outputs, addons=addons.outputs)
     # Deploy order, stated even where a passed value already implies it (cdktf de-duplicates).
@@ -41,6 +42,7 @@ def build_platform(app: App, config: PlatformConfig, *, local_state_dir: str) ->
         (storage, cluster),
         (build, cluster),
         (addons, cluster),
+        (addons, storage),  # MLflow's database and bucket
         (workloads, storage),
         (workloads, addons),
     ):
@@ -69,6 +71,7 @@ def local_state_warnings(config: PlatformConfig) -> list[str]:
                for secret in addon.state_secrets(addon.settings(config))]
     if not secrets:
         return []
-    return [f"warning: the addons layer's state will hold {', '.join(secrets)} in plain text in "
+    held = secrets[0] if len(secrets) == 1 else f"{', '.join(secrets[:-1])} and {secrets[-1]}"
+    return [f"warning: the addons layer's state will hold {held} in plain text in "
             f"state/{config.name}/addons.tfstate (local backend). For anything shared, set state.bucket "
             "(an encrypted, versioned S3 bucket; see the README's State section)."]

@@ -1,4 +1,5 @@
-"""Storage layer: S3 buckets for datasets and checkpoints, FSx for Lustre in the GPU subnet."""
+"""Storage layer: S3 buckets for datasets and checkpoints, FSx for Lustre in the GPU subnet, and
+MLflow's database and artifact bucket when the profile enables MLflow."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdent
 from constructs import Construct
 
 from components.fsx import LustreFileSystem, LustreProps
+from components.mlflow_store import MlflowStore, MlflowStoreProps
 from components.s3 import DATA_BUCKETS, SecureBucket, SecureBucketProps, data_bucket_name
 from profiles import PlatformConfig
 from stacks.contracts import ClusterOutputs, StorageOutputs
@@ -36,11 +38,25 @@ class StorageStack(LayerStack):
                 config=storage.fsx, prevent_destroy=storage.protect_from_destroy,
                 tenants=tuple(tenant.name for tenant in config.workloads.tenants),
             ))
+        mlflow = None
+        if config.addons.mlflow.enabled:
+            mlflow = MlflowStore(self, "mlflow", props=MlflowStoreProps(
+                name=config.name, account_id=account, vpc_id=cluster.vpc_id, subnet_ids=cluster.private_subnet_ids,
+                client_security_group_id=cluster.node_security_group_id, config=config.addons.mlflow.database,
+                protect=storage.protect_from_destroy,
+            )).backend
         self.outputs = StorageOutputs(
             bucket_names={purpose: bucket.name for purpose, bucket in buckets.items()},
             bucket_arns={purpose: bucket.arn for purpose, bucket in buckets.items()},
             fsx_file_system_id=fsx.id if fsx else None,
             fsx_dns_name=fsx.dns_name if fsx else None,
             fsx_mount_name=fsx.mount_name if fsx else None,
+            mlflow_db_address=mlflow.address if mlflow else None,
+            mlflow_db_name=mlflow.database if mlflow else None,
+            mlflow_db_username=mlflow.username if mlflow else None,
+            mlflow_db_secret_arn=mlflow.secret_arn if mlflow else None,
+            mlflow_kms_key_arn=mlflow.kms_key_arn if mlflow else None,
+            mlflow_artifact_bucket_name=mlflow.bucket_name if mlflow else None,
+            mlflow_artifact_bucket_arn=mlflow.bucket_arn if mlflow else None,
         )
         self.publish(self.outputs)

@@ -47,7 +47,8 @@ class WorkloadsStack(LayerStack):
         for tenant in workloads.tenants:
             objects = KubernetesObjects(self, f"tenant-{tenant.name}", props=KubernetesObjectsProps(objects=tuple(
                 tenant_objects(TenantProps(config=tenant, storage=shared,
-                                           dra_gpu_counts=dra_claim_counts(config)))
+                                           dra_gpu_counts=dra_claim_counts(config),
+                                           mlflow=config.addons.mlflow.enabled))
             )))
             self.objects += objects.objects
             TenantIdentity(

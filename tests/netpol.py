@@ -17,6 +17,8 @@ class Peer:
     namespace: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
     ip: str | None = None
+    namespace_labels: dict[str, str] = field(default_factory=dict)
+    """The peer namespace's own labels (besides kubernetes.io/metadata.name, which it always has)."""
 
 
 def _labels_match(selector: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -34,7 +36,7 @@ def _peer_matches(rule_peer: dict[str, Any], peer: Peer, own_namespace: str) -> 
     if peer.namespace is None:  # a pod selector never matches an off-cluster address
         return False
     if "namespaceSelector" in rule_peer:
-        ns_labels = {"kubernetes.io/metadata.name": peer.namespace}
+        ns_labels = {**peer.namespace_labels, "kubernetes.io/metadata.name": peer.namespace}
         if not _labels_match(rule_peer["namespaceSelector"], ns_labels):
             return False
     elif peer.namespace != own_namespace:

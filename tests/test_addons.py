@@ -217,13 +217,15 @@ def test_karpenter_identity_queue_and_chart(synthesized):
         "EC2 Instance State-change Notification",
     } <= kinds
     assert len(resources(stack, "aws_cloudwatch_event_target")) == len(rules)
-    (association,) = resources(stack, "aws_eks_pod_identity_association").values()
+    (association,) = [a for key, a in resources(stack, "aws_eks_pod_identity_association").items()
+                      if key.startswith("karpenter")]
     assert (association["namespace"], association["service_account"]) == ("kube-system", "karpenter")
     (entry,) = resources(stack, "aws_eks_access_entry").values()
     assert entry["type"] == "EC2_LINUX"
     pass_role = [
         s
-        for s in json.loads(next(iter(resources(stack, "aws_iam_role_policy").values()))["policy"])["Statement"]
+        for s in json.loads(next(p for key, p in resources(stack, "aws_iam_role_policy").items()
+                                 if key.startswith("karpenter"))["policy"])["Statement"]
         if "iam:PassRole" in s["Action"]
     ]
     assert pass_role[0]["Resource"].startswith("${aws_iam_role.")

@@ -79,7 +79,8 @@ def test_cdktf_cli_invocation_synthesizes_the_profile_from_the_environment(tmp_p
 def test_synth_warns_when_a_local_state_would_hold_a_secret(tmp_path):
     local = run("synth", "--outdir", str(tmp_path / "local"))
     assert local.returncode == 0, local.stderr
-    assert "Grafana admin password in plain text in state/gpu-validation/addons.tfstate" in local.stderr
+    assert ("the Grafana admin password and the MLflow admin password in plain text in "
+            "state/gpu-validation/addons.tfstate") in local.stderr
     remote = run("synth", "--profile", str(ROOT / "tests/fixtures/profiles/s3-state.yaml"), "--outdir",
                  str(tmp_path / "remote"))
     assert remote.returncode == 0, remote.stderr

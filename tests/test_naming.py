@@ -25,6 +25,7 @@ NAMED = {
     "aws_launch_template": ("name", "launch_template"),
     "aws_eks_node_group": ("node_group_name", "node_group"),
     "aws_security_group": ("name", "security_group"),
+    "aws_db_instance": ("identifier", "rds_identifier"),
 }
 ACCOUNT_TOKEN = re.compile(r"\$\{data\.aws_caller_identity\.[\w-]+\.account_id\}")
 # The cluster's name, referenced in its own stack or read from the cluster layer's remote state.
@@ -71,3 +72,10 @@ def test_the_rules_refuse_what_aws_refuses():
 def test_the_platform_namespaces_are_the_registrys():
     registry = {a.namespace for a in ADDONS if a.create_namespace and a.key != "argo_workflows"}
     assert set(PLATFORM_NAMESPACES) == registry | {VALIDATION_NAMESPACE}
+
+
+def test_rds_identifiers_refuse_what_rds_refuses():
+    rule = RULES["rds_identifier"]
+    assert rule.problem("gpu-lab-mlflow") is None
+    for bad in ("gpu--lab-mlflow", "1gpu-mlflow", "gpu-mlflow-", "Gpu-mlflow", "a" * 64):
+        assert rule.problem(bad), bad

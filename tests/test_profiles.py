@@ -672,8 +672,36 @@ WORKLOADS_AND_STATE_BAD_INPUT = [
 ]
 
 
+def mlflow(**database) -> dict:
+    return mutated(addons={"mlflow": {"enabled": True, "database": database}})
+
+
+MLFLOW_BAD_INPUT = [
+    (mlflow(instance_class="db.x9.huge"), "addons.mlflow.database.instance_class", ["'db.x9.huge'"]),
+    (mlflow(instance_class="t4g.micro"), "addons.mlflow.database.instance_class", ["'t4g.micro'"]),
+    (mlflow(allocated_storage_gib=10), "addons.mlflow.database.allocated_storage_gib",
+     ["greater than or equal to 20"]),
+    (mlflow(allocated_storage_gib=50, max_allocated_storage_gib=40),
+     "addons.mlflow.database.max_allocated_storage_gib", ["below the allocated storage", "40", "at least"]),
+    (mlflow(backup_retention_days=0), "addons.mlflow.database.backup_retention_days",
+     ["greater than or equal to 1"]),
+    (mlflow(backup_retention_days=36), "addons.mlflow.database.backup_retention_days", ["less than or equal to 35"]),
+    (mlflow(multi_az="sometimes"), "addons.mlflow.database.multi_az", ["'sometimes'"]),
+    (mlflow(iops=3000), "addons.mlflow.database.iops", ["unknown setting", "instance_class"]),
+    (mutated(addons={"mlflow": {"enabled": True, "admin_password_from": "envvar"}}),
+     "addons.mlflow.admin_password_from", ["'envvar'", "variable", "existing_secret"]),
+    (mutated(addons={"mlflow": {"enabled": True, "admin_secret_name": "Admin_Secret"}}),
+     "addons.mlflow.admin_secret_name", ["'Admin_Secret'"]),
+    (mutated(addons={"mlflow": {"enabled": True, "default_permission": "WRITE"}}),
+     "addons.mlflow.default_permission", ["'WRITE'", "NO_PERMISSIONS", "MANAGE"]),
+    (mutated(addons={"mlflow": {"enabled": True, "chart_version": "latest"}}),
+     "addons.mlflow.chart_version", ["'latest'"]),
+]
+
+
 # Every bad-input table, one test: the message names the field, the bad value and what is allowed.
 ALL_BAD_INPUT = [
+    *MLFLOW_BAD_INPUT,
     *((mutated(**changes), field, words) for changes, field, words in BAD_INPUT),
     *STORAGE_BAD_INPUT,
     *ADDON_BAD_INPUT,

@@ -90,17 +90,19 @@ class FakeKubectl:
         elif args[0] == "logs":
             target = args[-1] if not args[-1].startswith("--") else "launcher"
             out = {"pod/gpu-smoke-test": log("gpu-smoke-good.log"), "pod/topology-check": log("topology-good-p5.log"),
-                   "pod/container-test": "GPU 0: ...\ncontainer-ok\n"}.get(target, self.nccl_log)
+                   "pod/container-test": "GPU 0: ...\ncontainer-ok\n",
+                   "pod/mlflow-tracking-check": log("mlflow-check-good.log")}.get(target, self.nccl_log)
         return subprocess.CompletedProcess(args, 0, out, "")
 
 
 def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
     kubectl = FakeKubectl(log("nccl-good-p5.log"))
     results = run_checks(load_profile("p5-training"), kubectl=kubectl, image="repo/img:v1")
-    assert [r.name for r in results] == ["gpu-smoke-test", "topology-check", "container-test", "nccl-allreduce"]
+    assert [r.name for r in results] == ["gpu-smoke-test", "topology-check", "container-test", "nccl-allreduce",
+                                         "mlflow-tracking-check"]
     assert all(r.passed for r in results), results
     assert kubectl.applied == ["00-namespace.yaml", "gpu-smoke-test.yaml", "topology-check.yaml",
-                               "container-test.yaml", "nccl-allreduce.yaml"]
+                               "container-test.yaml", "nccl-allreduce.yaml", "mlflow-tracking-check.yaml"]
 
 
 def test_run_checks_reports_the_failing_check():

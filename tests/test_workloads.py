@@ -54,6 +54,7 @@ def test_every_validation_manifest_validates(synthesized, profile):
         "topology-check.yaml",
         "container-test.yaml",
         "nccl-allreduce.yaml",
+        *(["mlflow-tracking-check.yaml"] if config.addons.mlflow.enabled else []),
     }
     for items in files.values():
         for obj in items:

@@ -21,6 +21,7 @@ from constructs import Construct
 from components.helm.release import HelmAddon, HelmAddonProps, SensitiveValue, Values
 from components.k8s.namespaces import NamespaceGuard, PodSecurityLevel, namespace_objects
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
+from components.mlflow_store import MlflowBackend
 from profiles import PlatformConfig
 from profiles.addons import AddonConfig, ReleaseConfig
 from profiles.versions import CHARTS, ChartRef
@@ -44,6 +45,8 @@ class AddonContext:
     """The StorageClass resource: releases with volumes are installed after it."""
     vpc_cidr: str
     """The VPC's CIDR (the API server's private endpoint and the nodes live there)."""
+    mlflow_backend: MlflowBackend | None = None
+    """MLflow's database and artifact bucket from the storage layer (when MLflow is enabled)."""
     installed: Mapping[str, InstalledAddon] = field(default_factory=dict)
     """Add-ons installed before this one, by key (registry order)."""
 
@@ -100,6 +103,10 @@ class AddonSpec(Generic[AnySettingsT]):
         """NetworkPolicies the add-on needs beyond the namespace defaults (name -> spec)."""
         return {}
 
+    def namespace_labels(self, ctx: AddonContext, settings: AnySettingsT) -> dict[str, str]:
+        """Labels on the add-on's namespace beyond the Pod Security ones (e.g. MLflow's client label)."""
+        return {}
+
     def namespace_objects(self, ctx: AddonContext, settings: AnySettingsT) -> list[dict[str, Any]]:
         """More objects in the add-on's namespace, created with it before any pod (quotas, limits)."""
         return []
@@ -108,6 +115,7 @@ class AddonSpec(Generic[AnySettingsT]):
         settings = self.settings(ctx.config)
         return NamespaceGuard(name=self.release_namespace(settings), pod_security=self.pod_security,
                               privileged_because=self.privileged_because,
+                              labels=self.namespace_labels(ctx, settings),
                               allow=self.network_allows(ctx, settings))
 
     def guarded_namespace(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:

@@ -9,6 +9,7 @@ from typing import Any
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import Values
 from components.k8s.gpus import claim_template, gpu_quota
+from components.k8s.mlflow_access import client_access, tracking_config_map, tracking_env
 from components.k8s.namespaces import (
     container_defaults,
     egress_https_outside_the_node,
@@ -30,10 +31,13 @@ class ArgoWorkflowsValues(Values):
     server: dict[str, Any]
     executor: dict[str, Any]
     workflow: dict[str, Any]
+    main_container: dict[str, Any] | None = None
 
 
-def argo_workflows_values(cfg: ArgoWorkflowsConfig) -> ArgoWorkflowsValues:
+def argo_workflows_values(cfg: ArgoWorkflowsConfig, *, mlflow: bool = False) -> ArgoWorkflowsValues:
     return ArgoWorkflowsValues(
+        # Every step's main container gets the tracking URI (the controller's mainContainer defaults).
+        main_container={"env": tracking_env()} if mlflow else None,
         controller={
             "workflowNamespaces": [cfg.namespace],
             "nodeSelector": dict(SYSTEM_NODES),
@@ -67,11 +71,15 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
         return settings.namespace
 
     def values(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> ArgoWorkflowsValues:
-        return argo_workflows_values(settings)
+        return argo_workflows_values(settings, mlflow=ctx.config.addons.mlflow.enabled)
+
+    def namespace_labels(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> dict[str, str]:
+        return client_access(ctx.config.addons.mlflow.enabled)[0]
 
     def network_allows(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> dict[str, dict[str, Any]]:
         # Workflow steps run here and use AWS through Pod Identity, like a tenant's pods.
-        return {"allow-pod-identity": egress_to_pod_identity_agent(), "allow-aws-apis": egress_https_outside_the_node()}
+        return {"allow-pod-identity": egress_to_pod_identity_agent(), "allow-aws-apis": egress_https_outside_the_node(),
+                **client_access(ctx.config.addons.mlflow.enabled)[1]}
 
     def namespace_objects(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> list[dict[str, Any]]:
         # The quota counts requests; the LimitRange gives every container that states none a request,
@@ -86,6 +94,7 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
              }}},
             # In DRA mode workflow steps take GPUs through these claim templates.
             *(claim_template(settings.namespace, count) for count in dra_claim_counts(ctx.config)),
+            *([tracking_config_map(settings.namespace)] if ctx.config.addons.mlflow.enabled else []),
         ]
 
 

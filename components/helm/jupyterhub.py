@@ -17,6 +17,7 @@ from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import Values
 from components.image_reference import parse_image_reference
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
+from components.k8s.mlflow_access import client_access, tracking_env
 from components.labels import GPU_TOLERATION, NODE_POOL_LABEL, SYSTEM_NODES
 from profiles.addons import JupyterHubConfig, JupyterHubExposure
 from profiles.models import dra_mode
@@ -40,6 +41,7 @@ class HubValues(Values):
 
 class SingleUserValues(Values):
     image: dict[str, str]
+    extra_env: dict[str, str] = Field(default_factory=dict)
     start_timeout: int
     storage: dict[str, Any]
     profile_list: list[dict[str, Any]]
@@ -101,7 +103,8 @@ def _one_gpu(*, dra: bool) -> dict[str, Any]:
             "extra_container_config": {"resources": {"claims": container_claims()}}}
 
 
-def jupyterhub_values(cfg: JupyterHubConfig, *, storage_class: str, dra: bool = False) -> JupyterHubValues:
+def jupyterhub_values(cfg: JupyterHubConfig, *, storage_class: str, dra: bool = False,
+                      mlflow: bool = False) -> JupyterHubValues:
     oidc = cfg.oidc
     assert oidc is not None  # the profile model guarantees it for an enabled hub
     authenticator = {
@@ -126,6 +129,8 @@ def jupyterhub_values(cfg: JupyterHubConfig, *, storage_class: str, dra: bool = 
         ),
         singleuser=SingleUserValues(
             image=_image(cfg.cpu_image),
+            # Notebooks log to the platform's MLflow without configuration (the user signs in to it).
+            extra_env={env["name"]: env["value"] for env in tracking_env()} if mlflow else {},
             start_timeout=cfg.start_timeout_seconds,
             # Per-user volumes live in the hub's namespace, next to the pods that mount them.
             storage={"type": "dynamic", "capacity": f"{cfg.user_storage_gib}Gi",
@@ -155,7 +160,14 @@ class JupyterHubAddon(HelmAddonSpec[JupyterHubConfig]):
     timeout_seconds = 1200
 
     def values(self, ctx: AddonContext, settings: JupyterHubConfig) -> JupyterHubValues:
-        return jupyterhub_values(settings, storage_class=ctx.storage_class, dra=dra_mode(ctx.config))
+        return jupyterhub_values(settings, storage_class=ctx.storage_class, dra=dra_mode(ctx.config),
+                                 mlflow=ctx.config.addons.mlflow.enabled)
+
+    def namespace_labels(self, ctx: AddonContext, settings: JupyterHubConfig) -> dict[str, str]:
+        return client_access(ctx.config.addons.mlflow.enabled)[0]
+
+    def network_allows(self, ctx: AddonContext, settings: JupyterHubConfig) -> dict[str, dict[str, Any]]:
+        return client_access(ctx.config.addons.mlflow.enabled)[1]
 
     def namespace_objects(self, ctx: AddonContext, settings: JupyterHubConfig) -> list[dict[str, Any]]:
         # The GPU notebook profile's claim template (DRA mode).

@@ -16,6 +16,7 @@ from components.helm import (
     jupyterhub,
     karpenter,
     kuberay,
+    mlflow,
     monitoring,
     mpi_operator,
 )
@@ -30,4 +31,5 @@ ADDONS: tuple[AddonSpec[Any], ...] = (
     jupyterhub.ADDON,
     argo_workflows.ADDON,
     karpenter.ADDON,
+    mlflow.ADDON,
 )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.k8s.gpus import claim_template, gpu_quota
+from components.k8s.mlflow_access import client_access, tracking_config_map
 from components.k8s.namespaces import (
     NamespaceGuard,
     container_defaults,
@@ -48,6 +49,8 @@ class TenantProps:
     """The shared volumes the tenant mounts."""
     dra_gpu_counts: tuple[int, ...]
     """One ResourceClaimTemplate per GPU count; empty: no DRA claim templates."""
+    mlflow: bool = False
+    """The platform runs MLflow: the tenant's pods may call it and find its URI in a ConfigMap."""
 
 
 def _meta(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
@@ -84,10 +87,12 @@ def _static_volume(
 def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
     cfg, storage = props.config, props.storage
     ns = cfg.name
-    guard = NamespaceGuard(name=ns, labels={"platform/tenant": ns}, allow={
+    mlflow_labels, mlflow_allows = client_access(props.mlflow)
+    guard = NamespaceGuard(name=ns, labels={"platform/tenant": ns, **mlflow_labels}, allow={
         # Pod Identity: the agent hands out credentials, then the role is used against AWS APIs.
         "allow-pod-identity": egress_to_pod_identity_agent(),
         "allow-aws-apis": egress_https_outside_the_node(),
+        **mlflow_allows,
     })
     objects: list[dict[str, Any]] = [
         # No separate API-server allow: HTTPS outside the node already reaches its endpoint.
@@ -115,4 +120,7 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
             "volumeAttributes": {"bucketName": bucket},
         }, mount_options=["allow-delete", f"region {storage.region}", f"prefix {ns}/"])
     objects += [claim_template(ns, count) for count in props.dra_gpu_counts]
+    if props.mlflow:
+        # Ray clusters and MPI jobs read the tracking URI with envFrom.
+        objects.append(tracking_config_map(ns))
     return objects

@@ -1,0 +1,206 @@
+"""MLflow tracking server (community-charts' chart): PostgreSQL backend store in RDS, artifacts in
+S3 proxied by the server, MLflow's basic auth on every request, a ClusterIP Service.
+
+Where the database password lives, and who reads it: RDS keeps it in Secrets Manager (encrypted
+with the store's KMS key) and rotates it. The server's Pod Identity role may read that one secret;
+the pod's `db-login` sidecar (images/mlflow/db_login.py) writes it to a libpq password file in a
+memory-backed volume, which libpq reads on every new connection. It never passes through Helm
+values, a Kubernetes Secret or Terraform state. The Kubernetes Secret the chart requires for its
+database settings carries the user name and an empty password, which makes libpq use the file.
+
+No ServiceMonitor: MLflow's basic-auth app protects /metrics like every other route, so the server
+runs without `--expose-prometheus`.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+from cdktf import TerraformVariable, TerraformVariableValidationConfig
+from pydantic import Field
+
+from components.helm.addon import AddonContext, HelmAddonSpec, InstalledAddon
+from components.helm.release import HelmAddon, HelmAddonProps, SensitiveValue, Values
+from components.k8s.mlflow_access import (
+    NAMESPACE,
+    SERVER_PORT,
+    SERVICE_PORT,
+    ingress_from_clients,
+)
+from components.k8s.namespaces import egress_https_outside_the_node, egress_to_pod_identity_agent
+from components.labels import SYSTEM_NODES
+from components.mlflow_identity import MlflowIdentity, MlflowIdentityProps
+from components.mlflow_store import POSTGRES_PORT, MlflowBackend
+from profiles.addons import MlflowConfig
+from profiles.versions import MLFLOW_IMAGE
+
+SERVICE_ACCOUNT = "mlflow"
+ADMIN_USERNAME = "admin"
+AUTH_DATABASE = "mlflow_auth"
+# The chart's database Secret: the user name, and an empty password (libpq then reads the file).
+DB_LOGIN_SECRET = "mlflow-db-login"
+DB_LOGIN_SCRIPT = "mlflow-db-login-script"
+DB_LOGIN_DIR = "/run/mlflow-db"
+PASSFILE = f"{DB_LOGIN_DIR}/pgpass"
+READY_FILE = f"{DB_LOGIN_DIR}/ready"
+SCRIPT_SOURCE = Path(__file__).resolve().parents[2] / "images" / "mlflow" / "db_login.py"
+REFRESH_SECONDS = 300
+# The MLflow image runs as 1001 (the chart's pod security context): the sidecar matches it, so the
+# password file is the server's own and owner-only.
+CONTAINER_SECURITY = {
+    "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True, "runAsUser": 1001, "runAsGroup": 1001, "seccompProfile": {"type": "RuntimeDefault"},
+}
+SERVER_RESOURCES = {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
+SIDECAR_RESOURCES = {"requests": {"cpu": "10m", "memory": "96Mi"}, "limits": {"memory": "256Mi"}}
+# The MLflow admin password passes sed (the chart writes it into basic_auth.ini) and configparser
+# (MLflow reads that file): '/', '&', '\\' and '%' would corrupt it, whitespace would be cut.
+ADMIN_PASSWORD_RULE = "^[^/&%\\\\\\s]{12,}$"
+
+
+def db_login_sidecar(backend: MlflowBackend, region: str) -> dict[str, Any]:
+    """A native sidecar (restartPolicy Always): it starts before the server, whose start waits for
+    its startup probe (the first password file and the auth database), and keeps running."""
+    environment = {
+        "DB_SECRET_ARN": backend.secret_arn, "PGPASSFILE": PASSFILE, "READY_FILE": READY_FILE,
+        "AUTH_DATABASE": AUTH_DATABASE, "REFRESH_SECONDS": str(REFRESH_SECONDS),
+        "PGHOST": backend.address, "PGPORT": str(POSTGRES_PORT), "PGDATABASE": backend.database,
+        "PGUSER": backend.username, "PGSSLMODE": "require", "AWS_REGION": region,
+    }
+    return {
+        "name": "db-login", "image": MLFLOW_IMAGE, "restartPolicy": "Always",
+        "command": ["python", "/opt/db-login/db_login.py"],
+        "env": [{"name": name, "value": value} for name, value in environment.items()],
+        "startupProbe": {"exec": {"command": ["python", "-c", f"import os; assert os.path.exists({READY_FILE!r})"]},
+                         "periodSeconds": 5, "failureThreshold": 60},
+        "securityContext": dict(CONTAINER_SECURITY),
+        "resources": SIDECAR_RESOURCES,
+        "volumeMounts": [{"name": "db-login", "mountPath": DB_LOGIN_DIR},
+                         {"name": "db-login-script", "mountPath": "/opt/db-login", "readOnly": True}],
+    }
+
+
+class MlflowValues(Values):
+    image: dict[str, str]
+    service_account: dict[str, Any]
+    service: dict[str, Any]
+    backend_store: dict[str, Any]
+    artifact_root: dict[str, Any]
+    auth: dict[str, Any]
+    extra_env_vars: dict[str, str]
+    init_containers: list[dict[str, Any]]
+    extra_volumes: list[dict[str, Any]]
+    extra_volume_mounts: list[dict[str, Any]]
+    resources: dict[str, Any]
+    service_monitor: dict[str, bool] = Field(default_factory=lambda: {"enabled": False})
+    telemetry: dict[str, bool] = Field(default_factory=lambda: {"enabled": False})
+    node_selector: dict[str, str] = Field(default_factory=lambda: dict(SYSTEM_NODES))
+
+
+def mlflow_values(settings: MlflowConfig, backend: MlflowBackend, *, region: str) -> MlflowValues:
+    repository, tag = MLFLOW_IMAGE.rsplit(":", 1)
+    database = {"enabled": True, "host": backend.address, "port": POSTGRES_PORT}
+    login_secret = {"name": DB_LOGIN_SECRET, "usernameKey": "username", "passwordKey": "password"}
+    auth: dict[str, Any] = {
+        "enabled": True, "appName": "basic-auth", "defaultPermission": settings.default_permission,
+        "postgres": {**database, "database": AUTH_DATABASE, "existingSecret": login_secret},
+    }
+    if settings.admin_password_from == "variable":
+        auth["adminUsername"] = ADMIN_USERNAME  # the password is set at apply time (sensitive)
+    else:
+        auth["existingAdminSecret"] = {"name": settings.admin_secret_name, "usernameKey": "username",
+                                       "passwordKey": "password"}
+    return MlflowValues(
+        image={"repository": repository, "tag": tag},
+        # The server never calls the Kubernetes API; Pod Identity mounts its own token.
+        service_account={"create": True, "name": SERVICE_ACCOUNT, "automount": False},
+        service={"type": "ClusterIP", "port": SERVICE_PORT, "containerPort": SERVER_PORT},
+        backend_store={"postgres": {**database, "database": backend.database},
+                       "existingDatabaseSecret": login_secret},
+        # Clients upload and download through the server: only its role reaches the bucket.
+        artifact_root={"proxiedArtifactStorage": True, "s3": {"enabled": True, "bucket": backend.bucket_name}},
+        auth=auth,
+        extra_env_vars={"PGPASSFILE": PASSFILE, "PGSSLMODE": "require", "AWS_REGION": region},
+        init_containers=[db_login_sidecar(backend, region)],
+        extra_volumes=[
+            {"name": "db-login", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
+            {"name": "db-login-script", "configMap": {"name": DB_LOGIN_SCRIPT}},
+        ],
+        extra_volume_mounts=[{"name": "db-login", "mountPath": DB_LOGIN_DIR, "readOnly": True}],
+        resources=SERVER_RESOURCES,
+    )
+
+
+class MlflowAddon(HelmAddonSpec[MlflowConfig]):
+    key = "mlflow"
+    release_name = "mlflow"
+    namespace = NAMESPACE
+
+    def network_allows(self, ctx: AddonContext, settings: MlflowConfig) -> dict[str, dict[str, Any]]:
+        return {
+            "allow-tracking-clients": ingress_from_clients(),
+            "allow-pod-identity": egress_to_pod_identity_agent(),
+            # Secrets Manager, S3 and STS.
+            "allow-aws-apis": egress_https_outside_the_node(),
+            # The database's interfaces sit in the VPC's private subnets.
+            "allow-postgres": {"policyTypes": ["Egress"], "egress": [{
+                "to": [{"ipBlock": {"cidr": ctx.vpc_cidr}}], "ports": [{"protocol": "TCP", "port": POSTGRES_PORT}]}]},
+        }
+
+    def namespace_objects(self, ctx: AddonContext, settings: MlflowConfig) -> list[dict[str, Any]]:
+        backend = self._backend(ctx)
+        return [
+            {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+             "metadata": {"name": DB_LOGIN_SECRET, "namespace": NAMESPACE},
+             "data": {"username": base64.b64encode(backend.username.encode()).decode(), "password": ""}},
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": DB_LOGIN_SCRIPT, "namespace": NAMESPACE},
+             "data": {"db_login.py": SCRIPT_SOURCE.read_text()}},
+        ]
+
+    def values(self, ctx: AddonContext, settings: MlflowConfig) -> MlflowValues:
+        return mlflow_values(settings, self._backend(ctx), region=ctx.config.region)
+
+    def state_secrets(self, settings: MlflowConfig) -> tuple[str, ...]:
+        # Helm's set_sensitive keeps the value in the release's state.
+        return ("the MLflow admin password",) if settings.admin_password_from == "variable" else ()
+
+    def sensitive_values(self, ctx: AddonContext, settings: MlflowConfig) -> tuple[SensitiveValue, ...]:
+        if settings.admin_password_from != "variable":
+            return ()
+        password = TerraformVariable(
+            ctx.scope, "mlflow_admin_password", type="string", sensitive=True, nullable=False,
+            description="MLflow admin password (set TF_VAR_mlflow_admin_password); stored only in a Secret.",
+            validation=[TerraformVariableValidationConfig(
+                condition=f'${{can(regex("{ADMIN_PASSWORD_RULE}", var.mlflow_admin_password))}}',
+                error_message="mlflow_admin_password must be at least 12 characters, without whitespace, "
+                "'/', '&', '%' or backslashes.",
+            )],
+        )
+        return (SensitiveValue(path="auth.adminPassword", value=password.string_value),)
+
+    def install(self, ctx: AddonContext) -> InstalledAddon:
+        settings, backend = self.settings(ctx.config), self._backend(ctx)
+        identity = MlflowIdentity(ctx.scope, "mlflow-identity", props=MlflowIdentityProps(
+            platform_name=ctx.config.name, region=ctx.config.region, cluster_name=ctx.cluster_name,
+            namespace=NAMESPACE, service_account=SERVICE_ACCOUNT, backend=backend,
+        ))
+        namespace = self.guarded_namespace(ctx)
+        release = HelmAddon(ctx.scope, "mlflow", props=HelmAddonProps(
+            release_name=self.release_name, namespace=NAMESPACE, chart=self.chart(ctx.config),
+            values=self.values(ctx, settings), timeout_seconds=self.timeout_seconds, create_namespace=False,
+            # The server starts once its namespace, login Secret and script exist and its role is bound.
+            depends_on=(*namespace, *identity.ready),
+            sensitive_values=self.sensitive_values(ctx, settings),
+        ))
+        return InstalledAddon(name=release.release.name, ready=(release.release,))
+
+    @staticmethod
+    def _backend(ctx: AddonContext) -> MlflowBackend:
+        if ctx.mlflow_backend is None:
+            raise ValueError("MLflow is enabled but the storage layer provided no database (storage outputs missing)")
+        return ctx.mlflow_backend
+
+
+ADDON = MlflowAddon()

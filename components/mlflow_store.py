@@ -1,0 +1,154 @@
+"""MLflow's stores in the storage layer: an RDS for PostgreSQL backend store and an S3 artifact
+bucket. The database sits in the private subnets behind its own security group, which admits
+PostgreSQL only from the cluster's node group (pods share it: the VPC CNI gives them the node's
+security group). Its master password is made, kept and rotated by RDS in Secrets Manager,
+encrypted with the store's own KMS key: no password is in the profile, the JSON or the state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cdktf import TerraformResourceLifecycle
+from cdktf_cdktf_provider_aws.db_instance import DbInstance
+from cdktf_cdktf_provider_aws.db_subnet_group import DbSubnetGroup
+from cdktf_cdktf_provider_aws.kms_alias import KmsAlias
+from cdktf_cdktf_provider_aws.kms_key import KmsKey
+from cdktf_cdktf_provider_aws.security_group import SecurityGroup
+from cdktf_cdktf_provider_aws.vpc_security_group_egress_rule import VpcSecurityGroupEgressRule
+from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
+from constructs import Construct
+
+from components.iam import policy_document
+from components.s3 import SecureBucket, SecureBucketProps
+from profiles.addons import MlflowDatabaseConfig
+from profiles.versions import MLFLOW_POSTGRES_MAJOR_VERSION
+
+POSTGRES_PORT = 5432
+DATABASE_NAME = "mlflow"
+MASTER_USERNAME = "mlflow"
+
+
+def artifact_bucket_name(platform_name: str, account_id: str) -> str:
+    return f"{platform_name}-mlflow-artifacts-{account_id}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class MlflowBackend:
+    """Where MLflow keeps its data, as the addons layer needs it to run the server."""
+
+    address: str
+    """The database's host name (private DNS)."""
+    database: str
+    """The database MLflow's tracking tables live in."""
+    username: str
+    """The master user MLflow connects as."""
+    secret_arn: str
+    """The RDS-managed Secrets Manager secret holding the master user's password."""
+    kms_key_arn: str
+    """The key that encrypts the database and that secret."""
+    bucket_name: str
+    """The artifact bucket."""
+    bucket_arn: str
+    """The artifact bucket's ARN."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MlflowStoreProps:
+    name: str
+    """The platform's name: prefix of the database's, key's, group's and bucket's names."""
+    account_id: str
+    """The account id (a token): it makes the artifact bucket's name globally unique, and its root
+    administers the key through IAM."""
+    vpc_id: str
+    """The cluster's VPC."""
+    subnet_ids: list[str]
+    """The VPC's private subnets (two or more availability zones, as RDS requires)."""
+    client_security_group_id: str
+    """The cluster nodes' security group: the only source the database admits."""
+    config: MlflowDatabaseConfig
+    """The database's validated profile settings."""
+    protect: bool
+    """storage.protect_from_destroy: deletion protection, prevent_destroy and a final snapshot."""
+
+
+class MlflowStore(Construct):
+    """Exposes `backend` (an `MlflowBackend`)."""
+
+    def __init__(self, scope: Construct, id_: str, *, props: MlflowStoreProps):
+        super().__init__(scope, id_)
+        name, cfg = f"{props.name}-mlflow", props.config
+        # The account administers the key through IAM; RDS and Secrets Manager use it on behalf of
+        # callers that IAM allows (the MLflow server's role may decrypt through Secrets Manager only).
+        key = KmsKey(
+            self, "key", description=f"MLflow database and its master secret for {props.name}",
+            enable_key_rotation=True, deletion_window_in_days=30,
+            policy=policy_document({
+                "Sid": "AccountAdministersThroughIam", "Effect": "Allow",
+                "Principal": {"AWS": f"arn:aws:iam::{props.account_id}:root"}, "Action": "kms:*", "Resource": "*",
+            }),
+        )
+        KmsAlias(self, "key-alias", name=f"alias/{name}", target_key_id=key.key_id)
+
+        group = SecurityGroup(self, "security-group", name=f"{name}-db", vpc_id=props.vpc_id,
+                              description="PostgreSQL for MLflow from cluster nodes only", tags={"Name": f"{name}-db"})
+        VpcSecurityGroupIngressRule(
+            self, "postgres-from-nodes", security_group_id=group.id,
+            referenced_security_group_id=props.client_security_group_id, ip_protocol="tcp",
+            from_port=POSTGRES_PORT, to_port=POSTGRES_PORT, description="PostgreSQL from cluster nodes and pods",
+        )
+        # The node group's egress is explicit (no allow-all): open this one path.
+        VpcSecurityGroupEgressRule(
+            self, "nodes-postgres-to-db", security_group_id=props.client_security_group_id,
+            referenced_security_group_id=group.id, ip_protocol="tcp", from_port=POSTGRES_PORT,
+            to_port=POSTGRES_PORT, description="PostgreSQL to the MLflow database",
+        )
+        subnets = DbSubnetGroup(self, "subnet-group", name=name, subnet_ids=props.subnet_ids,
+                                description=f"Private subnets of {props.name}")
+        database = DbInstance(
+            self, "database",
+            identifier=name,
+            engine="postgres",
+            engine_version=MLFLOW_POSTGRES_MAJOR_VERSION,
+            auto_minor_version_upgrade=True,
+            instance_class=cfg.instance_class,
+            multi_az=cfg.multi_az,
+            allocated_storage=cfg.allocated_storage_gib,
+            max_allocated_storage=(cfg.max_allocated_storage_gib
+                                   if cfg.max_allocated_storage_gib > cfg.allocated_storage_gib else None),
+            storage_type="gp3",
+            storage_encrypted=True,
+            kms_key_id=key.arn,
+            db_name=DATABASE_NAME,
+            port=POSTGRES_PORT,
+            username=MASTER_USERNAME,
+            # RDS makes the password, keeps it in Secrets Manager (encrypted with this key) and
+            # rotates it; Terraform never sees it.
+            manage_master_user_password=True,
+            master_user_secret_kms_key_id=key.arn,
+            db_subnet_group_name=subnets.name,
+            vpc_security_group_ids=[group.id],
+            publicly_accessible=False,
+            backup_retention_period=cfg.backup_retention_days,
+            copy_tags_to_snapshot=True,
+            deletion_protection=props.protect,
+            skip_final_snapshot=not props.protect,
+            final_snapshot_identifier=f"{name}-final" if props.protect else None,
+            iam_database_authentication_enabled=False,
+            performance_insights_enabled=False,
+            enabled_cloudwatch_logs_exports=["postgresql"],
+            apply_immediately=False,
+            lifecycle=TerraformResourceLifecycle(prevent_destroy=props.protect),
+        )
+        bucket = SecureBucket(self, "artifacts", props=SecureBucketProps(
+            bucket_name=artifact_bucket_name(props.name, props.account_id), prevent_destroy=props.protect,
+        ))
+        self._backend = MlflowBackend(
+            address=database.address, database=DATABASE_NAME, username=MASTER_USERNAME,
+            secret_arn=database.master_user_secret.get(0).secret_arn, kms_key_arn=key.arn,
+            bucket_name=bucket.name, bucket_arn=bucket.arn,
+        )
+
+    @property
+    def backend(self) -> MlflowBackend:
+        """The database and bucket, for the addons layer."""
+        return self._backend

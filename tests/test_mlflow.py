@@ -1,0 +1,358 @@
+"""MLflow: the storage layer's database and artifact bucket, the addons layer's release, identity
+and NetworkPolicies, the tracking URI's wiring into notebooks, workflows and tenants, the database
+login sidecar, and the validation check."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import stat
+from pathlib import Path
+
+import boto3
+import pytest
+import yaml
+from moto import mock_aws
+
+from components.helm.mlflow import ADMIN_PASSWORD_RULE, AUTH_DATABASE, DB_LOGIN_SECRET, PASSFILE, SCRIPT_SOURCE
+from components.k8s import mlflow_access
+from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
+from manifests.render import MLFLOW_CHECK, MLFLOW_CHECK_ARTIFACT, MLFLOW_CHECK_METRIC, render
+from manifests.verify import check_mlflow
+from profiles import load_profile
+from profiles.versions import CHARTS, MLFLOW_IMAGE, MLFLOW_POSTGRES_MAJOR_VERSION
+from profiles.workloads import TenantConfig
+from tests.cases import FIXTURES, SHIPPED, profile_source
+from tests.netpol import Peer, allowed
+from tests.synth_helpers import resources
+
+ALL = SHIPPED + FIXTURES
+WITH_MLFLOW = tuple(p for p in ALL if load_profile(profile_source(p)).addons.mlflow.enabled)
+WITHOUT_MLFLOW = tuple(p for p in ALL if p not in WITH_MLFLOW)
+REMOTE_STORAGE = "${data.terraform_remote_state.cross-stack-reference-input-storage.outputs."
+
+
+def the(items: dict) -> dict:
+    (item,) = items.values()
+    return item
+
+
+def mlflow_release(synthesized, profile) -> dict:
+    (release,) = [r for r in resources(synthesized.stack(profile, "addons"), "helm_release").values()
+                  if r["name"] == "mlflow"]
+    return release
+
+
+def chart_values(release: dict) -> dict:
+    (document,) = release["values"]
+    return yaml.safe_load(document)
+
+
+def addon_objects(synthesized, profile) -> list[dict]:
+    return [b["manifest"] for b in resources(synthesized.stack(profile, "addons"), "kubernetes_manifest").values()
+            if isinstance(b["manifest"], dict) and "kind" in b["manifest"]]
+
+
+def test_shipped_profiles_run_mlflow_and_one_fixture_does_not():
+    assert set(SHIPPED) <= set(WITH_MLFLOW)  # the choice (and its cost) is explained in each profile
+    assert WITHOUT_MLFLOW  # and the off path is synthesized too
+
+
+# --- storage layer -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("profile", WITH_MLFLOW)
+def test_database_is_private_encrypted_backed_up_and_its_password_is_rds_managed(synthesized, profile):
+    config = synthesized.configs[profile]
+    protect, database = config.storage.protect_from_destroy, config.addons.mlflow.database
+    stack = synthesized.stack(profile, "storage")
+    db = the(resources(stack, "aws_db_instance"))
+    (key_id,) = resources(stack, "aws_kms_key")
+    assert (db["engine"], db["engine_version"]) == ("postgres", MLFLOW_POSTGRES_MAJOR_VERSION)
+    assert db["storage_encrypted"] is True and db["kms_key_id"] == f"${{aws_kms_key.{key_id}.arn}}"
+    # RDS makes and rotates the password in Secrets Manager under the same key; none is written anywhere.
+    assert db["manage_master_user_password"] is True
+    assert db["master_user_secret_kms_key_id"] == db["kms_key_id"]
+    assert not {"password", "password_wo"} & set(db)
+    assert db["publicly_accessible"] is False
+    assert db["backup_retention_period"] == database.backup_retention_days >= 1
+    assert (db["instance_class"], db["multi_az"]) == (database.instance_class, database.multi_az)
+    # Data protection follows storage.protect_from_destroy, like the buckets and the file system.
+    assert db["deletion_protection"] is protect and db["lifecycle"]["prevent_destroy"] is protect
+    assert db["skip_final_snapshot"] is (not protect)
+    assert ("final_snapshot_identifier" in db) is protect
+    subnets = the(resources(stack, "aws_db_subnet_group"))["subnet_ids"]
+    assert "cross-stack-reference-input-cluster" in json.dumps(subnets)  # the cluster's private subnets
+    assert db["db_subnet_group_name"].startswith("${aws_db_subnet_group.")
+
+
+@pytest.mark.parametrize("profile", WITH_MLFLOW)
+def test_database_admits_postgres_only_from_cluster_nodes(synthesized, profile):
+    stack = synthesized.stack(profile, "storage")
+    db = the(resources(stack, "aws_db_instance"))
+    (group_ref,) = db["vpc_security_group_ids"]
+    group_id = group_ref.removeprefix("${aws_security_group.").removesuffix(".id}")
+    group = resources(stack, "aws_security_group")[group_id]
+    assert "ingress" not in group and "egress" not in group  # rules are separate resources, listed here
+    rules = [r for r in resources(stack, "aws_vpc_security_group_ingress_rule").values()
+             if r["security_group_id"] == group_ref]
+    assert len(rules) == 1
+    (rule,) = rules
+    assert (rule["ip_protocol"], rule["from_port"], rule["to_port"]) == ("tcp", 5432, 5432)
+    # The nodes (and pods) use the EKS cluster security group.
+    assert "cidr_ipv4" not in rule and rule["referenced_security_group_id"].endswith("cluster_security_group_id}")
+    # The node group's egress is explicit: one path to the database, nothing wider.
+    (egress,) = [r for r in resources(stack, "aws_vpc_security_group_egress_rule").values()
+                 if r.get("referenced_security_group_id") == group_ref]
+    assert (egress["from_port"], egress["to_port"]) == (5432, 5432)
+
+
+@pytest.mark.parametrize("profile", WITHOUT_MLFLOW)
+def test_no_database_and_no_release_without_mlflow(synthesized, profile):
+    assert not resources(synthesized.stack(profile, "storage"), "aws_db_instance")
+    names = {r["name"] for r in resources(synthesized.stack(profile, "addons"), "helm_release").values()}
+    assert "mlflow" not in names
+
+
+# --- addons layer --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("profile", WITH_MLFLOW)
+def test_release_runs_authenticated_private_server_on_rds_and_s3(synthesized, profile):
+    settings = synthesized.configs[profile].addons.mlflow
+    release = mlflow_release(synthesized, profile)
+    values = chart_values(release)
+    assert (release["chart"], release["version"]) == ("mlflow", CHARTS["mlflow"].version)
+    assert values["image"] == dict(zip(("repository", "tag"), MLFLOW_IMAGE.rsplit(":", 1), strict=True))
+    assert values["service"]["type"] == "ClusterIP"
+    assert values["auth"]["enabled"] is True and values["auth"]["appName"] == "basic-auth"
+    assert values["auth"]["defaultPermission"] == settings.default_permission
+    assert values["backendStore"]["postgres"]["host"].startswith(REMOTE_STORAGE)
+    assert values["auth"]["postgres"]["database"] == AUTH_DATABASE
+    # Artifacts through the server to the artifact bucket (clients need no S3 access).
+    assert values["artifactRoot"]["proxiedArtifactStorage"] is True
+    assert values["artifactRoot"]["s3"]["bucket"].startswith(REMOTE_STORAGE)
+    assert "mlflow_artifacts" in values["artifactRoot"]["s3"]["bucket"]
+    # /metrics sits behind basic auth: no monitor that would scrape 401s.
+    assert values["serviceMonitor"] == {"enabled": False}
+    # The database login never passes through values: the chart's Secret has an empty password,
+    # the sidecar reads the RDS-managed secret by ARN.
+    assert values["backendStore"]["existingDatabaseSecret"]["name"] == DB_LOGIN_SECRET
+    assert values["extraEnvVars"]["PGPASSFILE"] == PASSFILE
+    (sidecar,) = values["initContainers"]
+    assert sidecar["restartPolicy"] == "Always" and "startupProbe" in sidecar
+    env = {e["name"]: e["value"] for e in sidecar["env"]}
+    assert env["DB_SECRET_ARN"].startswith(REMOTE_STORAGE) and "master_user_secret" in env["DB_SECRET_ARN"]
+    assert not re.search(r"(?i)password\s*[:=]\s*\S", release["values"][0].replace('passwordKey: password', ""))
+
+
+def test_admin_password_from_variable_is_sensitive_and_checked(synthesized):
+    release = mlflow_release(synthesized, "g6-validation")
+    assert release["set_sensitive"] == [{"name": "auth.adminPassword", "value": "${var.mlflow_admin_password}"}]
+    variable = synthesized.stack("g6-validation", "addons")["variable"]["mlflow_admin_password"]
+    assert variable["sensitive"] is True
+    rule = re.compile(ADMIN_PASSWORD_RULE)
+    assert rule.fullmatch("correct-horse-battery")
+    for bad in ("short-pass", "has/slash-in-it", "has&ampersand1", "percent%sign123", "back\\slash-12345",
+                "with space-1234"):
+        assert not rule.fullmatch(bad), bad  # sed (the chart's ini writer) or configparser would corrupt it
+    condition = variable["validation"][0]["condition"]
+    assert "var.mlflow_admin_password" in condition
+
+
+def test_admin_password_from_existing_secret_is_not_in_terraform(synthesized):
+    release = mlflow_release(synthesized, "jark")
+    values = chart_values(release)
+    assert values["auth"]["existingAdminSecret"]["name"] == "mlflow-admin"
+    assert "set_sensitive" not in release
+    assert "mlflow_admin_password" not in synthesized.stack("jark", "addons").get("variable", {})
+
+
+@pytest.mark.parametrize("profile", WITH_MLFLOW)
+def test_server_role_reaches_its_bucket_and_secret_only(synthesized, profile):
+    stack = synthesized.stack(profile, "addons")
+    (role,) = [r for r in resources(stack, "aws_iam_role").values() if r["name"].endswith("-mlflow")]
+    trust = json.loads(role["assume_role_policy"])["Statement"][0]
+    assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    tags = trust["Condition"]["StringEquals"]
+    assert (tags["aws:RequestTag/kubernetes-namespace"], tags["aws:RequestTag/kubernetes-service-account"]) == (
+        "mlflow", "mlflow")
+    (policy,) = [p for key, p in resources(stack, "aws_iam_role_policy").items() if key.startswith("mlflow")]
+    statements = json.loads(policy["policy"])["Statement"]
+    by_action = {action: s for s in statements for action in s["Action"]}
+    assert set(by_action) == {"s3:ListBucket", "s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject",
+                              "s3:PutObject", "secretsmanager:GetSecretValue", "kms:Decrypt"}
+    assert "mlflow_artifacts" in by_action["s3:ListBucket"]["Resource"]
+    assert by_action["s3:GetObject"]["Resource"].endswith("/*")
+    assert "master_user_secret" in by_action["secretsmanager:GetSecretValue"]["Resource"]
+    assert by_action["kms:Decrypt"]["Condition"] == {
+        "StringEquals": {"kms:ViaService": f"secretsmanager.{synthesized.configs[profile].region}.amazonaws.com"}}
+    association = [a for a in resources(stack, "aws_eks_pod_identity_association").values()
+                   if a["namespace"] == "mlflow"]
+    assert [(a["service_account"]) for a in association] == ["mlflow"]
+    release = mlflow_release(synthesized, profile)
+    assert any("aws_eks_pod_identity_association.mlflow" in d for d in release["depends_on"])
+
+
+@pytest.mark.parametrize("profile", WITH_MLFLOW)
+def test_only_client_namespaces_reach_the_server_and_the_server_reaches_only_its_stores(synthesized, profile):
+    policies = [o for o in addon_objects(synthesized, profile) if o["kind"] == "NetworkPolicy"]
+    server = {"app.kubernetes.io/name": "mlflow"}
+    vpc = synthesized.configs[profile].cluster.vpc.cidr
+    database_ip = str(next(iter(__import__("ipaddress").ip_network(vpc).hosts())))
+
+    def ingress(peer: Peer, port: int = 5000) -> bool:
+        return allowed(policies, namespace="mlflow", direction="Ingress", peer=peer, protocol="TCP", port=port,
+                       pod_labels=server)
+
+    client = Peer(namespace="team-a", namespace_labels=dict(mlflow_access.CLIENT_LABEL))
+    assert ingress(client)
+    assert not ingress(client, port=8080)
+    assert not ingress(Peer(namespace="team-b"))  # no client label
+    assert not ingress(Peer(ip="203.0.113.10"))
+
+    def egress(peer: Peer, port: int) -> bool:
+        return allowed(policies, namespace="mlflow", direction="Egress", peer=peer, protocol="TCP", port=port,
+                       pod_labels=server)
+
+    assert egress(Peer(ip=database_ip), 5432)
+    assert egress(Peer(ip="52.94.0.10"), 443)  # Secrets Manager, S3, STS
+    assert egress(Peer(ip="169.254.170.23"), 80)  # the Pod Identity agent
+    assert not egress(Peer(ip="169.254.169.254"), 80)  # IMDS stays out of reach
+    assert not egress(Peer(ip="52.94.0.10"), 5432)  # PostgreSQL only inside the VPC
+
+
+def test_tenants_get_the_tracking_uri_and_a_way_to_the_server_only_with_mlflow():
+    shared = SharedStorage(region="us-west-2", fsx_file_system_id=None, fsx_dns_name=None, fsx_mount_name=None,
+                           fsx_capacity_gib=1200, fsx_tenant_directories=False, bucket_names={})
+    with_mlflow = tenant_objects(TenantProps(config=TenantConfig(name="team-a"), storage=shared, dra_gpu_counts=(),
+                                             mlflow=True))
+    without = tenant_objects(TenantProps(config=TenantConfig(name="team-a"), storage=shared, dra_gpu_counts=()))
+    namespace = next(o for o in with_mlflow if o["kind"] == "Namespace")
+    assert namespace["metadata"]["labels"].items() >= mlflow_access.CLIENT_LABEL.items()
+    (config_map,) = [o for o in with_mlflow if o["kind"] == "ConfigMap"]
+    assert config_map["data"] == {"MLFLOW_TRACKING_URI": mlflow_access.TRACKING_URI}
+    server = Peer(namespace="mlflow", labels={"app.kubernetes.io/name": "mlflow"})
+    policies = [o for o in with_mlflow if o["kind"] == "NetworkPolicy"]
+    assert allowed(policies, namespace="team-a", direction="Egress", peer=server, protocol="TCP", port=5000)
+    assert not allowed(policies, namespace="team-a", direction="Egress", peer=Peer(namespace="mlflow",
+                       labels={"app": "other"}), protocol="TCP", port=5000)
+    plain = [o for o in without if o["kind"] == "NetworkPolicy"]
+    assert not allowed(plain, namespace="team-a", direction="Egress", peer=server, protocol="TCP", port=5000)
+    assert not [o for o in without if o["kind"] == "ConfigMap"]
+
+
+def test_notebooks_and_workflows_get_the_tracking_uri(synthesized):
+    by_name = {r["name"]: chart_values(r) for r in resources(synthesized.stack("jark", "addons"),
+                                                               "helm_release").values()}
+    assert by_name["jupyterhub"]["singleuser"]["extraEnv"] == {"MLFLOW_TRACKING_URI": mlflow_access.TRACKING_URI}
+    assert by_name["argo-workflows"]["mainContainer"]["env"] == mlflow_access.tracking_env()
+    namespaces = {o["metadata"]["name"]: o for o in addon_objects(synthesized, "jark") if o["kind"] == "Namespace"}
+    for client in ("jupyterhub", "workflows"):
+        assert namespaces[client]["metadata"]["labels"].items() >= mlflow_access.CLIENT_LABEL.items()
+    allows = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in addon_objects(synthesized, "jark")
+              if o["kind"] == "NetworkPolicy"}
+    assert {("jupyterhub", "allow-mlflow"), ("workflows", "allow-mlflow")} <= allows
+
+
+def test_tracking_uri_is_the_release_service():
+    assert mlflow_access.TRACKING_URI == "http://mlflow.mlflow.svc.cluster.local:80"
+
+
+# --- the database login sidecar ------------------------------------------------------------------
+
+def login_module():
+    spec = importlib.util.spec_from_file_location("db_login", SCRIPT_SOURCE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def parse_passfile_line(line: str) -> list[str]:
+    """libpq's reading of one password-file line: ':' separates fields, backslash escapes."""
+    fields, current, escaped = [], "", False
+    for char in line.rstrip("\n"):
+        if escaped:
+            current, escaped = current + char, False
+        elif char == "\\":
+            escaped = True
+        elif char == ":":
+            fields.append(current)
+            current = ""
+        else:
+            current += char
+    return [*fields, current]
+
+
+def test_password_file_is_owner_only_and_escaped_as_libpq_reads_it(tmp_path):
+    module = login_module()
+    path = tmp_path / "pgpass"
+    password = "p:ss\\wo:rd!"
+    module.write_passfile(str(path), "mlflow", password)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert parse_passfile_line(path.read_text()) == ["*", "*", "*", "mlflow", password]
+    module.write_passfile(str(path), "mlflow", "rotated")  # replaced in place, no temporary left behind
+    assert parse_passfile_line(path.read_text())[-1] == "rotated"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pgpass"]
+
+
+@mock_aws
+def test_sidecar_follows_the_secret_and_makes_the_auth_database_once(tmp_path):
+    module = login_module()
+    client = boto3.client("secretsmanager", region_name="us-west-2")
+    arn = client.create_secret(Name="rds!db-1", SecretString=json.dumps(
+        {"username": "mlflow", "password": "first"}))["ARN"]
+    environ = {"DB_SECRET_ARN": arn, "PGPASSFILE": str(tmp_path / "pgpass"), "READY_FILE": str(tmp_path / "ready"),
+               "AUTH_DATABASE": AUTH_DATABASE}
+    made: list[str] = []
+    module.refresh(client, environ, ensure=made.append)
+    assert made == [AUTH_DATABASE] and (tmp_path / "ready").exists()
+    client.put_secret_value(SecretId=arn, SecretString=json.dumps({"username": "mlflow", "password": "second"}))
+    module.refresh(client, environ, ensure=made.append)  # a rotation: the file follows, no second CREATE
+    assert made == [AUTH_DATABASE]
+    assert parse_passfile_line((tmp_path / "pgpass").read_text())[-1] == "second"
+
+
+def test_sidecar_script_ships_in_a_config_map(synthesized):
+    (script,) = [o for o in addon_objects(synthesized, "g6-validation")
+                 if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "mlflow-db-login-script"]
+    assert script["data"]["db_login.py"] == Path(SCRIPT_SOURCE).read_text()
+    (secret,) = [o for o in addon_objects(synthesized, "g6-validation")
+                 if o["kind"] == "Secret" and o["metadata"]["name"] == DB_LOGIN_SECRET]
+    assert secret["data"]["password"] == ""  # libpq then reads the password file
+
+
+# --- validation ----------------------------------------------------------------------------------
+
+def test_validation_check_logs_and_reads_back_as_the_admin():
+    config = load_profile("g6-validation")
+    (pod,) = render(config)["mlflow-tracking-check.yaml"]
+    assert (pod["metadata"]["name"], pod["metadata"]["namespace"]) == (MLFLOW_CHECK, "mlflow")
+    env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
+    assert env["MLFLOW_TRACKING_URI"]["value"] == mlflow_access.TRACKING_URI
+    assert env["MLFLOW_TRACKING_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": mlflow_access.CHART_ADMIN_SECRET, "key": "password"}
+    jark = load_profile(profile_source("jark"))
+    (pod,) = render(jark)["mlflow-tracking-check.yaml"]
+    env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
+    assert env["MLFLOW_TRACKING_USERNAME"]["valueFrom"]["secretKeyRef"]["name"] == "mlflow-admin"
+
+
+def check_line(**changes) -> str:
+    result = {"run_id": "0a1b2c", "metrics": {MLFLOW_CHECK_METRIC[0]: MLFLOW_CHECK_METRIC[1]},
+              "artifact": MLFLOW_CHECK_ARTIFACT[1], **changes}
+    return "2026/11/30 INFO mlflow: created experiment\nMLFLOW_CHECK " + json.dumps(result) + "\n"
+
+
+def test_tracking_check_passes_only_when_both_read_back():
+    assert check_mlflow(check_line()).passed
+    failures = {
+        "no result": check_mlflow("Traceback (most recent call last):\n  ...\nRestException: 401\n"),
+        "not json": check_mlflow("MLFLOW_CHECK {run_id: 1"),
+        "no run": check_mlflow(check_line(run_id="")),
+        "metric": check_mlflow(check_line(metrics={MLFLOW_CHECK_METRIC[0]: 0.5})),
+        "artifact": check_mlflow(check_line(artifact="")),
+    }
+    assert not any(result.passed for result in failures.values())
+    assert "read back as 0.5" in failures["metric"].detail
+    assert "no result line" in failures["no result"].detail
