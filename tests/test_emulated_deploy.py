@@ -49,6 +49,9 @@ def test_apply_replan_destroy(synthesized, terraform, emulator, tmp_path, profil
         assert [(r.layer, r.ok) for r in refused] == [("build", True), ("storage", False)]
         assert "prevent_destroy" in refused[-1].detail
         assert unprotect(workdir / "stacks", ["storage"])
+        # The database's deletion protection is an API setting: lifting it is an apply.
+        lifted = operator.run("deploy", ["storage"])
+        assert all(r.ok for r in lifted), lifted[-1].detail
     destroyed = operator.run("destroy", list(AWS_LAYERS))
     assert all(r.ok for r in destroyed), destroyed[-1].detail
 

@@ -32,7 +32,8 @@ KNOWN_EMULATOR_DRIFT = {
     "aws_vpc_security_group_egress_rule": {"description", "referenced_security_group_id"},
 }
 
-SERVICES = ("codebuild", "ec2", "ecr", "eks", "events", "fsx", "iam", "kms", "logs", "s3", "sqs", "sts")
+SERVICES = ("codebuild", "ec2", "ecr", "eks", "events", "fsx", "iam", "kms", "logs", "rds", "s3", "secretsmanager",
+            "sqs", "sts")
 
 
 def provider_override(endpoint: str) -> dict:
@@ -124,7 +125,9 @@ def unexpected_drift(plan: dict) -> list[str]:
 
 def unprotect(stacks_dir: Path, layers: list[str]) -> list[str]:
     """Let the emulated destroy delete prevent_destroy resources, through an override file in the
-    test's copy only (after the test has seen the protection refuse a destroy)."""
+    test's copy only (after the test has seen the protection refuse a destroy). Databases also
+    lose their deletion protection, which, like a user turning protect_from_destroy off, takes an
+    apply before the destroy."""
     lifted = []
     for layer in layers:
         stack = json.loads((stacks_dir / layer / "cdk.tf.json").read_text())
@@ -134,6 +137,8 @@ def unprotect(stacks_dir: Path, layers: list[str]) -> list[str]:
                 if body.get("lifecycle", {}).get("prevent_destroy"):
                     override.setdefault(resource_type, {})[name] = {"lifecycle": {"prevent_destroy": False}}
                     lifted.append(f"{resource_type}.{name}")
+                if body.get("deletion_protection"):
+                    override.setdefault(resource_type, {}).setdefault(name, {})["deletion_protection"] = False
         if override:
             (stacks_dir / layer / "zz_local_test_unprotect_override.tf.json").write_text(
                 json.dumps({"resource": override}, indent=2))
