@@ -87,12 +87,11 @@ def report(request):
 @pytest.fixture(scope="session")
 def hcl_exported(tmp_path_factory) -> Path:
     """`main.py hcl` for HCL_PROFILES, each into <tmp>/<profile>/stacks/<layer>/cdk.tf."""
-    # HCL rendering is chosen when cdktf's Node process starts, so it needs processes of its own.
+    # HCL rendering is chosen when cdktf's Node process starts, so it needs processes of its own:
+    # one after the other, as each holds a jsii runtime (~1.2 GiB) next to this session's own.
     out = tmp_path_factory.mktemp("hcl")
-    runs = [subprocess.Popen([sys.executable, str(ROOT / "main.py"), "hcl", "--profile", p, "--outdir", str(out / p)],
-                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for p in HCL_PROFILES]
-    for run in runs:
-        _, err = run.communicate(timeout=300)
-        assert run.returncode == 0, err
+    for profile in HCL_PROFILES:
+        run = subprocess.run([sys.executable, str(ROOT / "main.py"), "hcl", "--profile", profile, "--outdir",
+                              str(out / profile)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
     return out

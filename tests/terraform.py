@@ -85,7 +85,12 @@ class Terraform:
                 (folder / "cdk.tf").write_text(re.sub(r'\n\s*backend "\w+" \{[^}]*\}', "", stack))
             else:
                 terraform_block = {k: v for k, v in stack["terraform"].items() if k != "backend"}
-                (folder / "cdk.tf.json").write_text(json.dumps({**stack, "terraform": terraform_block}))
+                # Without its provider block a child module uses the root's one provider instance:
+                # Terraform starts a provider process (~240 MiB) per configured instance, and 20
+                # stacks at once were most of the suite's peak memory. Provider blocks are validated
+                # in the HCL exports (test_hcl_export) and used for real by the emulated deploy.
+                body = {k: v for k, v in stack.items() if k != "provider"}
+                (folder / "cdk.tf.json").write_text(json.dumps({**body, "terraform": terraform_block}))
             root["module"][name] = {"source": f"./{name}"}
         (workdir / "main.tf.json").write_text(json.dumps(root))
         init = self.run(workdir, "init", "-backend=false", "-input=false", "-no-color")
