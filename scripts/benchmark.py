@@ -10,6 +10,15 @@ Python plus jsii's Node) over the runs:
   d  the test suite without the emulator
 Prints each figure and the ratios b/a and c/a, and writes benchmarks/results[-eager].json.
 --eager measures with GPU_PLATFORM_EAGER_BINDINGS=1 (the bindings' own eager imports).
+
+    .venv/bin/python scripts/benchmark.py --proof-loop LABEL [--rev REV] [--no-emulator] [--runs 1]
+
+The proof loop's figures for the code at REV (default HEAD, checked out in a temporary git
+worktree and run with this checkout's .venv), recorded under LABEL (e.g. before, after) in
+benchmarks/proof-loop.json:
+  suite     the test suite without the emulator: wall time and peak RSS of the process tree
+  emulator  the emulated deploy (apply, re-plan, destroy) per profile, as the test reports it
+  synth     the first `make synth` in a fresh clone (uv's download cache warm)
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -111,12 +121,93 @@ def scenario(command_for_run: Callable[[str], list[str]], runs: int, env: dict[s
             "peak_mib": round(max(s[1] for s in samples)), "runs": runs}
 
 
+def _worktree(rev: str, folder: str) -> Path:
+    tree = Path(folder) / "tree"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev], check=True,
+                   capture_output=True)
+    return tree
+
+
+def _run_in(folder: Path, command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """(seconds, peak MiB of the process tree, output) of one command run in `folder`."""
+    started = time.monotonic()
+    process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    peak, stop = 0, threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            peak = max(peak, _tree_rss_kib(process.pid))
+            stop.wait(0.1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    output, _ = process.communicate()
+    stop.set()
+    sampler.join()
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{output[-3000:]}")
+    return time.monotonic() - started, peak / 1024, output
+
+
+def proof_loop(label: str, rev: str, runs: int, emulator: bool) -> int:
+    """Measure the proof loop at `rev` and record it under `label` in benchmarks/proof-loop.json."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    record: dict[str, Any] = {"commit": commit, "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+                              "machine": f"{os.cpu_count()} cores, {platform.machine()}, "
+                                         f"Python {platform.python_version()}"}
+    with tempfile.TemporaryDirectory() as folder:
+        tree = _worktree(rev, folder)
+        try:
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            env.pop("CI", None)
+            checkov = ROOT / ".tools" / "checkov" / "bin" / "checkov"  # the worktree has no .tools of its own
+            if checkov.exists():
+                env.setdefault("CHECKOV", str(checkov))
+            pytest = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+
+            suite = [_run_in(tree, [*pytest, "-m", "not emulator", "--basetemp", f"{folder}/t{i}"], env)
+                     for i in range(runs)]
+            record["suite_without_emulator"] = {
+                "median_seconds": round(statistics.median(s[0] for s in suite), 1),
+                "peak_gib": round(max(s[1] for s in suite) / 1024, 2), "runs": runs}
+            if emulator:
+                emulated = [*pytest, "-m", "emulator", "-s", "--basetemp", f"{folder}/e"]
+                *_, output = _run_in(tree, emulated, {**env, "CI": "true"})
+                found = re.findall(r"emulated deploy of (\S+) in (\d+)s", output)
+                record["emulated_deploy_seconds"] = {profile: int(seconds) for profile, seconds in found}
+            clone = Path(folder) / "clone"
+            subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+            subprocess.run(["git", "-C", str(clone), "checkout", "-q", commit], check=True)
+            started = time.monotonic()
+            subprocess.run(["make", "synth"], cwd=clone, check=True, capture_output=True,
+                           env={k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")})
+            record["first_make_synth_seconds"] = round(time.monotonic() - started, 1)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    out = ROOT / "benchmarks" / "proof-loop.json"
+    recorded = json.loads(out.read_text()) if out.exists() else {}
+    recorded[label] = record
+    out.write_text(json.dumps(recorded, indent=2) + "\n")
+    print(json.dumps(record, indent=2))
+    print(f"wrote {label} into {out.relative_to(ROOT)}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, help="runs per scenario (default 3; 1 with --proof-loop)")
     parser.add_argument("--suite-runs", type=int, default=1)
     parser.add_argument("--eager", action="store_true")
+    parser.add_argument("--proof-loop", metavar="LABEL", help="measure the proof loop and record it under LABEL")
+    parser.add_argument("--rev", default="HEAD", help="with --proof-loop: the commit to measure")
+    parser.add_argument("--no-emulator", action="store_true", help="with --proof-loop: skip the emulated deploy")
     args = parser.parse_args()
+    if args.proof_loop:
+        return proof_loop(args.proof_loop, args.rev, runs=args.runs or 1, emulator=not args.no_emulator)
+    args.runs = args.runs or 3
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("CI", None)
     if args.eager:
