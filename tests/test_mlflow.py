@@ -4,12 +4,14 @@ login sidecar, and the validation check."""
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import json
 import os
 import re
 import stat
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import boto3
 import pytest
@@ -257,6 +259,25 @@ def test_notebooks_and_workflows_get_the_tracking_uri(synthesized):
 
 def test_tracking_uri_is_the_release_service():
     assert mlflow_access.TRACKING_URI == "http://mlflow.mlflow.svc.cluster.local:80"
+
+
+def mlflow_allows_host(allowed: list[str], host: str) -> bool:
+    """MLflow's Host-header check (mlflow/server/security_utils.py): exact, or fnmatch when the
+    pattern has a '*'."""
+    return "*" in allowed or any(fnmatch.fnmatch(host, a) if "*" in a else host == a for a in allowed)
+
+
+@pytest.mark.parametrize("profile", WITH_MLFLOW)
+def test_the_server_accepts_the_host_headers_its_clients_send(synthesized, profile):
+    allowed = chart_values(mlflow_release(synthesized, profile))["serverAllowedHosts"]
+    service_host = urlsplit(mlflow_access.TRACKING_URI).hostname
+    for host in (service_host, f"{service_host}:80",  # the tracking URI, with and without its default port
+                 "mlflow.mlflow", "mlflow.mlflow.svc:80",  # short names inside the cluster
+                 "localhost:5000", "127.0.0.1:5000"):  # kubectl port-forward
+        assert mlflow_allows_host(allowed, host), host
+    for host in ("evil.example.com", "10.0.0.5:5000", "mlflow.other-namespace.svc.cluster.local"):
+        assert not mlflow_allows_host(allowed, host), host  # still a DNS-rebinding guard
+    assert "*" not in allowed
 
 
 # --- the database login sidecar ------------------------------------------------------------------

@@ -694,6 +694,7 @@ MLFLOW_BAD_INPUT = [
      "addons.mlflow.admin_secret_name", ["'Admin_Secret'"]),
     (mutated(addons={"mlflow": {"enabled": True, "default_permission": "WRITE"}}),
      "addons.mlflow.default_permission", ["'WRITE'", "NO_PERMISSIONS", "MANAGE"]),
+    (mutated(addons={"mlflow": {"enabled": "sometimes"}}), "addons.mlflow.enabled", ["'sometimes'"]),
     (mutated(addons={"mlflow": {"enabled": True, "chart_version": "latest"}}),
      "addons.mlflow.chart_version", ["'latest'"]),
 ]

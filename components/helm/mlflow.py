@@ -25,6 +25,7 @@ from components.helm.addon import AddonContext, HelmAddonSpec, InstalledAddon
 from components.helm.release import HelmAddon, HelmAddonProps, SensitiveValue, Values
 from components.k8s.mlflow_access import (
     NAMESPACE,
+    SERVER_ALLOWED_HOSTS,
     SERVER_PORT,
     SERVICE_PORT,
     ingress_from_clients,
@@ -94,6 +95,7 @@ class MlflowValues(Values):
     extra_volumes: list[dict[str, Any]]
     extra_volume_mounts: list[dict[str, Any]]
     resources: dict[str, Any]
+    server_allowed_hosts: list[str] = Field(default_factory=lambda: list(SERVER_ALLOWED_HOSTS))
     service_monitor: dict[str, bool] = Field(default_factory=lambda: {"enabled": False})
     telemetry: dict[str, bool] = Field(default_factory=lambda: {"enabled": False})
     node_selector: dict[str, str] = Field(default_factory=lambda: dict(SYSTEM_NODES))

@@ -14,6 +14,15 @@ SERVICE_PORT = 80
 SERVER_PORT = 5000  # the container port NetworkPolicies see
 TRACKING_URI = f"http://{SERVICE}.{NAMESPACE}.svc.cluster.local:{SERVICE_PORT}"
 SERVER_SELECTOR = {"app.kubernetes.io/name": "mlflow"}
+# MLflow (3.5+) answers 403 to a Host header it does not allow, and setting the list replaces its
+# defaults (localhost and private IPs): the Service's names, with or without a port, and localhost
+# for `kubectl port-forward`. Exact names or fnmatch patterns, as MLflow matches them.
+SERVER_ALLOWED_HOSTS = tuple(
+    pattern
+    for host in (f"{SERVICE}.{NAMESPACE}.svc.cluster.local", f"{SERVICE}.{NAMESPACE}.svc", f"{SERVICE}.{NAMESPACE}",
+                 SERVICE, "localhost", "127.0.0.1")
+    for pattern in (host, f"{host}:*")
+)
 # Namespaces carrying this label may call the server (the server admits no one else).
 CLIENT_LABEL = {"gpu-platform/mlflow-client": "true"}
 TRACKING_CONFIG_MAP = "mlflow-tracking"
