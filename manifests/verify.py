@@ -31,6 +31,9 @@ from manifests.render import (
 from operate.kubectl import Kubectl
 from profiles.models import PlatformConfig
 
+# Validation objects that run to completion and are judged by their output.
+RUN_ONCE_KINDS = ("Pod", MPIJOB_KIND)
+
 
 @dataclass(frozen=True)
 class CheckResult:
@@ -173,6 +176,14 @@ def run_checks(config: PlatformConfig, *, kubectl: Kubectl, image: str | None = 
     if target is None:
         return [CheckResult("profile", False, "the profile has no GPU node group to validate")]
     files = render(config, image=image, nccl_image=nccl_image)
+    # A finished run's pods and MPIJob are still there: re-applying them changes nothing and the
+    # waits below would read the previous run's logs. Remove them first, so every check is new.
+    for objects in files.values():
+        for obj in objects:
+            if obj["kind"] in RUN_ONCE_KINDS:
+                meta = obj["metadata"]
+                kubectl(["delete", "-n", meta["namespace"], f"{obj['kind'].lower()}/{meta['name']}",
+                         "--ignore-not-found", "--wait=true"])
     with tempfile.TemporaryDirectory() as folder:
         for file_name, objects in files.items():
             path = Path(folder) / file_name

@@ -82,9 +82,11 @@ class FakeKubectl:
     def __init__(self, nccl_log: str):
         self.nccl_log = nccl_log
         self.applied: list[str] = []
+        self.calls: list[list[str]] = []
 
     def __call__(self, args: list[str]) -> subprocess.CompletedProcess:
         out = ""
+        self.calls.append(args)
         if args[0] == "apply":
             self.applied.append(Path(args[2]).name)
         elif args[0] == "logs":
@@ -103,6 +105,19 @@ def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
     assert all(r.passed for r in results), results
     assert kubectl.applied == ["00-namespace.yaml", "gpu-smoke-test.yaml", "topology-check.yaml",
                                "container-test.yaml", "nccl-allreduce.yaml", "mlflow-tracking-check.yaml"]
+
+
+def test_a_second_run_checks_anew():
+    """Finished pods and the MPIJob are deleted before anything is applied: re-applying an
+    unchanged finished pod would leave the previous run's logs to be judged."""
+    kubectl = FakeKubectl(log("nccl-good-p5.log"))
+    run_checks(load_profile("p5-training"), kubectl=kubectl, image="repo/img:v1")
+    first_apply = next(i for i, call in enumerate(kubectl.calls) if call[0] == "apply")
+    deleted = [call[3] for call in kubectl.calls[:first_apply] if call[0] == "delete"]
+    assert deleted == ["pod/gpu-smoke-test", "pod/topology-check", "pod/container-test", "mpijob/nccl-allreduce",
+                       "pod/mlflow-tracking-check"]
+    assert all("--ignore-not-found" in call for call in kubectl.calls if call[0] == "delete")
+    assert not any(call[0] == "delete" for call in kubectl.calls[first_apply:])
 
 
 def test_run_checks_reports_the_failing_check():
