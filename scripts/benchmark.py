@@ -88,46 +88,6 @@ def _tree_rss_kib(root: int) -> int:
     return total
 
 
-def measure(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(seconds, peak MiB) of one run."""
-    started = time.monotonic()
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    peak = 0
-    stop = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not stop.is_set():
-            peak = max(peak, _tree_rss_kib(process.pid))
-            stop.wait(0.05)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    _, stderr = process.communicate()
-    elapsed = time.monotonic() - started
-    stop.set()
-    sampler.join()
-    if process.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{stderr[-2000:]}")
-    return elapsed, peak / 1024
-
-
-def scenario(command_for_run: Callable[[str], list[str]], runs: int, env: dict[str, str]) -> dict[str, Any]:
-    samples = []
-    for _ in range(runs):
-        with tempfile.TemporaryDirectory() as folder:
-            samples.append(measure(command_for_run(folder), env))
-    return {"median_seconds": round(statistics.median(s[0] for s in samples), 2),
-            "peak_mib": round(max(s[1] for s in samples)), "runs": runs}
-
-
-def _worktree(rev: str, folder: str) -> Path:
-    tree = Path(folder) / "tree"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev], check=True,
-                   capture_output=True)
-    return tree
-
-
 def _run_in(folder: Path, command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """(seconds, peak MiB of the process tree, output) of one command run in `folder`."""
     started = time.monotonic()
@@ -139,7 +99,7 @@ def _run_in(folder: Path, command: list[str], env: dict[str, str]) -> tuple[floa
         nonlocal peak
         while not stop.is_set():
             peak = max(peak, _tree_rss_kib(process.pid))
-            stop.wait(0.1)
+            stop.wait(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -149,6 +109,23 @@ def _run_in(folder: Path, command: list[str], env: dict[str, str]) -> tuple[floa
     if process.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{output[-3000:]}")
     return time.monotonic() - started, peak / 1024, output
+
+
+def scenario(command_for_run: Callable[[str], list[str]], runs: int, env: dict[str, str]) -> dict[str, Any]:
+    samples = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as folder:
+            seconds, peak_mib, _ = _run_in(ROOT, command_for_run(folder), env)
+            samples.append((seconds, peak_mib))
+    return {"median_seconds": round(statistics.median(s[0] for s in samples), 2),
+            "peak_mib": round(max(s[1] for s in samples)), "runs": runs}
+
+
+def _worktree(rev: str, folder: str) -> Path:
+    tree = Path(folder) / "tree"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev], check=True,
+                   capture_output=True)
+    return tree
 
 
 def proof_loop(label: str, rev: str, runs: int, emulator: bool) -> int:
