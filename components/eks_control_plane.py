@@ -20,17 +20,15 @@ from cdktf_cdktf_provider_aws.eks_cluster import (
     EksClusterEncryptionConfigProvider,
     EksClusterVpcConfig,
 )
-from cdktf_cdktf_provider_aws.kms_alias import KmsAlias
-from cdktf_cdktf_provider_aws.kms_key import KmsKey
 from constructs import Construct
 
 from components.iam import ServiceRole, ServiceRoleProps, allow, policy_document
+from components.kms import account_administered_key
 
 
 @dataclass(frozen=True)
 class ControlPlaneDefaults:
     log_retention_days: int = 90
-    kms_deletion_window_days: int = 30
     admin_policy: str = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 
 
@@ -62,15 +60,10 @@ class EksControlPlane(Construct):
         caller = DataAwsCallerIdentity(self, "caller")
         self._account_id = caller.account_id
         # The account administers the key through IAM; nothing else is granted here.
-        key = KmsKey(
+        key = account_administered_key(
             self, "secrets-key", description=f"EKS secrets envelope encryption for {props.name}",
-            enable_key_rotation=True, deletion_window_in_days=DEFAULTS.kms_deletion_window_days,
-            policy=policy_document({
-                "Sid": "AccountAdministersThroughIam", "Effect": "Allow",
-                "Principal": {"AWS": f"arn:aws:iam::{caller.account_id}:root"}, "Action": "kms:*", "Resource": "*",
-            }),
+            alias=f"{props.name}-eks-secrets", account_id=caller.account_id,
         )
-        KmsAlias(self, "secrets-key-alias", name=f"alias/{props.name}-eks-secrets", target_key_id=key.key_id)
         role = ServiceRole(self, "cluster-role", props=ServiceRoleProps(
             name=f"{props.name}-cluster", service="eks.amazonaws.com", managed_policies=("AmazonEKSClusterPolicy",),
             trust_actions=("sts:AssumeRole", "sts:TagSession"),

@@ -11,14 +11,12 @@ from dataclasses import dataclass
 from cdktf import TerraformResourceLifecycle
 from cdktf_cdktf_provider_aws.db_instance import DbInstance
 from cdktf_cdktf_provider_aws.db_subnet_group import DbSubnetGroup
-from cdktf_cdktf_provider_aws.kms_alias import KmsAlias
-from cdktf_cdktf_provider_aws.kms_key import KmsKey
 from cdktf_cdktf_provider_aws.security_group import SecurityGroup
 from cdktf_cdktf_provider_aws.vpc_security_group_egress_rule import VpcSecurityGroupEgressRule
 from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
-from components.iam import policy_document
+from components.kms import account_administered_key
 from components.s3 import SecureBucket, SecureBucketProps
 from profiles.addons import MlflowDatabaseConfig
 from profiles.versions import MLFLOW_POSTGRES_MAJOR_VERSION
@@ -79,15 +77,10 @@ class MlflowStore(Construct):
         name, cfg = f"{props.name}-mlflow", props.config
         # The account administers the key through IAM; RDS and Secrets Manager use it on behalf of
         # callers that IAM allows (the MLflow server's role may decrypt through Secrets Manager only).
-        key = KmsKey(
-            self, "key", description=f"MLflow database and its master secret for {props.name}",
-            enable_key_rotation=True, deletion_window_in_days=30,
-            policy=policy_document({
-                "Sid": "AccountAdministersThroughIam", "Effect": "Allow",
-                "Principal": {"AWS": f"arn:aws:iam::{props.account_id}:root"}, "Action": "kms:*", "Resource": "*",
-            }),
+        key = account_administered_key(
+            self, "key", description=f"MLflow database and its master secret for {props.name}", alias=name,
+            account_id=props.account_id,
         )
-        KmsAlias(self, "key-alias", name=f"alias/{name}", target_key_id=key.key_id)
 
         group = SecurityGroup(self, "security-group", name=f"{name}-db", vpc_id=props.vpc_id,
                               description="PostgreSQL for MLflow from cluster nodes only", tags={"Name": f"{name}-db"})
