@@ -19,6 +19,7 @@ from cdktf import ITerraformDependable
 from constructs import Construct
 
 from components.helm.release import HelmAddon, HelmAddonProps, SensitiveValue, Values
+from components.k8s.mlflow_access import client_access
 from components.k8s.namespaces import NamespaceGuard, PodSecurityLevel, namespace_objects
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.mlflow_store import MlflowBackend
@@ -81,6 +82,9 @@ class AddonSpec(Generic[AnySettingsT]):
     """Pod Security Standard enforced on the add-on's namespace."""
     privileged_because: ClassVar[str] = ""
     """Why the namespace must admit privileged pods (required for privileged)."""
+    logs_to_mlflow: ClassVar[bool] = False
+    """Its pods log to MLflow: with MLflow on, the namespace gets the client label and an egress
+    allow to the tracking server."""
 
     def settings(self, config: PlatformConfig) -> AnySettingsT:
         settings: AnySettingsT = getattr(config.addons, self.key)
@@ -103,20 +107,16 @@ class AddonSpec(Generic[AnySettingsT]):
         """NetworkPolicies the add-on needs beyond the namespace defaults (name -> spec)."""
         return {}
 
-    def namespace_labels(self, ctx: AddonContext, settings: AnySettingsT) -> dict[str, str]:
-        """Labels on the add-on's namespace beyond the Pod Security ones (e.g. MLflow's client label)."""
-        return {}
-
     def namespace_objects(self, ctx: AddonContext, settings: AnySettingsT) -> list[dict[str, Any]]:
         """More objects in the add-on's namespace, created with it before any pod (quotas, limits)."""
         return []
 
     def namespace_guard(self, ctx: AddonContext) -> NamespaceGuard:
         settings = self.settings(ctx.config)
+        mlflow_labels, mlflow_allows = client_access(self.logs_to_mlflow and ctx.config.addons.mlflow.enabled)
         return NamespaceGuard(name=self.release_namespace(settings), pod_security=self.pod_security,
-                              privileged_because=self.privileged_because,
-                              labels=self.namespace_labels(ctx, settings),
-                              allow=self.network_allows(ctx, settings))
+                              privileged_because=self.privileged_because, labels=mlflow_labels,
+                              allow={**self.network_allows(ctx, settings), **mlflow_allows})
 
     def guarded_namespace(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         """Create the add-on's namespace with its labels and policies (before any pod starts)."""

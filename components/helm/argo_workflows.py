@@ -9,7 +9,7 @@ from typing import Any
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import Values
 from components.k8s.gpus import claim_template, gpu_quota
-from components.k8s.mlflow_access import client_access, tracking_config_map, tracking_env
+from components.k8s.mlflow_access import tracking_config_map, tracking_env
 from components.k8s.namespaces import (
     container_defaults,
     egress_https_outside_the_node,
@@ -66,6 +66,7 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
     key = "argo_workflows"
     release_name = "argo-workflows"
     namespace = "argo"
+    logs_to_mlflow = True
 
     def release_namespace(self, settings: ArgoWorkflowsConfig) -> str:
         return settings.namespace
@@ -73,13 +74,10 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
     def values(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> ArgoWorkflowsValues:
         return argo_workflows_values(settings, mlflow=ctx.config.addons.mlflow.enabled)
 
-    def namespace_labels(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> dict[str, str]:
-        return client_access(ctx.config.addons.mlflow.enabled)[0]
 
     def network_allows(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> dict[str, dict[str, Any]]:
         # Workflow steps run here and use AWS through Pod Identity, like a tenant's pods.
-        return {"allow-pod-identity": egress_to_pod_identity_agent(), "allow-aws-apis": egress_https_outside_the_node(),
-                **client_access(ctx.config.addons.mlflow.enabled)[1]}
+        return {"allow-pod-identity": egress_to_pod_identity_agent(), "allow-aws-apis": egress_https_outside_the_node()}
 
     def namespace_objects(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> list[dict[str, Any]]:
         # The quota counts requests; the LimitRange gives every container that states none a request,

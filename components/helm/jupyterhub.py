@@ -17,7 +17,7 @@ from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import Values
 from components.image_reference import parse_image_reference
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
-from components.k8s.mlflow_access import client_access, tracking_env
+from components.k8s.mlflow_access import tracking_env
 from components.labels import GPU_TOLERATION, NODE_POOL_LABEL, SYSTEM_NODES
 from profiles.addons import JupyterHubConfig, JupyterHubExposure
 from profiles.models import dra_mode
@@ -158,16 +158,11 @@ class JupyterHubAddon(HelmAddonSpec[JupyterHubConfig]):
     release_name = "jupyterhub"
     namespace = "jupyterhub"
     timeout_seconds = 1200
+    logs_to_mlflow = True
 
     def values(self, ctx: AddonContext, settings: JupyterHubConfig) -> JupyterHubValues:
         return jupyterhub_values(settings, storage_class=ctx.storage_class, dra=dra_mode(ctx.config),
                                  mlflow=ctx.config.addons.mlflow.enabled)
-
-    def namespace_labels(self, ctx: AddonContext, settings: JupyterHubConfig) -> dict[str, str]:
-        return client_access(ctx.config.addons.mlflow.enabled)[0]
-
-    def network_allows(self, ctx: AddonContext, settings: JupyterHubConfig) -> dict[str, dict[str, Any]]:
-        return client_access(ctx.config.addons.mlflow.enabled)[1]
 
     def namespace_objects(self, ctx: AddonContext, settings: JupyterHubConfig) -> list[dict[str, Any]]:
         # The GPU notebook profile's claim template (DRA mode).
