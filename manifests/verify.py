@@ -192,10 +192,10 @@ def run_checks(config: PlatformConfig, *, kubectl: Kubectl, image: str | None = 
             if applied.returncode != 0:
                 return [CheckResult(file_name, False, f"kubectl apply failed: {applied.stderr.strip()}")]
 
-    def pod_log(pod: str) -> tuple[bool, str]:
-        waited = kubectl(["wait", "-n", NAMESPACE, f"pod/{pod}", "--for=jsonpath={.status.phase}=Succeeded",
+    def pod_log(pod: str, namespace: str = NAMESPACE) -> tuple[bool, str]:
+        waited = kubectl(["wait", "-n", namespace, f"pod/{pod}", "--for=jsonpath={.status.phase}=Succeeded",
                           f"--timeout={timeout_minutes}m"])
-        logs = kubectl(["logs", "-n", NAMESPACE, f"pod/{pod}"])
+        logs = kubectl(["logs", "-n", namespace, f"pod/{pod}"])
         return waited.returncode == 0, logs.stdout
 
     results = []
@@ -213,10 +213,7 @@ def run_checks(config: PlatformConfig, *, kubectl: Kubectl, image: str | None = 
     results.append(check_nccl(logs.stdout, target) if waited.returncode == 0
                    else CheckResult("nccl-allreduce", False, f"the MPIJob did not succeed: {waited.stderr.strip()}"))
     if config.addons.mlflow.enabled:
-        waited = kubectl(["wait", "-n", mlflow_access.NAMESPACE, f"pod/{MLFLOW_CHECK}",
-                          "--for=jsonpath={.status.phase}=Succeeded", f"--timeout={timeout_minutes}m"])
-        logs = kubectl(["logs", "-n", mlflow_access.NAMESPACE, f"pod/{MLFLOW_CHECK}"])
-        results.append(check_mlflow(logs.stdout) if waited.returncode == 0
-                       else CheckResult(MLFLOW_CHECK, False, f"the check did not succeed: {waited.stderr.strip()} "
-                                                             f"{logs.stdout[-500:]}".strip()))
+        done, log = pod_log(MLFLOW_CHECK, mlflow_access.NAMESPACE)
+        results.append(check_mlflow(log) if done
+                       else CheckResult(MLFLOW_CHECK, False, f"pod did not succeed: {log[-500:]}".strip()))
     return results
