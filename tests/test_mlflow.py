@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import importlib.util
+import ipaddress
 import json
 import os
 import re
@@ -201,7 +202,7 @@ def test_only_client_namespaces_reach_the_server_and_the_server_reaches_only_its
     policies = [o for o in addon_objects(synthesized, profile) if o["kind"] == "NetworkPolicy"]
     server = {"app.kubernetes.io/name": "mlflow"}
     vpc = synthesized.configs[profile].cluster.vpc.cidr
-    database_ip = str(next(iter(__import__("ipaddress").ip_network(vpc).hosts())))
+    database_ip = str(next(ipaddress.ip_network(vpc).hosts()))
 
     def ingress(peer: Peer, port: int = 5000) -> bool:
         return allowed(policies, namespace="mlflow", direction="Ingress", peer=peer, protocol="TCP", port=port,
