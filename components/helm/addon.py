@@ -151,13 +151,19 @@ class HelmAddonSpec(AddonSpec[SettingsT]):
     def sensitive_values(self, ctx: AddonContext, settings: SettingsT) -> tuple[SensitiveValue, ...]:
         return ()
 
+    def companions(self, ctx: AddonContext, settings: SettingsT) -> tuple[ITerraformDependable, ...]:
+        """Create what the release needs beside it (e.g. its Pod Identity role); returns what the
+        release waits for."""
+        return ()
+
     def install(self, ctx: AddonContext) -> InstalledAddon:
         settings = self.settings(ctx.config)
+        companions = self.companions(ctx, settings)
         namespace = self.guarded_namespace(ctx)
         release = HelmAddon(ctx.scope, self.key.replace("_", "-"), props=HelmAddonProps(
             release_name=self.release_name, namespace=self.release_namespace(settings),
             chart=self.chart(ctx.config), values=self.values(ctx, settings), timeout_seconds=self.timeout_seconds,
-            create_namespace=False, depends_on=(*self.depends_on(ctx), *namespace),
+            create_namespace=False, depends_on=(*self.depends_on(ctx), *namespace, *companions),
             sensitive_values=self.sensitive_values(ctx, settings),
         ))
         return InstalledAddon(name=release.release.name, ready=(release.release,))

@@ -18,11 +18,11 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from cdktf import TerraformVariable, TerraformVariableValidationConfig
+from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
 from pydantic import Field
 
-from components.helm.addon import AddonContext, HelmAddonSpec, InstalledAddon
-from components.helm.release import HelmAddon, HelmAddonProps, SensitiveValue, Values
+from components.helm.addon import AddonContext, HelmAddonSpec
+from components.helm.release import SensitiveValue, Values
 from components.k8s.mlflow_access import (
     NAMESPACE,
     SERVER_ALLOWED_HOSTS,
@@ -182,21 +182,13 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
         )
         return (SensitiveValue(path="auth.adminPassword", value=password.string_value),)
 
-    def install(self, ctx: AddonContext) -> InstalledAddon:
-        settings, backend = self.settings(ctx.config), self._backend(ctx)
-        identity = MlflowIdentity(ctx.scope, "mlflow-identity", props=MlflowIdentityProps(
+    def companions(self, ctx: AddonContext, settings: MlflowConfig) -> tuple[ITerraformDependable, ...]:
+        # The server starts once its role is bound (and, as for every add-on, once its namespace,
+        # login Secret and script exist).
+        return MlflowIdentity(ctx.scope, "mlflow-identity", props=MlflowIdentityProps(
             platform_name=ctx.config.name, region=ctx.config.region, cluster_name=ctx.cluster_name,
-            namespace=NAMESPACE, service_account=SERVICE_ACCOUNT, backend=backend,
-        ))
-        namespace = self.guarded_namespace(ctx)
-        release = HelmAddon(ctx.scope, "mlflow", props=HelmAddonProps(
-            release_name=self.release_name, namespace=NAMESPACE, chart=self.chart(ctx.config),
-            values=self.values(ctx, settings), timeout_seconds=self.timeout_seconds, create_namespace=False,
-            # The server starts once its namespace, login Secret and script exist and its role is bound.
-            depends_on=(*namespace, *identity.ready),
-            sensitive_values=self.sensitive_values(ctx, settings),
-        ))
-        return InstalledAddon(name=release.release.name, ready=(release.release,))
+            namespace=NAMESPACE, service_account=SERVICE_ACCOUNT, backend=self._backend(ctx),
+        )).ready
 
     @staticmethod
     def _backend(ctx: AddonContext) -> MlflowBackend:
