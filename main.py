@@ -226,8 +226,12 @@ def command_hcl(config: PlatformConfig, args: argparse.Namespace) -> int:
     for layer in LAYERS:
         path = outdir / "stacks" / layer / "cdk.tf"
         path.write_text(repair_cdktf_hcl(path.read_text()))
-    if shutil.which("terraform"):  # cdktf writes HCL unindented
-        subprocess.run(["terraform", "fmt", "-recursive", str(outdir / "stacks")], capture_output=True)
+    if shutil.which("terraform"):  # cdktf writes HCL unindented; fmt also parses every file
+        formatted = subprocess.run(["terraform", "fmt", "-recursive", "-no-color", str(outdir / "stacks")],
+                                   capture_output=True, text=True)
+        if formatted.returncode != 0:
+            print(f"the HCL export is not valid HCL (terraform fmt):\n{formatted.stderr}", file=sys.stderr)
+            return 1
     print_synthesized(config, args, "cdk.tf")
     return 0
 

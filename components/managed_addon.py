@@ -11,13 +11,17 @@ from cdktf_cdktf_provider_aws.data_aws_eks_addon_version import DataAwsEksAddonV
 from cdktf_cdktf_provider_aws.eks_addon import EksAddon, EksAddonPodIdentityAssociation
 from constructs import Construct
 
+from components.expressions import expression, string_literal
+
 
 def _at_least(version_expression: str, minimum: tuple[int, ...]) -> str:
     """A Terraform condition: the `vMAJOR.MINOR.PATCH-eksbuild.N` version is at least `minimum`.
     (Character classes, not backslash escapes: HCL strings reject `\\d`.)"""
-    parts = f'[for p in regex("^v([0-9]+)[.]([0-9]+)[.]([0-9]+)", {version_expression}) : tonumber(p)]'
+    pattern = string_literal("^v([0-9]+)[.]([0-9]+)[.]([0-9]+)")
+    parts = f"[for p in regex({pattern}, {version_expression}) : tonumber(p)]"
     major, minor, patch = (*minimum, 0, 0)[:3]
-    return f"${{{parts}[0] * 1000000 + {parts}[1] * 1000 + {parts}[2] >= {major * 1000000 + minor * 1000 + patch}}}"
+    wanted = major * 1000000 + minor * 1000 + patch
+    return expression(f"{parts}[0] * 1000000 + {parts}[1] * 1000 + {parts}[2] >= {wanted}")
 
 
 @dataclass(frozen=True, kw_only=True)

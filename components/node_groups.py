@@ -31,6 +31,7 @@ from cdktf_cdktf_provider_aws.placement_group import PlacementGroup
 from constructs import Construct
 
 from components.efa import efa_interface_layout
+from components.expressions import Expression, expression, interpolated
 from components.labels import (
     EFA_LABEL,
     GPU_TAINT_EKS,
@@ -154,10 +155,10 @@ def _catalog_precondition(scope: Construct, cfg: GpuNodeGroupConfig) -> Precondi
     instance_type = DataAwsEc2InstanceType(scope, "instance-type", instance_type=cfg.instance_type)
     aws_efa_count = f"coalesce({instance_type.fqn}.efa_maximum_interfaces, 0)"
     return Precondition(
-        condition=f"${{{aws_efa_count} == {entry.max_efa_interfaces}}}",
-        error_message=(
+        condition=expression(f"{aws_efa_count} == {entry.max_efa_interfaces}"),
+        error_message=interpolated(
             f"The GPU instance catalog says {cfg.instance_type} has {entry.max_efa_interfaces} EFA interfaces, "
-            f"but EC2 reports ${{{aws_efa_count}}}: fix profiles/catalog.py."
+            "but EC2 reports ", Expression(aws_efa_count), ": fix profiles/catalog.py."
         ),
     )
 

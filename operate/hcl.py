@@ -3,7 +3,7 @@
 cdktf (archived upstream) renders three constructs this platform uses as invalid or deprecated HCL:
 - a string attribute that embeds a `${...}` reference keeps its inner double quotes unescaped
   (IAM and key policies with an account id or ARN in them);
-- a lifecycle `precondition` comes out as a list attribute instead of a nested block;
+- a lifecycle `precondition` or `postcondition` comes out as a list attribute instead of a nested block;
 - `depends_on` and `ignore_changes` list quoted references, which Terraform accepts with a
   deprecation warning.
 All three are fixed textually here; the result is checked with `terraform validate` in the tests.
@@ -22,24 +22,38 @@ _ATTRIBUTE = re.compile(r'^(\s*[A-Za-z_][\w-]* = )"(.*)"\s*$')
 
 
 def _escape_outside_interpolations(text: str) -> str:
-    out, depth, index = [], 0, 0
+    """Escape the double quotes of a template's own text; expression source inside `${...}` (with
+    its nested braces and quoted strings, which may hold templates of their own) stays as it is."""
+    out, modes, index = [], ["text"], 0  # modes: text, string (in an expression), expr, brace
     while index < len(text):
-        if text.startswith("${", index):
-            depth += 1
-            out.append("${")
-            index += 2
-            continue
-        char = text[index]
-        if char == "}" and depth:
-            depth -= 1
-        elif char == "\\" and not depth and index + 1 < len(text):
-            out.append(text[index:index + 2])  # already escaped
-            index += 2
-            continue
-        elif char == '"' and not depth:
-            char = '\\"'
-        out.append(char)
-        index += 1
+        mode, char = modes[-1], text[index]
+        if mode in ("text", "string"):
+            if text.startswith(("$${", "%%{"), index):  # an escaped sequence is text
+                step = 3
+            elif text.startswith(("${", "%{"), index):
+                modes.append("expr")
+                step = 2
+            elif char == "\\":
+                step = 2  # already escaped
+            elif char == '"':
+                if mode == "text":
+                    out.append('\\"')
+                    index += 1
+                    continue
+                modes.pop()
+                step = 1
+            else:
+                step = 1
+        else:
+            if char == "{":
+                modes.append("brace")
+            elif char == "}":
+                modes.pop()
+            elif char == '"':
+                modes.append("string")
+            step = 1
+        out.append(text[index:index + step])
+        index += step
     return "".join(out)
 
 
@@ -50,13 +64,15 @@ def _fix_string_line(line: str) -> str:
     return f'{match.group(1)}"{_escape_outside_interpolations(match.group(2))}"'
 
 
-def _fix_preconditions(text: str) -> str:
-    def block(match: re.Match[str]) -> str:
-        indent, body = match.group(1), match.group(2)
+def _fix_conditions(text: str) -> str:
+    """`precondition = [{...}, ...]` (and postcondition) -> one nested block per condition."""
+    def blocks(match: re.Match[str]) -> str:
+        indent, kind, body = match.group(1), match.group(2), match.group(3)
         items = re.findall(r"\{\n(.*?)\n\s*\},?", body, flags=re.DOTALL)
-        return "".join(f"{indent}precondition {{\n{item}\n{indent}}}\n" for item in items)
+        return "".join(f"{indent}{kind} {{\n{item}\n{indent}}}\n" for item in items)
 
-    return re.sub(r"^(\s*)precondition = \[\n(.*?)\n\s*\]\n", block, text, flags=re.MULTILINE | re.DOTALL)
+    return re.sub(r"^(\s*)(precondition|postcondition) = \[\n(.*?)\n\s*\]\n", blocks, text,
+                  flags=re.MULTILINE | re.DOTALL)
 
 
 def _unquote_reference_lists(text: str) -> str:
@@ -94,4 +110,4 @@ def _policy_as_jsonencode(line: str) -> str:
 
 def repair_cdktf_hcl(text: str) -> str:
     text = "\n".join(_policy_as_jsonencode(_fix_string_line(line)) for line in text.split("\n"))
-    return _unquote_reference_lists(_fix_preconditions(text))
+    return _unquote_reference_lists(_fix_conditions(text))

@@ -12,10 +12,15 @@ import re
 import shutil
 import socket
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from operate.providers import AWS_PROVIDER_VERSION, find_provider_mirror, mirror_cli_config
+
+# What `terraform init` reports when a provider has no binary here (no mirror, no registry): the
+# configuration was loaded in full before Terraform looked for providers.
+PROVIDER_UNAVAILABLE = ("Failed to query available provider packages", "Failed to install provider")
 
 
 def registry_reachable(timeout: float = 3.0) -> bool:
@@ -104,3 +109,57 @@ class Terraform:
             for owner in owners:
                 found[owner].append(diagnostic)
         return found
+
+    def load(self, stacks: dict[str, str | dict], workdir: Path) -> dict[str, LoadResult]:
+        """`terraform init` of each stack as its own root (JSON or HCL text; backend kept, not
+        initialised), concurrently. Terraform loads and checks the whole configuration before it
+        installs providers, so configuration errors are reported whether or not every provider
+        has a binary here. (`validate_many` validates the stacks whose providers do.)"""
+        workdir.mkdir(parents=True, exist_ok=True)
+
+        def one(name: str) -> LoadResult:
+            folder = workdir / name
+            folder.mkdir()
+            stack = stacks[name]
+            if isinstance(stack, str):
+                (folder / "cdk.tf").write_text(stack)
+            else:
+                (folder / "cdk.tf.json").write_text(json.dumps(stack))
+            init = self.run(folder, "init", "-backend=false", "-input=false", "-json")
+            diagnostics = _json_diagnostics(init.stdout)
+            missing = [d["detail"] for d in diagnostics if d["summary"].startswith(PROVIDER_UNAVAILABLE)]
+            errors = [d for d in diagnostics if d["severity"] == "error" and not d["summary"].startswith(
+                (*PROVIDER_UNAVAILABLE, "Terraform encountered problems during initialisation"))]
+            if init.returncode != 0 and not errors and not missing:  # failed, and not for a known reason
+                errors = [{"severity": "error", "summary": "terraform init failed",
+                           "detail": init.stdout + init.stderr}]
+            return LoadResult(errors=errors, providers_missing=missing)
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            return dict(zip(stacks, pool.map(one, stacks), strict=True))
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    errors: list[dict]
+    """Configuration errors: none is the only good answer."""
+    providers_missing: list[str]
+    """Providers with no binary here (init stopped there, after loading the configuration)."""
+
+
+def _json_diagnostics(stdout: str) -> list[dict]:
+    found = []
+    for line in stdout.splitlines():
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if message.get("type") == "diagnostic":
+            found.append(message["diagnostic"])
+    return found
+
+
+def describe(diagnostics: list[dict]) -> str:
+    return "\n".join(f"{d['severity']}: {d['summary']}: {d.get('detail', '')} at "
+                     f"{d.get('range', {}).get('filename')}:{d.get('range', {}).get('start', {}).get('line')}"
+                     for d in diagnostics)

@@ -102,3 +102,25 @@ def test_no_import_cycles() -> None:
 def test_the_cycle_finder_finds_cycles() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def _template_sequences(path: Path) -> list[int]:
+    """Lines of string literals (f-string parts included) that hold `${` or `%{`."""
+    return sorted(node.lineno for node in ast.walk(ast.parse(path.read_text()))
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                  and ("${" in node.value or "%{" in node.value))
+
+
+def test_terraform_expressions_are_built_in_one_place() -> None:
+    """A hand-written `${...}` in a component or stack escapes its literals its own way (the `\\s`
+    that made Terraform refuse the addons layer); components/expressions.py builds them all."""
+    found = {name: lines for name, path in MODULES.items()
+             if name.split(".")[0] in ("components", "stacks") and name != "components.expressions"
+             and (lines := _template_sequences(path))}
+    assert found == {}
+
+
+def test_the_template_finder_finds_templates(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text('a = "${x}"\nb = f"${{{a}}}"\nc = "100%{"\nd = "{{ $labels.x }}"\ne = "plain {braces}"\n')
+    assert _template_sequences(source) == [1, 2, 3]

@@ -53,6 +53,19 @@ def test_repair_escapes_quotes_around_interpolations_only():
     assert repair_cdktf_hcl(fine) == fine
 
 
+def test_repair_leaves_expression_source_alone_nested_braces_and_strings_included():
+    """Inside `${...}` the text is HCL source: a regex quantifier `{12,}` does not end the
+    interpolation, and quotes of string literals (which may hold templates) stay unescaped."""
+    from operate.hcl import repair_cdktf_hcl
+
+    condition = 'condition = "${can(regex("^[^/]{12,}$", var.p))}"'
+    assert repair_cdktf_hcl(condition) == condition
+    for_each = 'for_each = "${{ for d in local.x : "${d.kind}/${d.name}" => d if d.kind != "Namespace" }}"'
+    assert repair_cdktf_hcl(for_each) == for_each
+    mixed = 'name = "a "quoted" ${lower("X}")} $${literal} "end""'
+    assert repair_cdktf_hcl(mixed) == 'name = "a \\"quoted\\" ${lower("X}")} $${literal} \\"end\\""'
+
+
 def test_repair_turns_precondition_lists_into_blocks():
     from operate.hcl import repair_cdktf_hcl
 
@@ -61,6 +74,8 @@ def test_repair_turns_precondition_lists_into_blocks():
         repair_cdktf_hcl(broken)
         == 'lifecycle {\n  precondition {\ncondition = "${a == 1}"\nerror_message = "bad"\n  }\n}\n'
     )
+    assert repair_cdktf_hcl(broken.replace("precondition", "postcondition")) == (
+        'lifecycle {\n  postcondition {\ncondition = "${a == 1}"\nerror_message = "bad"\n  }\n}\n')
 
 
 def test_repair_unquotes_reference_lists():

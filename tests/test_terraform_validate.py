@@ -1,7 +1,7 @@
 """`terraform validate` of the AWS-only stacks with the real hashicorp/aws provider, offline.
 
-The helm and kubernetes providers have no binary on these machines, so the addons and workloads
-layers are checked by assertions and snapshots instead.
+The helm, kubernetes and http providers have no binary on these machines: the addons and workloads
+layers are loaded by Terraform (tests/test_terraform_load.py), asserted and snapshotted.
 """
 
 from __future__ import annotations

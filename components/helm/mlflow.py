@@ -21,6 +21,7 @@ from typing import Any
 from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
 from pydantic import Field
 
+from components.expressions import matches
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import SensitiveValue, Values
 from components.k8s.mlflow_access import (
@@ -175,7 +176,7 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
             ctx.scope, "mlflow_admin_password", type="string", sensitive=True, nullable=False,
             description="MLflow admin password (set TF_VAR_mlflow_admin_password); stored only in a Secret.",
             validation=[TerraformVariableValidationConfig(
-                condition=f'${{can(regex("{ADMIN_PASSWORD_RULE}", var.mlflow_admin_password))}}',
+                condition=matches(ADMIN_PASSWORD_RULE, "var.mlflow_admin_password"),
                 error_message="mlflow_admin_password must be at least 12 characters, without whitespace, "
                 "'/', '&', '%' or backslashes.",
             )],

@@ -8,6 +8,7 @@ from typing import Any
 from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
 from pydantic import Field
 
+from components.expressions import expression
 from components.helm import karpenter, kuberay
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.common import Placement
@@ -175,7 +176,7 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
             description="Grafana admin password (set TF_VAR_grafana_admin_password); stored only in a Secret.",
             validation=[
                 TerraformVariableValidationConfig(
-                    condition="${length(var.grafana_admin_password) >= 12}",
+                    condition=expression("length(var.grafana_admin_password) >= 12"),
                     error_message="grafana_admin_password must be at least 12 characters.",
                 )
             ],

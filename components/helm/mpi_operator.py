@@ -9,6 +9,7 @@ from __future__ import annotations
 from cdktf import TerraformDataSource, TerraformStack
 from cdktf_cdktf_provider_kubernetes.manifest import Manifest
 
+from components.expressions import Expression, expression, quoted_template, string_literal
 from components.helm.addon import AddonContext, AddonSpec, InstalledAddon
 from profiles.addons import AddonConfig
 from profiles.versions import ARTIFACTS, HTTP_PROVIDER_VERSION
@@ -27,15 +28,16 @@ class MpiOperatorAddon(AddonSpec[AddonConfig]):
         download.add_override("url", artifact.url)
         # A changed or truncated download fails the plan instead of installing something unreviewed.
         download.add_override("lifecycle", {"postcondition": [{
-            "condition": f'${{sha256(self.response_body) == "{artifact.sha256}"}}',
+            "condition": expression(f"sha256(self.response_body) == {string_literal(artifact.sha256)}"),
             "error_message": f"{artifact.url} is not the reviewed {artifact.tag} manifest (SHA-256 differs).",
         }]})
         namespace = self.guarded_namespace(ctx)
         documents = f"provider::kubernetes::manifest_decode_multi({download.fqn}.response_body)"
         objects = Manifest(ctx.scope, "mpi-operator", manifest={}, depends_on=[*namespace])
-        objects.add_override("for_each", f'${{{{ for doc in {documents} : "${{doc.kind}}/${{doc.metadata.name}}" '
-                                         f'=> doc if doc.kind != "Namespace" }}}}')
-        objects.add_override("manifest", "${each.value}")
+        key = quoted_template(Expression("doc.kind"), "/", Expression("doc.metadata.name"))
+        objects.add_override("for_each", expression(
+            f"{{ for doc in {documents} : {key} => doc if doc.kind != {string_literal('Namespace')} }}"))
+        objects.add_override("manifest", expression("each.value"))
         return InstalledAddon(name=self.release_name, ready=(objects,))
 
 
