@@ -239,6 +239,7 @@ def command_hcl(config: PlatformConfig, args: argparse.Namespace) -> int:
 def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
     from operate.cluster_access import ClusterAccessError
     from operate.layers import Operator, select_layers
+    from operate.preflight import deploy_preflight
     from operate.providers import provider_env
 
     try:
@@ -256,6 +257,7 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
     operator = Operator(outdir / "stacks", env=provider_env(outdir),
                         confirm=lambda question: args.yes or ask(question))
     operator.cleanup = lambda: cleanup_profile_cluster(config, operator, outdir / "kubeconfig")
+    operator.preflight = deploy_preflight(config, operator)
     try:
         results = operator.run(args.command, layers)
     except ClusterAccessError as error:
@@ -271,8 +273,12 @@ def ask(question: str) -> bool:
 def profile_kubectl(config: PlatformConfig, operator: Operator, kubeconfig: Path) -> Kubectl:
     """kubectl bound to the profile's own cluster, as the cluster layer's outputs name it."""
     from operate.cluster_access import ClusterAccessError, ClusterTarget, bind_kubectl
+    from operate.layers import StateUnreadable
 
-    outputs = operator.outputs("cluster")
+    try:
+        outputs = operator.outputs("cluster")
+    except StateUnreadable as error:
+        raise ClusterAccessError(str(error)) from error
     if "endpoint" not in outputs:
         raise ClusterAccessError("the cluster layer has no outputs (not deployed, or its state is elsewhere): "
                                  "cannot tell which cluster to act on")
@@ -291,7 +297,7 @@ def cleanup_profile_cluster(config: PlatformConfig, operator: Operator, kubeconf
 
 
 def command_outputs(config: PlatformConfig, args: argparse.Namespace) -> int:
-    from operate.layers import Operator
+    from operate.layers import Operator, StateUnreadable
     from operate.providers import provider_env
     from stacks import LAYERS
 
@@ -301,9 +307,21 @@ def command_outputs(config: PlatformConfig, args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_USER_ERROR
     operator = Operator(stacks, env=provider_env(Path(args.outdir)), log=lambda _: None)
+    printed = 0
     for layer in LAYERS:
-        for line in operator.output_lines(layer):
+        try:
+            lines = operator.output_lines(layer)
+        except StateUnreadable as error:
+            print(f"cannot read the outputs of {config.name}: {error}", file=sys.stderr)
+            return 1
+        for line in lines:
             print(line)
+        printed += len(lines)
+    if not printed:
+        print(f"nothing is deployed for profile {config.name}: no layer has outputs in its state "
+              f"({'s3://' + config.state.bucket if config.state.bucket else STATE_ROOT / config.name}). "
+              "Deploy first: make deploy", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -346,7 +364,12 @@ def nccl_test_image(config: PlatformConfig, operator: Operator | None, override:
     implementations = config.build.reference_implementations.items()
     built = [impl for impl, spec in implementations if spec.project_image == "nccl-tests"]
     if built and operator is not None:
-        repositories = operator.outputs("build").get("repository_urls", {}).get("value", {})
+        from operate.layers import StateUnreadable
+
+        try:
+            repositories = operator.outputs("build").get("repository_urls", {}).get("value", {})
+        except StateUnreadable:
+            repositories = {}
         if built[0] in repositories:
             return f"{repositories[built[0]]}:{project_image_tag('nccl-tests')}"
     return NCCL_TESTS_IMAGE

@@ -3,6 +3,11 @@
 Every layer is planned into a saved plan file (stacks/<layer>/tfplan) whose summary is shown;
 deploy and destroy apply exactly that plan, and only after `confirm` approves it. Long Terraform
 runs print a progress line at least every `heartbeat_seconds`.
+
+A layer reads its upstream layers' outputs from their state (the synthesized
+`terraform_remote_state` data sources name them). A layer whose upstream state has no outputs yet
+cannot be planned: `plan` says which layer to apply first instead of failing in Terraform, and
+`deploy` checks, before it applies anything, everything the later layers need (`preflight`).
 """
 
 from __future__ import annotations
@@ -30,6 +35,13 @@ DATA_RESOURCES = {
 }
 _SYMBOLS = {("create",): "+", ("delete",): "-", ("update",): "~", ("delete", "create"): "-/+",
             ("create", "delete"): "+/-"}
+
+
+class StateUnreadable(RuntimeError):
+    """Terraform could not read a layer's state (credentials, bucket, lock)."""
+
+
+REMOTE_STATE_PREFIX = "cross-stack-reference-input-"
 
 
 @dataclass(frozen=True)
@@ -84,7 +96,8 @@ class Operator:
 
     def __init__(self, stacks_dir: Path, *, terraform: str = "terraform", env: dict[str, str] | None = None,
                  log: Callable[[str], None] = print, confirm: Callable[[str], bool] = lambda _: True,
-                 cleanup: Callable[[], object] = lambda: None, heartbeat_seconds: float = 30):
+                 cleanup: Callable[[], object] = lambda: None, heartbeat_seconds: float = 30,
+                 preflight: Callable[[list[str]], list[str]] = lambda _: []):
         self.stacks_dir = stacks_dir
         self.terraform = terraform
         self.env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1",
@@ -92,11 +105,16 @@ class Operator:
         self.log = log
         self.confirm = confirm
         self.cleanup = cleanup
+        self.preflight = preflight
         self.heartbeat_seconds = heartbeat_seconds
+        self._outputs: dict[str, dict[str, Any]] = {}
 
     def _tf(self, layer: str, *args: str) -> subprocess.CompletedProcess[str]:
-        """Run Terraform, logging a progress line while it runs longer than the heartbeat."""
-        command = [self.terraform, f"-chdir={self.stacks_dir / layer}", *args, "-no-color"]
+        return self.terraform_in(self.stacks_dir / layer, *args, label=layer)
+
+    def terraform_in(self, folder: Path, *args: str, label: str = "") -> subprocess.CompletedProcess[str]:
+        """Run Terraform in `folder`, logging a progress line while it runs longer than the heartbeat."""
+        command = [self.terraform, f"-chdir={folder}", *args, "-no-color"]
         started = time.monotonic()
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=self.env) as process:
@@ -105,12 +123,19 @@ class Operator:
                     stdout, stderr = process.communicate(timeout=self.heartbeat_seconds)
                     break
                 except subprocess.TimeoutExpired:
-                    self.log(f"      {layer}: terraform {args[0]} still running "
+                    self.log(f"      {label or folder.name}: terraform {args[0]} still running "
                              f"({time.monotonic() - started:.0f}s)")
         return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
     def run(self, action: Action, layers: list[str]) -> list[LayerResult]:
         ordered = [layer for layer in LAYERS if layer in layers]
+        if action == "deploy":
+            problems = self.preflight(ordered)
+            if problems:
+                self.log("deploy stopped before any layer was applied:")
+                for problem in problems:
+                    self.log(f"  - {problem}")
+                return [LayerResult(ordered[0], False, 0.0, "pre-flight: " + "; ".join(problems))]
         if action == "destroy":
             ordered.reverse()
             if any(layer in KUBERNETES_LAYERS for layer in ordered):
@@ -120,6 +145,21 @@ class Operator:
         for index, layer in enumerate(ordered, 1):
             self.log(f"[{index}/{len(ordered)}] {layer}: {action} ...")
             started = time.monotonic()
+            try:
+                missing = self.missing_upstream(layer, applied_here=ordered[:index - 1] if action == "deploy" else [])
+            except StateUnreadable as error:
+                results.append(LayerResult(layer, False, 0.0, str(error)))
+                self.log(f"[{index}/{len(ordered)}] {layer}: FAILED: {error}")
+                break
+            if missing and action in ("plan", "deploy"):
+                detail = (f"not planned: it reads the outputs of {', '.join(missing)}, which "
+                          f"{'is' if len(missing) == 1 else 'are'} not applied yet; apply "
+                          f"{' then '.join(missing)} first (make deploy LAYER={missing[0]})")
+                results.append(LayerResult(layer, action == "plan", 0.0, detail))
+                self.log(f"[{index}/{len(ordered)}] {layer}: {detail}")
+                if action == "deploy":
+                    break
+                continue
             ok, detail = self._layer(action, layer)
             results.append(LayerResult(layer, ok, round(time.monotonic() - started, 1), detail))
             self.log(f"[{index}/{len(ordered)}] {layer}: {'ok' if ok else 'FAILED'} "
@@ -155,12 +195,24 @@ class Operator:
         if not self.confirm(f"{verb} these changes to the {layer} layer?"):
             return False, f"not approved: {layer} left as it is"
         applied = self._tf(layer, "apply", "-input=false", PLAN_FILE)
+        self._outputs.pop(layer, None)  # changed by the apply
         if applied.returncode != 0:
             return False, applied.stderr or applied.stdout
         if action == "deploy":
             for line in self.output_lines(layer):
                 self.log(line)
         return True, "destroyed" if action == "destroy" else "applied changes"
+
+    def upstream_layers(self, layer: str) -> list[str]:
+        """The layers whose outputs this layer reads, in deploy order."""
+        sources = self.stack(layer).get("data", {}).get("terraform_remote_state", {})
+        named = {name.removeprefix(REMOTE_STATE_PREFIX) for name in sources}
+        return [upstream for upstream in LAYERS if upstream in named]
+
+    def missing_upstream(self, layer: str, applied_here: list[str]) -> list[str]:
+        """Upstream layers with no outputs yet (and not applied earlier in this run)."""
+        return [upstream for upstream in self.upstream_layers(layer)
+                if upstream not in applied_here and not self.outputs(upstream)]
 
     def stack(self, layer: str) -> dict[str, Any]:
         synthesized: dict[str, Any] = json.loads((self.stacks_dir / layer / "cdk.tf.json").read_text())
@@ -173,12 +225,18 @@ class Operator:
         return plan
 
     def outputs(self, layer: str) -> dict[str, Any]:
-        """The layer's outputs (name -> {value, sensitive}); empty before its first apply."""
-        if not (self.stacks_dir / layer / ".terraform").is_dir():
-            self._tf(layer, "init", "-input=false")
-        shown = self._tf(layer, "output", "-json")
-        outputs: dict[str, Any] = json.loads(shown.stdout or "{}") if shown.returncode == 0 else {}
-        return outputs
+        """The layer's outputs (name -> {value, sensitive}); empty before its first apply. Raises
+        StateUnreadable when Terraform cannot read the state. Read once per run and layer."""
+        if layer not in self._outputs:
+            if not (self.stacks_dir / layer / ".terraform").is_dir():
+                init = self._tf(layer, "init", "-input=false")
+                if init.returncode != 0:
+                    raise StateUnreadable(f"{layer}: terraform init failed: {(init.stderr or init.stdout).strip()}")
+            shown = self._tf(layer, "output", "-json")
+            if shown.returncode != 0:
+                raise StateUnreadable(f"{layer}: cannot read its state: {(shown.stderr or shown.stdout).strip()}")
+            self._outputs[layer] = json.loads(shown.stdout or "{}")
+        return self._outputs[layer]
 
     def output_lines(self, layer: str) -> list[str]:
         lines = []

@@ -28,6 +28,13 @@ if command == "show":
         {"address": "data.aws_caller_identity.a", "change": {"actions": ["read"]}},
     ]}))
 elif command == "output":
+    if os.environ.get("FAKE_TF_STATE") == "unreadable":
+        sys.stderr.write("Error: Failed to load state: AccessDenied\\n")
+        sys.exit(1)
+    applied = open(os.environ["FAKE_TF_LOG"]).read().split("\\n")
+    if os.environ.get("FAKE_TF_STATE") == "fresh" and f"{layer} apply" not in applied:
+        print("{}")
+        sys.exit(0)
     print(json.dumps({"cluster_name": {"value": "gpu-validation", "sensitive": False},
                       "certificate_authority": {"value": "c2VjcmV0", "sensitive": True},
                       "cross-stack-output-x": {"value": "plumbing", "sensitive": False}}))
@@ -51,9 +58,12 @@ def fake_terraform(tmp_path):
     return binary
 
 
-def operator(tmp_path, binary, *, fail=None, lines=None, confirm=None, cleanup=None, slow=None, heartbeat=30):
+def operator(tmp_path, binary, *, fail=None, lines=None, confirm=None, cleanup=None, slow=None, heartbeat=30,
+             state=None, preflight=None):
     log = tmp_path / "calls.log"
     env = {"FAKE_TF_LOG": str(log)}
+    if state:
+        env["FAKE_TF_STATE"] = state
     if fail:
         env["FAKE_TF_FAIL"] = fail
     if slow:
@@ -61,8 +71,17 @@ def operator(tmp_path, binary, *, fail=None, lines=None, confirm=None, cleanup=N
     op = Operator(tmp_path / "stacks", terraform=str(binary), env=env,
                   log=(lines.append if lines is not None else lambda _: None),
                   confirm=confirm or (lambda _: True), cleanup=cleanup or (lambda: None),
-                  heartbeat_seconds=heartbeat)
+                  heartbeat_seconds=heartbeat, preflight=preflight or (lambda _: []))
     return op, log
+
+
+def with_upstreams(tmp_path: Path) -> None:
+    """The fake stacks read their upstream layers' state, as the synthesized ones do."""
+    reads = {"storage": ["cluster"], "build": ["cluster"], "addons": ["cluster", "storage", "build"],
+             "workloads": ["cluster", "storage", "addons"]}
+    for layer, upstreams in reads.items():
+        data = {f"cross-stack-reference-input-{u}": {"backend": "local"} for u in upstreams}
+        (tmp_path / "stacks" / layer / "cdk.tf.json").write_text(json.dumps({"data": {"terraform_remote_state": data}}))
 
 
 def calls(log: Path) -> list[str]:
@@ -290,3 +309,73 @@ def test_the_nccl_job_runs_the_image_the_build_layer_built(tmp_path, fake_terraf
     assert built == f"111122223333.dkr.ecr.us-west-2.amazonaws.com/x:{project_image_tag('nccl-tests')}"
     assert main.nccl_test_image(config, Built(), "mine:1") == "mine:1"
     assert main.nccl_test_image(config, None, None) == NCCL_TESTS_IMAGE  # nothing deployed yet
+
+
+# ------------------------------------------------------------------ a fresh account, pre-flight, outputs
+
+
+def test_plan_on_a_fresh_account_plans_the_first_layer_and_names_what_to_apply(tmp_path, fake_terraform):
+    with_upstreams(tmp_path)
+    lines: list[str] = []
+    op, log = operator(tmp_path, fake_terraform, lines=lines, state="fresh")
+    results = op.run("plan", select_layers("all"))
+    assert [(r.layer, r.ok) for r in results] == [(layer, True) for layer in LAYERS]
+    assert results[0].detail == "changes"
+    for result in results[1:]:
+        assert result.detail.startswith("not planned: it reads the outputs of cluster"), result.detail
+        assert "make deploy LAYER=cluster" in result.detail
+    assert [c for c in calls(log) if c.endswith(" plan")] == ["cluster plan"]  # Terraform's error never reached
+
+
+def test_plan_with_the_cluster_applied_plans_every_layer(tmp_path, fake_terraform):
+    with_upstreams(tmp_path)
+    op, _ = operator(tmp_path, fake_terraform)
+    results = op.run("plan", select_layers("all"))
+    assert [r.detail for r in results] == ["changes"] * len(LAYERS)
+
+
+def test_deploying_one_layer_before_its_upstream_stops_with_the_order(tmp_path, fake_terraform):
+    with_upstreams(tmp_path)
+    op, log = operator(tmp_path, fake_terraform, state="fresh")
+    (result,) = op.run("deploy", ["addons"])
+    assert not result.ok and "cluster then storage then build" in result.detail
+    assert not any(c.endswith((" plan", " apply")) for c in calls(log))
+
+
+def test_a_full_deploy_on_a_fresh_account_applies_upstreams_first(tmp_path, fake_terraform):
+    with_upstreams(tmp_path)
+    op, _ = operator(tmp_path, fake_terraform, state="fresh")
+    results = op.run("deploy", select_layers("all"))
+    assert all(r.ok for r in results) and [r.layer for r in results] == list(LAYERS)
+
+
+def test_an_unreadable_upstream_state_fails_the_layer_with_terraforms_reason(tmp_path, fake_terraform):
+    with_upstreams(tmp_path)
+    op, _ = operator(tmp_path, fake_terraform, state="unreadable")
+    results = op.run("plan", select_layers("all"))
+    assert results[-1].layer == "storage" and not results[-1].ok and "AccessDenied" in results[-1].detail
+
+
+def test_a_failed_preflight_applies_nothing(tmp_path, fake_terraform):
+    lines: list[str] = []
+    seen: list[list[str]] = []
+    op, log = operator(tmp_path, fake_terraform, lines=lines,
+                       preflight=lambda layers: seen.append(layers) or ["variable x is not set"])
+    results = op.run("deploy", select_layers("all"))
+    assert seen == [list(LAYERS)] and calls(log) == []
+    assert not results[0].ok and "variable x is not set" in results[0].detail
+    assert "deploy stopped before any layer was applied:" in lines and "  - variable x is not set" in lines
+
+
+def test_plan_and_destroy_have_no_deploy_preflight(tmp_path, fake_terraform):
+    op, _ = operator(tmp_path, fake_terraform, preflight=lambda _: pytest.fail("pre-flight ran"))
+    op.run("plan", select_layers("all"))
+    op.run("destroy", ["cluster"])
+
+
+def test_outputs_of_an_unreadable_state_raise(tmp_path, fake_terraform):
+    from operate.layers import StateUnreadable
+
+    op, _ = operator(tmp_path, fake_terraform, state="unreadable")
+    with pytest.raises(StateUnreadable, match="AccessDenied"):
+        op.output_lines("cluster")

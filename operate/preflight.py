@@ -1,0 +1,121 @@
+"""Deploy pre-flight: before the first layer is applied, check what the later layers will need.
+
+A deploy applies the cluster, storage and build layers (30+ minutes, EKS, NAT and GPU nodes
+billing) before the addons layer asks for its first input. Everything a later layer needs from
+the user is checked first, so a missing item stops the deploy with what to do and nothing applied:
+- the layers' input variables (the admin passwords), evaluated by Terraform itself on a
+  variables-only copy of the layers' declarations, so the check and the apply can never disagree;
+- the S3 state bucket, when the profile names one;
+- a way to the cluster's API endpoint, for the Kubernetes layers (the helm and kubernetes
+  providers call it at plan time).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from operate.layers import KUBERNETES_LAYERS, StateUnreadable
+
+if TYPE_CHECKING:
+    from operate.layers import Operator
+    from profiles import PlatformConfig
+
+PREFLIGHT_FOLDER = "preflight"
+
+
+def variable_problems(operator: Operator, layers: list[str]) -> list[str]:
+    """The variables the layers declare, with the values they will get at apply time (TF_VAR_* in
+    the environment): an unset one is reported at once; the set ones are judged by Terraform, which
+    evaluates their validations (a variables-only configuration: no provider, no state)."""
+    declared: dict[str, Any] = {}
+    for layer in layers:
+        declared.update(operator.stack(layer).get("variable", {}))
+    unset = [name for name, body in declared.items() if "default" not in body and f"TF_VAR_{name}" not in operator.env]
+    problems = [f"variable {name} is not set. {declared[name].get('description', '')} "
+                f"Set it before deploying: export TF_VAR_{name}='...'" for name in unset]
+    judged = {name: body for name, body in declared.items() if name not in unset}
+    if not judged:
+        return problems
+    folder = operator.stacks_dir.parent / PREFLIGHT_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "variables.tf.json").write_text(json.dumps({"variable": judged}, indent=2))
+    init = operator.terraform_in(folder, "init", "-backend=false", "-input=false")
+    if init.returncode != 0:
+        return [*problems, f"terraform could not load the layers' variables: {(init.stderr or init.stdout).strip()}"]
+    planned = operator.terraform_in(folder, "plan", "-input=false", "-lock=false", "-json")
+    for line in planned.stdout.splitlines():
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        diagnostic = message.get("diagnostic") if message.get("type") == "diagnostic" else None
+        if diagnostic and diagnostic.get("severity") == "error":
+            problems.append(f"{diagnostic['summary']}: {diagnostic.get('detail', '')}".strip(": "))
+    if planned.returncode != 0 and len(problems) == len(unset):
+        problems.append(f"terraform could not evaluate the layers' variables: {planned.stderr.strip()}")
+    return problems
+
+
+def state_bucket_problems(config: PlatformConfig, aws: str = "aws",
+                          env: dict[str, str] | None = None) -> list[str]:
+    """The S3 state bucket exists and this identity can use it (aws s3api head-bucket)."""
+    bucket = config.state.bucket
+    if bucket is None:
+        return []
+    if shutil.which(aws) is None:
+        return [f"the state bucket {bucket} cannot be checked: the AWS CLI ({aws}) is not on PATH"]
+    region = config.state.region or config.region
+    checked = subprocess.run([aws, "s3api", "head-bucket", "--bucket", bucket, "--region", region],
+                             capture_output=True, text=True, env=env)
+    if checked.returncode != 0:
+        return [f"the state bucket s3://{bucket} ({region}) cannot be used: {checked.stderr.strip() or 'not found'}. "
+                "Create it as the README's State section shows, or fix state.bucket / state.region."]
+    return []
+
+
+def endpoint_reachable(endpoint: str, timeout: float = 5.0) -> bool:
+    parsed = urlparse(endpoint)
+    try:
+        with socket.create_connection((parsed.hostname or endpoint, parsed.port or 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def api_problems(config: PlatformConfig, operator: Operator, layers: list[str],
+                 reachable: Callable[[str], bool] = endpoint_reachable) -> list[str]:
+    """The Kubernetes layers need the API endpoint from where this deploy runs."""
+    if not any(layer in KUBERNETES_LAYERS for layer in layers):
+        return []
+    options = ("Either deploy the AWS layers from here (make deploy LAYER=aws) and the addons and workloads "
+               "layers from a machine inside the VPC, or set cluster.endpoint_public_access: true with "
+               "cluster.endpoint_public_access_cidrs naming your egress CIDRs.")
+    try:
+        endpoint = operator.outputs("cluster").get("endpoint", {}).get("value")
+    except StateUnreadable as error:
+        return [str(error)]
+    if endpoint is None:  # the cluster is not deployed yet
+        if config.cluster.endpoint_public_access:
+            return []
+        return ["the addons and workloads layers need the cluster's API endpoint, which this profile keeps "
+                "private (reachable only from inside the VPC, which this deploy creates). " + options]
+    if not reachable(endpoint):
+        return [f"the cluster's API endpoint {endpoint} does not answer from this machine (TCP 443). " + options]
+    return []
+
+
+def deploy_preflight(config: PlatformConfig, operator: Operator, aws: str = "aws",
+                     reachable: Callable[[str], bool] = endpoint_reachable) -> Callable[[list[str]], list[str]]:
+    """The check `Operator.run("deploy", ...)` makes before its first apply."""
+    def check(layers: list[str]) -> list[str]:
+        return [*state_bucket_problems(config, aws, operator.env), *variable_problems(operator, layers),
+                *api_problems(config, operator, layers, reachable)]
+
+    return check
+

@@ -1,0 +1,99 @@
+"""Deploy pre-flight: everything a later layer needs from the user is checked before the first
+layer is applied. Variables are judged by the real Terraform; the AWS CLI and the API endpoint
+are faked."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from operate.layers import Operator
+from operate.preflight import api_problems, state_bucket_problems, variable_problems
+from profiles import load_profile
+from tests.cases import FIXTURE_PROFILES
+
+GOOD = {"TF_VAR_grafana_admin_password": "grafana-pass-123", "TF_VAR_mlflow_admin_password": "Mlflow-pass-123"}
+
+
+def stacks_with(tmp_path: Path, synthesized, profile: str, env: dict[str, str], terraform=None) -> Operator:
+    for layer in ("cluster", "addons"):
+        folder = tmp_path / "stacks" / layer
+        folder.mkdir(parents=True)
+        (folder / "cdk.tf.json").write_text(json.dumps(synthesized.stack(profile, layer)))
+    return Operator(tmp_path / "stacks", terraform=terraform.binary if terraform else "terraform",
+                    env={"TF_CLI_CONFIG_FILE": str(terraform.cli_config)} | env if terraform else env,
+                    log=lambda _: None)
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for name in GOOD:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_unset_passwords_are_named_before_anything_is_applied(tmp_path, synthesized, terraform, clean_env):
+    operator = stacks_with(tmp_path, synthesized, "g6-validation", {}, terraform)
+    problems = variable_problems(operator, ["cluster", "addons"])
+    assert [p.split(" is not set")[0] for p in problems] == [
+        "variable grafana_admin_password", "variable mlflow_admin_password"]
+    assert all("export TF_VAR_" in p for p in problems)
+
+
+def test_a_bad_password_is_refused_by_terraforms_own_validation(tmp_path, synthesized, terraform, clean_env):
+    operator = stacks_with(tmp_path, synthesized, "g6-validation",
+                           {**GOOD, "TF_VAR_mlflow_admin_password": "has a space 123"}, terraform)
+    (problem,) = variable_problems(operator, ["cluster", "addons"])
+    assert "Invalid value for variable" in problem and "mlflow_admin_password must be" in problem
+
+
+def test_good_passwords_pass_and_layers_without_variables_need_none(tmp_path, synthesized, terraform, clean_env):
+    operator = stacks_with(tmp_path, synthesized, "g6-validation", GOOD, terraform)
+    assert variable_problems(operator, ["cluster", "addons"]) == []
+    assert variable_problems(operator, ["cluster"]) == []
+
+
+class Outputs:
+    def __init__(self, cluster: dict):
+        self.cluster = cluster
+
+    def outputs(self, layer: str) -> dict:
+        assert layer == "cluster"
+        return self.cluster
+
+
+ENDPOINT = {"endpoint": {"value": "https://ABC.gr7.us-west-2.eks.amazonaws.com"}}
+
+
+def test_a_private_endpoint_on_a_fresh_account_stops_a_full_deploy_with_the_options():
+    config = load_profile("g6-validation")
+    (problem,) = api_problems(config, Outputs({}), ["cluster", "addons"])  # type: ignore[arg-type]
+    assert "make deploy LAYER=aws" in problem and "endpoint_public_access_cidrs" in problem
+    assert api_problems(config, Outputs({}), ["cluster", "storage", "build"]) == []  # type: ignore[arg-type]
+
+
+def test_a_public_endpoint_passes_and_a_deployed_one_must_answer():
+    public = load_profile(str(FIXTURE_PROFILES / "jark.yaml"))
+    assert api_problems(public, Outputs({}), ["addons"]) == []  # type: ignore[arg-type]
+    config = load_profile("g6-validation")
+    (problem,) = api_problems(config, Outputs(ENDPOINT), ["addons"], reachable=lambda _: False)  # type: ignore[arg-type]
+    assert "does not answer from this machine" in problem
+    assert api_problems(config, Outputs(ENDPOINT), ["addons"], reachable=lambda _: True) == []  # type: ignore[arg-type]
+
+
+def fake_aws(tmp_path: Path, exit_code: int) -> str:
+    binary = tmp_path / "aws"
+    binary.write_text(f"#!{sys.executable}\nimport sys\nsys.stderr.write('An error occurred (404) when calling the "
+                      f"HeadBucket operation: Not Found')\nsys.exit({exit_code})\n")
+    binary.chmod(0o755)
+    return str(binary)
+
+
+def test_a_missing_state_bucket_stops_the_deploy(tmp_path):
+    config = load_profile(str(FIXTURE_PROFILES / "s3-state.yaml"))
+    (problem,) = state_bucket_problems(config, fake_aws(tmp_path, 254))
+    assert f"s3://{config.state.bucket}" in problem and "Not Found" in problem and "State section" in problem
+    assert state_bucket_problems(config, fake_aws(tmp_path, 0)) == []
+    assert state_bucket_problems(load_profile("g6-validation"), "no-such-aws") == []  # local state: nothing to check
