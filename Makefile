@@ -22,7 +22,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # jsii unpacks the provider bindings (~570 MB) once; keep them with the project.
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT ?= $(CURDIR)/.cache/jsii
 
-.PHONY: synth test lint env manifests verify plan deploy destroy outputs hcl clean provider-mirror help profiles diagram new-profile
+.PHONY: synth test lint env manifests verify plan deploy destroy pause resume outputs hcl clean provider-mirror help profiles diagram new-profile
 
 help:  ## this list
 	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | expand -t 24
@@ -75,8 +75,12 @@ hcl: $(STAMP)  ## write the stacks as HCL (leaving cdktf)
 	$(PY) main.py hcl --profile $(PROFILE)
 
 # deploy and destroy show each layer's plan and ask; AUTO_APPROVE=1 approves (needed without a terminal).
-plan deploy destroy: $(STAMP)  ## plan / deploy / destroy LAYER of PROFILE, plans shown
-	AUTO_APPROVE=$(AUTO_APPROVE) $(PY) main.py $@ --profile $(PROFILE) --layer $(LAYER)
+plan deploy destroy: $(STAMP)  ## plan / deploy / destroy LAYER of PROFILE, plans shown (DELETE_DATA=1: with the data)
+	AUTO_APPROVE=$(AUTO_APPROVE) $(PY) main.py $@ --profile $(PROFILE) --layer $(LAYER) \
+		$(if $(and $(filter destroy,$@),$(DELETE_DATA)),--delete-data)
+
+pause resume: $(STAMP)  ## stop every node and keep data and cluster / scale the nodes back
+	AUTO_APPROVE=$(AUTO_APPROVE) $(PY) main.py $@ --profile $(PROFILE)
 
 outputs: $(STAMP)  ## print the deployed layers' outputs
 	$(PY) main.py outputs --profile $(PROFILE)

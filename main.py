@@ -7,6 +7,7 @@
     python main.py hcl [--profile ...] [--outdir DIR]      # the stacks as HCL, for leaving cdktf
     python main.py plan|deploy|destroy [--layer all|LAYER] [--yes] [--profile ...]
     python main.py outputs [--profile ...]                 # the layers' outputs after a deploy
+    python main.py pause|resume [--yes] [--profile ...]    # stop / restart every node, keep data
     python main.py diagram [--profile ...] [--readme]      # Mermaid picture of the synthesized layers
     python main.py new-profile PATH [--from NAME]          # start your own profile from a shipped one
 
@@ -73,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="image for the NCCL all-reduce (default: the build layer's nccl-tests image when built, "
                               "else the pinned public one)")
     commands.add_parser("hcl", parents=[with_profile], help="write the stacks as HCL (cdk.tf) for teams leaving cdktf")
+    for name, help_ in (("pause", "stop every node (GPU and system) and keep the data, the state and the cluster"),
+                        ("resume", "scale the node groups back to the profile's sizes after a pause")):
+        sub = commands.add_parser(name, parents=[with_profile], help=help_)
+        sub.add_argument("--yes", action="store_true", default=os.environ.get("AUTO_APPROVE", "") in ("1", "true"),
+                         help="do it without asking (AUTO_APPROVE=1 through make)")
     commands.add_parser("outputs", parents=[with_profile], help="print the deployed layers' outputs")
     diagram = commands.add_parser("diagram", parents=[with_profile],
                                   help="synthesize, then print the layers as a Mermaid diagram")
@@ -88,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="all layers (default), aws (cluster, storage, build) or one layer")
         sub.add_argument("--yes", action="store_true", default=os.environ.get("AUTO_APPROVE", "") in ("1", "true"),
                          help="apply without asking (AUTO_APPROVE=1 does the same through make)")
+        if name == "destroy":
+            sub.add_argument("--delete-data", action="store_true",
+                             help="full teardown: also delete the protected data (buckets, file system, database); "
+                                  "asks you to type the profile name (make destroy DELETE_DATA=1)")
     return parser
 
 
@@ -254,20 +264,27 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
         return EXIT_USER_ERROR
     outdir = Path(args.outdir)
     synthesize_profile(config, outdir)
+    delete_data = getattr(args, "delete_data", False)
     operator = Operator(outdir / "stacks", env=provider_env(outdir),
-                        confirm=lambda question: args.yes or ask(question))
-    operator.cleanup = lambda: cleanup_profile_cluster(config, operator, outdir / "kubeconfig")
+                        confirm=lambda question: args.yes or ask(question), delete_data=delete_data,
+                        confirm_data=lambda question: args.yes or ask_for_name(question, config.name))
+    operator.cleanup = lambda layer: cleanup_profile_cluster(config, operator, outdir / "kubeconfig", layer)
     operator.preflight = deploy_preflight(config, operator)
     try:
         results = operator.run(args.command, layers)
     except ClusterAccessError as error:
-        print(f"destroy stopped before Terraform ran: {error}", file=sys.stderr)
+        print(f"destroy stopped before deleting anything in the cluster: {error}", file=sys.stderr)
         return 1
     return 0 if results and all(result.ok for result in results) and len(results) == len(layers) else 1
 
 
 def ask(question: str) -> bool:
     return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+
+
+def ask_for_name(question: str, name: str) -> bool:
+    """A confirmation that cannot be given by reflex: the user types the profile's name."""
+    return input(f"{question} It cannot be undone. Type the profile name ({name}) to confirm: ").strip() == name
 
 
 def profile_kubectl(config: PlatformConfig, operator: Operator, kubeconfig: Path) -> Kubectl:
@@ -289,11 +306,11 @@ def profile_kubectl(config: PlatformConfig, operator: Operator, kubeconfig: Path
     return bind_kubectl(target, kubeconfig)
 
 
-def cleanup_profile_cluster(config: PlatformConfig, operator: Operator, kubeconfig: Path) -> None:
+def cleanup_profile_cluster(config: PlatformConfig, operator: Operator, kubeconfig: Path, layer: str) -> None:
     """The pre-destroy clean-up, on the profile's own cluster only."""
     from operate.cleanup import platform_objects, pre_destroy_cleanup
 
-    pre_destroy_cleanup(profile_kubectl(config, operator, kubeconfig), platform_objects(config))
+    pre_destroy_cleanup(profile_kubectl(config, operator, kubeconfig), platform_objects(config, layer))
 
 
 def command_outputs(config: PlatformConfig, args: argparse.Namespace) -> int:
@@ -375,6 +392,40 @@ def nccl_test_image(config: PlatformConfig, operator: Operator | None, override:
     return NCCL_TESTS_IMAGE
 
 
+def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.cleanup import platform_objects
+    from operate.cluster_access import ClusterAccessError, run_aws
+    from operate.layers import Operator
+    from operate.pause import pause, pause_plan, resume
+    from operate.providers import provider_env
+
+    if not args.yes and not sys.stdin.isatty():
+        print(f"refusing to {args.command} without confirmation: there is no terminal to ask on. Approve with "
+              f"--yes (make {args.command} AUTO_APPROVE=1).", file=sys.stderr)
+        return EXIT_USER_ERROR
+    outdir = Path(args.outdir)
+    synthesize_profile(config, outdir)
+    operator = Operator(outdir / "stacks", env=provider_env(outdir), log=lambda _: None)
+    try:
+        if args.command == "resume":
+            if not (args.yes or ask(f"Scale the node groups of {config.name} back to the profile's sizes?")):
+                return 1
+            resume(config, aws=run_aws)
+            print("resumed; restore Karpenter's limits with: make deploy LAYER=workloads")
+            return 0
+        node_pools = platform_objects(config, "workloads").node_pools
+        kubectl = profile_kubectl(config, operator, outdir / "kubeconfig")  # the profile's cluster, or stop here
+        for line in pause_plan(config, node_pools):
+            print(line)
+        if not (args.yes or ask("Pause?")):
+            return 1
+        pause(config, kubectl=kubectl, aws=run_aws, node_pools=node_pools)
+    except ClusterAccessError as error:
+        print(f"{args.command} stopped: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
 COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {
     "synth": command_synth,
     "hcl": command_hcl,
@@ -382,6 +433,8 @@ COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {
     "deploy": command_operate,
     "destroy": command_operate,
     "outputs": command_outputs,
+    "pause": command_pause,
+    "resume": command_pause,
     "manifests": command_manifests,
     "verify": command_verify,
     "diagram": command_diagram,

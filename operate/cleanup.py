@@ -74,15 +74,21 @@ def pre_destroy_cleanup(run: Kubectl, owned: PlatformObjects, log: Callable[[str
     return deleted
 
 
-def platform_objects(config: PlatformConfig) -> PlatformObjects:
-    """The namespaces and NodePools a profile's platform creates."""
+def platform_objects(config: PlatformConfig, layer: str) -> PlatformObjects:
+    """The namespaces and NodePools the profile's `layer` creates: the addons layer owns the
+    add-ons' namespaces; the workloads layer owns the tenants' namespaces, Karpenter's NodePools and
+    the validation namespace that verify runs in."""
     from components.helm.registry import ADDONS
     from components.k8s.karpenter_pools import NODE_POOLS
     from manifests.render import NAMESPACE as VALIDATION_NAMESPACE
 
-    namespaces = [addon.release_namespace(addon.settings(config)) for addon in ADDONS
-                  if addon.enabled(config) and addon.create_namespace]
-    namespaces += [tenant.name for tenant in config.workloads.tenants]
+    if layer == "addons":
+        return PlatformObjects(namespaces=tuple(
+            addon.release_namespace(addon.settings(config)) for addon in ADDONS
+            if addon.enabled(config) and addon.create_namespace), node_pools=())
+    if layer != "workloads":
+        return PlatformObjects(namespaces=(), node_pools=())
+    namespaces = [tenant.name for tenant in config.workloads.tenants]
     if config.cluster.gpu_node_groups:
         namespaces.append(VALIDATION_NAMESPACE)
     return PlatformObjects(namespaces=tuple(namespaces),

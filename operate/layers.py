@@ -26,10 +26,12 @@ from stacks import AWS_ONLY_LAYERS, LAYERS
 KUBERNETES_LAYERS = ("addons", "workloads")
 Action = Literal["plan", "deploy", "destroy"]
 PLAN_FILE = "tfplan"
+# Written only by a destroy with delete_data, in the synthesized folder (the next synth removes it).
+PROTECTION_OVERRIDE = "zz_delete_data_override.tf.json"
 # Resources whose destruction deletes data (the destroy preview names them).
 DATA_RESOURCES = {
     "aws_s3_bucket": "bucket and every object version in it",
-    "aws_fsx_lustre_file_system": "file system (PERSISTENT ones keep a final backup)",
+    "aws_fsx_lustre_file_system": "file system (PERSISTENT ones keep a final backup, billed until you delete it)",
     "aws_ecr_repository": "image repository and its images",
     "aws_db_instance": "database (a final snapshot is kept when protected)",
 }
@@ -78,17 +80,36 @@ def summarize_plan(plan: dict[str, Any]) -> list[str]:
     return lines
 
 
-def destroy_preview(stack: dict[str, Any]) -> list[str]:
-    """What a destroy of this synthesized stack will refuse, and which data it will delete."""
-    lines = []
+def destroy_preview(plan: dict[str, Any]) -> list[str]:
+    """The data a destroy plan deletes, from the plan itself (nothing when it deletes nothing)."""
+    return [f"  DELETES {change['address']}: the {DATA_RESOURCES[change['type']]}"
+            for change in plan.get("resource_changes", [])
+            if "delete" in change["change"]["actions"] and change.get("type") in DATA_RESOURCES]
+
+
+def protected_resources(stack: dict[str, Any]) -> list[str]:
+    """Addresses of the stack's resources with prevent_destroy."""
+    return [f"{resource_type}.{name}" for resource_type, bodies in stack.get("resource", {}).items()
+            for name, body in bodies.items() if body.get("lifecycle", {}).get("prevent_destroy")]
+
+
+def protection_override(stack: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A Terraform override (plain `*_override.tf.json`) that lets a destroy delete the stack's
+    protected data: prevent_destroy and deletion protection off, buckets emptied by the destroy.
+    Final backups and snapshots stay as the stack sets them."""
+    override: dict[str, dict[str, Any]] = {}
     for resource_type, bodies in stack.get("resource", {}).items():
         for name, body in bodies.items():
-            address = f"{resource_type}.{name}"
+            lifted: dict[str, Any] = {}
             if body.get("lifecycle", {}).get("prevent_destroy"):
-                lines.append(f"  refuses to destroy {address} (prevent_destroy; storage.protect_from_destroy)")
-            elif resource_type in DATA_RESOURCES:
-                lines.append(f"  DELETES {address}: the {DATA_RESOURCES[resource_type]}")
-    return lines
+                lifted["lifecycle"] = {"prevent_destroy": False}
+            if body.get("deletion_protection"):
+                lifted["deletion_protection"] = False
+            if lifted and resource_type == "aws_s3_bucket":
+                lifted["force_destroy"] = True
+            if lifted:
+                override.setdefault(resource_type, {})[name] = lifted
+    return override
 
 
 class Operator:
@@ -96,8 +117,9 @@ class Operator:
 
     def __init__(self, stacks_dir: Path, *, terraform: str = "terraform", env: dict[str, str] | None = None,
                  log: Callable[[str], None] = print, confirm: Callable[[str], bool] = lambda _: True,
-                 cleanup: Callable[[], object] = lambda: None, heartbeat_seconds: float = 30,
-                 preflight: Callable[[list[str]], list[str]] = lambda _: []):
+                 cleanup: Callable[[str], object] = lambda _: None, heartbeat_seconds: float = 30,
+                 preflight: Callable[[list[str]], list[str]] = lambda _: [],
+                 delete_data: bool = False, confirm_data: Callable[[str], bool] = lambda _: False):
         self.stacks_dir = stacks_dir
         self.terraform = terraform
         self.env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1",
@@ -106,8 +128,11 @@ class Operator:
         self.confirm = confirm
         self.cleanup = cleanup
         self.preflight = preflight
+        self.delete_data = delete_data
+        self.confirm_data = confirm_data
         self.heartbeat_seconds = heartbeat_seconds
         self._outputs: dict[str, dict[str, Any]] = {}
+        self._resources: dict[str, list[str]] = {}
 
     def _tf(self, layer: str, *args: str) -> subprocess.CompletedProcess[str]:
         return self.terraform_in(self.stacks_dir / layer, *args, label=layer)
@@ -129,18 +154,13 @@ class Operator:
 
     def run(self, action: Action, layers: list[str]) -> list[LayerResult]:
         ordered = [layer for layer in LAYERS if layer in layers]
-        if action == "deploy":
-            problems = self.preflight(ordered)
-            if problems:
-                self.log("deploy stopped before any layer was applied:")
-                for problem in problems:
-                    self.log(f"  - {problem}")
-                return [LayerResult(ordered[0], False, 0.0, "pre-flight: " + "; ".join(problems))]
+        for stale in self.stacks_dir.glob(f"*/{PROTECTION_OVERRIDE}"):  # left by an interrupted destroy
+            stale.unlink()
         if action == "destroy":
             ordered.reverse()
-            if any(layer in KUBERNETES_LAYERS for layer in ordered):
-                self.log("pre-destroy clean-up of controller-created resources")
-                self.cleanup()  # raises before any Terraform runs when the cluster is not the profile's
+        stopped = self._stop_before_starting(action, ordered)
+        if stopped:
+            return [stopped]
         results = []
         for index, layer in enumerate(ordered, 1):
             self.log(f"[{index}/{len(ordered)}] {layer}: {action} ...")
@@ -167,21 +187,85 @@ class Operator:
             if not ok:
                 self.log(detail)
                 break
+        if action == "destroy":
+            self.report_what_is_left()
         return results
+
+    def _stop_before_starting(self, action: Action, ordered: list[str]) -> LayerResult | None:
+        """The deploy pre-flight and the destroy refusals: problems found here change nothing."""
+        if action == "plan":
+            return None
+        try:
+            problems = self.preflight(ordered) if action == "deploy" else self.destroy_refusals(ordered)
+        except StateUnreadable as error:
+            problems = [str(error)]
+        if not problems:
+            return None
+        unchanged = "any layer was applied" if action == "deploy" else "anything was deleted"
+        self.log(f"{action} stopped before {unchanged}:")
+        for problem in problems:
+            self.log(f"  - {problem}")
+        return LayerResult(ordered[0], False, 0.0, ("pre-flight: " if action == "deploy" else "") + "; ".join(problems))
+
+    def destroy_refusals(self, ordered: list[str]) -> list[str]:
+        """Why this destroy must not start: a layer above one being destroyed still has resources,
+        or protected data would stop it half-way (storage can't go, so the cluster under it stays)."""
+        refusals = []
+        for layer in ordered:
+            dependents = [d for d in self.synthesized_layers() if layer in self.upstream_layers(d)
+                          and d not in ordered and self.resources(d)]
+            if dependents:
+                refusals.append(f"the {layer} layer is still used by {', '.join(dependents)}, which still "
+                                f"{'has' if len(dependents) == 1 else 'have'} resources: destroy "
+                                f"{' then '.join(reversed(dependents))} first (make destroy LAYER={dependents[-1]})")
+        protected = [(layer, address) for layer in ordered for address in protected_resources(self.stack(layer))
+                     if address in self.resources(layer)]
+        if protected and not self.delete_data:
+            names = ", ".join(f"{address} ({layer})" for layer, address in protected)
+            refusals.append(f"protected data would stop this destroy half-way and leave the cluster running: {names}. "
+                            "To delete everything, data included: make destroy DELETE_DATA=1 (asks you to type "
+                            "the profile name). To stop paying for nodes and keep the data: make pause. To remove "
+                            "only the layers above storage: make destroy LAYER=workloads, then LAYER=addons.")
+        return refusals
+
+    def report_what_is_left(self) -> None:
+        """After a destroy: which layers still hold resources (and bill), and how to remove them."""
+        try:
+            left = self.deployed_layers()
+        except StateUnreadable as error:
+            self.log(f"could not read what is left: {error}")
+            return
+        if not left:
+            self.log("nothing of this profile is left deployed")
+            return
+        self.log(f"still deployed: {', '.join(left)}" + (
+            " (the cluster layer bills for the EKS control plane, NAT gateways and its nodes)"
+            if "cluster" in left else ""))
+        self.log(f"  remove: make destroy LAYER={left[-1]} (layers go top-down: {' then '.join(reversed(left))})")
 
     def _layer(self, action: Action, layer: str) -> tuple[bool, str]:
         init = self._tf(layer, "init", "-input=false")
         if init.returncode != 0:
             return False, f"terraform init failed:\n{init.stderr or init.stdout}"
-        if action == "destroy":
-            for line in destroy_preview(self.stack(layer)):
-                self.log(line)
+        if action == "destroy" and self.delete_data:
+            try:
+                stopped = self._lift_protection(layer)
+                return (False, stopped) if stopped else self._plan_and_apply(action, layer)
+            finally:  # the next deploy protects the data again
+                (self.stacks_dir / layer / PROTECTION_OVERRIDE).unlink(missing_ok=True)
+        return self._plan_and_apply(action, layer)
+
+    def _plan_and_apply(self, action: Action, layer: str) -> tuple[bool, str]:
         plan = self._tf(layer, "plan", "-input=false", "-detailed-exitcode", f"-out={PLAN_FILE}",
                         *(["-destroy"] if action == "destroy" else []))
         if plan.returncode == 1:
             return False, f"terraform plan failed:\n{plan.stderr or plan.stdout}"
-        for line in summarize_plan(self.plan_json(layer)):
+        planned = self.plan_json(layer)
+        for line in summarize_plan(planned):
             self.log(line)
+        if action == "destroy":
+            for line in destroy_preview(planned):
+                self.log(line)
         if action == "plan":
             self.log(f"  saved plan: {self.stacks_dir / layer / PLAN_FILE}")
             return True, "changes" if plan.returncode == 2 else "no changes"
@@ -194,6 +278,9 @@ class Operator:
         verb = "Destroy" if action == "destroy" else "Apply"
         if not self.confirm(f"{verb} these changes to the {layer} layer?"):
             return False, f"not approved: {layer} left as it is"
+        if action == "destroy" and layer in KUBERNETES_LAYERS:
+            self.log(f"clean-up of what controllers made for the {layer} layer")
+            self.cleanup(layer)  # raises (nothing destroyed) when the cluster is not the profile's
         applied = self._tf(layer, "apply", "-input=false", PLAN_FILE)
         self._outputs.pop(layer, None)  # changed by the apply
         if applied.returncode != 0:
@@ -202,6 +289,51 @@ class Operator:
             for line in self.output_lines(layer):
                 self.log(line)
         return True, "destroyed" if action == "destroy" else "applied changes"
+
+    def _lift_protection(self, layer: str) -> str | None:
+        """With delete_data: name the protected data, have the user confirm it by name, then lift
+        the protection with an apply (an override file), so the destroy plan can delete it.
+        Returns why it stopped, or None."""
+        stack = self.stack(layer)
+        override = protection_override(stack)
+        if not override:
+            return None
+        self.log(f"  the {layer} layer's destroy DELETES this data for good:")
+        for resource_type, bodies in override.items():
+            for name in bodies:
+                self.log(f"    {resource_type}.{name}: the {DATA_RESOURCES.get(resource_type, 'resource')}")
+        if not self.confirm_data(f"Delete this data of the {layer} layer?"):
+            return f"not confirmed: {layer} and its data left as they are"
+        path = self.stacks_dir / layer / PROTECTION_OVERRIDE
+        path.write_text(json.dumps({"resource": override}, indent=2))
+        self.log(f"  lifting the protection ({path.name}), then destroying")
+        lifted = self._tf(layer, "apply", "-input=false", "-auto-approve")
+        if lifted.returncode != 0:
+            path.unlink()
+            return f"could not lift the protection:\n{lifted.stderr or lifted.stdout}"
+        return None
+
+    def deployed_layers(self) -> list[str]:
+        """The layers whose state holds resources, read anew."""
+        self._resources.clear()
+        return [layer for layer in self.synthesized_layers() if self.resources(layer)]
+
+    def synthesized_layers(self) -> list[str]:
+        return [layer for layer in LAYERS if (self.stacks_dir / layer / "cdk.tf.json").is_file()]
+
+    def resources(self, layer: str) -> list[str]:
+        """The managed resources in the layer's state (none before its first apply)."""
+        if layer not in self._resources:
+            if not (self.stacks_dir / layer / ".terraform").is_dir():
+                init = self._tf(layer, "init", "-input=false")
+                if init.returncode != 0:
+                    raise StateUnreadable(f"{layer}: terraform init failed: {(init.stderr or init.stdout).strip()}")
+            listed = self._tf(layer, "state", "list")
+            if listed.returncode != 0 and "No state file was found" not in listed.stderr:
+                raise StateUnreadable(f"{layer}: cannot read its state: {(listed.stderr or listed.stdout).strip()}")
+            self._resources[layer] = [line for line in listed.stdout.splitlines()
+                                      if line and not line.startswith("data.") and ".data." not in line]
+        return self._resources[layer]
 
     def upstream_layers(self, layer: str) -> list[str]:
         """The layers whose outputs this layer reads, in deploy order."""

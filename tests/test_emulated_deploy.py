@@ -11,8 +11,9 @@ import time
 import pytest
 
 from operate.layers import Operator
+from stacks import LAYERS
 from tests.cases import AWS_LAYERS
-from tests.emulator.local_test import EXCLUDED_TYPES, prepare, unexpected_drift, unprotect
+from tests.emulator.local_test import EXCLUDED_TYPES, prepare, unexpected_drift
 from tests.emulator.server import start_emulator
 
 pytestmark = pytest.mark.emulator
@@ -29,6 +30,8 @@ def emulator():
 def test_apply_replan_destroy(synthesized, terraform, emulator, tmp_path, profile, report):
     workdir = tmp_path / profile
     shutil.copytree(synthesized.outroot / profile, workdir)
+    for layer in set(LAYERS) - set(AWS_LAYERS):  # no Kubernetes API here: those layers are not in this copy
+        shutil.rmtree(workdir / "stacks" / layer)
     coverage = prepare(workdir / "stacks", list(AWS_LAYERS), emulator.endpoint)
     # The operator's own progress lines (per layer and phase, a heartbeat every 30 s) reach the CI log.
     operator = Operator(workdir / "stacks", log=report, env={
@@ -44,17 +47,16 @@ def test_apply_replan_destroy(synthesized, terraform, emulator, tmp_path, profil
     drift = {layer: unexpected_drift(operator.plan_json(layer)) for layer in AWS_LAYERS}
     assert drift == {layer: [] for layer in AWS_LAYERS}
     if synthesized.configs[profile].storage.protect_from_destroy:
-        # Data protection holds: the destroy stops at the storage layer with Terraform's reason.
+        # Protected data refuses a full destroy before anything is deleted (the cluster under it
+        # would otherwise stay, billing); the full teardown deletes it after a confirmation by name.
         refused = operator.run("destroy", list(AWS_LAYERS))
-        assert [(r.layer, r.ok) for r in refused] == [("build", True), ("storage", False)]
-        assert "prevent_destroy" in refused[-1].detail
-        assert unprotect(workdir / "stacks", ["storage"])
-        # The database's deletion protection is an API setting: lifting it is an apply.
-        lifted = operator.run("deploy", ["storage"])
-        assert all(r.ok for r in lifted), lifted[-1].detail
+        assert [(r.layer, r.ok) for r in refused] == [("build", False)] and "DELETE_DATA=1" in refused[0].detail
+        assert operator.resources("build"), "nothing may be destroyed by a refused destroy"
+    operator.delete_data = True
+    operator.confirm_data = lambda question: question == "Delete this data of the storage layer?"
     destroyed = operator.run("destroy", list(AWS_LAYERS))
     assert all(r.ok for r in destroyed), destroyed[-1].detail
-
+    assert operator.deployed_layers() == []
     report("")
     report(f"emulated deploy of {profile} in {time.monotonic() - started:.0f}s (apply, re-plan, destroy):")
     for layer, counts in coverage.items():

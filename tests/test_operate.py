@@ -38,6 +38,8 @@ elif command == "output":
     print(json.dumps({"cluster_name": {"value": "gpu-validation", "sensitive": False},
                       "certificate_authority": {"value": "c2VjcmV0", "sensitive": True},
                       "cross-stack-output-x": {"value": "plumbing", "sensitive": False}}))
+elif command == "state":
+    print("\\n".join(json.loads(os.environ.get("FAKE_TF_RESOURCES", "{}")).get(layer, [])))
 if command == "apply" and os.environ.get("FAKE_TF_SLOW"):
     time.sleep(float(os.environ["FAKE_TF_SLOW"]))
 if layer == os.environ.get("FAKE_TF_FAIL") and command in ("apply", "plan"):
@@ -59,9 +61,9 @@ def fake_terraform(tmp_path):
 
 
 def operator(tmp_path, binary, *, fail=None, lines=None, confirm=None, cleanup=None, slow=None, heartbeat=30,
-             state=None, preflight=None):
+             state=None, preflight=None, resources=None, delete_data=False, confirm_data=None):
     log = tmp_path / "calls.log"
-    env = {"FAKE_TF_LOG": str(log)}
+    env = {"FAKE_TF_LOG": str(log), "FAKE_TF_RESOURCES": json.dumps(resources or {})}
     if state:
         env["FAKE_TF_STATE"] = state
     if fail:
@@ -70,8 +72,9 @@ def operator(tmp_path, binary, *, fail=None, lines=None, confirm=None, cleanup=N
         env["FAKE_TF_SLOW"] = str(slow)
     op = Operator(tmp_path / "stacks", terraform=str(binary), env=env,
                   log=(lines.append if lines is not None else lambda _: None),
-                  confirm=confirm or (lambda _: True), cleanup=cleanup or (lambda: None),
-                  heartbeat_seconds=heartbeat, preflight=preflight or (lambda _: []))
+                  confirm=confirm or (lambda _: True), cleanup=cleanup or (lambda _: None),
+                  heartbeat_seconds=heartbeat, preflight=preflight or (lambda _: []), delete_data=delete_data,
+                  confirm_data=confirm_data or (lambda _: False))
     return op, log
 
 
@@ -140,30 +143,39 @@ def test_long_terraform_runs_report_progress(tmp_path, fake_terraform):
     assert any(line.startswith("      cluster: terraform apply still running") for line in lines)
 
 
-def test_destroy_cleans_up_first_then_runs_in_reverse(tmp_path, fake_terraform):
-    cleanups: list[str] = []
-    op, log = operator(tmp_path, fake_terraform, cleanup=lambda: cleanups.append("cleanup"))
+def test_destroy_runs_in_reverse_and_cleans_each_kubernetes_layer_after_its_approval(tmp_path, fake_terraform):
+    events: list[str] = []
+    op, log = operator(tmp_path, fake_terraform, cleanup=events.append,
+                       confirm=lambda q: events.append(q.split()[-2]) or True)
     results = op.run("destroy", select_layers("all"))
-    assert cleanups == ["cleanup"]
+    assert events == ["workloads", "workloads", "addons", "addons", "build", "storage", "cluster"]
     assert [r.layer for r in results] == list(reversed(LAYERS))
     assert [c.split()[0] for c in calls(log) if c.endswith(" apply")] == list(reversed(LAYERS))
 
 
+def test_a_declined_first_question_deletes_nothing(tmp_path, fake_terraform):
+    cleanups: list[str] = []
+    op, log = operator(tmp_path, fake_terraform, cleanup=cleanups.append, confirm=lambda _: False)
+    (result,) = op.run("destroy", select_layers("all"))
+    assert not result.ok and "not approved" in result.detail
+    assert cleanups == [] and not any(c.endswith(" apply") for c in calls(log))
+
+
 def test_aws_only_destroy_needs_no_kubernetes_cleanup(tmp_path, fake_terraform):
     cleanups: list[str] = []
-    op, _ = operator(tmp_path, fake_terraform, cleanup=lambda: cleanups.append("cleanup"))
+    op, _ = operator(tmp_path, fake_terraform, cleanup=cleanups.append)
     op.run("destroy", ["cluster", "storage", "build"])
     assert cleanups == []
 
 
-def test_an_unreachable_cluster_stops_the_destroy_before_terraform_runs(tmp_path, fake_terraform):
-    def unreachable() -> None:
+def test_an_unreachable_cluster_stops_the_destroy_before_anything_is_destroyed(tmp_path, fake_terraform):
+    def unreachable(_: str) -> None:
         raise ClusterAccessError("cluster gpu-validation does not answer")
 
     op, log = operator(tmp_path, fake_terraform, cleanup=unreachable)
     with pytest.raises(ClusterAccessError):
         op.run("destroy", select_layers("all"))
-    assert calls(log) == []
+    assert not any(c.endswith(" apply") for c in calls(log))
 
 
 def test_unknown_layer():
@@ -181,12 +193,15 @@ def test_plan_summary_counts_like_terraform():
     assert summarize_plan(plan) == ["    ~ a.b", "    - a.d", "  Plan: 0 to add, 1 to change, 1 to destroy."]
 
 
-def test_destroy_preview_names_protected_and_data_resources(synthesized):
-    preview = destroy_preview(synthesized.stack("p5-training", "storage"))
-    assert any(line.startswith("  refuses to destroy aws_s3_bucket.datasets-bucket") for line in preview)
-    assert any("aws_fsx_lustre_file_system" in line and "refuses" in line for line in preview)
-    unprotected = destroy_preview(synthesized.stack("g6-validation", "storage"))
-    assert any(line.startswith("  DELETES aws_s3_bucket.datasets-bucket") for line in unprotected)
+def test_destroy_preview_names_the_data_the_plan_deletes_and_nothing_else():
+    plan = {"resource_changes": [
+        {"address": "aws_s3_bucket.data", "type": "aws_s3_bucket", "change": {"actions": ["delete"]}},
+        {"address": "aws_fsx_lustre_file_system.fs", "type": "aws_fsx_lustre_file_system",
+         "change": {"actions": ["no-op"]}},
+        {"address": "aws_iam_role.r", "type": "aws_iam_role", "change": {"actions": ["delete"]}},
+    ]}
+    assert destroy_preview(plan) == ["  DELETES aws_s3_bucket.data: the bucket and every object version in it"]
+    assert destroy_preview({"resource_changes": []}) == []  # nothing deployed: nothing announced
 
 
 # ------------------------------------------------------------------ kubectl bound to the cluster
@@ -284,12 +299,16 @@ def test_a_failing_listing_stops_the_cleanup(tmp_path):
         pre_destroy_cleanup(broken, PlatformObjects(namespaces=(), node_pools=()), log=lambda _: None)
 
 
-def test_the_platform_owns_its_addon_tenant_and_validation_namespaces():
-    owned = platform_objects(load_profile(str(Path(__file__).parent / "fixtures/profiles/jark.yaml")))
-    assert {"monitoring", "gpu-operator", "jupyterhub", "workflows", "ml-team", "gpu-validation"} <= set(
-        owned.namespaces)
-    assert "kube-system" not in owned.namespaces and "default" not in owned.namespaces
-    assert owned.node_pools == ("cpu", "gpu")
+def test_each_layer_cleans_only_the_namespaces_and_pools_it_owns():
+    config = load_profile(str(Path(__file__).parent / "fixtures/profiles/jark.yaml"))
+    addons, workloads = platform_objects(config, "addons"), platform_objects(config, "workloads")
+    assert {"monitoring", "gpu-operator", "jupyterhub", "workflows"} <= set(addons.namespaces)
+    assert addons.node_pools == ()
+    assert set(workloads.namespaces) == {"ml-team", "gpu-validation"} and workloads.node_pools == ("cpu", "gpu")
+    for owned in (addons, workloads):
+        assert "kube-system" not in owned.namespaces and "default" not in owned.namespaces
+    assert platform_objects(config, "cluster") == platform_objects(config, "storage") == PlatformObjects(
+        namespaces=(), node_pools=())
 
 
 def test_the_nccl_job_runs_the_image_the_build_layer_built(tmp_path, fake_terraform):
@@ -379,3 +398,86 @@ def test_outputs_of_an_unreadable_state_raise(tmp_path, fake_terraform):
     op, _ = operator(tmp_path, fake_terraform, state="unreadable")
     with pytest.raises(StateUnreadable, match="AccessDenied"):
         op.output_lines("cluster")
+
+
+# ------------------------------------------------------------------ teardown
+
+
+def protected_storage(tmp_path: Path) -> None:
+    stack = {"resource": {
+        "aws_s3_bucket": {"data": {"bucket": "b", "force_destroy": False, "lifecycle": {"prevent_destroy": True}}},
+        "aws_db_instance": {"db": {"deletion_protection": True, "lifecycle": {"prevent_destroy": True}}},
+        "aws_iam_role": {"r": {"name": "r"}},
+    }}
+    (tmp_path / "stacks" / "storage" / "cdk.tf.json").write_text(json.dumps(stack))
+
+
+STORAGE_DEPLOYED = {"storage": ["aws_s3_bucket.data", "aws_db_instance.db", "aws_iam_role.r"],
+                    "cluster": ["aws_eks_cluster.c"]}
+
+
+def test_protected_data_refuses_a_full_destroy_before_anything_is_deleted(tmp_path, fake_terraform):
+    protected_storage(tmp_path)
+    lines: list[str] = []
+    op, log = operator(tmp_path, fake_terraform, lines=lines, resources=STORAGE_DEPLOYED)
+    (result,) = op.run("destroy", select_layers("all"))
+    assert not result.ok and "aws_s3_bucket.data (storage)" in result.detail
+    assert "aws_db_instance.db (storage)" in result.detail
+    assert "DELETE_DATA=1" in result.detail and "make pause" in result.detail
+    assert not any(c.endswith((" plan", " apply")) for c in calls(log))
+    assert "destroy stopped before anything was deleted:" in lines
+
+
+def test_a_layer_still_used_above_is_not_destroyed(tmp_path, fake_terraform):
+    with_upstreams(tmp_path)
+    op, log = operator(tmp_path, fake_terraform, resources={"workloads": ["kubernetes_namespace.t"],
+                                                            "cluster": ["aws_eks_cluster.c"]})
+    (result,) = op.run("destroy", ["cluster"])
+    assert not result.ok and "still used by workloads" in result.detail
+    assert not any(c.endswith((" plan", " apply")) for c in calls(log))
+    (result,) = op.run("destroy", ["addons"])
+    assert "make destroy LAYER=workloads" in result.detail
+
+
+def test_full_teardown_asks_by_name_then_lifts_protection_then_destroys(tmp_path, fake_terraform):
+    protected_storage(tmp_path)
+    lines: list[str] = []
+    asked: list[str] = []
+    override = tmp_path / "stacks" / "storage" / "zz_delete_data_override.tf.json"
+    seen: dict = {}
+
+    def confirm(question: str) -> bool:
+        if "Destroy" in question and "storage" in question:
+            seen.update(json.loads(override.read_text())["resource"])
+        return True
+
+    op, log = operator(tmp_path, fake_terraform, lines=lines, resources=STORAGE_DEPLOYED, delete_data=True,
+                       confirm=confirm, confirm_data=lambda q: asked.append(q) or True)
+    results = op.run("destroy", select_layers("all"))
+    assert all(r.ok for r in results), results
+    assert asked == ["Delete this data of the storage layer?"]
+    storage_calls = [c for c in calls(log) if c.startswith("storage") and c.endswith((" apply", " plan"))]
+    assert storage_calls == ["storage apply", "storage plan", "storage apply"]  # lifted, then destroyed
+    assert seen == {"aws_s3_bucket": {"data": {"lifecycle": {"prevent_destroy": False}, "force_destroy": True}},
+                    "aws_db_instance": {"db": {"lifecycle": {"prevent_destroy": False}, "deletion_protection": False}}}
+    assert not override.exists()  # the next deploy protects the data again
+    assert "    aws_s3_bucket.data: the bucket and every object version in it" in lines
+
+
+def test_full_teardown_declined_by_name_keeps_the_data_and_its_protection(tmp_path, fake_terraform):
+    protected_storage(tmp_path)
+    op, log = operator(tmp_path, fake_terraform, resources=STORAGE_DEPLOYED, delete_data=True,
+                       confirm_data=lambda _: False)
+    results = op.run("destroy", select_layers("all"))
+    assert results[-1].layer == "storage" and not results[-1].ok and "not confirmed" in results[-1].detail
+    assert [c for c in calls(log) if c.startswith("storage") and c.endswith("apply")] == []
+    assert not (tmp_path / "stacks" / "storage" / "zz_delete_data_override.tf.json").exists()
+
+
+def test_destroy_says_what_is_left_and_how_to_remove_it(tmp_path, fake_terraform):
+    lines: list[str] = []
+    op, _ = operator(tmp_path, fake_terraform, lines=lines,
+                     resources={"cluster": ["aws_eks_cluster.c"], "storage": ["aws_s3_bucket.b"]})
+    op.run("destroy", ["workloads"])
+    assert any(line.startswith("still deployed: cluster, storage (the cluster layer bills") for line in lines)
+    assert "  remove: make destroy LAYER=storage (layers go top-down: storage then cluster)" in lines

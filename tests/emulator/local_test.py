@@ -121,25 +121,3 @@ def unexpected_drift(plan: dict) -> list[str]:
         if actions in (["create"], ["delete"]) or not roots <= allowed:
             problems.append(f"{change['address']} {actions}: {sorted(roots - allowed) or 'created/deleted'}")
     return problems
-
-
-def unprotect(stacks_dir: Path, layers: list[str]) -> list[str]:
-    """Let the emulated destroy delete prevent_destroy resources, through an override file in the
-    test's copy only (after the test has seen the protection refuse a destroy). Databases also
-    lose their deletion protection, which, like a user turning protect_from_destroy off, takes an
-    apply before the destroy."""
-    lifted = []
-    for layer in layers:
-        stack = json.loads((stacks_dir / layer / "cdk.tf.json").read_text())
-        override: dict = {}
-        for resource_type, items in stack.get("resource", {}).items():
-            for name, body in items.items():
-                if body.get("lifecycle", {}).get("prevent_destroy"):
-                    override.setdefault(resource_type, {})[name] = {"lifecycle": {"prevent_destroy": False}}
-                    lifted.append(f"{resource_type}.{name}")
-                if body.get("deletion_protection"):
-                    override.setdefault(resource_type, {}).setdefault(name, {})["deletion_protection"] = False
-        if override:
-            (stacks_dir / layer / "zz_local_test_unprotect_override.tf.json").write_text(
-                json.dumps({"resource": override}, indent=2))
-    return lifted

@@ -1,0 +1,100 @@
+"""Pause and resume: stop paying for nodes while the data, the state and the cluster stay.
+
+A pause stops every node of the platform, GPU and system alike, in the one order that leaves no
+instance behind:
+1. the platform's Karpenter NodePools get a CPU limit of 0, so Karpenter launches nothing new;
+2. their NodeClaims are deleted, and Karpenter (still running on the system nodes) terminates
+   the instances;
+3. the managed node groups are scaled to 0 (`aws eks update-nodegroup-config`); their maximum
+   stays, because EKS requires a maximum of at least 1.
+Pods on those nodes stop: a running training job ends. What keeps billing is listed before the
+question. A resume scales the managed groups back to the profile's sizes; the next
+`make deploy LAYER=workloads` restores the NodePools' limits (Terraform sees the patch as drift).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from operate.cleanup import NO_SUCH_KIND
+from operate.cluster_access import ClusterAccessError
+from operate.kubectl import Kubectl
+from profiles import PlatformConfig
+
+AwsCli = Callable[[list[str]], subprocess.CompletedProcess[str]]
+SYSTEM_NODE_GROUP = "system"
+# What a paused platform still bills for (nothing here stops with the nodes).
+STILL_BILLING = ("the EKS control plane", "NAT gateways", "interface VPC endpoints", "the FSx file system",
+                 "the MLflow database", "S3 storage", "ECR images")
+
+
+@dataclass(frozen=True)
+class NodeGroupSize:
+    name: str
+    min_size: int
+    desired_size: int
+    max_size: int
+
+
+def node_group_sizes(config: PlatformConfig) -> list[NodeGroupSize]:
+    """The managed node groups and the sizes the profile gives them."""
+    system = config.cluster.system_node_group
+    sizes = [NodeGroupSize(SYSTEM_NODE_GROUP, system.min_size, system.desired_size, system.max_size)]
+    sizes += [NodeGroupSize(group.name, group.min_size, group.desired_size, group.max_size)
+              for group in config.cluster.gpu_node_groups]
+    return sizes
+
+
+def pause_plan(config: PlatformConfig, node_pools: tuple[str, ...]) -> list[str]:
+    """What a pause does, in words, for the question."""
+    lines = [f"pause {config.name}: every node stops; pods on them (training jobs included) end"]
+    if node_pools:
+        lines.append(f"  Karpenter NodePools {', '.join(node_pools)}: limit cpu 0, their NodeClaims deleted")
+    lines += [f"  node group {size.name}: scaled to 0 (profile: {size.desired_size})"
+              for size in node_group_sizes(config)]
+    lines.append(f"  kept, and still billing: {', '.join(STILL_BILLING)}")
+    lines.append("  resume with: make resume, then make deploy LAYER=workloads")
+    return lines
+
+
+def _checked(result: subprocess.CompletedProcess[str], what: str) -> str:
+    if result.returncode != 0:
+        raise ClusterAccessError(f"{what} failed: {result.stderr.strip()}")
+    return result.stdout
+
+
+def _scale(aws: AwsCli, config: PlatformConfig, size: NodeGroupSize, *, paused: bool) -> None:
+    scaling = (f"minSize=0,maxSize={size.max_size},desiredSize=0" if paused else
+               f"minSize={size.min_size},maxSize={size.max_size},desiredSize={size.desired_size}")
+    _checked(aws(["eks", "update-nodegroup-config", "--cluster-name", config.name, "--nodegroup-name", size.name,
+                  "--scaling-config", scaling, "--region", config.region]), f"scaling node group {size.name}")
+
+
+def pause(config: PlatformConfig, *, kubectl: Kubectl, aws: AwsCli, node_pools: tuple[str, ...],
+          log: Callable[[str], None] = print) -> None:
+    """Stop every node (call only after the user approved `pause_plan`)."""
+    for pool in node_pools:
+        patched = kubectl(["patch", "nodepools.karpenter.sh", pool, "--type", "merge",
+                           "-p", json.dumps({"spec": {"limits": {"cpu": "0"}}})])
+        if patched.returncode != 0 and "NotFound" not in patched.stderr and NO_SUCH_KIND not in patched.stderr:
+            raise ClusterAccessError(f"limiting NodePool {pool} failed: {patched.stderr.strip()}")
+    if node_pools:
+        selector = f"karpenter.sh/nodepool in ({','.join(node_pools)})"
+        deleted = kubectl(["delete", "nodeclaims.karpenter.sh", "-l", selector, "--wait=true", "--timeout=15m"])
+        if deleted.returncode != 0 and NO_SUCH_KIND not in deleted.stderr:
+            raise ClusterAccessError(f"deleting the NodeClaims failed: {deleted.stderr.strip()}")
+        log(f"Karpenter nodes of {', '.join(node_pools)} terminated")
+    # GPU groups first, the system group (where Karpenter runs) last.
+    for size in reversed(node_group_sizes(config)):
+        _scale(aws, config, size, paused=True)
+        log(f"node group {size.name} scaled to 0")
+
+
+def resume(config: PlatformConfig, *, aws: AwsCli, log: Callable[[str], None] = print) -> None:
+    """Scale the managed groups back to the profile's sizes (the system group first)."""
+    for size in node_group_sizes(config):
+        _scale(aws, config, size, paused=False)
+        log(f"node group {size.name} back to {size.desired_size} (min {size.min_size}, max {size.max_size})")

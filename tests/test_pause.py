@@ -1,0 +1,69 @@
+"""Pause and resume with fake kubectl and aws: the order that leaves no instance behind, and the
+profile's sizes restored."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from operate.cluster_access import ClusterAccessError
+from operate.pause import STILL_BILLING, node_group_sizes, pause, pause_plan, resume
+from profiles import load_profile
+from tests.cases import FIXTURE_PROFILES
+
+
+class Recorder:
+    def __init__(self, fail_on: str | None = None):
+        self.calls: list[list[str]] = []
+        self.fail_on = fail_on
+
+    def __call__(self, args: list[str]) -> subprocess.CompletedProcess[str]:
+        self.calls.append(args)
+        failed = self.fail_on is not None and self.fail_on in " ".join(args)
+        return subprocess.CompletedProcess(args, 1 if failed else 0, "", "AccessDenied" if failed else "")
+
+
+def scaling(call: list[str]) -> tuple[str, str]:
+    return call[call.index("--nodegroup-name") + 1], call[call.index("--scaling-config") + 1]
+
+
+def test_pause_stops_karpenter_first_then_gpu_groups_then_the_system_group():
+    config = load_profile(str(FIXTURE_PROFILES / "jark.yaml"))
+    kubectl, aws = Recorder(), Recorder()
+    pause(config, kubectl=kubectl, aws=aws, node_pools=("cpu", "gpu"), log=lambda _: None)
+    assert [call[:2] for call in kubectl.calls] == [["patch", "nodepools.karpenter.sh"]] * 2 + [
+        ["delete", "nodeclaims.karpenter.sh"]]
+    assert '"cpu": "0"' in kubectl.calls[0][-1]
+    assert "karpenter.sh/nodepool in (cpu,gpu)" in kubectl.calls[2]
+    groups = [scaling(call) for call in aws.calls]
+    assert [name for name, _ in groups] == [g.name for g in config.cluster.gpu_node_groups][::-1] + ["system"]
+    for (name, value), size in zip(groups, reversed(node_group_sizes(config)), strict=True):
+        assert value == f"minSize=0,maxSize={size.max_size},desiredSize=0", name
+    assert all(call[call.index("--cluster-name") + 1] == config.name for call in aws.calls)
+
+
+def test_a_failed_step_stops_the_pause_with_the_reason():
+    config = load_profile("g6-validation")
+    aws = Recorder(fail_on="--nodegroup-name system")
+    with pytest.raises(ClusterAccessError, match="system failed: AccessDenied"):
+        pause(config, kubectl=Recorder(), aws=aws, node_pools=(), log=lambda _: None)
+
+
+def test_resume_restores_the_profiles_sizes_system_group_first():
+    config = load_profile("p5-training")
+    aws = Recorder()
+    resume(config, aws=aws, log=lambda _: None)
+    restored = [scaling(call) for call in aws.calls]
+    assert restored[0][0] == "system"
+    assert restored == [(s.name, f"minSize={s.min_size},maxSize={s.max_size},desiredSize={s.desired_size}")
+                        for s in node_group_sizes(config)]
+
+
+def test_the_pause_question_says_what_stops_and_what_keeps_billing():
+    config = load_profile("p5-training")
+    text = "\n".join(pause_plan(config, ("cpu", "gpu")))
+    assert "training jobs included" in text and "NodeClaims deleted" in text
+    assert all(item in text for item in STILL_BILLING) and "make resume" in text
+    for group in config.cluster.gpu_node_groups:
+        assert f"node group {group.name}: scaled to 0" in text
