@@ -42,7 +42,6 @@ EXIT_USER_ERROR = 2
 PROJECT_ROOT = Path(__file__).resolve().parent
 OUTPUT_ROOT = Path("cdktf.out")
 STATE_ROOT = PROJECT_ROOT / "state"
-PROFILE_MARKER = ".profile-source"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,26 +120,31 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USER_ERROR
     if args.outdir is None:
         args.outdir = str(OUTPUT_ROOT / config.name)
-        clash = claim_profile_folder(Path(args.outdir), args.profile)
-        if clash:
-            print(clash, file=sys.stderr)
-            return EXIT_USER_ERROR
+    clash = claim_state(config, args.profile, args.command)
+    if clash:
+        print(clash, file=sys.stderr)
+        return EXIT_USER_ERROR
     handler = COMMANDS[args.command]
     return handler(config, args)
 
 
-def claim_profile_folder(folder: Path, profile: str) -> str | None:
-    """Record which profile file owns cdktf.out/<name>/; a different file with the same `name`
-    would share its plans and its state, so it is refused."""
-    source = str(resolve(profile).resolve())
-    marker = folder / PROFILE_MARKER
-    if marker.is_file() and marker.read_text().strip() != source:
-        return (f"profile {source} has the name of {marker.read_text().strip()} ({folder.name}): both would share "
-                f"{folder}/ and state/{folder.name}/. Give the new profile its own `name` (or delete {marker} "
-                "if the old file was renamed).")
-    folder.mkdir(parents=True, exist_ok=True)
-    marker.write_text(source + "\n")
-    return None
+# Commands that read or write the profile's state: with an S3 backend they check the claim there.
+STATE_COMMANDS = ("plan", "deploy", "destroy", "outputs", "pause", "resume", "verify")
+
+
+def claim_state(config: PlatformConfig, profile: str, command: str) -> str | None:
+    """The profile file claims its name where the state lives (operate/state_claim.py)."""
+    from operate.state_claim import claim_local, claim_s3, profile_identity
+
+    identity = profile_identity(resolve(profile), PROJECT_ROOT)
+    if config.state.bucket is None:
+        return claim_local(STATE_ROOT / config.name, config.name, identity)
+    if command not in STATE_COMMANDS:
+        return None
+    from operate.cluster_access import run_aws
+
+    return claim_s3(config.state.bucket, config.state.key_prefix, config.state.region or config.region,
+                    config.name, identity, aws=run_aws)
 
 
 def list_profiles() -> int:

@@ -21,6 +21,9 @@ from profiles.models import PlatformConfig
 
 PROFILES_DIR = Path(__file__).resolve().parent
 DEFAULT_PROFILE = "g6-validation"
+# The shipped profiles are this fixed list: a user's own file saved next to them is a user profile
+# (loaded by its path), never a shipped one that the snapshot tests would then expect.
+SHIPPED_PROFILES = ("g6-validation", "p5-training", "p5en-training")
 
 
 MAX_PROFILE_BYTES = 256 * 1024
@@ -43,7 +46,16 @@ class ProfileError(Exception):
 
 
 def available_profiles() -> list[str]:
-    return sorted(path.stem for path in PROFILES_DIR.glob("*.yaml"))
+    return list(SHIPPED_PROFILES)
+
+
+def shipped_names() -> dict[str, str]:
+    """The `name` of each shipped profile (its output and state folder) -> the shipped profile."""
+    names = {}
+    for profile in SHIPPED_PROFILES:
+        document = yaml.safe_load((PROFILES_DIR / f"{profile}.yaml").read_text())
+        names[document["name"]] = profile
+    return names
 
 
 def resolve(name_or_path: str) -> Path:
@@ -54,7 +66,7 @@ def resolve(name_or_path: str) -> Path:
             raise ProfileError(name_or_path, [f"no such profile file: {candidate}"], not_found=True)
         return candidate
     shipped = PROFILES_DIR / f"{name_or_path}.yaml"
-    if not shipped.is_file():
+    if name_or_path not in SHIPPED_PROFILES or not shipped.is_file():
         hint = did_you_mean(name_or_path, available_profiles())
         hint = f"{hint} " if hint else ""
         raise ProfileError(
@@ -146,7 +158,13 @@ def parse_profile_text(raw: bytes, source: str) -> dict[str, Any]:
 
 def load_profile(name_or_path: str = DEFAULT_PROFILE) -> PlatformConfig:
     path = resolve(name_or_path)
-    return validate_profile(parse_profile_text(path.read_bytes(), str(path)), source=str(path))
+    config = validate_profile(parse_profile_text(path.read_bytes(), str(path)), source=str(path))
+    owner = shipped_names().get(config.name)
+    if owner is not None and path.resolve() != (PROFILES_DIR / f"{owner}.yaml").resolve():
+        raise ProfileError(str(path), [
+            f"name: {config.name!r} is the name of the shipped profile {owner}, whose output and state "
+            f"folders it would share (got {config.name!r}; allowed: any other name, e.g. {path.stem!r})"])
+    return config
 
 
 def validate_profile(document: dict[str, Any], source: str = "<profile>") -> PlatformConfig:

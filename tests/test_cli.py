@@ -109,14 +109,26 @@ def test_each_profile_works_in_its_own_folder(tmp_path):
     assert (cluster / backend).resolve() == ROOT / "state" / "p5-training" / "cluster.tfstate"
 
 
-def test_two_profile_files_with_one_name_are_refused(tmp_path):
+def test_a_copy_can_never_take_a_shipped_profiles_name(tmp_path):
     copy = tmp_path / "my-copy.yaml"
     copy.write_text((ROOT / "profiles" / "g6-validation.yaml").read_text())  # keeps name: gpu-validation
-    first = run("synth", cwd=tmp_path)
-    assert first.returncode == 0, first.stderr
-    second = run("synth", "--profile", str(copy), cwd=tmp_path)
-    assert second.returncode == 2
-    assert "has the name of" in second.stderr and "its own `name`" in second.stderr
+    refused = run("synth", "--profile", str(copy), cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "name: 'gpu-validation' is the name of the shipped profile g6-validation" in refused.stderr
+    assert "'my-copy'" in refused.stderr
+    assert run("synth", cwd=tmp_path).returncode == 0  # the shipped one still works, whatever came first
+
+
+def test_a_user_file_saved_in_profiles_is_not_a_shipped_profile(tmp_path):
+    from profiles import available_profiles
+
+    mine = ROOT / "profiles" / "zz-mine-test.yaml"
+    mine.write_text("name: zz-mine-test\n")
+    try:
+        assert "zz-mine-test" not in available_profiles()
+        assert run("synth", "--profile", "zz-mine-test", cwd=tmp_path).returncode == 2
+    finally:
+        mine.unlink()
 
 
 def test_profiles_lists_gpu_type_nodes_and_efa():

@@ -37,7 +37,7 @@ def test_pause_stops_karpenter_first_then_gpu_groups_then_the_system_group():
     assert '"cpu": "0"' in kubectl.calls[0][-1]
     assert "karpenter.sh/nodepool in (cpu,gpu)" in kubectl.calls[2]
     groups = [scaling(call) for call in aws.calls]
-    assert [name for name, _ in groups] == [g.name for g in config.cluster.gpu_node_groups][::-1] + ["system"]
+    assert [name for name, _ in groups] == [*[g.name for g in config.cluster.gpu_node_groups][::-1], "system"]
     for (name, value), size in zip(groups, reversed(node_group_sizes(config)), strict=True):
         assert value == f"minSize=0,maxSize={size.max_size},desiredSize=0", name
     assert all(call[call.index("--cluster-name") + 1] == config.name for call in aws.calls)

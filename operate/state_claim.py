@@ -1,0 +1,61 @@
+"""Which profile file owns a profile name's state: recorded where the state lives.
+
+Two profile files with the same `name` would share one state (and one cluster). The first file
+that works with a name claims it, in the state location itself, so the claim survives `make clean`
+and fresh clones and is seen by everyone who shares an S3 backend: state/<name>/.profile-source for
+local state, s3://<bucket>/<key_prefix>/<name>/profile-source for the S3 backend. A profile is named
+by its path inside the project (the same on every clone), else by its absolute path. Shipped names
+cannot be claimed by a copy at all (profiles/loader.py refuses it).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+AwsCli = Callable[[list[str]], subprocess.CompletedProcess[str]]
+LOCAL_MARKER = ".profile-source"
+S3_MARKER = "profile-source"
+
+
+def profile_identity(path: Path, project_root: Path) -> str:
+    resolved = path.resolve()
+    return str(resolved.relative_to(project_root)) if resolved.is_relative_to(project_root) else str(resolved)
+
+
+def _clash(name: str, identity: str, owner: str, where: str) -> str:
+    return (f"profile {identity} has the name {name!r} of {owner}: both would share one state ({where}) and one "
+            f"cluster. Give the new profile its own `name` (or, if {owner} was renamed to {identity}, delete the "
+            f"claim in {where}).")
+
+
+def claim_local(state_dir: Path, name: str, identity: str) -> str | None:
+    """Claim state/<name>/ for `identity`; the reason it cannot, or None."""
+    marker = state_dir / LOCAL_MARKER
+    if marker.is_file() and (owner := marker.read_text().strip()) != identity:
+        return _clash(name, identity, owner, str(marker))
+    state_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text(identity + "\n")
+    return None
+
+
+def claim_s3(bucket: str, key_prefix: str, region: str, name: str, identity: str, *, aws: AwsCli) -> str | None:
+    """Claim <key_prefix>/<name>/ in the state bucket for `identity`; the reason it cannot, or None."""
+    key = f"{key_prefix}/{name}/{S3_MARKER}"
+    where = f"s3://{bucket}/{key}"
+    with tempfile.TemporaryDirectory() as scratch:
+        local = Path(scratch) / S3_MARKER
+        read = aws(["s3api", "get-object", "--bucket", bucket, "--key", key, "--region", region, str(local)])
+        if read.returncode == 0:
+            owner = local.read_text().strip()
+            return None if owner == identity else _clash(name, identity, owner, where)
+        if "NoSuchKey" not in read.stderr and "Not Found" not in read.stderr:
+            return f"cannot read the profile claim {where}: {read.stderr.strip()}"
+        local.write_text(identity + "\n")
+        written = aws(["s3api", "put-object", "--bucket", bucket, "--key", key, "--region", region,
+                       "--body", str(local), "--if-none-match", "*"])
+        if written.returncode != 0:
+            return f"cannot write the profile claim {where}: {written.stderr.strip()}"
+    return None

@@ -1,0 +1,59 @@
+"""The profile-name claim lives where the state lives: local state folder or the S3 bucket."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from operate.state_claim import claim_local, claim_s3, profile_identity
+
+
+def test_a_second_file_with_the_same_name_is_refused_and_the_claim_survives_a_clean(tmp_path):
+    state = tmp_path / "state" / "team-a"
+    assert claim_local(state, "team-a", "my-profiles/team-a.yaml") is None
+    assert claim_local(state, "team-a", "my-profiles/team-a.yaml") is None  # the owner again
+    clash = claim_local(state, "team-a", "my-profiles/other.yaml")
+    assert clash is not None and "my-profiles/team-a.yaml" in clash and "its own `name`" in clash
+    assert (state / ".profile-source").read_text() == "my-profiles/team-a.yaml\n"
+
+
+def test_identity_is_the_path_inside_the_project_on_every_clone(tmp_path):
+    root = tmp_path / "clone"
+    (root / "my-profiles").mkdir(parents=True)
+    (root / "my-profiles" / "a.yaml").write_text("")
+    assert profile_identity(root / "my-profiles" / "a.yaml", root) == "my-profiles/a.yaml"
+    assert profile_identity(tmp_path / "x.yaml", root) == str((tmp_path / "x.yaml").resolve())
+
+
+class Bucket:
+    """A fake `aws s3api` over a dict of objects."""
+
+    def __init__(self):
+        self.objects: dict[str, str] = {}
+
+    def __call__(self, args: list[str]) -> subprocess.CompletedProcess[str]:
+        key = args[args.index("--key") + 1]
+        if args[1] == "get-object":
+            if key not in self.objects:
+                return subprocess.CompletedProcess(args, 254, "", "An error occurred (NoSuchKey)")
+            Path(args[-1]).write_text(self.objects[key])
+            return subprocess.CompletedProcess(args, 0, "{}", "")
+        assert args[1] == "put-object" and "--if-none-match" in args
+        self.objects[key] = Path(args[args.index("--body") + 1]).read_text()
+        return subprocess.CompletedProcess(args, 0, "{}", "")
+
+
+def test_the_s3_claim_is_shared_by_everyone_using_the_bucket():
+    bucket = Bucket()
+    assert claim_s3("b", "gpu-platform", "us-west-2", "team-a", "my-profiles/a.yaml", aws=bucket) is None
+    assert bucket.objects == {"gpu-platform/team-a/profile-source": "my-profiles/a.yaml\n"}
+    assert claim_s3("b", "gpu-platform", "us-west-2", "team-a", "my-profiles/a.yaml", aws=bucket) is None
+    clash = claim_s3("b", "gpu-platform", "us-west-2", "team-a", "elsewhere/b.yaml", aws=bucket)
+    assert clash is not None and "s3://b/gpu-platform/team-a/profile-source" in clash
+
+
+def test_an_unreadable_claim_stops_with_the_reason():
+    def denied(args: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(args, 254, "", "An error occurred (AccessDenied)")
+
+    assert "AccessDenied" in (claim_s3("b", "p", "us-west-2", "n", "x.yaml", aws=denied) or "")
