@@ -22,7 +22,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # jsii unpacks the provider bindings (~570 MB) once; keep them with the project.
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT ?= $(CURDIR)/.cache/jsii
 
-.PHONY: synth test lint env manifests verify plan deploy destroy pause resume outputs hcl clean provider-mirror help profiles diagram new-profile
+.PHONY: synth test lint env manifests verify plan deploy destroy pause resume validate outputs hcl clean provider-mirror help profiles diagram new-profile
 
 help:  ## this list
 	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | expand -t 24
@@ -81,6 +81,9 @@ plan deploy destroy: $(STAMP)  ## plan / deploy / destroy LAYER of PROFILE, plan
 
 pause resume: $(STAMP)  ## stop every node and keep data and cluster / scale the nodes back
 	AUTO_APPROVE=$(AUTO_APPROVE) $(PY) main.py $@ --profile $(PROFILE)
+
+validate: $(STAMP)  ## terraform validate LAYER of PROFILE with the real providers (needs the registry)
+	$(PY) main.py validate --profile $(PROFILE) --layer $(LAYER)
 
 outputs: $(STAMP)  ## print the deployed layers' outputs
 	$(PY) main.py outputs --profile $(PROFILE)

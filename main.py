@@ -7,6 +7,7 @@
     python main.py hcl [--profile ...] [--outdir DIR]      # the stacks as HCL, for leaving cdktf
     python main.py plan|deploy|destroy [--layer all|LAYER] [--yes] [--profile ...]
     python main.py outputs [--profile ...]                 # the layers' outputs after a deploy
+    python main.py validate [--layer ...] [--profile ...]  # terraform validate with the real providers
     python main.py pause|resume [--yes] [--profile ...]    # stop / restart every node, keep data
     python main.py diagram [--profile ...] [--readme]      # Mermaid picture of the synthesized layers
     python main.py new-profile PATH [--from NAME]          # start your own profile from a shipped one
@@ -79,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--yes", action="store_true", default=os.environ.get("AUTO_APPROVE", "") in ("1", "true"),
                          help="do it without asking (AUTO_APPROVE=1 through make)")
     commands.add_parser("outputs", parents=[with_profile], help="print the deployed layers' outputs")
+    validate = commands.add_parser("validate", parents=[with_profile],
+                                   help="terraform validate every layer with its real providers (needs the registry "
+                                        "or a mirror of every provider; no AWS access)")
+    validate.add_argument("--layer", default=os.environ.get("LAYER") or "all",
+                          choices=["all", "aws", "cluster", "storage", "build", "addons", "workloads"])
     diagram = commands.add_parser("diagram", parents=[with_profile],
                                   help="synthesize, then print the layers as a Mermaid diagram")
     diagram.add_argument("--readme", action="store_true", help="write it into README.md's layers diagram instead")
@@ -317,6 +323,21 @@ def cleanup_profile_cluster(config: PlatformConfig, operator: Operator, kubeconf
     pre_destroy_cleanup(profile_kubectl(config, operator, kubeconfig), platform_objects(config, layer))
 
 
+def command_validate(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.layers import Operator, select_layers
+    from operate.providers import provider_env
+
+    outdir = Path(args.outdir)
+    synthesize_profile(config, outdir)
+    operator = Operator(outdir / "stacks", env=provider_env(outdir), log=lambda _: None)
+    failed = 0
+    for layer in select_layers(args.layer):
+        ok, detail = operator.validate(layer)
+        print(f"{'valid' if ok else 'INVALID'} {config.name} {layer}" + ("" if ok else f":\n{detail}"))
+        failed += not ok
+    return 1 if failed else 0
+
+
 def command_outputs(config: PlatformConfig, args: argparse.Namespace) -> int:
     from operate.layers import Operator, StateUnreadable
     from operate.providers import provider_env
@@ -437,6 +458,7 @@ COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {
     "deploy": command_operate,
     "destroy": command_operate,
     "outputs": command_outputs,
+    "validate": command_validate,
     "pause": command_pause,
     "resume": command_pause,
     "manifests": command_manifests,

@@ -313,6 +313,20 @@ class Operator:
             return f"could not lift the protection:\n{lifted.stderr or lifted.stdout}"
         return None
 
+    def validate(self, layer: str) -> tuple[bool, str]:
+        """`terraform validate` of a layer with its real providers, in a data folder of its own
+        (the layer's backend and deploy folder are untouched)."""
+        data_dir = str(self.stacks_dir / layer / ".terraform-validate")
+        saved, self.env = self.env, {**self.env, "TF_DATA_DIR": data_dir}
+        try:
+            init = self._tf(layer, "init", "-backend=false", "-input=false")
+            if init.returncode != 0:
+                return False, f"terraform init failed:\n{(init.stderr or init.stdout).strip()}"
+            checked = self._tf(layer, "validate")
+            return checked.returncode == 0, (checked.stdout + checked.stderr).strip()
+        finally:
+            self.env = saved
+
     def deployed_layers(self) -> list[str]:
         """The layers whose state holds resources, read anew."""
         self._resources.clear()

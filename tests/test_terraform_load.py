@@ -103,3 +103,18 @@ def test_every_variable_validation_is_evaluated_by_terraform(synthesized, terraf
     assert tested.returncode == 0, tested.stdout + tested.stderr
     passed = len(re.findall(r'^\s*run "[^"]+"\.\.\. pass$', tested.stdout, flags=re.MULTILINE))
     assert passed == sum(len(a) + len(r) for a, r in VARIABLE_EXAMPLES.values()), tested.stdout
+
+
+def test_make_validate_runs_terraform_validate_apart_from_the_deploy_folder(synthesized, terraform, tmp_path):
+    from operate.layers import Operator
+
+    for name, stack in (("build", synthesized.stack("g6-validation", "build")), ("broken", {
+            **synthesized.stack("g6-validation", "build"), "resource": {"aws_s3_bucket": {"b": {"bucketz": "x"}}}})):
+        (tmp_path / "stacks" / name).mkdir(parents=True)
+        (tmp_path / "stacks" / name / "cdk.tf.json").write_text(json.dumps(stack))
+    operator = Operator(tmp_path / "stacks", terraform=terraform.binary,
+                        env={"TF_CLI_CONFIG_FILE": str(terraform.cli_config)}, log=lambda _: None)
+    assert operator.validate("build") == (True, "Success! The configuration is valid.")
+    ok, detail = operator.validate("broken")
+    assert not ok and "bucketz" in detail
+    assert not (tmp_path / "stacks" / "build" / ".terraform").exists()  # the deploy folder is untouched

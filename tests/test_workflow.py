@@ -57,3 +57,12 @@ def test_synth_installs_only_the_app_and_lint_adds_the_test_tooling(tmp_path):
     assert [line.split(" sync ", 1)[1] for line in dry_run("synth")] == ["--frozen --no-dev --inexact"]
     assert [line.split(" sync ", 1)[1] for line in dry_run("lint")] == ["--frozen --no-dev --inexact", "--frozen"]
     assert "unexport PYTHONDONTWRITEBYTECODE" in (ROOT / "Makefile").read_text()
+
+
+def test_workflow_validates_every_layer_of_every_shipped_profile_with_the_real_providers():
+    from profiles import available_profiles
+
+    steps = yaml.safe_load(WORKFLOW.read_text())["jobs"]["test"]["steps"]
+    (step,) = [step for step in steps if "make validate" in step.get("run", "")]
+    assert all(f" {profile} " in step["run"] or f" {profile};" in step["run"] for profile in available_profiles())
+    assert "LAYER=" not in step["run"]  # every layer
