@@ -103,8 +103,10 @@ lint: $(DEV_STAMP)  ## ruff and mypy --strict
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
+# The emulated deploy cycles run in background processes from the start of the session (see
+# tests/test_emulated_deploy.py); --durations shows the ten slowest tests.
 test: lint $(CHECKOV)  ## the whole test suite, as CI runs it
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --durations=10 $(PYTEST_ARGS)
 
 clean:  ## remove generated output
 	rm -rf cdktf.out .pytest_cache .mypy_cache .ruff_cache

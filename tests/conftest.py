@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 
 import toolchain
 from profiles import load_profile
-from tests.cases import FIXTURES, HCL_PROFILES, IN_CI, SHIPPED, TEST_SECRETS, profile_source
+from tests.cases import EMULATED_PROFILES, FIXTURES, HCL_PROFILES, IN_CI, SHIPPED, TEST_SECRETS, profile_source
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -95,3 +96,59 @@ def hcl_exported(tmp_path_factory) -> Path:
                               str(out / profile)], cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, run.stderr
     return out
+
+
+class EmulatedCycle:
+    """One profile's emulated deploy cycle, running in its own process (tests/emulator/cycle.py)."""
+
+    def __init__(self, profile: str, stacks: Path, *, protected: bool, env: dict[str, str], log: Path):
+        from tests.emulator.cycle import RESULT_PREFIX
+
+        self.profile, self.log, self.prefix = profile, log, RESULT_PREFIX
+        command = [sys.executable, "-m", "tests.emulator.cycle", str(stacks), profile,
+                   *(["--protected"] if protected else [])]
+        with log.open("w") as out:
+            self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+    def wait(self, timeout: float = 1800) -> dict:
+        self.process.wait(timeout=timeout)
+        records = [line[len(self.prefix):] for line in self.log.read_text().splitlines()
+                   if line.startswith(self.prefix)]
+        if not records:
+            return {"profile": self.profile, "ok": False, "error": self.log.read_text()[-4000:]}
+        record: dict = json.loads(records[-1])
+        return record
+
+    def lines(self) -> list[str]:
+        return [line for line in self.log.read_text().splitlines() if not line.startswith(self.prefix)]
+
+
+@pytest.fixture(scope="session")
+def emulated_cycles(synthesized, terraform, tmp_path_factory):
+    """Start every emulated profile's cycle now, in the background; tests collect them."""
+    from stacks import AWS_ONLY_LAYERS
+
+    root = tmp_path_factory.mktemp("emulated")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CLI_CONFIG_FILE": str(terraform.cli_config)}
+    cycles = {}
+    for profile in EMULATED_PROFILES:
+        stacks = root / profile / "stacks"
+        for layer in AWS_ONLY_LAYERS:  # no Kubernetes API here: the other layers are not in this copy
+            shutil.copytree(synthesized.outroot / profile / "stacks" / layer, stacks / layer)
+        cycles[profile] = EmulatedCycle(profile, stacks, env=env, log=root / f"{profile}.log",
+                                        protected=synthesized.configs[profile].storage.protect_from_destroy)
+    yield cycles
+    for cycle in cycles.values():
+        if cycle.process.poll() is None:
+            cycle.process.kill()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The emulated cycles run in the background from the start; the tests that collect them last."""
+    items.sort(key=lambda item: item.get_closest_marker("emulator") is not None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _emulated_cycles_start_first(request):
+    if any(item.get_closest_marker("emulator") for item in request.session.items):
+        request.getfixturevalue("emulated_cycles")
