@@ -22,7 +22,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # jsii unpacks the provider bindings (~570 MB) once; keep them with the project.
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT ?= $(CURDIR)/.cache/jsii
 
-.PHONY: synth test lint env manifests verify plan deploy destroy pause resume validate outputs hcl clean provider-mirror help profiles diagram new-profile
+.PHONY: synth test check lint env manifests verify plan deploy destroy pause resume validate outputs hcl clean provider-mirror help profiles diagram new-profile
 
 help:  ## this list
 	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | expand -t 24
@@ -107,6 +107,17 @@ lint: $(DEV_STAMP)  ## ruff and mypy --strict
 # tests/test_emulated_deploy.py); --durations shows the ten slowest tests.
 test: lint $(CHECKOV)  ## the whole test suite, as CI runs it
 	$(PY) -m pytest --durations=10 $(PYTEST_ARGS)
+
+# The one-minute inner loop: ruff, then the fast tests (profiles, synthesis assertions, snapshots,
+# contracts, evaluators, operate with fake tools), parametrized for the default profile only.
+# Before pushing, run make test: every profile, terraform, checkov, HCL exports, the emulator.
+CHECK_TESTS := profiles loader naming schema architecture snapshots addon_registry namespaces quotas dra \
+	karpenter_policy versions renovate docs_commands operate pause state_claim cluster addons workloads \
+	storage_build mlflow
+check: $(DEV_STAMP)  ## the one-minute inner loop (ruff and the fast tests on the default profile)
+	$(VENV)/bin/ruff check .
+	GPU_PLATFORM_QUICK_CHECK=1 $(PY) -m pytest -q -p no:cacheprovider -m "not emulator" \
+		$(foreach t,$(CHECK_TESTS),tests/test_$(t).py)
 
 clean:  ## remove generated output
 	rm -rf cdktf.out .pytest_cache .mypy_cache .ruff_cache

@@ -18,32 +18,61 @@ import pytest
 
 import toolchain
 from profiles import load_profile
-from tests.cases import EMULATED_PROFILES, FIXTURES, HCL_PROFILES, IN_CI, SHIPPED, TEST_SECRETS, profile_source
+from tests.cases import (
+    ALL_PROFILES,
+    EMULATED_PROFILES,
+    FIXTURES,
+    HCL_PROFILES,
+    IN_CI,
+    QUICK,
+    SHIPPED,
+    TEST_SECRETS,
+    profile_source,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 toolchain.prepare()
 
-class Synthesized:
-    """Synthesized JSON of every shipped and fixture profile, keyed by profile and layer."""
+class _OnFirstUse(dict):
+    """profile -> its stacks, synthesized the first time a test asks for the profile."""
 
-    def __init__(self, outroot: Path):
+    def __init__(self, synthesize):
+        super().__init__()
+        self._synthesize = synthesize
+
+    def __missing__(self, profile: str) -> dict[str, dict]:
+        self[profile] = stacks = self._synthesize(profile)
+        return stacks
+
+
+class Synthesized:
+    """Synthesized JSON of every shipped and fixture profile, keyed by profile and layer. The full
+    suite synthesizes them all up front; the inner loop (QUICK) only the profiles its tests use."""
+
+    def __init__(self, outroot: Path, *, eager: bool):
+        self.outroot = outroot
+        self.configs = {name: load_profile(profile_source(name)) for name in ALL_PROFILES}
+        self.stacks: dict[str, dict[str, dict]] = _OnFirstUse(self._synthesize)
+        for name in SHIPPED + FIXTURES if eager else SHIPPED[:1]:
+            self.folder(name)
+
+    def folder(self, profile: str) -> Path:
+        """The profile's output folder (cdktf.out/<profile> of the session), synthesized."""
+        if profile not in self.stacks:
+            self.stacks[profile] = self._synthesize(profile)
+        return self.outroot / profile
+
+    def _synthesize(self, name: str) -> dict[str, dict]:
         from stacks import LAYERS
         from stacks.platform import synthesize
 
-        self.outroot = outroot
-        self.stacks: dict[str, dict[str, dict]] = {}
-        self.configs = {}
-        for name in SHIPPED + FIXTURES:
-            config = load_profile(profile_source(name))
-            outdir = outroot / name
-            # Secrets present in the environment while synthesizing; restored afterwards.
-            with mock.patch.dict(os.environ, TEST_SECRETS):
-                synthesize(config, str(outdir), state_dir=outroot / "state" / config.name)
-            self.configs[name] = config
-            self.stacks[name] = {
-                layer: json.loads((outdir / "stacks" / layer / "cdk.tf.json").read_text()) for layer in LAYERS
-            }
+        config = self.configs[name]
+        outdir = self.outroot / name
+        # Secrets present in the environment while synthesizing; restored afterwards.
+        with mock.patch.dict(os.environ, TEST_SECRETS):
+            synthesize(config, str(outdir), state_dir=self.outroot / "state" / config.name)
+        return {layer: json.loads((outdir / "stacks" / layer / "cdk.tf.json").read_text()) for layer in LAYERS}
 
     def stack(self, profile: str, layer: str) -> dict:
         return self.stacks[profile][layer]
@@ -54,7 +83,7 @@ class Synthesized:
 
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory) -> Synthesized:
-    return Synthesized(tmp_path_factory.mktemp("synth"))
+    return Synthesized(tmp_path_factory.mktemp("synth"), eager=not QUICK)
 
 
 @pytest.fixture(scope="session")
@@ -134,7 +163,7 @@ def emulated_cycles(synthesized, terraform, tmp_path_factory):
     for profile in EMULATED_PROFILES:
         stacks = root / profile / "stacks"
         for layer in AWS_ONLY_LAYERS:  # no Kubernetes API here: the other layers are not in this copy
-            shutil.copytree(synthesized.outroot / profile / "stacks" / layer, stacks / layer)
+            shutil.copytree(synthesized.folder(profile) / "stacks" / layer, stacks / layer)
         cycles[profile] = EmulatedCycle(profile, stacks, env=env, log=root / f"{profile}.log",
                                         protected=synthesized.configs[profile].storage.protect_from_destroy)
     yield cycles
