@@ -18,6 +18,7 @@ from cdktf_cdktf_provider_aws.eks_cluster import (
     EksClusterAccessConfig,
     EksClusterEncryptionConfig,
     EksClusterEncryptionConfigProvider,
+    EksClusterKubernetesNetworkConfig,
     EksClusterVpcConfig,
 )
 from constructs import Construct
@@ -47,6 +48,8 @@ class ControlPlaneProps:
     """CIDRs that may reach the public endpoint; empty: no public endpoint."""
     log_types: tuple[str, ...]
     """Control-plane log types sent to CloudWatch."""
+    service_ipv4_cidr: str
+    """The Kubernetes Service CIDR, set explicitly so the NetworkPolicies can name the API's ClusterIP."""
     admin_principal_arns: tuple[str, ...]
     """IAM principals granted cluster admin, besides the deploying principal."""
 
@@ -95,6 +98,7 @@ class EksControlPlane(Construct):
                 resources=["secrets"], provider=EksClusterEncryptionConfigProvider(key_arn=key.arn),
             ),
             enabled_cluster_log_types=list(props.log_types),
+            kubernetes_network_config=EksClusterKubernetesNetworkConfig(service_ipv4_cidr=props.service_ipv4_cidr),
             depends_on=[*role.attachments, logs],
         )
         self._name = cluster.name

@@ -17,7 +17,7 @@ from typing import Any
 from components.k8s import mlflow_access
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
-from components.k8s.namespaces import NamespaceGuard, namespace_objects
+from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, namespace_objects
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
 from profiles.catalog import GpuInstanceType
 from profiles.cluster import GpuNodeGroupConfig
@@ -130,7 +130,8 @@ def render(config: PlatformConfig, *, image: str | None = None, nccl_image: str 
     guard = NamespaceGuard(name=NAMESPACE)
     claim_templates = [claim_template(NAMESPACE, count) for count in sorted({1, gpus})] if target.dra else []
     files: dict[str, list[dict[str, Any]]] = {
-        "00-namespace.yaml": [*namespace_objects(guard, vpc_cidr=config.cluster.vpc.cidr), *claim_templates]}
+        "00-namespace.yaml": [*namespace_objects(guard, api=ApiServerAddresses(
+            vpc_cidr=config.cluster.vpc.cidr, service_ip=config.cluster.api_service_ip)), *claim_templates]}
     files["gpu-smoke-test.yaml"] = [_pod("gpu-smoke-test", target, {
         "name": "nvidia-smi", "image": CUDA_IMAGE, "command": ["nvidia-smi", "-L"],
         "resources": _device_resources(target, 1, all_efa=False),

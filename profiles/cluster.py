@@ -35,6 +35,10 @@ from profiles.versions import (
 MAX_PUBLIC_API_ADDRESSES = 65536
 PRIVATE_RANGES = tuple(ipaddress.IPv4Network(block) for block in
                        ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
+# EKS requires the Service CIDR inside these (and not overlapping the VPC); it picks 172.20.0.0/16,
+# or 10.100.0.0/16 for a VPC inside 172.16.0.0/12, when none is set (EKS API reference,
+# KubernetesNetworkConfigRequest.serviceIpv4Cidr).
+SERVICE_CIDR_RANGES = tuple(ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 ControlPlaneLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 AddonVersion = Annotated[str, Field(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")]
 InterfaceEndpoint = Literal["ecr.api", "ecr.dkr", "sts", "ec2", "eks-auth", "ssm"]
@@ -299,6 +303,13 @@ class ClusterConfig(Strict):
         description="Your own egress CIDRs that may reach the public endpoint (with endpoint_public_access). "
         f"Together at most {MAX_PUBLIC_API_ADDRESSES} addresses (a /16): wider is the internet in effect.",
     )
+    service_ipv4_cidr: Cidr | None = Field(
+        None,
+        description="The Kubernetes Service CIDR (ClusterIPs; the API server's `kubernetes` Service is its first "
+        "address). Unset: 172.20.0.0/16, or 10.100.0.0/16 when the VPC lies in 172.16.0.0/12, as EKS itself picks. "
+        "A /12 to /24 block in 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16, apart from the VPC. Changing it "
+        "replaces the cluster.",
+    )
     admin_principal_arns: list[IamPrincipalArn] = Field(
         default_factory=list,
         description="IAM roles/users granted cluster admin through access entries, besides the deploying principal.",
@@ -332,6 +343,40 @@ class ClusterConfig(Strict):
                 "(a /16) are allowed: name your organisation's egress or VPN ranges"
             )
         return cidrs
+
+    @property
+    def service_cidr(self) -> str:
+        """The Service CIDR the cluster uses: the profile's, or the one EKS would pick."""
+        if self.service_ipv4_cidr is not None:
+            return self.service_ipv4_cidr
+        inside_172 = ipaddress.IPv4Network(self.vpc.cidr).overlaps(ipaddress.IPv4Network("172.16.0.0/12"))
+        return "10.100.0.0/16" if inside_172 else "172.20.0.0/16"
+
+    @property
+    def api_service_ip(self) -> str:
+        """The `kubernetes` Service's ClusterIP: the first address of the Service CIDR, where
+        in-cluster clients (client-go's in-cluster config) reach the API server."""
+        return str(ipaddress.IPv4Network(self.service_cidr).network_address + 1)
+
+    @field_validator("service_ipv4_cidr")
+    @classmethod
+    def _service_cidr_block(cls, value: str | None) -> str | None:
+        return None if value is None else check_cidr(value)
+
+    @model_validator(mode="after")
+    def _service_cidr(self) -> ClusterConfig:
+        if self.service_ipv4_cidr is None:
+            return self
+        network = ipaddress.IPv4Network(self.service_ipv4_cidr)
+        allowed = "a /12 to /24 block in 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16 that does not overlap the VPC"
+        if not 12 <= network.prefixlen <= 24 or not any(network.subnet_of(r) for r in SERVICE_CIDR_RANGES):
+            raise FieldProblem("service_ipv4_cidr", self.service_ipv4_cidr, "EKS refuses this Service CIDR",
+                               allowed=allowed)
+        if network.overlaps(ipaddress.IPv4Network(self.vpc.cidr)):
+            raise FieldProblem("service_ipv4_cidr", self.service_ipv4_cidr,
+                               f"overlaps the VPC ({self.vpc.cidr}): Service and node addresses would collide",
+                               allowed=allowed)
+        return self
 
     @model_validator(mode="after")
     def _addon_minimums(self) -> ClusterConfig:

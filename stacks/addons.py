@@ -8,6 +8,7 @@ from constructs import Construct
 
 from components.helm.addon import AddonContext, InstalledAddon
 from components.helm.registry import ADDONS
+from components.k8s.namespaces import ApiServerAddresses
 from components.mlflow_store import MlflowBackend
 from profiles import PlatformConfig
 from stacks.contracts import AddonsOutputs, ClusterOutputs, StorageOutputs
@@ -33,12 +34,13 @@ class AddonsStack(LayerStack):
         )
         installed: dict[str, InstalledAddon] = {}
         mlflow = mlflow_backend(storage)
+        api_server = ApiServerAddresses(vpc_cidr=cluster.vpc_cidr, service_ip=config.cluster.api_service_ip)
         for addon in ADDONS:
             if addon.enabled(config):
                 installed[addon.key] = addon.install(AddonContext(
                     scope=self, config=config, cluster_name=cluster.cluster_name, cluster_endpoint=cluster.endpoint,
                     storage_class=STORAGE_CLASS, storage_class_ready=storage_class, vpc_cidr=cluster.vpc_cidr,
-                    mlflow_backend=mlflow, installed=installed,
+                    api_server=api_server, mlflow_backend=mlflow, installed=installed,
                 ))
         self.installed = installed
         exports = {name: value for addon in installed.values() for name, value in addon.exports.items()}

@@ -62,7 +62,7 @@ class ClusterStack(LayerStack):
         control_plane = EksControlPlane(self, "eks", props=ControlPlaneProps(
             name=name, kubernetes_version=cluster_cfg.kubernetes_version, subnet_ids=private_subnets,
             public_access_cidrs=tuple(cluster_cfg.endpoint_public_access_cidrs),
-            log_types=tuple(cluster_cfg.control_plane_log_types),
+            log_types=tuple(cluster_cfg.control_plane_log_types), service_ipv4_cidr=cluster_cfg.service_cidr,
             admin_principal_arns=tuple(cluster_cfg.admin_principal_arns),
         ))
         node_sg = control_plane.cluster_security_group_id

@@ -65,3 +65,96 @@ def allowed(policies: list[dict[str, Any]], *, namespace: str, direction: str, p
                     rule.get("ports"), protocol, port):
                 return True
     return False
+
+
+# ------------------------------------------------------------------ egress to a Service, pre-DNAT
+#
+# The VPC CNI's network policy agent attaches its eBPF probes to the TC hook of the pod's host-side
+# veth, so it judges egress BEFORE kube-proxy's DNAT: a connection to a Service is seen with the
+# Service's ClusterIP and port, never the backing pod. The controller therefore adds ClusterIPs to
+# a policy's egress endpoints, and only these ways (aws/amazon-network-policy-controller-k8s
+# v1.1.7, pkg/resolvers/endpoints.go):
+# - computeEgressEndpoints: an ipBlock peer becomes a CIDR endpoint as written (buildIPBlockEndpoint),
+#   a rule without `to` allows every address (buildAllowAllEgress);
+# - for a pod/namespace-selector peer, in each namespace the peer selects (resolvePeerNamespaces:
+#   its namespaceSelector, else the policy's own namespace), getMatchingServiceClusterIPs adds the
+#   ClusterIP of every non-headless Service (IsServiceHeadless) whose spec.selector, read as a
+#   label SET, is matched by the peer's podSelector (`svcSelector.Matches(labels.Set(svc.Spec.Selector))`;
+#   a nil podSelector is the empty selector, which matches every set, the empty one included);
+# - ports: a policy port names the Service's targetPort; the endpoint gets the Service port that
+#   targets it (getMatchingServicePort -> LookupServiceListenPort).
+# So the selector-less `default/kubernetes` Service is reached only through an ipBlock holding its
+# ClusterIP, or a peer that selects namespace `default` with an empty podSelector.
+
+
+@dataclass(frozen=True)
+class ServicePort:
+    port: int
+    target_port: int
+    protocol: str = "TCP"
+
+
+@dataclass(frozen=True)
+class Service:
+    """A ClusterIP Service as a client's packet names it (its ClusterIP), before DNAT."""
+
+    namespace: str
+    name: str
+    cluster_ip: str
+    selector: dict[str, str] | None
+    """None: no selector (like default/kubernetes, whose endpoints the API server writes)."""
+    ports: tuple[ServicePort, ...]
+    namespace_labels: dict[str, str] = field(default_factory=dict)
+    headless: bool = False
+
+
+def _selector_matches_set(selector: dict[str, Any] | None, label_set: dict[str, str]) -> bool:
+    """A LabelSelector (matchLabels only, as the platform writes them) against a label set."""
+    return all(label_set.get(k) == v for k, v in (selector or {}).get("matchLabels", {}).items())
+
+
+def _service_peer_matches(rule_peer: dict[str, Any], service: Service, own_namespace: str) -> bool:
+    if "ipBlock" in rule_peer:
+        return _peer_matches(rule_peer, Peer(ip=service.cluster_ip), own_namespace)
+    if service.headless:
+        return False
+    if "namespaceSelector" in rule_peer:
+        ns_labels = {**service.namespace_labels, "kubernetes.io/metadata.name": service.namespace}
+        if not _labels_match(rule_peer["namespaceSelector"], ns_labels):
+            return False
+    elif service.namespace != own_namespace:
+        return False
+    return _selector_matches_set(rule_peer.get("podSelector"), service.selector or {})
+
+
+def _service_port_matches(ports: list[dict[str, Any]] | None, service: Service, port: int, protocol: str,
+                          via_selector: bool) -> bool:
+    if not ports:
+        return True
+    if not via_selector:  # an ipBlock endpoint carries the policy's ports as written: the port on the wire
+        return _port_matches(ports, protocol, port)
+    listen = {p.port for p in service.ports for q in ports
+              if q.get("protocol", "TCP") == p.protocol == protocol and q.get("port") == p.target_port}
+    return port in listen
+
+
+def allowed_to_service(policies: list[dict[str, Any]], *, namespace: str, service: Service, port: int,
+                       protocol: str = "TCP", pod_labels: dict[str, str] | None = None) -> bool:
+    """May a pod in `namespace` open a connection to `service`'s ClusterIP:port (judged pre-DNAT)?"""
+    selecting = [p["spec"] for p in policies if p["metadata"]["namespace"] == namespace
+                 and "Egress" in p["spec"].get("policyTypes", [])
+                 and _labels_match(p["spec"].get("podSelector", {}), pod_labels or {})]
+    if not selecting:
+        return True
+    for spec in selecting:
+        for rule in spec.get("egress", []):
+            peers = rule.get("to")
+            if peers is None:
+                if _port_matches(rule.get("ports"), protocol, port):
+                    return True
+                continue
+            for peer in peers:
+                if _service_peer_matches(peer, service, namespace) and _service_port_matches(
+                        rule.get("ports"), service, port, protocol, via_selector="ipBlock" not in peer):
+                    return True
+    return False

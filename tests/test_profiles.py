@@ -89,6 +89,13 @@ def test_catalog_matches_the_documented_efa_facts():
 
 # (changes to the default profile, expected field path, words the message must contain)
 BAD_INPUT = [
+    # the Service CIDR: EKS's own rules, and never over the VPC (the API's ClusterIP is named by it)
+    ({"cluster__service_ipv4_cidr": "10.0.0.0/20"}, "cluster.service_ipv4_cidr",
+     ["'10.0.0.0/20'", "overlaps the VPC (10.0.0.0/16)", "that does not overlap the VPC"]),
+    ({"cluster__service_ipv4_cidr": "100.64.0.0/16"}, "cluster.service_ipv4_cidr",
+     ["'100.64.0.0/16'", "EKS refuses", "10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"]),
+    ({"cluster__service_ipv4_cidr": "172.20.0.0/26"}, "cluster.service_ipv4_cidr", ["'172.20.0.0/26'", "/12 to /24"]),
+    ({"cluster__service_ipv4_cidr": "172.20.0.1/16"}, "cluster.service_ipv4_cidr", ["'172.20.0.1/16'", "host bits"]),
     # near-misses get a suggestion: unknown keys, literal choices, union tags, catalog names
     ({"clustr": {}}, "clustr", ["unknown setting", "did you mean 'cluster'?"]),
     ({"cluster__kubernetes_versoin": "1.35"}, "cluster.kubernetes_versoin", ["did you mean 'kubernetes_version'?"]),
@@ -737,3 +744,12 @@ def test_independent_cross_layer_problems_are_reported_together():
         "workloads.tenants.0.name",
         "cluster.vpc.availability_zones.1",
     ], "one problem per field: a long name breaks many derived names but is reported once"
+
+
+def test_the_service_cidr_defaults_to_what_eks_picks_and_names_the_api_clusterip():
+    shipped = load_profile("g6-validation").cluster
+    assert (shipped.service_cidr, shipped.api_service_ip) == ("172.20.0.0/16", "172.20.0.1")
+    in_172 = validate_profile(mutated(cluster__vpc__cidr="172.31.0.0/16")).cluster
+    assert (in_172.service_cidr, in_172.api_service_ip) == ("10.100.0.0/16", "10.100.0.1")
+    chosen = validate_profile(mutated(cluster__service_ipv4_cidr="192.168.128.0/20")).cluster
+    assert chosen.api_service_ip == "192.168.128.1"

@@ -20,7 +20,7 @@ from constructs import Construct
 
 from components.helm.release import HelmAddon, HelmAddonProps, SensitiveValue, Values
 from components.k8s.mlflow_access import client_access
-from components.k8s.namespaces import NamespaceGuard, PodSecurityLevel, namespace_objects
+from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, PodSecurityLevel, namespace_objects
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.mlflow_store import MlflowBackend
 from profiles import PlatformConfig
@@ -46,6 +46,8 @@ class AddonContext:
     """The StorageClass resource: releases with volumes are installed after it."""
     vpc_cidr: str
     """The VPC's CIDR (the API server's private endpoint and the nodes live there)."""
+    api_server: ApiServerAddresses
+    """Where the add-on's pods reach the API server (its ClusterIP and the private endpoint)."""
     mlflow_backend: MlflowBackend | None = None
     """MLflow's database and artifact bucket from the storage layer (when MLflow is enabled)."""
     installed: Mapping[str, InstalledAddon] = field(default_factory=dict)
@@ -125,7 +127,7 @@ class AddonSpec(Generic[AnySettingsT]):
         guard = self.namespace_guard(ctx)
         extras = self.namespace_objects(ctx, self.settings(ctx.config))
         objects = KubernetesObjects(ctx.scope, f"{self.key.replace('_', '-')}-namespace", props=KubernetesObjectsProps(
-            objects=(*namespace_objects(guard, vpc_cidr=ctx.vpc_cidr), *extras)))
+            objects=(*namespace_objects(guard, api=ctx.api_server), *extras)))
         return tuple(objects.resources.values())
 
     def install(self, ctx: AddonContext) -> InstalledAddon:

@@ -17,6 +17,25 @@ MONITORING_NAMESPACE = "monitoring"
 
 
 @dataclass(frozen=True, kw_only=True)
+class ApiServerAddresses:
+    """Where pods reach the EKS API server, as the VPC CNI's network policy agent sees the packet.
+
+    In-cluster clients (client-go's in-cluster config, https://kubernetes.default.svc) connect to
+    the `kubernetes` Service's ClusterIP. The agent judges egress on the pod's host-side veth, before
+    kube-proxy translates that ClusterIP to the control plane's addresses, and it adds a Service's
+    ClusterIP to a policy only for Services whose selector matches a rule's pod selector, which the
+    selector-less `default/kubernetes` never does (aws/amazon-network-policy-controller-k8s,
+    pkg/resolvers/endpoints.go, getMatchingServiceClusterIPs). So the ClusterIP must be an ipBlock
+    of its own; the VPC CIDR covers the endpoint's network interfaces, which clients that use the
+    endpoint's DNS name reach directly."""
+
+    vpc_cidr: str
+    """The VPC's CIDR (the private endpoint's network interfaces)."""
+    service_ip: str
+    """The `kubernetes` Service's ClusterIP (first address of the Service CIDR)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class NamespaceGuard:
     """How one namespace is guarded."""
 
@@ -53,10 +72,11 @@ def _policy(namespace: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
             "metadata": {"name": name, "namespace": namespace}, "spec": {"podSelector": {}, **spec}}
 
 
-def egress_to_api_server(vpc_cidr: str) -> dict[str, Any]:
-    """The EKS API server's private endpoint: network interfaces in the VPC's subnets, port 443."""
-    return {"policyTypes": ["Egress"], "egress": [{"to": [{"ipBlock": {"cidr": vpc_cidr}}],
-                                                   "ports": [{"protocol": "TCP", "port": 443}]}]}
+def egress_to_api_server(api: ApiServerAddresses) -> dict[str, Any]:
+    """The EKS API server on 443: its ClusterIP and the private endpoint's network interfaces."""
+    return {"policyTypes": ["Egress"], "egress": [{
+        "to": [{"ipBlock": {"cidr": f"{api.service_ip}/32"}}, {"ipBlock": {"cidr": api.vpc_cidr}}],
+        "ports": [{"protocol": "TCP", "port": 443}]}]}
 
 
 def egress_https_outside_the_node() -> dict[str, Any]:
@@ -84,10 +104,10 @@ def container_defaults(namespace: str) -> dict[str, Any]:
             }]}}
 
 
-def namespace_objects(guard: NamespaceGuard, *, vpc_cidr: str | None) -> list[dict[str, Any]]:
+def namespace_objects(guard: NamespaceGuard, *, api: ApiServerAddresses | None) -> list[dict[str, Any]]:
     """The Namespace and its NetworkPolicies: deny everything, then allow the namespace itself,
-    DNS, the API server (when the VPC CIDR is known), metric scrapes from the monitoring
-    namespace, and what `guard.allow` adds."""
+    DNS, the API server (unless `api` is None), metric scrapes from the monitoring namespace, and
+    what `guard.allow` adds."""
     ns = guard.name
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {
@@ -104,7 +124,7 @@ def namespace_objects(guard: NamespaceGuard, *, vpc_cidr: str | None) -> list[di
         _policy(ns, "allow-metrics-scrape", {"policyTypes": ["Ingress"], "ingress": [{"from": [
             {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}}}]}]}),
     ]
-    if vpc_cidr is not None:
-        objects.append(_policy(ns, "allow-api-server", egress_to_api_server(vpc_cidr)))
+    if api is not None:
+        objects.append(_policy(ns, "allow-api-server", egress_to_api_server(api)))
     objects += [_policy(ns, name, spec) for name, spec in guard.allow.items()]
     return objects

@@ -96,7 +96,7 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
     })
     objects: list[dict[str, Any]] = [
         # No separate API-server allow: HTTPS outside the node already reaches its endpoint.
-        *namespace_objects(guard, vpc_cidr=None),
+        *namespace_objects(guard, api=None),
         {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": _meta("compute", ns), "spec": {"hard": {
             "requests.cpu": cfg.cpu_quota, "requests.memory": cfg.memory_quota,
             **gpu_quota(cfg.gpu_quota, dra=bool(props.dra_gpu_counts)),

@@ -1,0 +1,97 @@
+"""Run-time network paths, judged as the VPC CNI judges them (tests/netpol.py, pre-DNAT egress):
+every namespace the platform creates reaches the API server through its ClusterIP and DNS through
+kube-dns's, on every shipped and fixture profile; tenants stay apart and away from IMDS."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from components.k8s.namespaces import ApiServerAddresses, egress_to_api_server
+from tests.cases import FIXTURES, SHIPPED
+from tests.netpol import Peer, Service, ServicePort, allowed, allowed_to_service
+from tests.test_namespaces import created_namespaces
+
+ALL = SHIPPED + FIXTURES
+API_IP = "172.20.0.1"
+# `default/kubernetes`: no selector (the API server writes its endpoints: the control plane's
+# network interfaces in the VPC), port 443 -> 443.
+KUBERNETES = Service(namespace="default", name="kubernetes", cluster_ip=API_IP, selector=None,
+                     ports=(ServicePort(443, 443),))
+
+
+def kube_dns(cluster_ip: str) -> Service:
+    # EKS's CoreDNS Service: kube-system/kube-dns, selector k8s-app=kube-dns, 53 -> 53 (UDP and TCP).
+    return Service(namespace="kube-system", name="kube-dns", cluster_ip=cluster_ip, selector={"k8s-app": "kube-dns"},
+                   ports=(ServicePort(53, 53, "UDP"), ServicePort(53, 53, "TCP")))
+
+
+def policy(namespace: str, name: str, spec: dict) -> dict:
+    return {"metadata": {"namespace": namespace, "name": name}, "spec": {"podSelector": {}, **spec}}
+
+
+def test_the_clusterip_rule_refuses_what_the_pod_ip_model_allowed():
+    """The old allow (VPC CIDR only): a model that treats the Service as its endpoints (the API
+    server's network interfaces in the VPC) allows it; the data plane judges the ClusterIP and
+    refuses it. The new allow (ClusterIP /32 as well) passes both."""
+    deny = policy("ns", "default-deny", {"policyTypes": ["Ingress", "Egress"]})
+    old = [deny, policy("ns", "allow-api-server", {"policyTypes": ["Egress"], "egress": [
+        {"to": [{"ipBlock": {"cidr": "10.0.0.0/16"}}], "ports": [{"protocol": "TCP", "port": 443}]}]})]
+    endpoint_ip = Peer(ip="10.0.12.34")  # where kube-proxy's DNAT would send it
+    assert allowed(old, namespace="ns", direction="Egress", peer=endpoint_ip, protocol="TCP", port=443)
+    assert not allowed_to_service(old, namespace="ns", service=KUBERNETES, port=443)
+    new = [deny, policy("ns", "allow-api-server", egress_to_api_server(
+        ApiServerAddresses(vpc_cidr="10.0.0.0/16", service_ip=API_IP)))]
+    assert allowed_to_service(new, namespace="ns", service=KUBERNETES, port=443)
+    assert not allowed_to_service(new, namespace="ns", service=KUBERNETES, port=6443)
+
+
+def test_selector_peers_reach_a_services_clusterip_only_when_the_selector_matches():
+    deny = policy("ns", "default-deny", {"policyTypes": ["Egress"]})
+    dns = policy("ns", "allow-dns", {"policyTypes": ["Egress"], "egress": [{
+        "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}]})
+    assert allowed_to_service([deny, dns], namespace="ns", service=kube_dns("172.20.0.10"), port=53, protocol="UDP")
+    other = Service(namespace="kube-system", name="metrics", cluster_ip="172.20.0.11", selector={"k8s-app": "m"},
+                    ports=(ServicePort(53, 53, "UDP"),))
+    assert not allowed_to_service([deny, dns], namespace="ns", service=other, port=53, protocol="UDP")
+    # The 'monitoring works by luck' case: an all-namespaces, all-pods peer matches even the
+    # selector-less kubernetes Service (the empty selector matches the empty label set).
+    everywhere = policy("ns", "scrape", {"policyTypes": ["Egress"], "egress": [{"to": [{"namespaceSelector": {}}]}]})
+    assert allowed_to_service([deny, everywhere], namespace="ns", service=KUBERNETES, port=443)
+    assert not allowed_to_service([deny, dns], namespace="ns", service=KUBERNETES, port=443)
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_every_created_namespace_reaches_the_api_and_dns_through_their_clusterips(synthesized, profile):
+    config = synthesized.configs[profile].cluster
+    service_cidr = ipaddress.IPv4Network(config.service_cidr)
+    api = Service(namespace="default", name="kubernetes", cluster_ip=config.api_service_ip, selector=None,
+                  ports=(ServicePort(443, 443),))
+    assert ipaddress.IPv4Address(api.cluster_ip) in service_cidr
+    assert not service_cidr.overlaps(ipaddress.IPv4Network(config.vpc.cidr))
+    dns = kube_dns(str(service_cidr.network_address + 10))
+    unreachable = {}
+    for name, (_, policies) in created_namespaces(synthesized, profile).items():
+        paths = {"API ClusterIP": allowed_to_service(policies, namespace=name, service=api, port=443),
+                 "DNS over UDP": allowed_to_service(policies, namespace=name, service=dns, port=53, protocol="UDP"),
+                 "DNS over TCP": allowed_to_service(policies, namespace=name, service=dns, port=53)}
+        if not all(paths.values()):
+            unreachable[name] = [path for path, ok in paths.items() if not ok]
+    assert unreachable == {}
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_paths_that_must_stay_closed(synthesized, profile):
+    namespaces = created_namespaces(synthesized, profile)
+    tenants = [t.name for t in synthesized.configs[profile].workloads.tenants]
+    for tenant in tenants:
+        policies = namespaces[tenant][1]
+        assert not allowed(policies, namespace=tenant, direction="Egress", peer=Peer(ip="169.254.169.254"),
+                           protocol="TCP", port=80), f"{tenant} reaches IMDS"
+        for other in tenants:
+            if other != tenant:
+                assert not allowed(policies, namespace=tenant, direction="Ingress", peer=Peer(namespace=other),
+                                   protocol="TCP", port=8265), f"{other} reaches {tenant}"
