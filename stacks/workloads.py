@@ -48,7 +48,8 @@ class WorkloadsStack(LayerStack):
             objects = KubernetesObjects(self, f"tenant-{tenant.name}", props=KubernetesObjectsProps(objects=tuple(
                 tenant_objects(TenantProps(config=tenant, storage=shared,
                                            dra_gpu_counts=dra_claim_counts(config),
-                                           mlflow=config.addons.mlflow.enabled))
+                                           mlflow=config.addons.mlflow.enabled,
+                                           kuberay=config.addons.kuberay.enabled))
             )))
             self.objects += objects.objects
             TenantIdentity(

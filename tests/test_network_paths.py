@@ -9,7 +9,8 @@ import ipaddress
 import pytest
 
 from components.k8s.namespaces import ApiServerAddresses, egress_to_api_server
-from tests.cases import FIXTURES, SHIPPED
+from profiles import load_profile
+from tests.cases import FIXTURES, SHIPPED, profile_source
 from tests.netpol import Peer, Service, ServicePort, allowed, allowed_to_service
 from tests.test_namespaces import created_namespaces
 
@@ -95,3 +96,35 @@ def test_paths_that_must_stay_closed(synthesized, profile):
             if other != tenant:
                 assert not allowed(policies, namespace=tenant, direction="Ingress", peer=Peer(namespace=other),
                                    protocol="TCP", port=8265), f"{other} reaches {tenant}"
+
+
+def ray_head_service(namespace: str) -> Service:
+    # The head Service KubeRay makes for a RayCluster: selects the head pod of that cluster.
+    return Service(namespace=namespace, name="demo-head-svc", cluster_ip="172.20.5.5",
+                   selector={"ray.io/cluster": "demo", "ray.io/node-type": "head", "ray.io/identifier": "demo-head"},
+                   ports=(ServicePort(8265, 8265), ServicePort(8000, 8000), ServicePort(6379, 6379)))
+
+
+WITH_RAY_TENANTS = [p for p in ALL if (c := load_profile(profile_source(p))).addons.kuberay.enabled
+                    and c.workloads.tenants]
+
+
+def test_some_profiles_run_ray_for_tenants():
+    assert WITH_RAY_TENANTS
+
+
+@pytest.mark.parametrize("profile", WITH_RAY_TENANTS)
+def test_kuberay_reaches_tenant_ray_heads_and_nothing_else_there(synthesized, profile):
+    config = synthesized.configs[profile]
+    namespaces = created_namespaces(synthesized, profile)
+    operator_policies = namespaces["ray-system"][1]
+    head = {"ray.io/cluster": "demo", "ray.io/node-type": "head"}
+    for tenant in (t.name for t in config.workloads.tenants):
+        service = ray_head_service(tenant)
+        for port in (8265, 8000):  # dashboard (RayJob), Serve (RayService)
+            assert allowed_to_service(operator_policies, namespace="ray-system", service=service, port=port)
+            assert allowed(namespaces[tenant][1], namespace=tenant, direction="Ingress", pod_labels=head,
+                           peer=Peer(namespace="ray-system"), protocol="TCP", port=port)
+        assert not allowed_to_service(operator_policies, namespace="ray-system", service=service, port=6379)
+        assert not allowed(namespaces[tenant][1], namespace=tenant, direction="Ingress", pod_labels={"app": "x"},
+                           peer=Peer(namespace="ray-system"), protocol="TCP", port=8265)

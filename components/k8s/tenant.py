@@ -15,6 +15,7 @@ from components.k8s.namespaces import (
     egress_to_pod_identity_agent,
     namespace_objects,
 )
+from components.k8s.ray_access import heads_from_operator
 from profiles.workloads import TenantConfig
 
 SERVICE_ACCOUNT = "workload"
@@ -51,6 +52,8 @@ class TenantProps:
     """One ResourceClaimTemplate per GPU count; empty: no DRA claim templates."""
     mlflow: bool = False
     """The platform runs MLflow: the tenant's pods may call it and find its URI in a ConfigMap."""
+    kuberay: bool = False
+    """The platform runs the KubeRay operator: it may reach the tenant's Ray heads."""
 
 
 def _meta(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
@@ -93,6 +96,7 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
         "allow-pod-identity": egress_to_pod_identity_agent(),
         "allow-aws-apis": egress_https_outside_the_node(),
         **mlflow_allows,
+        **(heads_from_operator() if props.kuberay else {}),
     })
     objects: list[dict[str, Any]] = [
         # No separate API-server allow: HTTPS outside the node already reaches its endpoint.
