@@ -34,6 +34,24 @@ PLATFORM_NAMESPACES = ("monitoring", "gpu-operator", "ray-system", "mpi-operator
                        "mlflow")
 
 
+TEMPLATE_SEQUENCES = ("${", "%{")
+
+
+def template_sequences(value: object, path: tuple[str | int, ...]) -> Iterator[FieldProblem]:
+    """A problem for every string (key or value) under `value` that holds `${` or `%{`."""
+    if isinstance(value, str):
+        if any(sequence in value for sequence in TEMPLATE_SEQUENCES):
+            yield FieldProblem(path, value, "a Terraform template sequence (${ or %{) is never allowed in a profile",
+                               allowed="the same text without ${ and %{")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from template_sequences(key, (*path, str(key)))
+            yield from template_sequences(item, (*path, str(key)))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from template_sequences(item, (*path, index))
+
+
 def dra_mode(config: PlatformConfig) -> bool:
     """GPUs are allocated through DRA claims instead of the device plugin's extended resource."""
     return config.addons.gpu_operator.enabled and config.addons.gpu_operator.dra
@@ -64,6 +82,16 @@ class PlatformConfig(Strict):
     """The add-ons layer: which Helm releases to install and how they are configured."""
     workloads: WorkloadsConfig = Field(default_factory=WorkloadsConfig)
     """The workloads layer: Karpenter pools and the tenants that run training jobs."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_terraform_templates(cls, document: object) -> object:
+        """No text of a profile may become a Terraform expression: a `${` or `%{` in any string
+        (a name, a URL, a user list) would be evaluated by `terraform plan` on the planning
+        machine, which could read its files and environment. Refused here for every field, before
+        any field's own checks."""
+        raise_all(list(template_sequences(document, ())), title="PlatformConfig")
+        return document
 
     @model_validator(mode="after")
     def _cross_layer_checks(self) -> PlatformConfig:

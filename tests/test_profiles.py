@@ -4,6 +4,7 @@ message that names the field, the bad value and what is allowed."""
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 
 import pytest
@@ -753,3 +754,43 @@ def test_the_service_cidr_defaults_to_what_eks_picks_and_names_the_api_clusterip
     assert (in_172.service_cidr, in_172.api_service_ip) == ("10.100.0.0/16", "10.100.0.1")
     chosen = validate_profile(mutated(cluster__service_ipv4_cidr="192.168.128.0/20")).cluster
     assert chosen.api_service_ip == "192.168.128.1"
+
+
+def _string_paths(value: object, path: tuple = ()) -> list[tuple]:
+    if isinstance(value, str):
+        return [path]
+    if isinstance(value, dict):
+        return [p for key, item in value.items() for p in _string_paths(item, (*path, key))]
+    if isinstance(value, list):
+        return [p for index, item in enumerate(value) for p in _string_paths(item, (*path, index))]
+    return []
+
+
+@functools.cache
+def _documents() -> dict[str, dict]:
+    from profiles.loader import parse_profile_text, resolve
+    from tests.cases import ALL_PROFILES, profile_source
+
+    return {name: parse_profile_text(resolve(profile_source(name)).read_bytes(), name) for name in ALL_PROFILES}
+
+
+TEMPLATE_CASES = [(name, path) for name, doc in _documents().items() for path in _string_paths(doc)]
+
+
+@pytest.mark.parametrize(("profile", "path"), TEMPLATE_CASES, ids=[f"{n}:{'.'.join(map(str, p))}"
+                                                                   for n, p in TEMPLATE_CASES])
+def test_no_profile_string_can_become_a_terraform_expression(profile, path):
+    """Every string any shipped or fixture profile sets, with `${...}` or `%{...}` in it, is refused
+    naming that field (the plan would otherwise evaluate it on the planning machine)."""
+    for injected in ('${file("/etc/hostname")}', "x-%{ if true }y%{ endif }"):
+        doc = copy.deepcopy(_documents()[profile])
+        node = doc
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = injected
+        assert_reported(doc, ".".join(map(str, path)), ["Terraform template sequence", repr(injected)])
+
+
+def test_template_sequences_in_keys_are_refused_too():
+    assert_reported(mutated(tags={"${x}": "v"}), "tags.${x}", ["Terraform template sequence"])
+    assert len(TEMPLATE_CASES) > 100
