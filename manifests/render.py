@@ -253,6 +253,10 @@ def nccl_mpijob(target: ValidationTarget, image: str, nodes: int) -> dict[str, A
         metadata=ObjectMeta(name=NCCL_JOB, namespace=NAMESPACE),
         spec=MpiJobSpec(
             slots_per_worker=gpus,
+            # The launcher starts once every worker is Ready: on a fresh cluster the workers wait for
+            # GPU nodes and pull a multi-GB image, and a launcher started at once would spend its
+            # retries on SSH connections to workers that do not exist yet.
+            launcher_creation_policy="WaitForWorkersReady",
             run_policy=RunPolicy(clean_pod_policy="Running", backoff_limit=2, active_deadline_seconds=3600),
             mpi_replica_specs={
                 "Launcher": ReplicaSpec(replicas=1, template=launcher),

@@ -184,13 +184,21 @@ def run_checks(config: PlatformConfig, *, kubectl: Kubectl, image: str | None = 
                 meta = obj["metadata"]
                 kubectl(["delete", "-n", meta["namespace"], f"{obj['kind'].lower()}/{meta['name']}",
                          "--ignore-not-found", "--wait=true"])
-    with tempfile.TemporaryDirectory() as folder:
-        for file_name, objects in files.items():
+    # The order is explicit: the single-node checks first, each on one GPU node; the multi-node
+    # MPIJob only after they have finished and freed their GPUs, so its workers can get whole nodes.
+    multi_node = {name for name, objects in files.items() if any(o["kind"] == MPIJOB_KIND for o in objects)}
+
+    def apply(file_name: str) -> CheckResult | None:
+        with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / file_name
-            path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+            path.write_text(yaml.safe_dump_all(files[file_name], sort_keys=False))
             applied = kubectl(["apply", "-f", str(path)])
-            if applied.returncode != 0:
-                return [CheckResult(file_name, False, f"kubectl apply failed: {applied.stderr.strip()}")]
+        return None if applied.returncode == 0 else CheckResult(
+            file_name, False, f"kubectl apply failed: {applied.stderr.strip()}")
+
+    for file_name in files:
+        if file_name not in multi_node and (failed := apply(file_name)):
+            return [failed]
 
     def pod_log(pod: str, namespace: str = NAMESPACE) -> tuple[bool, str]:
         waited = kubectl(["wait", "-n", namespace, f"pod/{pod}", "--for=jsonpath={.status.phase}=Succeeded",
@@ -207,6 +215,9 @@ def run_checks(config: PlatformConfig, *, kubectl: Kubectl, image: str | None = 
         done, log = pod_log("container-test")
         results.append(CheckResult("container-test", done and "container-ok" in log,
                                    "the reference image ran" if done else "the reference image did not run"))
+    for file_name in sorted(multi_node):
+        if failed := apply(file_name):
+            return [*results, failed]
     waited = kubectl(["wait", "-n", NAMESPACE, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}", "--for=condition=Succeeded",
                       f"--timeout={timeout_minutes}m"])
     logs = kubectl(["logs", "-n", NAMESPACE, "-l", launcher_selector(NCCL_JOB), "--tail=-1"])

@@ -14,6 +14,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 GpuModel = Literal["A10G", "L4", "L40S", "A100", "H100", "H200", "B200", "B300"]
+# CUDA compute capability of each GPU (NVIDIA, "CUDA GPUs - Compute Capability",
+# developer.nvidia.com/cuda-gpus): the architectures the project's images are built for.
+COMPUTE_CAPABILITY: dict[str, tuple[int, int]] = {
+    "A10G": (8, 6), "L4": (8, 9), "L40S": (8, 9), "A100": (8, 0), "H100": (9, 0), "H200": (9, 0),
+    "B200": (10, 0), "B300": (10, 3),
+}
 
 
 @dataclass(frozen=True, kw_only=True)

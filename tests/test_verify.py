@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from manifests.render import ValidationTarget
+from manifests.render import ValidationTarget, render
 from manifests.verify import check_gpu_smoke, check_nccl, check_topology, efa_devices, nccl_rows, run_checks
 from profiles import load_profile
 
@@ -104,7 +104,19 @@ def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
                                          "mlflow-tracking-check"]
     assert all(r.passed for r in results), results
     assert kubectl.applied == ["00-namespace.yaml", "gpu-smoke-test.yaml", "topology-check.yaml",
-                               "container-test.yaml", "nccl-allreduce.yaml", "mlflow-tracking-check.yaml"]
+                               "container-test.yaml", "mlflow-tracking-check.yaml", "nccl-allreduce.yaml"]
+
+
+def test_the_mpijob_starts_after_the_single_node_checks_finished_and_waits_for_its_workers():
+    kubectl = FakeKubectl(log("nccl-good-p5.log"))
+    run_checks(load_profile("p5-training"), kubectl=kubectl, image="repo/img:v1")
+    steps = [call[0] + " " + (Path(call[2]).name if call[0] == "apply" else call[3]) for call in kubectl.calls
+             if call[0] in ("apply", "wait")]
+    mpijob = steps.index("apply nccl-allreduce.yaml")
+    for pod in ("pod/gpu-smoke-test", "pod/topology-check", "pod/container-test"):
+        assert steps.index(f"wait {pod}") < mpijob, steps
+    (job,) = [o for objects in render(load_profile("p5-training")).values() for o in objects if o["kind"] == "MPIJob"]
+    assert job["spec"]["launcherCreationPolicy"] == "WaitForWorkersReady"
 
 
 def test_a_second_run_checks_anew():

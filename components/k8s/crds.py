@@ -144,6 +144,9 @@ class RunPolicy(K8sModel):
 class MpiJobSpec(K8sModel):
     slots_per_worker: int = Field(ge=1)
     run_policy: RunPolicy
+    launcher_creation_policy: Literal["AtStartup", "WaitForWorkersReady"] = "AtStartup"
+    """v0.8.0: WaitForWorkersReady creates the launcher once every worker is Ready
+    (mpi_job_controller.go: countReadyWorkerPods(worker) == len(worker))."""
     mpi_implementation: Literal["OpenMPI", "Intel", "MPICH"] = "OpenMPI"
     mpi_replica_specs: dict[Literal["Launcher", "Worker"], ReplicaSpec] = Field(alias="mpiReplicaSpecs")
 

@@ -1,0 +1,91 @@
+"""The project's images meet what runs them: the NCCL test image under the MPI Operator's SSH
+contract (components/helm/mpi_contract.py, from the operator's source at its pin), checked with the
+real ssh client where it decides; NCCL built for exactly the catalog's GPU architectures."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from components.helm.mpi_contract import MPI_SSH_CONTRACT, SSHD_RUNTIME_DIR, WORKER_COMMAND
+from components.images import dockerfile
+from profiles.catalog import CATALOG, COMPUTE_CAPABILITY
+from tests.cases import IN_CI
+
+NCCL = dockerfile("nccl-tests")
+
+
+def heredocs(text: str) -> dict[str, str]:
+    """`COPY <<EOF /path` ... `EOF` blocks: target path -> file content."""
+    return {path: body for path, body in re.findall(r"^COPY <<EOF (\S+)\n(.*?)^EOF$", text, re.MULTILINE | re.DOTALL)}
+
+
+def drop_in(kind: str) -> str:
+    files = {path: body for path, body in heredocs(NCCL.read_text()).items()
+             if path.startswith(f"/etc/ssh/{kind}_config.d/") and path.endswith(".conf")}
+    assert len(files) == 1, f"one {kind} drop-in expected, got {sorted(files)}"
+    return next(iter(files.values()))
+
+
+def test_the_heredoc_reader_reads_heredocs():
+    text = "FROM x\nCOPY <<EOF /etc/a.conf\nA yes\nB no\nEOF\nRUN true\n"
+    assert heredocs(text) == {"/etc/a.conf": "A yes\nB no\n"}
+
+
+def test_the_launchers_ssh_client_asks_nothing(tmp_path):
+    """`ssh -G` prints the configuration ssh would use for a worker's host name."""
+    if shutil.which("ssh") is None:
+        if IN_CI:
+            pytest.fail("CI needs the OpenSSH client to evaluate the image's ssh configuration")
+        pytest.skip("SKIPPING: no ssh client on this machine")
+    config = tmp_path / "ssh_config"
+    config.write_text(drop_in("ssh"))
+    shown = subprocess.run(["ssh", "-G", "-F", str(config), "nccl-tests-worker-0.nccl-tests.gpu-validation.svc"],
+                           capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    effective = dict(line.split(" ", 1) for line in shown.stdout.splitlines() if " " in line)
+    for setting in (s for s in MPI_SSH_CONTRACT if s.config == "ssh"):
+        assert effective.get(setting.keyword) == setting.value, f"{setting.keyword}: {setting.why}"
+
+
+def test_the_workers_sshd_accepts_the_operators_secret_mount():
+    settings = {line.split()[0].lower(): line.split()[1].lower() for line in drop_in("sshd").splitlines()
+                if line.strip() and not line.startswith("#")}
+    for setting in (s for s in MPI_SSH_CONTRACT if s.config == "sshd"):
+        assert settings.get(setting.keyword) == setting.value, f"{setting.keyword}: {setting.why}"
+
+
+def test_the_image_has_what_the_worker_command_and_the_drop_ins_need():
+    text = NCCL.read_text()
+    # Ubuntu 22.04 and later include ssh_config.d/ and sshd_config.d/ at the top of their configs.
+    assert re.search(r"^ARG CUDA_IMAGE=\S+-ubuntu(2[2-9]|[3-9]\d)\.04$", text, re.MULTILINE)
+    assert re.search(r"apt-get install[^\n]*(\n[^\n]*)*openssh-server openssh-client", text)
+    assert f"mkdir -p {SSHD_RUNTIME_DIR}" in text
+    from manifests.render import render
+    from profiles import load_profile
+
+    (job,) = [o for objects in render(load_profile("g6-validation")).values() for o in objects if o["kind"] == "MPIJob"]
+    (worker,) = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+    assert tuple(worker["command"]) == WORKER_COMMAND
+
+
+def _gencode(text: str) -> set[tuple[str, str]]:
+    (value,) = re.findall(r'^ARG NVCC_GENCODE="([^"]+)"$', text, re.MULTILINE)
+    return set(re.findall(r"-gencode=arch=compute_(\d+),code=(sm_\d+|compute_\d+)", value))
+
+
+def test_nccl_is_built_for_every_catalog_gpu_and_nothing_more():
+    text = NCCL.read_text()
+    cubins = {int(code[3:]) for _, code in _gencode(text) if code.startswith("sm_")}
+    wanted = {COMPUTE_CAPABILITY[entry.gpu_model] for entry in CATALOG.values()}
+    for major, minor in wanted:
+        # A cubin for sm_XY runs on any GPU of major X with minor >= Y.
+        assert any(c // 10 == major and c % 10 <= minor for c in cubins), f"no cubin for sm_{major}{minor}"
+    assert all(any(c // 10 == major and c % 10 <= minor for major, minor in wanted) for c in cubins), cubins
+    newest = max(major * 10 for major, _ in wanted)
+    assert (str(newest), f"compute_{newest}") in _gencode(text)  # PTX, for GPUs newer than the catalog
+    assert "python3" in text
+    assert text.count('NVCC_GENCODE="${NVCC_GENCODE}"') == 2  # NCCL and nccl-tests
