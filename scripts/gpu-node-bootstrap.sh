@@ -5,22 +5,27 @@
 set -euo pipefail
 # Set to 1 at synthesis when the profile's FSx for Lustre file system is EFA-enabled.
 LUSTRE_OVER_EFA=0
-log() { echo "gpu-node-bootstrap: $*" | tee /dev/kmsg >&2 || true; }
+# Prefix of every system path: empty on a node; a fake tree in tests/test_bootstrap.py.
+ROOT="${BOOTSTRAP_ROOT:-}"
+log() { echo "gpu-node-bootstrap: $*" | tee "${ROOT}/dev/kmsg" >&2 || true; }
 
 # Pre-allocate 2 MiB huge pages: libfabric's EFA provider registers its buffers in them, and
 # training pods request `hugepages-2Mi`, which the kubelet can only grant from this pool.
 HUGEPAGES_2MI=5128
-echo "${HUGEPAGES_2MI}" > /proc/sys/vm/nr_hugepages
-echo "vm.nr_hugepages = ${HUGEPAGES_2MI}" > /etc/sysctl.d/90-efa-hugepages.conf
-log "reserved $(cat /proc/sys/vm/nr_hugepages) huge pages"
+echo "${HUGEPAGES_2MI}" > "${ROOT}/proc/sys/vm/nr_hugepages"
+echo "vm.nr_hugepages = ${HUGEPAGES_2MI}" > "${ROOT}/etc/sysctl.d/90-efa-hugepages.conf"
+log "reserved $(cat "${ROOT}/proc/sys/vm/nr_hugepages") huge pages"
 
 # The Lustre client lets the FSx CSI driver mount FSx for Lustre volumes on this node.
 if ! rpm -q lustre-client >/dev/null 2>&1; then
   dnf install -y lustre-client || log "lustre-client install failed: FSx volumes will not mount"
 fi
 
-# Record what the node sees, for the topology check: EFA devices and GPUs.
-efa_devices=$(ls /sys/class/infiniband 2>/dev/null | wc -l)
+# Record what the node sees, for the topology check: EFA devices. A GPU node without EFA has no
+# /sys/class/infiniband at all: the glob then matches nothing (no failing pipeline under pipefail).
+shopt -s nullglob
+efa_paths=("${ROOT}"/sys/class/infiniband/*)
+efa_devices=${#efa_paths[@]}
 log "EFA devices visible: ${efa_devices}"
 
 # An EFA-enabled file system is reached over EFA only when LNet has an efa network on every EFA
@@ -31,12 +36,12 @@ if [ "${LUSTRE_OVER_EFA}" = "1" ] && [ "${efa_devices}" -gt 0 ]; then
   lnetctl lnet configure
   primary=$(ip -o route show default | awk '{print $5; exit}')
   lnetctl net add --net tcp --if "${primary}" || log "LNet tcp network on ${primary} failed"
-  for device in /sys/class/infiniband/*; do
+  for device in "${efa_paths[@]}"; do
     lnetctl net add --net efa --if "$(basename "${device}")" --peer-credits 32 \
       || log "LNet efa network on $(basename "${device}") failed"
   done
   lnetctl set discovery 1
-  lnetctl export --backup > /etc/lnet.conf
+  lnetctl export --backup > "${ROOT}/etc/lnet.conf"
   systemctl enable lnet >/dev/null 2>&1 || true
   log "LNet networks: $(lnetctl net show | grep -c 'net type: efa') efa, lustre client over EFA"
 fi
