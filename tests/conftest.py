@@ -50,12 +50,16 @@ class Synthesized:
     """Synthesized JSON of every shipped and fixture profile, keyed by profile and layer. The full
     suite synthesizes them all up front; the inner loop (QUICK) only the profiles its tests use."""
 
-    def __init__(self, outroot: Path, *, eager: bool):
+    def __init__(self, outroot: Path):
         self.outroot = outroot
         self.configs = {name: load_profile(profile_source(name)) for name in ALL_PROFILES}
         self.stacks: dict[str, dict[str, dict]] = _OnFirstUse(self._synthesize)
+
+    def complete(self, *, eager: bool) -> Synthesized:
+        """Every profile the tests run over (eager), else the default one; the rest on first use."""
         for name in SHIPPED + FIXTURES if eager else SHIPPED[:1]:
             self.folder(name)
+        return self
 
     def folder(self, profile: str) -> Path:
         """The profile's output folder (cdktf.out/<profile> of the session), synthesized."""
@@ -82,8 +86,14 @@ class Synthesized:
 
 
 @pytest.fixture(scope="session")
-def synthesized(tmp_path_factory) -> Synthesized:
-    return Synthesized(tmp_path_factory.mktemp("synth"), eager=not QUICK)
+def synthesis(tmp_path_factory) -> Synthesized:
+    """The session's synthesis, before any profile is synthesized (see `synthesized`)."""
+    return Synthesized(tmp_path_factory.mktemp("synth"))
+
+
+@pytest.fixture(scope="session")
+def synthesized(synthesis) -> Synthesized:
+    return synthesis.complete(eager=not QUICK)
 
 
 @pytest.fixture(scope="session")
@@ -153,8 +163,9 @@ class EmulatedCycle:
 
 
 @pytest.fixture(scope="session")
-def emulated_cycles(synthesized, terraform, tmp_path_factory):
-    """Start every emulated profile's cycle now, in the background; tests collect them."""
+def emulated_cycles(synthesis, terraform, tmp_path_factory):
+    """Start every emulated profile's cycle now, in the background (each as soon as its own profile
+    is synthesized, before the other profiles are); tests collect them."""
     from stacks import AWS_ONLY_LAYERS
 
     root = tmp_path_factory.mktemp("emulated")
@@ -163,9 +174,9 @@ def emulated_cycles(synthesized, terraform, tmp_path_factory):
     for profile in EMULATED_PROFILES:
         stacks = root / profile / "stacks"
         for layer in AWS_ONLY_LAYERS:  # no Kubernetes API here: the other layers are not in this copy
-            shutil.copytree(synthesized.folder(profile) / "stacks" / layer, stacks / layer)
+            shutil.copytree(synthesis.folder(profile) / "stacks" / layer, stacks / layer)
         cycles[profile] = EmulatedCycle(profile, stacks, env=env, log=root / f"{profile}.log",
-                                        protected=synthesized.configs[profile].storage.protect_from_destroy)
+                                        protected=synthesis.configs[profile].storage.protect_from_destroy)
     yield cycles
     for cycle in cycles.values():
         if cycle.process.poll() is None:
