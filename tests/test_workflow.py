@@ -66,3 +66,10 @@ def test_workflow_validates_every_layer_of_every_shipped_profile_with_the_real_p
     (step,) = [step for step in steps if "make validate" in step.get("run", "")]
     assert all(f" {profile} " in step["run"] or f" {profile};" in step["run"] for profile in available_profiles())
     assert "LAYER=" not in step["run"]  # every layer
+
+
+def test_every_action_is_pinned_by_commit():
+    import re
+
+    uses = re.findall(r"uses:\s*(\S+)", WORKFLOW.read_text())
+    assert uses and all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", use) for use in uses), uses
