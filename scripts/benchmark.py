@@ -16,8 +16,10 @@ Prints each figure and the ratios b/a and c/a, and writes benchmarks/results[-ea
 The proof loop's figures for the code at REV (default HEAD, checked out in a temporary git
 worktree and run with this checkout's .venv), recorded under LABEL (e.g. before, after) in
 benchmarks/proof-loop.json:
-  suite     the test suite without the emulator: wall time and peak RSS of the process tree
-  emulator  the emulated deploy (apply, re-plan, destroy) per profile, as the test reports it
+  suite     the test suite as `make test` runs it (the emulated cycles in the background of the
+            rest; --no-emulator leaves them out): wall time and peak RSS of the process tree
+  emulator  each profile's emulated cycle (apply, re-plan, teardown), as the test reports it
+  check     `make check`'s tests (the inner loop): wall time
   synth     the first `make synth` in a fresh clone (uv's download cache warm)
 """
 
@@ -145,16 +147,23 @@ def proof_loop(label: str, rev: str, runs: int, emulator: bool) -> int:
                 env.setdefault("CHECKOV", str(checkov))
             pytest = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
-            suite = [_run_in(tree, [*pytest, "-m", "not emulator", "--basetemp", f"{folder}/t{i}"], env)
+            selection = [] if emulator else ["-m", "not emulator"]
+            suite = [_run_in(tree, [*pytest, *selection, "--basetemp", f"{folder}/t{i}"], {**env, "CI": "true"})
                      for i in range(runs)]
-            record["suite_without_emulator"] = {
+            record["make_test_pytest" if emulator else "suite_without_emulator"] = {
                 "median_seconds": round(statistics.median(s[0] for s in suite), 1),
                 "peak_gib": round(max(s[1] for s in suite) / 1024, 2), "runs": runs}
             if emulator:
-                emulated = [*pytest, "-m", "emulator", "-s", "--basetemp", f"{folder}/e"]
-                *_, output = _run_in(tree, emulated, {**env, "CI": "true"})
-                found = re.findall(r"emulated deploy of (\S+) in (\d+)s", output)
-                record["emulated_deploy_seconds"] = {profile: int(seconds) for profile, seconds in found}
+                found = re.findall(r"emulated deploy of (\S+) in (\d+)s", suite[-1][2])
+                record["emulated_cycle_seconds"] = {profile: int(seconds) for profile, seconds in found}
+            check_tests = re.search(r"^CHECK_TESTS := (.*?)\n(?!\t)", (tree / "Makefile").read_text(),
+                                    re.MULTILINE | re.DOTALL)
+            if check_tests:
+                names = check_tests.group(1).replace("\\\n", " ").split()
+                seconds, _, _ = _run_in(tree, [*pytest, "-m", "not emulator", "--basetemp", f"{folder}/c",
+                                               *(f"tests/test_{name}.py" for name in names)],
+                                        {**env, "GPU_PLATFORM_QUICK_CHECK": "1"})
+                record["make_check_pytest_seconds"] = round(seconds, 1)
             clone = Path(folder) / "clone"
             subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
             subprocess.run(["git", "-C", str(clone), "checkout", "-q", commit], check=True)
