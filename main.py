@@ -43,6 +43,7 @@ EXIT_USER_ERROR = 2
 PROJECT_ROOT = Path(__file__).resolve().parent
 OUTPUT_ROOT = Path("cdktf.out")
 STATE_ROOT = PROJECT_ROOT / "state"
+MANIFESTS_WRITTEN = ".written-by-manifests"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -432,14 +433,14 @@ def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
     synthesize_profile(config, outdir)
     operator = Operator(outdir / "stacks", env=provider_env(outdir), log=lambda _: None)
     try:
+        node_pools = platform_objects(config, "workloads").node_pools
+        kubectl = profile_kubectl(config, operator, outdir / "kubeconfig")  # the profile's cluster, or stop here
         if args.command == "resume":
             if not (args.yes or ask(f"Scale the node groups of {config.name} back to the profile's sizes?")):
                 return 1
-            resume(config, aws=run_aws)
-            print("resumed; restore Karpenter's limits with: make deploy LAYER=workloads")
+            resume(config, aws=run_aws, kubectl=kubectl, node_pools=node_pools)
+            print("resumed")
             return 0
-        node_pools = platform_objects(config, "workloads").node_pools
-        kubectl = profile_kubectl(config, operator, outdir / "kubeconfig")  # the profile's cluster, or stop here
         for line in pause_plan(config, node_pools):
             print(line)
         if not (args.yes or ask("Pause?")):
@@ -476,11 +477,19 @@ def write_manifests(config: PlatformConfig, outdir: Path, *, image: str | None, 
     if not files:
         print(f"profile {config.name} has no GPU node group: nothing to validate", file=sys.stderr)
         return EXIT_USER_ERROR
+    # The folder is the command's own: it writes a list of its files there, replaces only those on
+    # the next run, and refuses a non-empty folder it did not write (a user's profile could be in it).
     outdir.mkdir(parents=True, exist_ok=True)
-    for stale in outdir.glob("*.yaml"):
-        stale.unlink()
+    written = outdir / MANIFESTS_WRITTEN
+    if not written.is_file() and any(outdir.iterdir()):
+        print(f"{outdir} is not empty and main.py manifests did not write it: give --outdir a new or empty folder",
+              file=sys.stderr)
+        return EXIT_USER_ERROR
+    for stale in written.read_text().split() if written.is_file() else []:
+        (outdir / Path(stale).name).unlink(missing_ok=True)
     for file_name, objects in files.items():
         (outdir / file_name).write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    written.write_text("\n".join(sorted(files)) + "\n")
     hint = "" if image else (
         " (no container test: pass IMAGE=<repository url>:<tag> from the build layer's repository_urls output)")
     print(f"wrote {', '.join(sorted(files))} to {outdir}{hint}")

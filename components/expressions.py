@@ -14,6 +14,8 @@ tests/test_architecture.py refuses a hand-written `${` f-string anywhere else.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -42,18 +44,72 @@ class Expression:
         self.source = source
 
 
+def _template(parts: tuple[str | Expression, ...], escape_text: Callable[[str], str]) -> str:
+    """Adjacent text parts are joined before escaping (a `$` and a `{` in two parts stay text), and
+    a `$` right before an evaluated part is written as the expression "$" (`$${` would be text)."""
+    out: list[str] = []
+    text = ""
+    for part in (*parts, None):
+        if isinstance(part, str):
+            text += part
+            continue
+        if part is not None and text.endswith("$"):
+            out.append(escape_text(text[:-1]) + expression('"$"'))
+        else:
+            out.append(escape_text(text))
+        text = ""
+        if part is not None:
+            out.append(expression(part.source))
+    return "".join(out)
+
+
 def interpolated(*parts: str | Expression) -> str:
     """A synthesized template string: text parts stay literal, Expression parts are evaluated."""
-    return "".join(expression(part.source) if isinstance(part, Expression) else template_text(part) for part in parts)
+    return _template(parts, template_text)
 
 
 def quoted_template(*parts: str | Expression) -> str:
     """An HCL quoted template inside expression source, e.g. a for expression's key."""
-    return '"' + "".join(expression(part.source) if isinstance(part, Expression) else string_literal(part)[1:-1]
-                         for part in parts) + '"'
+    return '"' + _template(parts, lambda text: string_literal(text)[1:-1]) + '"'
 
 
 def matches(pattern: str, subject: str) -> str:
     """A condition: `subject` (expression source) matches the RE2 `pattern` in full or in part,
     as the pattern's own anchors say."""
     return expression(f"can(regex({string_literal(pattern)}, {subject}))")
+
+
+def template_segments(text: str) -> list[tuple[bool, str]]:
+    """A synthesized template split into (is_sequence, text) parts: its own text, and each
+    top-level `${...}` / `%{...}` sequence whole (nested braces, and quoted strings that may hold
+    templates of their own, included). Escaped `$${` / `%%{` are text."""
+    segments: list[tuple[bool, str]] = []
+    modes, index, start = ["text"], 0, 0  # modes: text, string (in an expression), expr, brace
+    while index < len(text):
+        mode, char = modes[-1], text[index]
+        step = 1
+        if mode in ("text", "string"):
+            if text.startswith(("$${", "%%{"), index):
+                step = 3
+            elif text.startswith(("${", "%{"), index):
+                if len(modes) == 1:
+                    segments.append((False, text[start:index]))
+                    start = index
+                modes.append("expr")
+                step = 2
+            elif char == "\\" and mode == "string":
+                step = 2
+            elif char == '"' and mode == "string":
+                modes.pop()
+        elif char == "{":
+            modes.append("brace")
+        elif char == "}":
+            modes.pop()
+            if len(modes) == 1:
+                segments.append((True, text[start:index + 1]))
+                start = index + 1
+        elif char == '"':
+            modes.append("string")
+        index += step
+    segments.append((False, text[start:]))
+    return [(sequence, part) for sequence, part in segments if part]

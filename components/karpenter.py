@@ -165,9 +165,13 @@ class KarpenterIdentity(Construct):
 
         queue = SqsQueue(self, "interruption-queue", name=f"{name}-karpenter", message_retention_seconds=300,
                          sqs_managed_sse_enabled=True)
+        account_id = DataAwsCallerIdentity(self, "account").account_id
         SqsQueuePolicy(self, "queue-policy", queue_url=queue.url, policy=policy_document(
+            # Only this account's rules may send (the confused deputy: another account's rule could
+            # otherwise feed Karpenter interruption events for instances it then deletes).
             {"Effect": "Allow", "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
-             "Action": "sqs:SendMessage", "Resource": queue.arn},
+             "Action": "sqs:SendMessage", "Resource": queue.arn,
+             "Condition": {"StringEquals": {"aws:SourceAccount": account_id}}},
             deny_insecure_transport("sqs", queue.arn),
         ))
         for rule_id, pattern in INTERRUPTION_EVENTS.items():
@@ -177,7 +181,6 @@ class KarpenterIdentity(Construct):
                                        event_pattern=json.dumps(pattern, sort_keys=True))
             CloudwatchEventTarget(self, f"{rule_id}-target", rule=rule.name, arn=queue.arn, target_id="karpenter")
 
-        account_id = DataAwsCallerIdentity(self, "account").account_id
         controller = pod_identity_role(
             self, "controller-role", name=f"{name}-karpenter",
             binding=PodIdentityBinding(account_id=account_id, cluster_name=name, namespace=props.namespace,

@@ -16,6 +16,7 @@ from cdktf_cdktf_provider_aws.vpc_security_group_egress_rule import VpcSecurityG
 from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
+from components.expressions import Expression, interpolated
 from components.kms import account_administered_key
 from components.s3 import SecureBucket, SecureBucketProps
 from profiles.addons import MlflowDatabaseConfig
@@ -125,12 +126,17 @@ class MlflowStore(Construct):
             copy_tags_to_snapshot=True,
             deletion_protection=props.protect,
             skip_final_snapshot=not props.protect,
-            final_snapshot_identifier=f"{name}-final" if props.protect else None,
+            # Named at creation (then ignored): each database of this name gets its own final
+            # snapshot, so a platform deployed and torn down twice does not meet the first one's.
+            final_snapshot_identifier=interpolated(
+                f"{name}-final-", Expression('formatdate("YYYYMMDDhhmmss", timestamp())')) if props.protect else None,
             iam_database_authentication_enabled=False,
             performance_insights_enabled=False,
             enabled_cloudwatch_logs_exports=["postgresql"],
             apply_immediately=False,
-            lifecycle=TerraformResourceLifecycle(prevent_destroy=props.protect),
+            lifecycle=TerraformResourceLifecycle(
+                prevent_destroy=props.protect,
+                ignore_changes=["final_snapshot_identifier"] if props.protect else None),
         )
         bucket = SecureBucket(self, "artifacts", props=SecureBucketProps(
             bucket_name=artifact_bucket_name(props.name, props.account_id), prevent_destroy=props.protect,

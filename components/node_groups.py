@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from cdktf import ITerraformDependable, Precondition, TerraformResourceLifecycle, Token
 from cdktf_cdktf_provider_aws.data_aws_ec2_instance_type import DataAwsEc2InstanceType
@@ -45,7 +44,6 @@ from components.labels import (
 from components.user_data import gpu_node_user_data
 from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, SystemNodeGroupConfig
 
-BOOTSTRAP_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu-node-bootstrap.sh"
 
 @dataclass(frozen=True)
 class NodeGroupDefaults:
@@ -221,8 +219,7 @@ class GpuNodeGroup(Construct):
             self, "launch-template",
             name=name,
             update_default_version=True,
-            user_data=gpu_node_user_data(BOOTSTRAP_SCRIPT.read_text(),
-                                         raid0_local_nvme=cfg.catalog_entry.local_nvme_disks > 0,
+            user_data=gpu_node_user_data(raid0_local_nvme=cfg.catalog_entry.local_nvme_disks > 0,
                                          lustre_over_efa=props.lustre_over_efa and cfg.efa_enabled),
             metadata_options=_metadata_options(),
             block_device_mappings=_root_volume(cfg.root_volume_size_gib),
@@ -257,8 +254,9 @@ class GpuNodeGroup(Construct):
             taint=[EksNodeGroupTaint(**GPU_TAINT_EKS)],
             update_config=EksNodeGroupUpdateConfig(max_unavailable=cfg.max_unavailable),
             node_repair_config=EksNodeGroupNodeRepairConfig(enabled=True),
-            # desired_size is the first apply's size only; autoscalers and operators own it after.
-            lifecycle=TerraformResourceLifecycle(ignore_changes=["scaling_config[0].desired_size"]),
+            # No autoscaler manages EFA GPU groups (Karpenter launches its own nodes; a placement
+            # group's nodes are sized on purpose): the profile's desired_size is applied on every
+            # deploy. Lowering it removes nodes, and the jobs on them end.
             depends_on=list(wiring.depends_on) or None,
         )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -42,17 +43,26 @@ def mime_multipart(parts: list[MimePart]) -> str:
 
 
 LUSTRE_OVER_EFA_SWITCH = "LUSTRE_OVER_EFA=0"
+# The one GPU node set-up, for the managed groups' launch templates and Karpenter's GPU nodes alike.
+BOOTSTRAP_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu-node-bootstrap.sh"
 
 
-def gpu_node_user_data(bootstrap_script: str, *, raid0_local_nvme: bool, lustre_over_efa: bool) -> str:
-    """Base64 of the MIME document, as launch templates take it. `lustre_over_efa` turns on the
-    script's LNet-over-EFA set-up (the profile's FSx file system is EFA-enabled)."""
+def gpu_node_mime(*, raid0_local_nvme: bool, lustre_over_efa: bool) -> str:
+    """The GPU node set-up as a nodeadm MIME document: the bootstrap script (huge pages, the Lustre
+    client, LNet over EFA when `lustre_over_efa`) and the NodeConfig (FastImagePull, and the
+    instance-store RAID0 when `raid0_local_nvme`)."""
+    bootstrap_script = BOOTSTRAP_SCRIPT.read_text()
     if LUSTRE_OVER_EFA_SWITCH not in bootstrap_script:
         raise ValueError(f"the node bootstrap script lost its {LUSTRE_OVER_EFA_SWITCH} switch")
     if lustre_over_efa:
         bootstrap_script = bootstrap_script.replace(LUSTRE_OVER_EFA_SWITCH, "LUSTRE_OVER_EFA=1", 1)
-    document = mime_multipart([
+    return mime_multipart([
         MimePart(content_type='text/x-shellscript; charset="us-ascii"', body=bootstrap_script),
         MimePart(content_type="application/node.eks.aws", body=node_config(raid0_local_nvme=raid0_local_nvme)),
     ])
+
+
+def gpu_node_user_data(*, raid0_local_nvme: bool, lustre_over_efa: bool) -> str:
+    """Base64 of the MIME document, as launch templates take it."""
+    document = gpu_node_mime(raid0_local_nvme=raid0_local_nvme, lustre_over_efa=lustre_over_efa)
     return base64.b64encode(document.encode()).decode()

@@ -18,43 +18,17 @@ from __future__ import annotations
 import json
 import re
 
+from components.expressions import template_segments
+
 _ATTRIBUTE = re.compile(r'^(\s*[A-Za-z_][\w-]* = )"(.*)"\s*$')
 
 
 def _escape_outside_interpolations(text: str) -> str:
     """Escape the double quotes of a template's own text; expression source inside `${...}` (with
-    its nested braces and quoted strings, which may hold templates of their own) stays as it is."""
-    out, modes, index = [], ["text"], 0  # modes: text, string (in an expression), expr, brace
-    while index < len(text):
-        mode, char = modes[-1], text[index]
-        if mode in ("text", "string"):
-            if text.startswith(("$${", "%%{"), index):  # an escaped sequence is text
-                step = 3
-            elif text.startswith(("${", "%{"), index):
-                modes.append("expr")
-                step = 2
-            elif char == "\\":
-                step = 2  # already escaped
-            elif char == '"':
-                if mode == "text":
-                    out.append('\\"')
-                    index += 1
-                    continue
-                modes.pop()
-                step = 1
-            else:
-                step = 1
-        else:
-            if char == "{":
-                modes.append("brace")
-            elif char == "}":
-                modes.pop()
-            elif char == '"':
-                modes.append("string")
-            step = 1
-        out.append(text[index:index + step])
-        index += step
-    return "".join(out)
+    its nested braces and quoted strings, which may hold templates of their own) stays as it is.
+    A backslash in the text is kept with the character after it (cdktf writes it escaped)."""
+    return "".join(part if sequence else re.sub(r'(\\.)|"', lambda m: m.group(1) or '\\"', part)
+                   for sequence, part in template_segments(text))
 
 
 def _fix_string_line(line: str) -> str:

@@ -33,7 +33,8 @@ DATA_RESOURCES = {
     "aws_s3_bucket": "bucket and every object version in it",
     "aws_fsx_lustre_file_system": "file system (PERSISTENT ones keep a final backup, billed until you delete it)",
     "aws_ecr_repository": "image repository and its images",
-    "aws_db_instance": "database (a final snapshot is kept when protected)",
+    "aws_db_instance": "database (a protected one keeps a final snapshot, encrypted with the layer's KMS key, which "
+                       "the same destroy schedules for deletion in 30 days: copy or restore the snapshot before then)",
 }
 _SYMBOLS = {("create",): "+", ("delete",): "-", ("update",): "~", ("delete", "create"): "-/+",
             ("create", "delete"): "+/-"}
@@ -93,23 +94,32 @@ def protected_resources(stack: dict[str, Any]) -> list[str]:
             for name, body in bodies.items() if body.get("lifecycle", {}).get("prevent_destroy")]
 
 
+# Attributes a destroy of data needs set first; Terraform stores them (and RDS acts on them) only
+# through an apply. prevent_destroy, a configuration-only lifecycle setting, needs none.
+EMPTIED_BY_DESTROY = {"aws_s3_bucket": {"force_destroy": True}, "aws_ecr_repository": {"force_delete": True}}
+
+
 def protection_override(stack: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """A Terraform override (plain `*_override.tf.json`) that lets a destroy delete the stack's
-    protected data: prevent_destroy and deletion protection off, buckets emptied by the destroy.
-    Final backups and snapshots stay as the stack sets them."""
+    data: prevent_destroy and deletion protection off, every bucket and image repository emptied
+    by the destroy. Final backups and snapshots stay as the stack sets them."""
     override: dict[str, dict[str, Any]] = {}
     for resource_type, bodies in stack.get("resource", {}).items():
         for name, body in bodies.items():
-            lifted: dict[str, Any] = {}
+            lifted: dict[str, Any] = dict(EMPTIED_BY_DESTROY.get(resource_type, {}))
             if body.get("lifecycle", {}).get("prevent_destroy"):
                 lifted["lifecycle"] = {"prevent_destroy": False}
             if body.get("deletion_protection"):
                 lifted["deletion_protection"] = False
-            if lifted and resource_type == "aws_s3_bucket":
-                lifted["force_destroy"] = True
             if lifted:
                 override.setdefault(resource_type, {})[name] = lifted
     return override
+
+
+def needs_apply(override: dict[str, dict[str, Any]]) -> list[str]:
+    """Addresses whose override changes more than the lifecycle (an apply must record it)."""
+    return [f"{resource_type}.{name}" for resource_type, bodies in override.items()
+            for name, lifted in bodies.items() if set(lifted) - {"lifecycle"}]
 
 
 class Operator:
@@ -258,6 +268,7 @@ class Operator:
     def _plan_and_apply(self, action: Action, layer: str) -> tuple[bool, str]:
         plan = self._tf(layer, "plan", "-input=false", "-detailed-exitcode", f"-out={PLAN_FILE}",
                         *(["-destroy"] if action == "destroy" else []))
+        self._owner_only(layer)
         if plan.returncode == 1:
             return False, f"terraform plan failed:\n{plan.stderr or plan.stdout}"
         planned = self.plan_json(layer)
@@ -277,12 +288,18 @@ class Operator:
         """Apply the saved plan once `confirm` approves it."""
         verb = "Destroy" if action == "destroy" else "Apply"
         if not self.confirm(f"{verb} these changes to the {layer} layer?"):
-            return False, f"not approved: {layer} left as it is"
+            lifted = f" (its data's protection was lifted: make deploy LAYER={layer} restores it)" \
+                if action == "destroy" and (self.stacks_dir / layer / PROTECTION_OVERRIDE).exists() else ""
+            return False, f"not approved: {layer} left as it is{lifted}"
         if action == "destroy" and layer in KUBERNETES_LAYERS:
             self.log(f"clean-up of what controllers made for the {layer} layer")
             self.cleanup(layer)  # raises (nothing destroyed) when the cluster is not the profile's
         applied = self._tf(layer, "apply", "-input=false", PLAN_FILE)
         self._outputs.pop(layer, None)  # changed by the apply
+        # A saved plan holds the variables' values (the admin passwords) in plain text: once
+        # applied it has no further use.
+        (self.stacks_dir / layer / PLAN_FILE).unlink(missing_ok=True)
+        self._owner_only(layer)
         if applied.returncode != 0:
             return False, applied.stderr or applied.stdout
         if action == "deploy":
@@ -290,12 +307,22 @@ class Operator:
                 self.log(line)
         return True, "destroyed" if action == "destroy" else "applied changes"
 
+    def _owner_only(self, layer: str) -> None:
+        """The saved plan and a local state file hold secrets: readable by their owner only."""
+        local = self.stack(layer).get("terraform", {}).get("backend", {}).get("local", {}).get("path")
+        for path in (self.stacks_dir / layer / PLAN_FILE, *([self.stacks_dir / layer / local] if local else [])):
+            if path.exists():
+                path.chmod(0o600)
+
     def _lift_protection(self, layer: str) -> str | None:
-        """With delete_data: name the protected data, have the user confirm it by name, then lift
-        the protection with an apply (an override file), so the destroy plan can delete it.
-        Returns why it stopped, or None."""
-        stack = self.stack(layer)
-        override = protection_override(stack)
+        """With delete_data: name the layer's data that is deployed, have the user confirm it by
+        name, then lift the protection through an override file (and an apply targeted at exactly
+        the resources whose protection is an API or state setting), so the destroy plan can delete
+        it. Returns why it stopped, or None."""
+        override = protection_override(self.stack(layer))
+        deployed = set(self.resources(layer))
+        override = {resource_type: kept for resource_type, bodies in override.items()
+                    if (kept := {n: o for n, o in bodies.items() if f"{resource_type}.{n}" in deployed})}
         if not override:
             return None
         self.log(f"  the {layer} layer's destroy DELETES this data for good:")
@@ -306,11 +333,14 @@ class Operator:
             return f"not confirmed: {layer} and its data left as they are"
         path = self.stacks_dir / layer / PROTECTION_OVERRIDE
         path.write_text(json.dumps({"resource": override}, indent=2))
-        self.log(f"  lifting the protection ({path.name}), then destroying")
-        lifted = self._tf(layer, "apply", "-input=false", "-auto-approve")
-        if lifted.returncode != 0:
-            path.unlink()
-            return f"could not lift the protection:\n{lifted.stderr or lifted.stdout}"
+        targets = needs_apply(override)
+        if targets:
+            self.log(f"  lifting the protection of {len(targets)} resource(s) ({path.name}), then destroying")
+            lifted = self._tf(layer, "apply", "-input=false", "-auto-approve", *(f"-target={t}" for t in targets))
+            self._resources.pop(layer, None)
+            if lifted.returncode != 0:
+                path.unlink()
+                return f"could not lift the protection:\n{lifted.stderr or lifted.stdout}"
         return None
 
     def validate(self, layer: str) -> tuple[bool, str]:

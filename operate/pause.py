@@ -8,8 +8,11 @@ instance behind:
 3. the managed node groups are scaled to 0 (`aws eks update-nodegroup-config`); their maximum
    stays, because EKS requires a maximum of at least 1.
 Pods on those nodes stop: a running training job ends. What keeps billing is listed before the
-question. A resume scales the managed groups back to the profile's sizes; the next
-`make deploy LAYER=workloads` restores the NodePools' limits (Terraform sees the patch as drift).
+question. A resume scales the managed groups back to the profile's sizes (the system group first,
+so Karpenter runs again) and puts the NodePools' limits back exactly as the workloads layer sets
+them: equal values, so Terraform's server-side apply finds no conflict with the patch's manager.
+Run `make resume` before the next deploy: a deploy alone would ask EKS for the profile's minimum
+size on a group whose desired size is 0.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from components.k8s.karpenter_pools import pool_limits
 from operate.cleanup import NO_SUCH_KIND
 from operate.cluster_access import ClusterAccessError
 from operate.kubectl import Kubectl
@@ -27,6 +31,7 @@ from profiles import PlatformConfig
 AwsCli = Callable[[list[str]], subprocess.CompletedProcess[str]]
 SYSTEM_NODE_GROUP = "system"
 # What a paused platform still bills for (nothing here stops with the nodes).
+FIELD_MANAGER = "gpu-platform-pause"
 STILL_BILLING = ("the EKS control plane", "NAT gateways", "interface VPC endpoints", "the FSx file system",
                  "the MLflow database", "S3 storage", "ECR images")
 
@@ -56,7 +61,7 @@ def pause_plan(config: PlatformConfig, node_pools: tuple[str, ...]) -> list[str]
     lines += [f"  node group {size.name}: scaled to 0 (profile: {size.desired_size})"
               for size in node_group_sizes(config)]
     lines.append(f"  kept, and still billing: {', '.join(STILL_BILLING)}")
-    lines.append("  resume with: make resume, then make deploy LAYER=workloads")
+    lines.append("  resume with: make resume (before any deploy)")
     return lines
 
 
@@ -78,7 +83,7 @@ def pause(config: PlatformConfig, *, kubectl: Kubectl, aws: AwsCli, node_pools: 
     """Stop every node (call only after the user approved `pause_plan`)."""
     for pool in node_pools:
         patched = kubectl(["patch", "nodepools.karpenter.sh", pool, "--type", "merge",
-                           "-p", json.dumps({"spec": {"limits": {"cpu": "0"}}})])
+                           f"--field-manager={FIELD_MANAGER}", "-p", json.dumps({"spec": {"limits": {"cpu": "0"}}})])
         if patched.returncode != 0 and "NotFound" not in patched.stderr and NO_SUCH_KIND not in patched.stderr:
             raise ClusterAccessError(f"limiting NodePool {pool} failed: {patched.stderr.strip()}")
     if node_pools:
@@ -93,8 +98,16 @@ def pause(config: PlatformConfig, *, kubectl: Kubectl, aws: AwsCli, node_pools: 
         log(f"node group {size.name} scaled to 0")
 
 
-def resume(config: PlatformConfig, *, aws: AwsCli, log: Callable[[str], None] = print) -> None:
-    """Scale the managed groups back to the profile's sizes (the system group first)."""
+def resume(config: PlatformConfig, *, aws: AwsCli, kubectl: Kubectl, node_pools: tuple[str, ...],
+           log: Callable[[str], None] = print) -> None:
+    """Scale the managed groups back to the profile's sizes (the system group first), then put the
+    NodePools' limits back as the workloads layer sets them."""
     for size in node_group_sizes(config):
         _scale(aws, config, size, paused=False)
         log(f"node group {size.name} back to {size.desired_size} (min {size.min_size}, max {size.max_size})")
+    limits = pool_limits(config.workloads.cpu_pool, config.workloads.gpu_pool)
+    for pool in node_pools:
+        patch = [{"op": "replace", "path": "/spec/limits", "value": limits[pool]}]
+        _checked(kubectl(["patch", "nodepools.karpenter.sh", pool, "--type", "json",
+                          f"--field-manager={FIELD_MANAGER}", "-p", json.dumps(patch)]), f"restoring NodePool {pool}")
+        log(f"NodePool {pool}: limits {limits[pool]} again")

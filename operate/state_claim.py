@@ -54,8 +54,12 @@ def claim_s3(bucket: str, key_prefix: str, region: str, name: str, identity: str
         if "NoSuchKey" not in read.stderr and "Not Found" not in read.stderr:
             return f"cannot read the profile claim {where}: {read.stderr.strip()}"
         local.write_text(identity + "\n")
-        written = aws(["s3api", "put-object", "--bucket", bucket, "--key", key, "--region", region,
-                       "--body", str(local), "--if-none-match", "*"])
+        put = ["s3api", "put-object", "--bucket", bucket, "--key", key, "--region", region, "--body", str(local)]
+        written = aws([*put, "--if-none-match", "*"])  # a conditional write: the first claim wins
+        if written.returncode != 0 and "Unknown options" in written.stderr:  # an AWS CLI from before 2024
+            written = aws(put)
+        if written.returncode != 0 and "PreconditionFailed" in written.stderr:  # claimed meanwhile: read it
+            return claim_s3(bucket, key_prefix, region, name, identity, aws=aws)
         if written.returncode != 0:
             return f"cannot write the profile claim {where}: {written.stderr.strip()}"
     return None

@@ -33,6 +33,8 @@ class GpuInstanceType:
     network_gbps: int  # aggregate instance bandwidth ("up to" figures as their maximum)
     local_nvme_disks: int
     local_nvme_disk_gb: int
+    vcpus: int  # EC2 VCpuInfo.DefaultVCpus
+    memory_gib: int  # EC2 MemoryInfo.SizeInMiB / 1024
     # Network card 0 of some types (p6-b300) carries ENA only; their EFA cards start at 1.
     first_efa_card: int = 0
 
@@ -57,12 +59,12 @@ class GpuInstanceType:
 
 
 def _p_instance(name: str, model: GpuModel, *, gpu_memory_gib: int, max_efa: int, network_cards: int,
-                network_gbps: int, first_efa_card: int = 0) -> GpuInstanceType:
-    """A P-family 48xlarge: 8 GPUs and 8 x 3800 GB local NVMe."""
+                network_gbps: int, first_efa_card: int = 0, memory_gib: int = 2048) -> GpuInstanceType:
+    """A P-family 48xlarge: 8 GPUs, 192 vCPUs and 8 x 3800 GB local NVMe."""
     return GpuInstanceType(
         name=name, gpu_count=8, gpu_model=model, gpu_memory_gib=gpu_memory_gib, max_efa_interfaces=max_efa,
         network_cards=network_cards, network_gbps=network_gbps, local_nvme_disks=8, local_nvme_disk_gb=3800,
-        first_efa_card=first_efa_card,
+        first_efa_card=first_efa_card, vcpus=192, memory_gib=memory_gib,
     )
 
 
@@ -76,12 +78,19 @@ class _GSize:
     nvme_disk_gb: int
 
 
-def _g_family(family: str, model: GpuModel, gpu_memory_gib: int, sizes: dict[str, _GSize]) -> list[GpuInstanceType]:
+# G-family sizes: vCPUs by size name; memory is a fixed GiB per vCPU within a family.
+_G_VCPUS = {"xlarge": 4, "2xlarge": 8, "4xlarge": 16, "8xlarge": 32, "12xlarge": 48, "16xlarge": 64,
+            "24xlarge": 96, "48xlarge": 192}
+
+
+def _g_family(family: str, model: GpuModel, gpu_memory_gib: int, sizes: dict[str, _GSize], *,
+              memory_gib_per_vcpu: int) -> list[GpuInstanceType]:
     return [
         GpuInstanceType(
             name=f"{family}.{size}", gpu_count=s.gpus, gpu_model=model, gpu_memory_gib=gpu_memory_gib,
             max_efa_interfaces=s.max_efa, network_cards=s.network_cards, network_gbps=s.network_gbps,
-            local_nvme_disks=s.nvme_disks, local_nvme_disk_gb=s.nvme_disk_gb,
+            local_nvme_disks=s.nvme_disks, local_nvme_disk_gb=s.nvme_disk_gb, vcpus=_G_VCPUS[size],
+            memory_gib=_G_VCPUS[size] * memory_gib_per_vcpu,
         )
         for size, s in sizes.items()
     ]
@@ -89,16 +98,18 @@ def _g_family(family: str, model: GpuModel, gpu_memory_gib: int, sizes: dict[str
 
 _ENTRIES: list[GpuInstanceType] = [
     GpuInstanceType(name="p4d.24xlarge", gpu_count=8, gpu_model="A100", gpu_memory_gib=40, max_efa_interfaces=4,
-                    network_cards=4, network_gbps=400, local_nvme_disks=8, local_nvme_disk_gb=1000),
+                    network_cards=4, network_gbps=400, local_nvme_disks=8, local_nvme_disk_gb=1000, vcpus=96,
+                    memory_gib=1152),
     GpuInstanceType(name="p4de.24xlarge", gpu_count=8, gpu_model="A100", gpu_memory_gib=80, max_efa_interfaces=4,
-                    network_cards=4, network_gbps=400, local_nvme_disks=8, local_nvme_disk_gb=1000),
+                    network_cards=4, network_gbps=400, local_nvme_disks=8, local_nvme_disk_gb=1000, vcpus=96,
+                    memory_gib=1152),
     _p_instance("p5.48xlarge", "H100", gpu_memory_gib=80, max_efa=32, network_cards=32, network_gbps=3200),
     _p_instance("p5e.48xlarge", "H200", gpu_memory_gib=141, max_efa=32, network_cards=32, network_gbps=3200),
     _p_instance("p5en.48xlarge", "H200", gpu_memory_gib=141, max_efa=16, network_cards=16, network_gbps=3200),
     _p_instance("p6-b200.48xlarge", "B200", gpu_memory_gib=179, max_efa=8, network_cards=8, network_gbps=3200),
     # 17 network cards, but card 0 is ENA only: 16 EFA interfaces on cards 1-16.
     _p_instance("p6-b300.48xlarge", "B300", gpu_memory_gib=268, max_efa=16, network_cards=17, network_gbps=6400,
-                first_efa_card=1),
+                first_efa_card=1, memory_gib=4096),
     *_g_family("g5", "A10G", 24, {
         "xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=250),
         "2xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=450),
@@ -108,7 +119,7 @@ _ENTRIES: list[GpuInstanceType] = [
         "16xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=1, nvme_disk_gb=1900),
         "24xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=50, nvme_disks=1, nvme_disk_gb=3800),
         "48xlarge": _GSize(gpus=8, max_efa=1, network_cards=1, network_gbps=100, nvme_disks=2, nvme_disk_gb=3800),
-    }),
+    }, memory_gib_per_vcpu=4),
     *_g_family("g6", "L4", 24, {
         "xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=250),
         "2xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=450),
@@ -118,7 +129,7 @@ _ENTRIES: list[GpuInstanceType] = [
         "16xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=2, nvme_disk_gb=940),
         "24xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=50, nvme_disks=4, nvme_disk_gb=940),
         "48xlarge": _GSize(gpus=8, max_efa=1, network_cards=1, network_gbps=100, nvme_disks=8, nvme_disk_gb=940),
-    }),
+    }, memory_gib_per_vcpu=4),
     *_g_family("g6e", "L40S", 48, {
         "xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=20, nvme_disks=1, nvme_disk_gb=250),
         "2xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=20, nvme_disks=1, nvme_disk_gb=450),
@@ -128,7 +139,7 @@ _ENTRIES: list[GpuInstanceType] = [
         "16xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=35, nvme_disks=2, nvme_disk_gb=950),
         "24xlarge": _GSize(gpus=4, max_efa=2, network_cards=2, network_gbps=200, nvme_disks=2, nvme_disk_gb=1900),
         "48xlarge": _GSize(gpus=8, max_efa=4, network_cards=4, network_gbps=400, nvme_disks=4, nvme_disk_gb=1900),
-    }),
+    }, memory_gib_per_vcpu=8),
 ]
 
 CATALOG: dict[str, GpuInstanceType] = {entry.name: entry for entry in _ENTRIES}

@@ -35,9 +35,10 @@ from profiles.versions import (
 MAX_PUBLIC_API_ADDRESSES = 65536
 PRIVATE_RANGES = tuple(ipaddress.IPv4Network(block) for block in
                        ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
-# EKS requires the Service CIDR inside these (and not overlapping the VPC); it picks 172.20.0.0/16,
-# or 10.100.0.0/16 for a VPC inside 172.16.0.0/12, when none is set (EKS API reference,
-# KubernetesNetworkConfigRequest.serviceIpv4Cidr).
+# EKS requires the Service CIDR inside these (and not overlapping the VPC). When none is set it
+# picks 172.20.0.0/16 for a VPC in 10.0.0.0/8 and 10.100.0.0/16 for any other (EKS API reference,
+# KubernetesNetworkConfigRequest.serviceIpv4Cidr; the node side reads it the same way, as
+# amazon-eks-ami's bootstrap.sh TEN_RANGE check shows).
 SERVICE_CIDR_RANGES = tuple(ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 ControlPlaneLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 AddonVersion = Annotated[str, Field(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")]
@@ -209,7 +210,8 @@ class GpuNodeGroupConfig(Strict):
     min_size: int = Field(0, ge=0)
     """Fewest nodes the group scales to."""
     desired_size: int = Field(
-        0, ge=0, description="Initial size only: after the first apply autoscalers own it (ignored on update)."
+        0, ge=0, description="Nodes the group runs, applied on every deploy (no autoscaler manages GPU groups). "
+        "Lowering it removes nodes: the jobs on them end. make pause scales it to 0 until the next resume or deploy.",
     )
     max_size: int = Field(2, ge=1)
     """Most nodes the group scales to."""
@@ -306,7 +308,7 @@ class ClusterConfig(Strict):
     service_ipv4_cidr: Cidr | None = Field(
         None,
         description="The Kubernetes Service CIDR (ClusterIPs; the API server's `kubernetes` Service is its first "
-        "address). Unset: 172.20.0.0/16, or 10.100.0.0/16 when the VPC lies in 172.16.0.0/12, as EKS itself picks. "
+        "address). Unset: 172.20.0.0/16 for a VPC in 10.0.0.0/8, else 10.100.0.0/16, as EKS itself picks. "
         "A /12 to /24 block in 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16, apart from the VPC. Changing it "
         "replaces the cluster.",
     )
@@ -349,8 +351,8 @@ class ClusterConfig(Strict):
         """The Service CIDR the cluster uses: the profile's, or the one EKS would pick."""
         if self.service_ipv4_cidr is not None:
             return self.service_ipv4_cidr
-        inside_172 = ipaddress.IPv4Network(self.vpc.cidr).overlaps(ipaddress.IPv4Network("172.16.0.0/12"))
-        return "10.100.0.0/16" if inside_172 else "172.20.0.0/16"
+        in_ten = ipaddress.IPv4Network(self.vpc.cidr).subnet_of(ipaddress.IPv4Network("10.0.0.0/8"))
+        return "172.20.0.0/16" if in_ten else "10.100.0.0/16"
 
     @property
     def api_service_ip(self) -> str:

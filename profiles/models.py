@@ -20,14 +20,14 @@ from collections.abc import Iterator
 from pydantic import Field, model_validator
 
 from profiles.addons import AddonsConfig
-from profiles.base import FieldProblem, Name, Region, Strict, TagKey, TagValue, raise_all
+from profiles.base import FieldProblem, Name, Region, Strict, TagKey, TagValue, quantity_value, raise_all
 from profiles.build import BuildConfig
 from profiles.cluster import CapacityBlock, ClusterConfig
 from profiles.naming import RULES, NameSources, derived_names, name_problems
 from profiles.state import StateConfig
 from profiles.storage import MAX_DATA_REPOSITORY_ASSOCIATIONS, StorageConfig
 from profiles.versions import CHARTS, KUBERNETES_MINIMUMS, MIN_VERSIONS, version_tuple
-from profiles.workloads import RESERVED_NAMESPACES, WorkloadsConfig
+from profiles.workloads import RESERVED_NAMESPACES, TenantConfig, WorkloadsConfig
 
 # Namespaces the add-ons and the validation manifests create (tested against the add-on registry).
 PLATFORM_NAMESPACES = ("monitoring", "gpu-operator", "ray-system", "mpi-operator", "jupyterhub", "gpu-validation",
@@ -50,6 +50,18 @@ def template_sequences(value: object, path: tuple[str | int, ...]) -> Iterator[F
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
             yield from template_sequences(item, (*path, index))
+
+
+def gpu_capacity(config: PlatformConfig) -> int:
+    """Every GPU the profile can run at once: the GPU node groups at their maximum size, plus the
+    Karpenter GPU pool's limit."""
+    managed = sum(group.max_size * group.catalog_entry.gpu_count for group in config.cluster.gpu_node_groups)
+    return managed + (config.workloads.gpu_pool.gpu_limit if config.addons.karpenter.enabled else 0)
+
+
+def tenant_gpu_quota(config: PlatformConfig, tenant: TenantConfig) -> int:
+    """The tenant's GPU quota: its own setting, else everything the profile can run."""
+    return tenant.gpu_quota if tenant.gpu_quota is not None else gpu_capacity(config)
 
 
 def dra_mode(config: PlatformConfig) -> bool:
@@ -105,6 +117,7 @@ class PlatformConfig(Strict):
             self._derived_names_are_valid,
             self._names_do_not_collide,
             self._azs_in_region,
+            self._tenant_quotas_fit_a_node,
         )
         raise_all([problem for check in checks for problem in check()], title="PlatformConfig")
         return self
@@ -210,6 +223,27 @@ class PlatformConfig(Strict):
             yield FieldProblem(("addons", "argo_workflows", "namespace"), argo,
                                "is a system or platform namespace; workflows need one of their own",
                                allowed="e.g. argo or workflows")
+
+    def _tenant_quotas_fit_a_node(self) -> Iterator[FieldProblem]:
+        """A tenant quota below one node of the largest GPU group could never admit a job there."""
+        groups = self.cluster.gpu_node_groups
+        if not groups:
+            return
+        node = max((group.catalog_entry for group in groups), key=lambda entry: (entry.gpu_count, entry.vcpus))
+        for index, tenant in enumerate(self.workloads.tenants):
+            path = ("workloads", "tenants", index)
+            gpus = f"{node.gpu_count} GPU{'s' if node.gpu_count > 1 else ''}"
+            checks = (("gpu_quota", tenant.gpu_quota, node.gpu_count, gpus),
+                      ("cpu_quota", tenant.cpu_quota, node.vcpus, f"{node.vcpus} vCPUs"),
+                      ("memory_quota", tenant.memory_quota, node.memory_gib * 2**30, f"{node.memory_gib}Gi"))
+            for field, value, minimum, words in checks:
+                if value is None:
+                    continue
+                amount = value if isinstance(value, int) else quantity_value(value)
+                if amount < minimum:
+                    yield FieldProblem((*path, field), value,
+                                       f"smaller than one {node.name} node ({words}): no job on that group "
+                                       "could ever be admitted", allowed=f"at least {words}, or unset")
 
     def _azs_in_region(self) -> Iterator[FieldProblem]:
         for index, zone in enumerate(self.cluster.vpc.availability_zones):

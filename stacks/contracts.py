@@ -25,8 +25,9 @@ class Output:
     """Publish a mapping as one output per key, named by this template (`{key}` is replaced)."""
 
 
-def published(*, sensitive: bool = False, description: str | None = None, per_key: str | None = None) -> Any:
-    """A contract field that is also a Terraform output of its layer (unset when None)."""
+def published(*, description: str, sensitive: bool = False, per_key: str | None = None) -> Any:
+    """A contract field that is also a Terraform output of its layer (unset when None), with the
+    description `terraform output` shows; every field is documented (tests/test_contracts.py)."""
     return field(metadata={"output": Output(sensitive=sensitive, description=description, per_key=per_key)})
 
 
@@ -48,19 +49,23 @@ def terraform_outputs(contract: object) -> Iterator[tuple[str, Any, Output]]:
 class ClusterOutputs:
     """The cluster layer: network, control plane and node identity."""
 
-    cluster_name: str = published()
-    endpoint: str = published()
-    certificate_authority: str = published(sensitive=True)
+    cluster_name: str = published(description="The EKS cluster's name")
+    endpoint: str = published(description="The EKS API server endpoint (private unless the profile opens it)")
+    certificate_authority: str = published(sensitive=True, description="The cluster CA certificate, base64")
     region: str
-    vpc_id: str = published()
+    """The profile's region (plain text from the profile, not an output)."""
+    vpc_id: str = published(description="The platform's VPC")
     vpc_cidr: str
-    private_subnet_ids: list[str] = published()
-    gpu_subnet_id: str = published()
-    node_security_group_id: str = published()
-    efa_security_group_id: str | None = published()
-    node_role_arn: str = published()
+    """The VPC's CIDR (plain text from the profile: NetworkPolicies name it at synthesis)."""
+    private_subnet_ids: list[str] = published(description="Private subnets, one per availability zone")
+    gpu_subnet_id: str = published(description="The private subnet of the GPU availability zone (EFA stays in one AZ)")
+    node_security_group_id: str = published(description="The EKS cluster security group every node carries")
+    efa_security_group_id: str | None = published(description="The security group EFA interfaces carry (all "
+                                                                "traffic among themselves)")
+    node_role_arn: str = published(description="The IAM role the managed node groups run as")
     node_role_name: str
-    kms_key_arn: str = published()
+    """That role's name (Karpenter's node class and access entry use it)."""
+    kms_key_arn: str = published(description="The KMS key that encrypts the cluster's Secrets")
     configure_kubectl: str = published(description="Point kubectl at the cluster")
 
 
@@ -68,29 +73,29 @@ class ClusterOutputs:
 class StorageOutputs:
     """The storage layer: data buckets and the shared file system (None when FSx is off)."""
 
-    bucket_names: dict[str, str] = published(per_key="{key}_bucket_name")
-    bucket_arns: dict[str, str] = published(per_key="{key}_bucket_arn")
-    fsx_file_system_id: str | None = published()
-    fsx_dns_name: str | None = published()
-    fsx_mount_name: str | None = published()
+    bucket_names: dict[str, str] = published(per_key="{key}_bucket_name", description="The data bucket's name")
+    bucket_arns: dict[str, str] = published(per_key="{key}_bucket_arn", description="The data bucket's ARN")
+    fsx_file_system_id: str | None = published(description="The FSx for Lustre file system")
+    fsx_dns_name: str | None = published(description="The file system's DNS name (for mounts)")
+    fsx_mount_name: str | None = published(description="The file system's Lustre mount name")
     mlflow_db_address: str | None = published(description="MLflow's PostgreSQL host (private)")
-    mlflow_db_name: str | None = published()
-    mlflow_db_username: str | None = published()
+    mlflow_db_name: str | None = published(description="MLflow's database name")
+    mlflow_db_username: str | None = published(description="MLflow's database user")
     mlflow_db_secret_arn: str | None = published(
         description="The RDS-managed secret with MLflow's database password (read it in Secrets Manager)")
-    mlflow_kms_key_arn: str | None = published()
-    mlflow_artifact_bucket_name: str | None = published()
-    mlflow_artifact_bucket_arn: str | None = published()
+    mlflow_kms_key_arn: str | None = published(description="The KMS key of MLflow's database and its secret")
+    mlflow_artifact_bucket_name: str | None = published(description="The bucket MLflow keeps artifacts in")
+    mlflow_artifact_bucket_arn: str | None = published(description="That bucket's ARN")
 
 
 @dataclass(frozen=True, kw_only=True)
 class BuildOutputs:
     """The build layer: where images land and how to build them."""
 
-    repository_urls: dict[str, str] = published()
+    repository_urls: dict[str, str] = published(description="The ECR repository URL, per implementation")
     image_tags: dict[str, str] = published(description="The tag each build pushes, per implementation")
-    project_names: dict[str, str] = published()
-    source_bucket_name: str = published()
+    project_names: dict[str, str] = published(description="The CodeBuild project, per implementation")
+    source_bucket_name: str = published(description="The bucket build sources are uploaded to")
     build_commands: dict[str, str] = published(
         description="Upload a source archive and start the build, per implementation")
 
@@ -99,7 +104,9 @@ class BuildOutputs:
 class AddonsOutputs:
     """The addons layer: installed releases and what the workloads layer builds on."""
 
-    releases: dict[str, str] = published()
+    releases: dict[str, str] = published(description="The installed add-ons' release names, by add-on")
     storage_class: str
-    karpenter_node_role_name: str | None = published()
-    karpenter_interruption_queue: str | None = published()
+    """The default StorageClass's name (plain text)."""
+    karpenter_node_role_name: str | None = published(description="The IAM role Karpenter's nodes run as")
+    karpenter_interruption_queue: str | None = published(description="The SQS queue of EC2 interruption warnings "
+                                                                      "Karpenter reads")

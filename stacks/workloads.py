@@ -13,7 +13,7 @@ from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, tenant_objects
 from components.tenant_identity import TenantIdentity, TenantIdentityProps
 from profiles import PlatformConfig
-from profiles.models import dra_claim_counts
+from profiles.models import dra_claim_counts, tenant_gpu_quota
 from stacks.contracts import AddonsOutputs, ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack, StateLocation
 
@@ -35,6 +35,7 @@ class WorkloadsStack(LayerStack):
                     cluster_name=config.name, node_role_name=addons.karpenter_node_role_name,
                     node_security_group_id=cluster.node_security_group_id,
                     cpu=workloads.cpu_pool, gpu=workloads.gpu_pool,
+                    lustre_over_efa=config.storage.fsx.enabled and config.storage.fsx.efa_enabled,
                 )))))
             self.objects += pools.objects
 
@@ -47,6 +48,7 @@ class WorkloadsStack(LayerStack):
         for tenant in workloads.tenants:
             objects = KubernetesObjects(self, f"tenant-{tenant.name}", props=KubernetesObjectsProps(objects=tuple(
                 tenant_objects(TenantProps(config=tenant, storage=shared,
+                                           gpu_quota=tenant_gpu_quota(config, tenant),
                                            dra_gpu_counts=dra_claim_counts(config),
                                            mlflow=config.addons.mlflow.enabled,
                                            kuberay=config.addons.kuberay.enabled))

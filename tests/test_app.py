@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stacks import AWS_ONLY_LAYERS, LAYERS
-from tests.cases import SHIPPED
+from tests.cases import FIXTURES, SHIPPED
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,3 +66,14 @@ def test_deploy_order_is_recorded_in_the_manifest(synthesized):
 def test_aws_only_layers_are_the_ones_with_only_the_aws_provider(synthesized, profile):
     only_aws = {layer for layer in LAYERS if set(synthesized.stack(profile, layer)["provider"]) == {"aws"}}
     assert only_aws == set(AWS_ONLY_LAYERS)
+
+
+@pytest.mark.parametrize("profile", SHIPPED + FIXTURES)
+def test_every_interpolation_in_the_json_is_a_terraform_reference_or_call(synthesized, profile):
+    """Text the platform writes into a stack (scripts, configs, manifests) is a Terraform template
+    there: a shell `${VAR}` in it would be read as a reference. Only real ones may remain."""
+    from tests.test_architecture import REFERENCE_ROOTS, live_interpolations
+
+    for layer, stack in synthesized.stacks[profile].items():
+        stray = [s for s in live_interpolations(stack) if not REFERENCE_ROOTS.match(s)]
+        assert stray == [], f"{layer}: {stray[:5]}"

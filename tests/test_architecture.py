@@ -4,6 +4,7 @@ main -> operate / manifests -> stacks -> components -> profiles, and no import c
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,27 @@ def test_the_template_finder_finds_templates(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text('a = "${x}"\nb = f"${{{a}}}"\nc = "100%{"\nd = "{{ $labels.x }}"\ne = "plain {braces}"\n')
     assert _template_sequences(source) == [1, 2, 3]
+
+
+# Where `${` may start an interpolation in synthesized JSON: a reference root or a function call.
+REFERENCE_ROOTS = re.compile(r"^(data|var|local|each|self|count|module|path|terraform)\.|^(aws|kubernetes|helm|http)_"
+                             r"[a-z0-9_]+\.|^[a-z][a-z0-9_]*\(|^\{ for |^\[for |^provider::")
+
+
+def live_interpolations(value: object) -> list[str]:
+    """The source of every top-level `${...}` (not `$${`) in a synthesized value."""
+    from components.expressions import template_segments
+
+    if isinstance(value, str):
+        return [part[2:62] for sequence, part in template_segments(value) if sequence and part.startswith("${")]
+    if isinstance(value, dict):
+        return [found for item in value.values() for found in live_interpolations(item)]
+    if isinstance(value, list):
+        return [found for item in value for found in live_interpolations(item)]
+    return []
+
+
+def test_the_interpolation_scan_finds_shell_variables() -> None:
+    scanned = live_interpolations({"a": ["echo ${ROOT}/x $${KEPT}", "${data.x.y}",
+                                         '${{ for d in local.x : "${d.kind}" => d }}']})
+    assert [s for s in scanned if not REFERENCE_ROOTS.match(s)] == ["ROOT}"]

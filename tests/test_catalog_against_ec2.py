@@ -24,4 +24,6 @@ def test_catalog_entry_matches_ec2(name):
     assert entry.network_cards == network["MaximumNetworkCards"]
     assert entry.gpu_count == gpu["Count"]
     assert entry.gpu_model == gpu["Name"]
+    assert entry.vcpus == ec2["VCpuInfo"]["DefaultVCpus"]
+    assert entry.memory_gib * 1024 == ec2["MemoryInfo"]["SizeInMiB"]
     assert abs(entry.gpu_memory_gib * 1024 - gpu["MemoryInfo"]["SizeInMiB"]) <= 0.1 * entry.gpu_memory_gib * 1024

@@ -175,3 +175,21 @@ def test_new_profile_is_a_valid_copy_whose_schema_line_works_where_it_lives(tmp_
     assert copied.cluster.gpu_node_groups == load_profile("p5-training").cluster.gpu_node_groups
     assert main.main(["new-profile", str(target)]) == 2, "an existing file is never overwritten"
     assert main.main(["new-profile", str(tmp_path / "Not_A_Name.yaml")]) == 2
+
+
+def test_manifests_never_deletes_what_it_did_not_write(tmp_path):
+    mine = tmp_path / "out" / "my-profile.yaml"
+    mine.parent.mkdir()
+    mine.write_text("name: mine\n")
+    refused = run("manifests", "--outdir", str(mine.parent), cwd=tmp_path)
+    assert refused.returncode == 2 and "did not write it" in refused.stderr
+    assert mine.read_text() == "name: mine\n"
+    fresh = tmp_path / "fresh"
+    assert run("manifests", "--outdir", str(fresh), cwd=tmp_path).returncode == 0
+    written = set((fresh / ".written-by-manifests").read_text().split())
+    assert written and written == {p.name for p in fresh.glob("*.yaml")}
+    (fresh / "notes.yaml").write_text("keep me\n")  # a file of the user's, added later
+    stale = fresh / next(iter(written))
+    stale.write_text("old run\n")
+    assert run("manifests", "--outdir", str(fresh), cwd=tmp_path).returncode == 0
+    assert (fresh / "notes.yaml").read_text() == "keep me\n" and stale.read_text() != "old run\n"

@@ -129,10 +129,13 @@ def test_every_launch_template_requires_imdsv2_and_encrypts_root(synthesized, pr
 def test_gpu_node_groups_carry_taint_ami_and_repair(synthesized, profile):
     groups = gpu_node_groups(cluster(synthesized, profile))
     assert set(groups) == {g.name for g in synthesized.configs[profile].cluster.gpu_node_groups}
-    for group in groups.values():
+    configs = {g.name: g for g in synthesized.configs[profile].cluster.gpu_node_groups}
+    for name, group in groups.items():
         assert group["taint"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
         assert group["node_repair_config"] == {"enabled": True}
-        assert group["lifecycle"]["ignore_changes"] == ["scaling_config[0].desired_size"]
+        # The profile's size is applied on every deploy: nothing manages a GPU group's size but the profile.
+        assert "lifecycle" not in group
+        assert group["scaling_config"]["desired_size"] == configs[name].desired_size
         assert "pre_bootstrap_user_data" not in json.dumps(group)
 
 

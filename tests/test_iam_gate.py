@@ -28,6 +28,12 @@ POLICY_ATTRIBUTES = {
     "aws_sqs_queue_policy": {"policy": "resource"},
 }
 READ_ONLY = re.compile(r"^[a-z0-9-]+:(Describe|Get|List)[A-Za-z]*$")
+# Reads that hand out a secret: never "read-only" for the gate.
+SECRET_READS = re.compile(r"^(secretsmanager:GetSecretValue|ssm:GetParameters?(ByPath)?|kms:Decrypt|"
+                          r"ecr:GetAuthorizationToken|sts:GetFederationToken|iam:GetCredentialReport)$")
+# Condition keys that only name a region, a time or a transport: they narrow nothing a policy grants.
+NON_SCOPING_KEYS = re.compile(r"^aws:(RequestedRegion|CurrentTime|EpochTime|SecureTransport|ViaAWSService)$",
+                              re.IGNORECASE)
 # Mutating actions AWS documents as taking no resource (or only "*"), each with why it is needed.
 RESOURCELESS = {
     "ecr:GetAuthorizationToken": "CodeBuild logs in to ECR; the token call has no resource (read-only anyway)",
@@ -76,11 +82,51 @@ BUCKET_REFERENCE = re.compile(
 )
 
 
+def _wide_resource(resource: str) -> bool:
+    """'*', or an ARN that names no particular resource: a wildcard service, account-wide
+    `*`, or a whole resource type (`instance/*`)."""
+    if resource == "*":
+        return True
+    parts = resource.split(":", 5)
+    if len(parts) < 6 or parts[0] != "arn":
+        return False
+    service, name = parts[2], parts[5]
+    return "*" in service or name in ("*", "*/*") or bool(re.fullmatch(r"[\w-]+[/:]\*", name))
+
+
+def _scoping(condition: dict) -> bool:
+    """Does the condition narrow what the statement grants (a tag, a source, a passed-to service)?"""
+    keys = [key for operator in condition.values() if isinstance(operator, dict) for key in operator]
+    return any(not NON_SCOPING_KEYS.match(key) for key in keys)
+
+
+# Resources a new instance only uses (RunInstances and CreateFleet need a grant on each resource the
+# launch names: its image, subnet, security groups, reservation, placement group): no action is
+# taken on them. Karpenter's published controller policy grants these without a condition
+# (AllowScopedEC2InstanceAccessActions); the instance itself is tag-scoped in another statement.
+LAUNCH_INPUTS = re.compile(r"^arn:aws:ec2:[^:]*:[^:]*:(image|snapshot|security-group|subnet|capacity-reservation|"
+                           r"placement-group)/\*$")
+LAUNCHES = {"ec2:RunInstances", "ec2:CreateFleet"}
+
+
 def _wide_actions(address: str, actions: list[str], resources: list[str], condition: dict) -> list[str]:
-    mutating = [a for a in actions if not READ_ONLY.match(a) and a not in RESOURCELESS]
-    if "*" in resources and not condition and mutating:
-        return [f"{address}: {mutating} on '*' without a condition"]
-    return []
+    found = [f"{address}: the action wildcard {a!r}" for a in actions if a == "*" or a.endswith(":*")]
+    mutating = [a for a in actions if (not READ_ONLY.match(a) or SECRET_READS.match(a)) and a not in RESOURCELESS]
+    launch_inputs_only = set(mutating) <= LAUNCHES
+    wide = [r for r in resources if _wide_resource(r) and not (launch_inputs_only and LAUNCH_INPUTS.match(r))]
+    if wide and mutating and not _scoping(condition):
+        found.append(f"{address}: {mutating} on {wide} without a scoping condition")
+    return found
+
+
+def _negations(address: str, statement: dict) -> list[str]:
+    """NotAction, NotResource and NotPrincipal grant everything they do not name."""
+    return [f"{address}: {key} grants everything it does not name" for key in ("NotAction", "NotResource",
+                                                                                  "NotPrincipal") if key in statement]
+
+
+def _principal_of_this_account(principal: str) -> bool:
+    return "${data.aws_caller_identity." in principal or "${data.aws_iam_session_context." in principal
 
 
 def _pass_role(address: str, actions: list[str], resources: list[str], condition: dict) -> list[str]:
@@ -111,6 +157,10 @@ def _s3_scope(address: str, actions: list[str], resources: list[str], platform: 
 
 def _trust(address: str, statement: dict, condition: dict) -> list[str]:
     found = []
+    principal = statement.get("Principal", {})
+    for aws in listed(principal.get("AWS", [])) if isinstance(principal, dict) else ["*"]:
+        if not _principal_of_this_account(aws):
+            found.append(f"{address}: trust for AWS principal {aws!r}, not this account")
     for service in listed(statement.get("Principal", {}).get("Service", [])):
         if service in SOURCE_ACCOUNT_EXEMPT:
             continue
@@ -128,13 +178,29 @@ def problems_of(address: str, kind: str, statement: dict, *, platform: str) -> l
     actions = listed(statement.get("Action", []))
     resources = listed(statement.get("Resource", []))
     condition = statement.get("Condition", {})
+    negations = _negations(address, statement)
     if kind == "trust":
-        return _trust(address, statement, condition)
+        return [*negations, *_trust(address, statement, condition)]
     if kind == "resource":
-        everyone = statement.get("Principal") == "*" and not condition
-        return [f"{address}: allows everyone without a condition"] if everyone else []
-    return [*_wide_actions(address, actions, resources, condition), *_pass_role(address, actions, resources, condition),
-            *_s3_scope(address, actions, resources, platform)]
+        return [*negations, *_resource_policy(address, statement, condition)]
+    return [*negations, *_wide_actions(address, actions, resources, condition),
+            *_pass_role(address, actions, resources, condition), *_s3_scope(address, actions, resources, platform)]
+
+
+def _resource_policy(address: str, statement: dict, condition: dict) -> list[str]:
+    principal = statement.get("Principal")
+    if principal == "*" or (isinstance(principal, dict) and "*" in listed(principal.get("AWS", []))):
+        return [] if _scoping(condition) else [f"{address}: allows everyone without a scoping condition"]
+    found = []
+    if isinstance(principal, dict):
+        for aws in listed(principal.get("AWS", [])):
+            if not _principal_of_this_account(aws):
+                found.append(f"{address}: grants AWS principal {aws!r}, not this account")
+        source = json.dumps(condition)
+        if principal.get("Service") and "aws:SourceArn" not in source and "aws:SourceAccount" not in source:
+            found.append(f"{address}: grants {principal['Service']} without aws:SourceArn or aws:SourceAccount "
+                         "(the confused deputy)")
+    return found
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -160,7 +226,7 @@ def test_only_known_managed_policies_are_attached(synthesized, profile):
 
 # The gate's rules, each shown to refuse what it is meant to refuse.
 BAD_STATEMENTS = [
-    ("identity", {"Effect": "Allow", "Action": ["ec2:RunInstances"], "Resource": "*"}, "without a condition"),
+    ("identity", {"Effect": "Allow", "Action": ["ec2:RunInstances"], "Resource": "*"}, "without a scoping condition"),
     ("identity", {"Effect": "Allow", "Action": "iam:PassRole", "Resource": "*"}, "not one role"),
     ("identity", {"Effect": "Allow", "Action": "iam:PassRole", "Resource": "arn:aws:iam::1:role/x"},
      "without iam:PassedToService"),
@@ -171,6 +237,24 @@ BAD_STATEMENTS = [
     ("trust", {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"},
      "decide whether"),
     ("resource", {"Effect": "Allow", "Principal": "*", "Action": "sqs:SendMessage", "Resource": "x"}, "everyone"),
+    # admin-equivalent statements that an action/resource check reading only literal '*' lets through
+    ("identity", {"Effect": "Allow", "Action": "*", "Resource": "arn:aws:*:*:*:*"}, "the action wildcard '*'"),
+    ("identity", {"Effect": "Allow", "Action": "*", "Resource": "arn:aws:*:*:*:*"}, "without a scoping condition"),
+    ("identity", {"Effect": "Allow", "Action": "ec2:TerminateInstances",
+                  "Resource": "arn:aws:ec2:us-west-2:111122223333:instance/*"}, "without a scoping condition"),
+    ("identity", {"Effect": "Allow", "Action": "iam:*", "Resource": "*",
+                  "Condition": {"StringEquals": {"aws:RequestedRegion": "us-west-2"}}}, "the action wildcard 'iam:*'"),
+    ("identity", {"Effect": "Allow", "Action": "iam:CreateRole", "Resource": "*",
+                  "Condition": {"StringEquals": {"aws:RequestedRegion": "us-west-2"}}}, "without a scoping condition"),
+    ("identity", {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": "*"},
+     "without a scoping condition"),
+    ("identity", {"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"}, "NotAction"),
+    ("identity", {"Effect": "Allow", "Action": "s3:ListBucket", "NotResource": "arn:aws:s3:::x"}, "NotResource"),
+    ("trust", {"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}, "AWS principal '*'"),
+    ("trust", {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::999988887777:root"}, "Action": "sts:AssumeRole"},
+     "not this account"),
+    ("resource", {"Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"}, "Action": "sqs:SendMessage",
+                  "Resource": "x"}, "confused deputy"),
 ]
 
 

@@ -229,9 +229,10 @@ def test_only_client_namespaces_reach_the_server_and_the_server_reaches_only_its
 def test_tenants_get_the_tracking_uri_and_a_way_to_the_server_only_with_mlflow():
     shared = SharedStorage(region="us-west-2", fsx_file_system_id=None, fsx_dns_name=None, fsx_mount_name=None,
                            fsx_capacity_gib=1200, fsx_tenant_directories=False, bucket_names={})
-    with_mlflow = tenant_objects(TenantProps(config=TenantConfig(name="team-a"), storage=shared, dra_gpu_counts=(),
+    tenant = TenantConfig(name="team-a")
+    with_mlflow = tenant_objects(TenantProps(config=tenant, storage=shared, dra_gpu_counts=(), gpu_quota=8,
                                              mlflow=True))
-    without = tenant_objects(TenantProps(config=TenantConfig(name="team-a"), storage=shared, dra_gpu_counts=()))
+    without = tenant_objects(TenantProps(config=tenant, storage=shared, dra_gpu_counts=(), gpu_quota=8))
     namespace = next(o for o in with_mlflow if o["kind"] == "Namespace")
     assert namespace["metadata"]["labels"].items() >= mlflow_access.CLIENT_LABEL.items()
     (config_map,) = [o for o in with_mlflow if o["kind"] == "ConfigMap"]

@@ -17,8 +17,13 @@ from profiles import load_profile
 
 FAKE_TERRAFORM = """#!/usr/bin/env python3
 import json, os, sys, time
-layer = os.path.basename(sys.argv[1].split("=", 1)[1])
+folder = sys.argv[1].split("=", 1)[1]
+layer = os.path.basename(folder)
 command = sys.argv[2]
+if command == "plan":
+    out = [a.split("=", 1)[1] for a in sys.argv if a.startswith("-out=")]
+    if out:
+        open(os.path.join(folder, out[0]), "w").write("plan with TF_VAR values")
 with open(os.environ["FAKE_TF_LOG"], "a") as log:
     log.write(f"{layer} {command}\\n")
 if command == "show":
@@ -460,6 +465,8 @@ def test_full_teardown_asks_by_name_then_lifts_protection_then_destroys(tmp_path
     assert storage_calls == ["storage apply", "storage plan", "storage apply"]  # lifted, then destroyed
     assert seen == {"aws_s3_bucket": {"data": {"lifecycle": {"prevent_destroy": False}, "force_destroy": True}},
                     "aws_db_instance": {"db": {"lifecycle": {"prevent_destroy": False}, "deletion_protection": False}}}
+    lift = [c for c in calls(log) if c == "storage apply"]
+    assert len(lift) == 2  # the targeted lift, then the destroy
     assert not override.exists()  # the next deploy protects the data again
     assert "    aws_s3_bucket.data: the bucket and every object version in it" in lines
 
@@ -481,3 +488,44 @@ def test_destroy_says_what_is_left_and_how_to_remove_it(tmp_path, fake_terraform
     op.run("destroy", ["workloads"])
     assert any(line.startswith("still deployed: cluster, storage (the cluster layer bills") for line in lines)
     assert "  remove: make destroy LAYER=storage (layers go top-down: storage then cluster)" in lines
+
+
+def test_saved_plans_are_owner_only_and_deleted_once_applied(tmp_path, fake_terraform):
+    stack = {"terraform": {"backend": {"local": {"path": "../../state.tfstate"}}}}
+    (tmp_path / "stacks" / "cluster" / "cdk.tf.json").write_text(json.dumps(stack))
+    state = tmp_path / "state.tfstate"
+    state.write_text("{}")
+    state.chmod(0o644)
+    op, _ = operator(tmp_path, fake_terraform)
+    op.run("plan", ["cluster"])
+    plan = tmp_path / "stacks" / "cluster" / "tfplan"
+    assert plan.stat().st_mode & 0o777 == 0o600 and state.stat().st_mode & 0o777 == 0o600
+    op.run("deploy", ["cluster"])
+    assert not plan.exists()
+
+
+def test_full_teardown_lifts_nothing_that_is_not_deployed(tmp_path, fake_terraform):
+    """A re-run after a half-finished teardown: an apply on an empty layer would create the very
+    data it is about to delete."""
+    protected_storage(tmp_path)
+    asked: list[str] = []
+    op, log = operator(tmp_path, fake_terraform, resources={"cluster": ["aws_eks_cluster.c"]}, delete_data=True,
+                       confirm_data=lambda q: asked.append(q) or True)
+    op.run("destroy", ["storage"])
+    steps = [c for c in calls(log) if c in ("storage plan", "storage apply")]
+    assert asked == [] and steps[0] == "storage plan"  # no lifting apply before the destroy plan
+
+
+def test_the_lift_targets_only_resources_whose_protection_an_apply_records():
+    from operate.layers import needs_apply, protection_override
+
+    stack = {"resource": {
+        "aws_s3_bucket": {"b": {"force_destroy": False, "lifecycle": {"prevent_destroy": True}}},
+        "aws_fsx_lustre_file_system": {"f": {"lifecycle": {"prevent_destroy": True}}},
+        "aws_ecr_repository": {"r": {"name": "r"}},
+        "aws_iam_role": {"x": {}},
+    }}
+    override = protection_override(stack)
+    assert override["aws_fsx_lustre_file_system"] == {"f": {"lifecycle": {"prevent_destroy": False}}}
+    assert override["aws_ecr_repository"] == {"r": {"force_delete": True}} and "aws_iam_role" not in override
+    assert sorted(needs_apply(override)) == ["aws_ecr_repository.r", "aws_s3_bucket.b"]

@@ -90,6 +90,13 @@ def test_catalog_matches_the_documented_efa_facts():
 
 # (changes to the default profile, expected field path, words the message must contain)
 BAD_INPUT = [
+    # a tenant quota below one node of the largest GPU group (g6-validation: g6.8xlarge, 1 GPU)
+    ({"workloads__tenants": [{"name": "t", "gpu_quota": 0}]}, "workloads.tenants.0.gpu_quota",
+     ["got 0", "smaller than one g6.8xlarge node (1 GPU)", "at least 1 GPU, or unset"]),
+    ({"workloads__tenants": [{"name": "t", "cpu_quota": "16"}]}, "workloads.tenants.0.cpu_quota",
+     ["'16'", "32 vCPUs"]),
+    ({"workloads__tenants": [{"name": "t", "memory_quota": "64Gi"}]}, "workloads.tenants.0.memory_quota",
+     ["'64Gi'", "128Gi"]),
     # the Service CIDR: EKS's own rules, and never over the VPC (the API's ClusterIP is named by it)
     ({"cluster__service_ipv4_cidr": "10.0.0.0/20"}, "cluster.service_ipv4_cidr",
      ["'10.0.0.0/20'", "overlaps the VPC (10.0.0.0/16)", "that does not overlap the VPC"]),
@@ -750,8 +757,9 @@ def test_independent_cross_layer_problems_are_reported_together():
 def test_the_service_cidr_defaults_to_what_eks_picks_and_names_the_api_clusterip():
     shipped = load_profile("g6-validation").cluster
     assert (shipped.service_cidr, shipped.api_service_ip) == ("172.20.0.0/16", "172.20.0.1")
-    in_172 = validate_profile(mutated(cluster__vpc__cidr="172.31.0.0/16")).cluster
-    assert (in_172.service_cidr, in_172.api_service_ip) == ("10.100.0.0/16", "10.100.0.1")
+    for vpc in ("172.31.0.0/16", "192.168.0.0/16"):  # EKS picks 172.20.0.0/16 only for a VPC in 10.0.0.0/8
+        other = validate_profile(mutated(cluster__vpc__cidr=vpc)).cluster
+        assert (other.service_cidr, other.api_service_ip) == ("10.100.0.0/16", "10.100.0.1")
     chosen = validate_profile(mutated(cluster__service_ipv4_cidr="192.168.128.0/20")).cluster
     assert chosen.api_service_ip == "192.168.128.1"
 

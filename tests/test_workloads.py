@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import ipaddress
 import json
+import re
 
 import kubernetes_validate
 import pydantic
@@ -13,8 +14,10 @@ import yaml
 
 from components.labels import GPU_TAINT_K8S, NODE_POOL_LABEL
 from manifests.render import render
+from profiles import load_profile
 from profiles.catalog import CATALOG
-from tests.cases import FIXTURES, SHIPPED
+from profiles.models import gpu_capacity, tenant_gpu_quota
+from tests.cases import FIXTURES, SHIPPED, profile_source
 from tests.k8s_validation import validate_object
 from tests.netpol import Peer, allowed
 from tests.synth_helpers import resources
@@ -143,7 +146,7 @@ def test_tenant_namespace_guardrails(synthesized, profile):
         (quota,) = of_kind(mine, "ResourceQuota")
         dra = synthesized.configs[profile].addons.gpu_operator.dra
         gpu_key = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices" if dra else "requests.nvidia.com/gpu"
-        assert quota["spec"]["hard"][gpu_key] == str(tenant.gpu_quota)
+        assert quota["spec"]["hard"][gpu_key] == str(tenant_gpu_quota(synthesized.configs[profile], tenant))
         assert of_kind(mine, "LimitRange")
         policies = {p["metadata"]["name"]: p["spec"] for p in of_kind(mine, "NetworkPolicy")}
         assert policies["default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
@@ -235,15 +238,19 @@ def test_gpu_pool_taint_matches_node_groups_and_gpu_operator(synthesized, profil
 
 
 def test_karpenter_node_class_wiring(synthesized):
-    (node_class,) = of_kind(objects(synthesized, "g6-validation"), "EC2NodeClass")
-    spec = node_class["spec"]
-    assert spec["role"].startswith("${data.terraform_remote_state.cross-stack-reference-input-addons.")
-    assert spec["securityGroupSelectorTerms"][0]["id"].startswith(
-        "${data.terraform_remote_state.cross-stack-reference-input-cluster."
-    )
-    assert spec["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "gpu-validation"}}]
-    assert spec["metadataOptions"]["httpTokens"] == "required"
+    node_classes = of_kind(objects(synthesized, "g6-validation"), "EC2NodeClass")
+    assert sorted(c["metadata"]["name"] for c in node_classes) == ["default", "gpu"]
+    for node_class in node_classes:
+        spec = node_class["spec"]
+        assert spec["role"].startswith("${data.terraform_remote_state.cross-stack-reference-input-addons.")
+        assert spec["securityGroupSelectorTerms"][0]["id"].startswith(
+            "${data.terraform_remote_state.cross-stack-reference-input-cluster."
+        )
+        assert spec["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "gpu-validation"}}]
+        assert spec["metadataOptions"]["httpTokens"] == "required"
     pools = {o["metadata"]["name"]: o for o in of_kind(objects(synthesized, "g6-validation"), "NodePool")}
+    assert pools["gpu"]["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "gpu"
+    assert pools["cpu"]["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "default"
     gpu_req = {r["key"]: r["values"] for r in pools["gpu"]["spec"]["template"]["spec"]["requirements"]}
     assert gpu_req["node.kubernetes.io/instance-type"] == ["g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6e.xlarge"]
     assert pools["gpu"]["spec"]["disruption"]["consolidationPolicy"] == "WhenEmpty"
@@ -273,3 +280,107 @@ def test_gpu_pool_nodes_are_never_replaced_for_drift_while_busy(synthesized):
     assert disruption["consolidationPolicy"] == "WhenEmpty"
     assert {"nodes": "0", "reasons": ["Drifted"]} in disruption["budgets"]
     assert "budgets" not in pools["cpu"]["spec"]["disruption"]  # CPU nodes may roll to new AMIs
+
+
+# ------------------------------------------------------------------ a tenant's first multi-node job
+
+def sample_worker(name: str, gpus: int, efa: int) -> dict:
+    """A worker written like the public training samples (AWS's FSDP and NCCL examples): only GPUs
+    and EFA interfaces, as limits; nothing about CPU or memory."""
+    limits = {"nvidia.com/gpu": str(gpus), **({"vpc.amazonaws.com/efa": str(efa)} if efa else {})}
+    return {"metadata": {"name": name}, "spec": {"containers": [{"name": "trainer", "resources": {"limits": limits}}]}}
+
+
+def _tenant_objects(synthesized, profile: str, tenant: str, kind: str) -> list[dict]:
+    return [b["manifest"] for b in resources(synthesized.stack(profile, "workloads"), "kubernetes_manifest").values()
+            if b["manifest"].get("kind") == kind and b["manifest"]["metadata"].get("namespace") == tenant]
+
+
+@pytest.mark.parametrize("profile", SHIPPED)
+def test_a_two_node_job_like_the_public_samples_is_admitted_without_an_oom_sized_limit(synthesized, profile):
+    from tests.admission import admit
+
+    config = synthesized.configs[profile]
+    group = max(config.cluster.gpu_node_groups, key=lambda g: (g.efa_enabled, g.catalog_entry.gpu_count))
+    entry = group.catalog_entry
+    efa = entry.max_efa_interfaces if group.efa_enabled else 0
+    for tenant in config.workloads.tenants:
+        workers = [sample_worker(f"worker-{i}", entry.gpu_count, efa) for i in range(2)]
+        admitted = admit(workers, limit_ranges=_tenant_objects(synthesized, profile, tenant.name, "LimitRange"),
+                         quotas=_tenant_objects(synthesized, profile, tenant.name, "ResourceQuota"))
+        assert admitted.refused is None, admitted.refused
+        for pod in admitted.pods:
+            limits = pod["spec"]["containers"][0]["resources"]["limits"]
+            assert "memory" not in limits and "cpu" not in limits, limits  # nothing the sample did not ask for
+        # A worker that asks for most of a node's CPUs, without a limit, is admitted too.
+        big = sample_worker("cpu-heavy", entry.gpu_count, efa)
+        big["spec"]["containers"][0]["resources"]["requests"] = {"cpu": str(entry.vcpus // 2)}
+        assert admit([big], limit_ranges=_tenant_objects(synthesized, profile, tenant.name, "LimitRange"),
+                     quotas=_tenant_objects(synthesized, profile, tenant.name, "ResourceQuota")).refused is None
+
+
+def test_the_admission_model_refuses_what_the_old_tenant_defaults_refused():
+    """The old defaults: quota 8 GPUs / 64 CPUs, and a LimitRange default limit of 2 CPU / 4Gi."""
+    from tests.admission import admit
+
+    old_range = {"spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
+                                      "default": {"cpu": "2", "memory": "4Gi"}}]}}
+    old_quota = {"metadata": {"name": "compute"},
+                 "spec": {"hard": {"requests.cpu": "64", "requests.memory": "256Gi", "requests.nvidia.com/gpu": "8"}}}
+    two_nodes = [sample_worker(f"worker-{i}", 8, 32) for i in range(2)]
+    refused = admit(two_nodes, limit_ranges=[old_range], quotas=[old_quota])
+    assert refused.refused is not None and "requests.nvidia.com/gpu 16 > 8" in refused.refused
+    assert refused.pods[0]["spec"]["containers"][0]["resources"]["limits"]["memory"] == "4Gi"  # OOM-sized
+    big = sample_worker("cpu-heavy", 8, 32)
+    big["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "96"}
+    assert "above its limit" in (admit([big], limit_ranges=[old_range], quotas=[]).refused or "")
+
+
+def test_tenant_gpu_quota_defaults_to_the_profiles_capacity():
+    from profiles import load_profile
+
+    config = load_profile("p5-training")
+    (group,) = config.cluster.gpu_node_groups
+    expected = group.max_size * 8 + (config.workloads.gpu_pool.gpu_limit if config.addons.karpenter.enabled else 0)
+    assert gpu_capacity(config) == expected >= 16
+    assert all(tenant_gpu_quota(config, t) == expected for t in config.workloads.tenants)
+
+
+def _mime_parts(document: str) -> dict[str, str]:
+    import email
+
+    message = email.message_from_string(document)
+    return {part.get_content_type(): part.get_payload() for part in message.walk() if not part.is_multipart()}
+
+
+WITH_KARPENTER_AND_GPU_GROUPS = [p for p in ALL if (c := load_profile(profile_source(p))).addons.karpenter.enabled
+                                 and c.cluster.gpu_node_groups]
+
+
+@pytest.mark.parametrize("profile", WITH_KARPENTER_AND_GPU_GROUPS)
+def test_karpenter_gpu_nodes_get_the_managed_groups_node_set_up(synthesized, profile):
+    import base64
+
+    templates = resources(synthesized.stack(profile, "cluster"), "aws_launch_template")
+    managed = [_mime_parts(base64.b64decode(t["user_data"]).decode()) for t in templates.values() if "user_data" in t]
+    assert managed, "no GPU launch template"
+    classes = {o["metadata"]["name"]: o for o in objects(synthesized, profile) if o["kind"] == "EC2NodeClass"}
+    pools = {o["metadata"]["name"]: o for o in objects(synthesized, profile) if o["kind"] == "NodePool"}
+    gpu_class = classes[pools["gpu"]["spec"]["template"]["spec"]["nodeClassRef"]["name"]]["spec"]
+    # As Terraform renders it: the JSON escapes the script's own ${VAR}s as $${VAR}.
+    karpenter = _mime_parts(gpu_class["userData"].replace("$${", "${").replace("%%{", "%{"))
+
+    def script(text: str) -> str:  # the LNet-over-EFA switch follows each group's EFA setting
+        return re.sub(r"^LUSTRE_OVER_EFA=[01]$", "LUSTRE_OVER_EFA=?", text, flags=re.MULTILINE)
+
+    for parts in managed:
+        assert script(karpenter["text/x-shellscript"]) == script(parts["text/x-shellscript"])  # one script
+        managed_config = yaml.safe_load(parts["application/node.eks.aws"])["spec"]
+        karpenter_config = yaml.safe_load(karpenter["application/node.eks.aws"])["spec"]
+        assert karpenter_config["featureGates"] == managed_config["featureGates"]  # FastImagePull
+    assert gpu_class["instanceStorePolicy"] == "RAID0"  # Karpenter's own instance-store RAID0
+    assert "userData" not in classes[pools["cpu"]["spec"]["template"]["spec"]["nodeClassRef"]["name"]]["spec"]
+
+
+def test_some_profiles_run_karpenter_beside_gpu_groups():
+    assert WITH_KARPENTER_AND_GPU_GROUPS

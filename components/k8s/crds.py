@@ -120,6 +120,8 @@ class Ec2NodeClassSpec(K8sModel):
     security_group_selector_terms: list[SelectorTerm]
     metadata_options: MetadataOptions
     block_device_mappings: list[BlockDeviceMapping]
+    instance_store_policy: Literal["RAID0"] | None = None
+    user_data: str | None = None
     tags: dict[str, str] | None = None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.expressions import template_text
 from components.k8s.crds import (
     BlockDeviceMapping,
     Budget,
@@ -25,9 +26,12 @@ from components.k8s.crds import (
     Taint,
 )
 from components.labels import GPU_TAINT_K8S, IMDS_HOP_LIMIT, NODE_POOL_LABEL, ROOT_DEVICE_NAME
+from components.user_data import gpu_node_mime
 from profiles.workloads import CpuPoolConfig, GpuPoolConfig
 
 NODE_CLASS = "default"
+# GPU nodes get their own class: the managed GPU groups' node set-up (components/user_data.py).
+GPU_NODE_CLASS = "gpu"
 
 
 CPU_POOL = "cpu"
@@ -48,17 +52,19 @@ class KarpenterPoolsProps:
     """The CPU pool's validated profile settings."""
     gpu: GpuPoolConfig
     """The GPU pool's validated profile settings."""
+    lustre_over_efa: bool = False
+    """The platform's FSx for Lustre file system is EFA-enabled: EFA nodes configure LNet over EFA."""
 
 
 def _pool(name: str, requirements: list[Requirement], *, taints: list[Taint] | None, expire_hours: int,
-          disruption: Disruption, limits: dict[str, str]) -> NodePool:
+          disruption: Disruption, limits: dict[str, str], node_class: str = NODE_CLASS) -> NodePool:
     """A NodePool whose nodes carry the label platform/node-pool=<name>."""
     return NodePool(
         metadata=ObjectMeta(name=name),
         spec=NodePoolSpec(
             template=NodeClaimTemplate(
                 metadata=NodeClaimTemplateMeta(labels={NODE_POOL_LABEL: name}),
-                spec=NodeClaimSpec(node_class_ref=NodeClassRef(name=NODE_CLASS), requirements=requirements,
+                spec=NodeClaimSpec(node_class_ref=NodeClassRef(name=node_class), requirements=requirements,
                                    taints=taints, expire_after=f"{expire_hours}h"),
             ),
             disruption=disruption,
@@ -67,9 +73,14 @@ def _pool(name: str, requirements: list[Requirement], *, taints: list[Taint] | N
     )
 
 
-def karpenter_objects(props: KarpenterPoolsProps) -> list[dict[str, Any]]:
-    node_class = Ec2NodeClass(
-        metadata=ObjectMeta(name=NODE_CLASS),
+def pool_limits(cpu: CpuPoolConfig, gpu: GpuPoolConfig) -> dict[str, dict[str, str]]:
+    """Each NodePool's limits as the workloads layer sets them (make resume puts them back)."""
+    return {CPU_POOL: {"cpu": str(cpu.cpu_limit)}, GPU_POOL: {"nvidia.com/gpu": str(gpu.gpu_limit)}}
+
+
+def _node_class(name: str, props: KarpenterPoolsProps, *, gpu: bool) -> Ec2NodeClass:
+    return Ec2NodeClass(
+        metadata=ObjectMeta(name=name),
         spec=Ec2NodeClassSpec(
             role=props.node_role_name,
             # Karpenter picks the NVIDIA variant of AL2023 for GPU instance types by itself.
@@ -79,9 +90,21 @@ def karpenter_objects(props: KarpenterPoolsProps) -> list[dict[str, Any]]:
             metadata_options=MetadataOptions(http_tokens="required", http_put_response_hop_limit=IMDS_HOP_LIMIT),
             block_device_mappings=[BlockDeviceMapping(
                 device_name=ROOT_DEVICE_NAME, ebs=Ebs(volume_size="200Gi", encrypted=True))],
+            # GPU nodes: the managed groups' set-up. Karpenter merges these nodeadm MIME parts with its
+            # own NodeConfig; it sets up the instance-store RAID0 itself (instanceStorePolicy; on
+            # types without instance store it does nothing), so the document leaves that part out.
+            instance_store_policy="RAID0" if gpu else None,
+            # Plain text in the Terraform JSON is a template: the script's own ${VAR}s stay shell.
+            user_data=template_text(gpu_node_mime(raid0_local_nvme=False, lustre_over_efa=props.lustre_over_efa))
+            if gpu else None,
             tags={"karpenter.sh/discovery": props.cluster_name},
         ),
     )
+
+
+def karpenter_objects(props: KarpenterPoolsProps) -> list[dict[str, Any]]:
+    node_class = _node_class(NODE_CLASS, props, gpu=False)
+    gpu_node_class = _node_class(GPU_NODE_CLASS, props, gpu=True)
     cpu = _pool(
         CPU_POOL,
         [
@@ -96,7 +119,7 @@ def karpenter_objects(props: KarpenterPoolsProps) -> list[dict[str, Any]]:
         disruption=Disruption(
             consolidation_policy="WhenEmptyOrUnderutilized", consolidate_after=f"{props.cpu.consolidate_after_minutes}m"
         ),
-        limits={"cpu": str(props.cpu.cpu_limit)},
+        limits=pool_limits(props.cpu, props.gpu)[CPU_POOL],
     )
     gpu = _pool(
         GPU_POOL,
@@ -115,6 +138,7 @@ def karpenter_objects(props: KarpenterPoolsProps) -> list[dict[str, Any]]:
             # while it runs work. Drifted nodes leave once empty, or at expireAfter.
             budgets=[Budget(nodes="0", reasons=["Drifted"])],
         ),
-        limits={"nvidia.com/gpu": str(props.gpu.gpu_limit)},
+        limits=pool_limits(props.cpu, props.gpu)[GPU_POOL],
+        node_class=GPU_NODE_CLASS,
     )
-    return [node_class.manifest(), cpu.manifest(), gpu.manifest()]
+    return [node_class.manifest(), gpu_node_class.manifest(), cpu.manifest(), gpu.manifest()]

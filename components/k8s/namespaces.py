@@ -94,13 +94,15 @@ def egress_to_pod_identity_agent() -> dict[str, Any]:
 
 
 def container_defaults(namespace: str) -> dict[str, Any]:
-    """A LimitRange giving every container that states nothing a request and a limit, so a
-    ResourceQuota on requests admits it (a quota rejects pods without requests)."""
+    """A LimitRange giving every container that states no CPU or memory request a small one, so a
+    ResourceQuota on requests admits it (a quota rejects pods without requests). No default
+    LIMIT: a training container written like the public samples (only GPUs and EFA set) would get
+    it and be OOM-killed loading its model, and one that requests more CPU than that limit without
+    a limit of its own would be refused (a request above its limit is invalid)."""
     return {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults", "namespace": namespace},
             "spec": {"limits": [{
                 "type": "Container",
                 "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
-                "default": {"cpu": "2", "memory": "4Gi"},
             }]}}
 
 

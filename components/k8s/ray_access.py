@@ -1,11 +1,13 @@
 """The paths between the KubeRay operator (ray-system) and the Ray clusters in tenant namespaces.
 
 The operator is a client of every RayCluster's head: RayJob status and job submission go to the
-dashboard on 8265 (ray-operator/controllers/ray/rayjob_controller.go reads the job through the
-head Service's dashboard URL), and RayService checks Serve on 8000. It reaches them through the
-head Service's ClusterIP, so its egress peer selects the head pods by the label the head Service
-selects on (`ray.io/node-type: head`): the VPC CNI's controller then adds that Service's ClusterIP
-(see tests/netpol.py). The tenant's side admits the operator on those ports, and only to heads.
+dashboard on 8265 (ray-operator/controllers/ray/rayjob_controller.go, through the head Service's
+dashboard URL), and RayService checks Serve on 8000 (rayservice_controller.go, at the head pod's
+IP). KubeRay 1.7 makes the head Service headless by default (service.go), so both reach the head
+pod's own IP; where a head Service has a ClusterIP, the egress peer's pod selector
+(`ray.io/node-type: head`, a label the head Service selects on) makes the VPC CNI's controller add
+that ClusterIP as well (see tests/netpol.py). The tenant's side admits the operator on those
+ports, and only to heads.
 """
 
 from __future__ import annotations

@@ -50,6 +50,8 @@ class TenantProps:
     """The shared volumes the tenant mounts."""
     dra_gpu_counts: tuple[int, ...]
     """One ResourceClaimTemplate per GPU count; empty: no DRA claim templates."""
+    gpu_quota: int
+    """The tenant's GPU quota (its setting, or the profile's whole GPU capacity)."""
     mlflow: bool = False
     """The platform runs MLflow: the tenant's pods may call it and find its URI in a ConfigMap."""
     kuberay: bool = False
@@ -102,8 +104,9 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
         # No separate API-server allow: HTTPS outside the node already reaches its endpoint.
         *namespace_objects(guard, api=None),
         {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": _meta("compute", ns), "spec": {"hard": {
-            "requests.cpu": cfg.cpu_quota, "requests.memory": cfg.memory_quota,
-            **gpu_quota(cfg.gpu_quota, dra=bool(props.dra_gpu_counts)),
+            **({"requests.cpu": cfg.cpu_quota} if cfg.cpu_quota is not None else {}),
+            **({"requests.memory": cfg.memory_quota} if cfg.memory_quota is not None else {}),
+            **gpu_quota(props.gpu_quota, dra=bool(props.dra_gpu_counts)),
             "persistentvolumeclaims": str(cfg.max_persistent_volume_claims),
         }}},
         # Defaults for containers that state nothing; GPU pods set their own requests and limits.

@@ -84,7 +84,7 @@ def run_cycle(stacks_dir: Path, profile: str, *, protected: bool, env: dict[str,
             if layer in INDEPENDENT:  # their destroys run at once: neither reads the other's state meanwhile
                 operator.report_what_is_left = lambda: None  # type: ignore[method-assign]
             operator.delete_data = True
-            operator.confirm_data = lambda question: question == "Delete this data of the storage layer?"
+            operator.confirm_data = lambda question: question.startswith("Delete this data of the ")
         phase("teardown", _together(independent, "destroy") + operators["cluster"].run("destroy", ["cluster"]))
         left = whole.deployed_layers()
         leaked = emulator.extensions
