@@ -44,8 +44,19 @@ class Strict(BaseModel):
 
 
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]
+def _known_region(region: str) -> str:
+    from profiles.aws_facts import regions
+
+    if region not in regions():
+        hint = did_you_mean(region, regions())
+        raise ValueError(f"{region!r} is not an AWS region{'; ' + hint if hint else ''} "
+                         f"(known: {', '.join(r for r in regions() if r.count('-') == 2 and '-iso' not in r)})")
+    return region
+
+
 Region = Annotated[
-    str, Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$", description="AWS region, e.g. us-east-1.")
+    str, Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$", description="AWS region, e.g. us-east-1."),
+    AfterValidator(_known_region),
 ]
 # Kubernetes label: optional DNS-subdomain prefix and a name of up to 63 characters; value up to 63.
 LabelKey = Annotated[

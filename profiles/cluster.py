@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from profiles.aws_facts import instance_types
 from profiles.base import (
     Cidr,
     FieldProblem,
@@ -119,6 +120,16 @@ class VpcConfig(Strict):
 class SystemNodeGroupConfig(Strict):
     instance_types: list[str] = Field(["m6i.xlarge"], min_length=1, description="Instance types for cluster services.")
     min_size: int = Field(2, ge=1)
+
+    @field_validator("instance_types")
+    @classmethod
+    def _known_types(cls, types: list[str]) -> list[str]:
+        known = instance_types()
+        for name in types:
+            if name not in known:
+                hint = did_you_mean(name, sorted(known))
+                raise ValueError(f"{name!r} is not an EC2 instance type{'; ' + hint if hint else ''}")
+        return types
     """Fewest system nodes."""
     desired_size: int = Field(2, ge=1)
     """System nodes to start with."""

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pydantic import Field, model_validator
 
 from profiles.addons import AddonsConfig
+from profiles.aws_facts import zones
 from profiles.base import FieldProblem, Name, Region, Strict, TagKey, TagValue, quantity_value, raise_all
 from profiles.build import BuildConfig
 from profiles.cluster import CapacityBlock, ClusterConfig
@@ -246,11 +247,14 @@ class PlatformConfig(Strict):
                                        "could ever be admitted", allowed=f"at least {words}, or unset")
 
     def _azs_in_region(self) -> Iterator[FieldProblem]:
+        # Zone names map to different physical zones in each account (the zone IDs do not); the
+        # recorded zones say which names a region has, not which of them an account can use.
+        known = zones(self.region)
         for index, zone in enumerate(self.cluster.vpc.availability_zones):
-            if not re.fullmatch(rf"{re.escape(self.region)}[a-z]", zone):
+            if not re.fullmatch(rf"{re.escape(self.region)}[a-z]", zone) or (known and zone not in known):
                 yield FieldProblem(
                     ("cluster", "vpc", "availability_zones", index),
                     zone,
                     f"not an availability zone of region {self.region}",
-                    allowed=f"{self.region}a, {self.region}b, ...",
+                    allowed=", ".join(known) if known else f"{self.region}a, {self.region}b, ...",
                 )

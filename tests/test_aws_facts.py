@@ -1,0 +1,34 @@
+"""The recorded AWS facts (profiles/aws_facts.json) match their sources as installed here, and
+profiles that name a region, zone or instance type that does not exist are refused."""
+
+from __future__ import annotations
+
+import json
+
+from profiles.aws_facts import FACTS
+from tests.test_profiles import assert_reported, mutated
+
+
+def test_the_recorded_facts_match_botocore_and_moto():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).parents[1] / "scripts" / "record_aws_facts.py"
+    spec = importlib.util.spec_from_file_location("record", script)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["record"] = module
+    spec.loader.exec_module(module)
+    recorded = json.loads(FACTS.read_text())
+    assert recorded == json.loads(json.dumps(module.collect())), "re-run scripts/record_aws_facts.py"
+    assert "us-west-2" in recorded["regions"] and "p5.48xlarge" in recorded["instance_types"]
+
+
+def test_names_that_do_not_exist_are_refused_with_what_exists():
+    assert_reported(mutated(region="us-west-3"), "region", ["'us-west-3'", "did you mean 'us-west-2'?", "eu-west-1"])
+    assert_reported(mutated(cluster__system_node_group__instance_types=["m6i.xlarg"]),
+                    "cluster.system_node_group.instance_types", ["'m6i.xlarg'", "did you mean 'm6i.xlarge'?"])
+    assert_reported(mutated(cluster__vpc__availability_zones=["us-west-2a", "us-west-2z"]),
+                    "cluster.vpc.availability_zones.1",
+                    ["'us-west-2z'", "us-west-2a, us-west-2b, us-west-2c, us-west-2d"])
