@@ -142,7 +142,7 @@ KUBERNETES_MINIMUMS: dict[str, dict[str, tuple[int, ...]]] = {
 # cluster.addon_versions entry, else to EKS's default version for the cluster's Kubernetes version
 # (read at plan time, so a new default shows in the plan instead of drifting in silently).
 ManagedAddonName = Literal["vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver",
-                           "aws-fsx-csi-driver", "aws-mountpoint-s3-csi-driver"]
+                           "aws-fsx-csi-driver", "aws-mountpoint-s3-csi-driver", "eks-node-monitoring-agent"]
 MANAGED_ADDON_MINIMUMS: dict[str, MinimumVersion] = {
     "aws-mountpoint-s3-csi-driver": MinimumVersion(
         version=(2, 8, 0), why="seed 001's Mountpoint for S3 CSI baseline (v2: pod-level credentials, caching)"),

@@ -27,6 +27,7 @@ from components.node_groups import (
     SystemNodeGroup,
     SystemNodeGroupProps,
 )
+from components.node_monitoring import AGENT_ADDON, AGENT_CONFIGURATION
 from components.s3 import DATA_BUCKETS, data_bucket_name
 from components.vpc_endpoints import InterfaceEndpoints, InterfaceEndpointsProps
 from profiles import PlatformConfig
@@ -166,6 +167,11 @@ class ClusterStack(LayerStack):
             self._managed_addon(control_plane.name, addon,
                                 identity=AddonIdentity(service_account=account, role_arn=role.arn),
                                 configuration=TOLERATE_ALL_TAINTS, depends_on=(depends_on, *role.attachments))
+        if self.config.cluster.gpu_node_groups:
+            # GPU faults become node conditions that the groups' auto-repair acts on
+            # (components/node_monitoring.py).
+            self._managed_addon(control_plane.name, AGENT_ADDON, configuration=AGENT_CONFIGURATION,
+                                depends_on=(depends_on,))
 
     def _managed_addon(self, cluster_name: str, addon: ManagedAddonName, *,
                        depends_on: tuple[ITerraformDependable, ...], identity: AddonIdentity | None = None,

@@ -235,6 +235,8 @@ def test_network_and_identity_addons_exist_before_nodes(synthesized, profile):
         "aws-ebs-csi-driver",
         "aws-fsx-csi-driver",
         "aws-mountpoint-s3-csi-driver",
+        # GPU profiles: GPU faults become node conditions (tests/test_gpu_faults.py)
+        *(["eks-node-monitoring-agent"] if synthesized.configs[profile].cluster.gpu_node_groups else []),
     }
     for group in resources(stack, "aws_eks_node_group").values():
         for early in ("vpc-cni", "eks-pod-identity-agent"):
@@ -328,7 +330,7 @@ def test_every_managed_addon_is_pinned_and_mountpoint_meets_its_floor(synthesize
     stack = cluster(synthesized, profile)
     defaults = resources(stack, "aws_eks_addon_version", section="data")
     addons = resources(stack, "aws_eks_addon").values()
-    assert len(addons) == 7
+    assert len(addons) == 7 + bool(synthesized.configs[profile].cluster.gpu_node_groups)
     for addon in addons:
         assert addon["addon_version"].startswith("${data.aws_eks_addon_version."), addon["addon_name"]
     for default in defaults.values():

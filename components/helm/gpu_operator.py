@@ -15,6 +15,7 @@ from pydantic import Field
 from components.helm.addon import AddonContext, HelmAddonSpec, installed_release
 from components.helm.common import GPU_TOLERATIONS, Placement, Toggle, Toleration
 from components.helm.release import Values
+from components.node_monitoring import DCGM_REMOTE_HOSTENGINE_ENV, HOST_ENGINE
 from profiles.addons import GpuOperatorConfig
 
 
@@ -25,6 +26,7 @@ class DeployCr(Values):
 class DcgmExporter(Values):
     enabled: bool = True
     service_monitor: Toggle
+    env: list[dict[str, str]] = Field(default_factory=list)
 
 
 class Daemonsets(Values):
@@ -34,6 +36,8 @@ class Daemonsets(Values):
 class GpuOperatorValues(Values):
     driver: Toggle = Toggle(enabled=False)
     toolkit: Toggle = Toggle(enabled=False)
+    # No standalone host engine of the operator's: the exporter uses the node monitoring agent's.
+    dcgm: Toggle = Toggle(enabled=False)
     device_plugin: Toggle
     dcgm_exporter: DcgmExporter
     gfd: Toggle = Toggle(enabled=True)
@@ -44,11 +48,14 @@ class GpuOperatorValues(Values):
     gpu_cluster: DeployCr | None = None
 
 
-def gpu_operator_values(*, dra: bool, service_monitor: bool) -> GpuOperatorValues:
+def gpu_operator_values(*, dra: bool, service_monitor: bool, shared_host_engine: bool) -> GpuOperatorValues:
+    # shared_host_engine: the node monitoring agent's nv-hostengine runs on every GPU node, and the
+    # exporter uses it instead of embedding a second one (components/node_monitoring.py).
+    env = [{"name": DCGM_REMOTE_HOSTENGINE_ENV, "value": HOST_ENGINE}] if shared_host_engine else []
     return GpuOperatorValues(
         # In DRA mode GPUs are allocated through claims, not the extended-resource device plugin.
         device_plugin=Toggle(enabled=not dra),
-        dcgm_exporter=DcgmExporter(service_monitor=Toggle(enabled=service_monitor)),
+        dcgm_exporter=DcgmExporter(service_monitor=Toggle(enabled=service_monitor), env=env),
         cluster_policy=DeployCr(deploy_cr=False) if dra else None,
         gpu_cluster=DeployCr(deploy_cr=True) if dra else None,
     )
@@ -63,7 +70,8 @@ class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
     privileged_because = "the device plugin, DCGM exporter and feature discovery run privileged to reach the GPUs"
 
     def values(self, ctx: AddonContext, settings: GpuOperatorConfig) -> GpuOperatorValues:
-        return gpu_operator_values(dra=settings.dra, service_monitor=ctx.config.addons.monitoring.enabled)
+        return gpu_operator_values(dra=settings.dra, service_monitor=ctx.config.addons.monitoring.enabled,
+                                   shared_host_engine=bool(ctx.config.cluster.gpu_node_groups))
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         # The DCGM ServiceMonitor needs the Prometheus operator's CRDs.

@@ -33,7 +33,12 @@ class KarpenterValues(Values):
 
 def karpenter_values(*, cluster_name: str, cluster_endpoint: str, queue_name: str, region: str) -> KarpenterValues:
     return KarpenterValues(
-        settings={"clusterName": cluster_name, "clusterEndpoint": cluster_endpoint, "interruptionQueue": queue_name},
+        settings={"clusterName": cluster_name, "clusterEndpoint": cluster_endpoint, "interruptionQueue": queue_name,
+                  # Replace nodes whose conditions (the EKS node monitoring agent's, e.g.
+                  # AcceleratedHardwareReady) stay unhealthy, as managed groups' auto-repair does.
+                  # An alpha gate (off in the chart's values): its behaviour may change between
+                  # Karpenter minors; read the release notes before moving the pin.
+                  "featureGates": {"nodeRepair": True}},
         controller=KarpenterController(env=[{"name": "AWS_REGION", "value": region}]),
     )
 

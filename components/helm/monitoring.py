@@ -15,6 +15,7 @@ from components.helm.common import Placement
 from components.helm.release import SensitiveValue, Values
 from components.k8s.namespaces import MONITORING_NAMESPACE
 from components.labels import SYSTEM_NODES
+from components.node_monitoring import CRITICAL_XIDS
 from profiles import PlatformConfig
 from profiles.addons import MonitoringConfig
 
@@ -31,8 +32,22 @@ GPU_RULES: dict[str, Any] = {
                     "expr": "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)",
                 },
                 {
+                    # The XIDs the EKS node monitoring agent treats as fatal (its node condition makes
+                    # EKS repair the node): the same list, so the page and the repair agree.
+                    "alert": "GpuCriticalXid",
+                    "expr": " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in CRITICAL_XIDS),
+                    "for": "0m",
+                    "labels": {"severity": "critical"},
+                    "annotations": {
+                        "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported fatal XID {{ $value }}",
+                        "description": "The node monitoring agent marks the node unhealthy for this XID and EKS "
+                        "repairs it (reboot or replace) after its wait: move or checkpoint jobs on it now.",
+                    },
+                },
+                {
                     "alert": "GpuXidCodeReported",
-                    "expr": "DCGM_FI_DEV_XID_ERRORS != 0",
+                    "expr": "DCGM_FI_DEV_XID_ERRORS != 0 unless ("
+                    + " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in CRITICAL_XIDS) + ")",
                     "for": "1m",
                     "labels": {"severity": "warning"},
                     "annotations": {

@@ -1,0 +1,103 @@
+"""A GPU failing is detected, alerted and repaired: the EKS node monitoring agent on every profile
+with GPU nodes, one DCGM host engine per GPU node (the agent's, shared with the GPU Operator's
+exporter), the alert's fatal XIDs equal to the agent's, and Karpenter's node repair on."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from components.node_monitoring import AGENT_ADDON, CRITICAL_XIDS, DCGM_INSTANCE_TYPES, HOST_ENGINE
+from profiles import load_profile
+from profiles.catalog import CATALOG
+from tests.cases import FIXTURES, SHIPPED, profile_source
+from tests.synth_helpers import resources
+
+ALL = SHIPPED + FIXTURES
+CONFIGS = {name: load_profile(profile_source(name)) for name in ALL}
+WITH_GPU_OPERATOR = [p for p, c in CONFIGS.items() if c.cluster.gpu_node_groups and c.addons.gpu_operator.enabled]
+WITH_KARPENTER = [p for p, c in CONFIGS.items() if c.addons.karpenter.enabled]
+
+
+def addons(synthesized, profile: str) -> dict[str, dict]:
+    return {b["addon_name"]: b for b in resources(synthesized.stack(profile, "cluster"), "aws_eks_addon").values()}
+
+
+def helm_values(synthesized, profile: str, release: str) -> dict:
+    import yaml
+
+    (body,) = [b for b in resources(synthesized.stack(profile, "addons"), "helm_release").values()
+               if b["name"] == release]
+    merged: dict = {}
+    for document in body.get("values", []):
+        merged.update(yaml.safe_load(document) or {})
+    return merged
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_every_profile_with_gpu_nodes_runs_the_node_monitoring_agent_on_them(synthesized, profile):
+    config = synthesized.configs[profile]
+    installed = addons(synthesized, profile)
+    if not config.cluster.gpu_node_groups:
+        assert AGENT_ADDON not in installed
+        return
+    agent = installed[AGENT_ADDON]
+    configuration = json.loads(agent["configuration_values"])
+    # Its host engine must land on tainted GPU nodes (the agent's own pods tolerate everything).
+    assert {"operator": "Exists"} in configuration["dcgmAgent"]["tolerations"]
+    for group in config.cluster.gpu_node_groups:
+        assert group.instance_type in DCGM_INSTANCE_TYPES, f"the agent runs no host engine on {group.instance_type}"
+
+
+def test_the_agents_host_engine_runs_on_every_catalog_gpu_type():
+    assert set(CATALOG) <= DCGM_INSTANCE_TYPES
+
+
+def host_engines(values: dict, *, agent_on_node: bool) -> int:
+    """nv-hostengine processes on one GPU node, as GPU Operator v26.7.0's TransformDCGMExporter
+    decides: a standalone `nvidia-dcgm` when dcgm.enabled; else the exporter embeds its own
+    unless DCGM_REMOTE_HOSTENGINE_INFO names a remote one; plus the agent's dcgm-server."""
+    standalone = bool(values.get("dcgm", {}).get("enabled", False))
+    exporter = values.get("dcgmExporter", {})
+    remote = any(e["name"] == "DCGM_REMOTE_HOSTENGINE_INFO" for e in exporter.get("env", []))
+    embedded = exporter.get("enabled", True) and not standalone and not remote
+    return int(standalone) + int(embedded) + int(agent_on_node)
+
+
+def test_the_host_engine_model_counts_two_for_the_operators_defaults():
+    assert host_engines({}, agent_on_node=True) == 2  # why the platform sets the exporter's remote engine
+
+
+@pytest.mark.parametrize("profile", WITH_GPU_OPERATOR)
+def test_each_gpu_node_has_exactly_one_dcgm_host_engine(synthesized, profile):
+    values = helm_values(synthesized, profile, "gpu-operator")
+    assert host_engines(values, agent_on_node=True) == 1
+    assert {"name": "DCGM_REMOTE_HOSTENGINE_INFO", "value": HOST_ENGINE} in values["dcgmExporter"]["env"]
+
+
+def _codes(expr: str) -> list[int]:
+    return [int(code) for code in re.findall(r"DCGM_FI_DEV_XID_ERRORS == (\d+)", expr)]
+
+
+def test_the_fatal_xid_alert_pages_for_exactly_the_agents_fatal_xids():
+    from components.helm.monitoring import GPU_RULES
+
+    rules = {r.get("alert"): r for group in GPU_RULES["groups"] for r in group["rules"] if "alert" in r}
+    critical = rules["GpuCriticalXid"]
+    assert critical["labels"]["severity"] == "critical"
+    assert sorted(_codes(critical["expr"])) == sorted(CRITICAL_XIDS)
+    assert 79 in CRITICAL_XIDS and 48 in CRITICAL_XIDS  # fallen off the bus; double-bit ECC
+    # Every other XID still warns.
+    assert "unless" in rules["GpuXidCodeReported"]["expr"] and sorted(_codes(rules["GpuXidCodeReported"]["expr"])) == \
+        sorted(CRITICAL_XIDS)
+
+
+@pytest.mark.parametrize("profile", WITH_KARPENTER)
+def test_karpenter_replaces_nodes_with_unhealthy_conditions(synthesized, profile):
+    assert helm_values(synthesized, profile, "karpenter")["settings"]["featureGates"] == {"nodeRepair": True}
+
+
+def test_the_profile_lists_are_not_empty():
+    assert WITH_GPU_OPERATOR and WITH_KARPENTER
