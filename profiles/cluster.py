@@ -120,6 +120,12 @@ class VpcConfig(Strict):
 class SystemNodeGroupConfig(Strict):
     instance_types: list[str] = Field(["m6i.xlarge"], min_length=1, description="Instance types for cluster services.")
     min_size: int = Field(2, ge=1)
+    """Fewest system nodes."""
+    desired_size: int = Field(2, ge=1)
+    """System nodes to start with."""
+    max_size: int = Field(4, ge=1)
+    """Most system nodes."""
+    disk_size_gib: int = Field(100, ge=20, le=16384, description="Encrypted gp3 root volume.")
 
     @field_validator("instance_types")
     @classmethod
@@ -130,12 +136,6 @@ class SystemNodeGroupConfig(Strict):
                 hint = did_you_mean(name, sorted(known))
                 raise ValueError(f"{name!r} is not an EC2 instance type{'; ' + hint if hint else ''}")
         return types
-    """Fewest system nodes."""
-    desired_size: int = Field(2, ge=1)
-    """System nodes to start with."""
-    max_size: int = Field(4, ge=1)
-    """Most system nodes."""
-    disk_size_gib: int = Field(100, ge=20, le=16384, description="Encrypted gp3 root volume.")
 
     @model_validator(mode="after")
     def _sizes(self) -> SystemNodeGroupConfig:
@@ -308,7 +308,7 @@ class ClusterConfig(Strict):
     endpoint_public_access: bool = Field(
         False,
         description="Open the public API endpoint to endpoint_public_access_cidrs. Default: off; the API is "
-        "reachable only from inside the VPC (VPN, SSM port forwarding or a bastion; see the README). "
+        "reachable only from inside the VPC (VPN, SSM port forwarding or a bastion; see docs/operations.md). "
         "The private endpoint is always on.",
     )
     endpoint_public_access_cidrs: list[Cidr] = Field(
