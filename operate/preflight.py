@@ -75,7 +75,7 @@ def state_bucket_problems(config: PlatformConfig, aws: str = "aws",
                              capture_output=True, text=True, env=env)
     if checked.returncode != 0:
         return [f"the state bucket s3://{bucket} ({region}) cannot be used: {checked.stderr.strip() or 'not found'}. "
-                "Create it as the README's State section shows, or fix state.bucket / state.region."]
+                "Create it as docs/operations.md (State) shows, or fix state.bucket / state.region."]
     return []
 
 

@@ -75,4 +75,4 @@ def local_state_warnings(config: PlatformConfig) -> list[str]:
     return [f"warning: the addons layer's state will hold {held} in plain text in "
             f"state/{config.name}/addons.tfstate (local backend, owner-only), and so does its saved plan "
             f"(cdktf.out/{config.name}/stacks/addons/tfplan) until the apply deletes it. For anything shared, set "
-            "state.bucket (an encrypted, versioned S3 bucket; see the README's State section)."]
+            "state.bucket (an encrypted, versioned S3 bucket; see the State section of docs/operations.md)."]

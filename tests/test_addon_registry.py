@@ -1,5 +1,5 @@
 """The add-on registry drives the addons layer: each add-on is one module, one registry line, one
-profile field and one chart pin, and the README's recipe names the files that really hold them."""
+profile field and one chart pin, and the maintainer's guide's recipe names the files that really hold them."""
 
 from __future__ import annotations
 
@@ -52,9 +52,9 @@ def test_the_registry_decides_what_the_addons_layer_installs(synthesized, profil
         assert (body["repository"], body["chart"], body["version"]) == (chart.repository, chart.chart, chart.version)
 
 
-def test_the_readme_recipe_names_real_files():
-    readme = (ROOT / "README.md").read_text()
-    recipe = readme.split("### Adding an add-on", 1)[1].split("\n## ", 1)[0]
+def test_the_contributing_recipe_names_real_files():
+    guide = (ROOT / "docs" / "contributing.md").read_text()
+    recipe = guide.split("### Adding an add-on", 1)[1].split("\n### ", 1)[0]
     named = set(re.findall(r"`((?:components|profiles)/[\w/]+\.py)`", recipe))
     assert {"components/helm/registry.py", "profiles/addons.py", "profiles/versions.py"} <= named
     assert all((ROOT / path).is_file() for path in named), named

@@ -88,3 +88,17 @@ def test_every_make_target_the_docs_name_exists():
     for doc in DOCS:
         named |= set(re.findall(r"`make ([a-z-]+)", doc.read_text()))
     assert named <= targets, named - targets
+
+
+def test_links_between_the_docs_resolve():
+    for doc in DOCS:
+        for target in re.findall(r"\]\(((?!https?://)[^)#]+)(?:#[^)]*)?\)", doc.read_text()):
+            assert (doc.parent / target).exists(), f"{doc.relative_to(ROOT)} links to a missing {target}"
+
+
+def test_the_readme_is_the_newcomers_page():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 200
+    for section in ("## Two commands", "## Before you deploy", "## Profiles", "## Deploy, verify, tear down",
+                    "## Troubleshooting", "## Where to read more"):
+        assert section in readme

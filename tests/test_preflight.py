@@ -94,6 +94,7 @@ def fake_aws(tmp_path: Path, exit_code: int) -> str:
 def test_a_missing_state_bucket_stops_the_deploy(tmp_path):
     config = load_profile(str(FIXTURE_PROFILES / "s3-state.yaml"))
     (problem,) = state_bucket_problems(config, fake_aws(tmp_path, 254))
-    assert f"s3://{config.state.bucket}" in problem and "Not Found" in problem and "State section" in problem
+    assert f"s3://{config.state.bucket}" in problem and "Not Found" in problem
+    assert "docs/operations.md (State)" in problem
     assert state_bucket_problems(config, fake_aws(tmp_path, 0)) == []
     assert state_bucket_problems(load_profile("g6-validation"), "no-such-aws") == []  # local state: nothing to check

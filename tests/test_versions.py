@@ -1,6 +1,6 @@
 """Pins and compatibility: the default Kubernetes version is current and supported by every pinned
 component, the EFA guard reads the plugin's version, overrides are checked against the same
-tables, and the README lists what is pinned."""
+tables, and docs/versions.md lists what is pinned."""
 
 from __future__ import annotations
 
@@ -79,9 +79,8 @@ def test_the_reservation_interruption_rule_follows_karpenters_version(synthesize
     assert "EC2 Capacity Reservation Instance Interruption Warning" in kinds
 
 
-def test_the_readme_lists_every_pin():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Versions", 1)[1].split("\n## ", 1)[0]
+def test_the_versions_page_lists_every_pin():
+    section = (ROOT / "docs" / "versions.md").read_text()
     for chart in CHARTS.values():
         assert f"| `{chart.chart}` | {chart.version} |" in section, chart.chart
         assert chart.app_version.removeprefix("v") in section, chart.chart
