@@ -53,6 +53,20 @@ $(CHECKOV): $(UV) tools/checkov.lock
 	VIRTUAL_ENV=$(TOOLS)/checkov $(UV) pip sync --quiet --require-hashes tools/checkov.lock
 	touch $@
 
+# promtool unit-tests the alert rules. Debian's prometheus package ships it: the package is only
+# downloaded and unpacked here (no service is installed), and only promtool is kept.
+PROMETHEUS_DEB := 2.42.0+ds-5+deb12u1
+PROMTOOL := $(TOOLS)/bin/promtool
+$(PROMTOOL):
+	mkdir -p $(TOOLS)/prometheus-deb $(TOOLS)/bin
+	cd $(TOOLS)/prometheus-deb && (apt-get download prometheus=$(PROMETHEUS_DEB) 2>/dev/null \
+		|| (echo "prometheus $(PROMETHEUS_DEB) is gone from the mirror: taking Debian's current one" >&2; \
+		    apt-get download prometheus))
+	dpkg-deb -x $$(ls $(TOOLS)/prometheus-deb/prometheus_*.deb | head -1) $(TOOLS)/prometheus-deb/x
+	cp $(TOOLS)/prometheus-deb/x/usr/bin/promtool $@
+	rm -rf $(TOOLS)/prometheus-deb
+	$@ --version | head -1
+
 profiles: $(STAMP)  ## list the shipped profiles (GPU type and count, nodes, EFA interfaces)
 	$(PY) main.py profiles
 
@@ -105,7 +119,7 @@ lint: $(DEV_STAMP)  ## ruff and mypy --strict
 
 # The emulated deploy cycles run in background processes from the start of the session (see
 # tests/test_emulated_deploy.py); --durations shows the ten slowest tests.
-test: lint $(CHECKOV)  ## the whole test suite, as CI runs it
+test: lint $(CHECKOV) $(PROMTOOL)  ## the whole test suite, as CI runs it
 	$(PY) -m pytest --durations=10 $(PYTEST_ARGS)
 
 # The one-minute inner loop: ruff, then the fast tests (profiles, synthesis assertions, snapshots,
