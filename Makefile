@@ -111,10 +111,12 @@ provider-mirror:  ## make an offline mirror of hashicorp/aws (needs the registry
 		> .tools/mirror-source/main.tf
 	terraform -chdir=.tools/mirror-source providers mirror -platform=linux_amd64 $(MIRROR)
 
-# The lint and type gate: ruff and mypy --strict with the rules in pyproject.toml, zero findings.
+# The lint and type gate: ruff's rules and format, and mypy --strict with the settings in
+# pyproject.toml, zero findings.
 # mypy reads the provider bindings' types (about a minute on a cold cache, seconds after).
-lint: $(DEV_STAMP)  ## ruff and mypy --strict
+lint: $(DEV_STAMP)  ## ruff (rules and format) and mypy --strict
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
 # The emulated deploy cycles run in background processes from the start of the session (see
@@ -130,6 +132,7 @@ CHECK_TESTS := profiles loader naming schema architecture snapshots addon_regist
 	storage_build mlflow
 check: $(DEV_STAMP)  ## the one-minute inner loop (ruff and the fast tests on the default profile)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	GPU_PLATFORM_QUICK_CHECK=1 $(PY) -m pytest -q -p no:cacheprovider -m "not emulator" \
 		$(foreach t,$(CHECK_TESTS),tests/test_$(t).py)
 

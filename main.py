@@ -48,46 +48,78 @@ MANIFESTS_WRITTEN = ".written-by-manifests"
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="main.py", description=(__doc__ or "").split("\n\n")[0],
+        prog="main.py",
+        description=(__doc__ or "").split("\n\n")[0],
         epilog="Run with no arguments (it then synthesizes), as `cdktf synth` and `cdktf deploy <layer>` do: "
-               "the profile comes from $PROFILE and the stacks go to $CDKTF_OUTDIR (default cdktf.out).")
+        "the profile comes from $PROFILE and the stacks go to $CDKTF_OUTDIR (default cdktf.out).",
+    )
     # Every command but `schema` works on one profile.
     with_profile = argparse.ArgumentParser(add_help=False)
-    with_profile.add_argument("--profile", default=os.environ.get("PROFILE") or DEFAULT_PROFILE,
-                              help=f"a shipped profile ({', '.join(available_profiles())}; see `main.py profiles`) "
-                                   "or the path of your own YAML file (default: $PROFILE, else %(default)s)")
-    with_profile.add_argument("--outdir", default=None,
-                              help="output folder (default: cdktf.out/<profile name>/, per command below it)")
+    with_profile.add_argument(
+        "--profile",
+        default=os.environ.get("PROFILE") or DEFAULT_PROFILE,
+        help=f"a shipped profile ({', '.join(available_profiles())}; see `main.py profiles`) "
+        "or the path of your own YAML file (default: $PROFILE, else %(default)s)",
+    )
+    with_profile.add_argument(
+        "--outdir", default=None, help="output folder (default: cdktf.out/<profile name>/, per command below it)"
+    )
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("synth", parents=[with_profile], help="synthesize all layers of a profile")
     commands.add_parser("schema", help="write the profile JSON schema for editor completion")
     commands.add_parser("profiles", help="list the shipped profiles: GPU type and count, nodes, EFA interfaces")
     new_profile = commands.add_parser("new-profile", help="copy a shipped profile to PATH, ready to edit")
     new_profile.add_argument("path", help="where to write it (a .yaml file that does not exist yet)")
-    new_profile.add_argument("--from", dest="source", default=DEFAULT_PROFILE, choices=available_profiles(),
-                             help="the shipped profile to start from (default: %(default)s)")
-    for name, help_ in (("manifests", "write the validation workloads as plain YAML"),
-                        ("verify", "run the validation workloads on the live cluster (kubectl)")):
+    new_profile.add_argument(
+        "--from",
+        dest="source",
+        default=DEFAULT_PROFILE,
+        choices=available_profiles(),
+        help="the shipped profile to start from (default: %(default)s)",
+    )
+    for name, help_ in (
+        ("manifests", "write the validation workloads as plain YAML"),
+        ("verify", "run the validation workloads on the live cluster (kubectl)"),
+    ):
         sub = commands.add_parser(name, parents=[with_profile], help=help_)
-        sub.add_argument("--image", default=os.environ.get("IMAGE") or None,
-                         help="reference image for the container test (build layer's repository_urls output + tag)")
-        sub.add_argument("--nccl-image", default=os.environ.get("NCCL_IMAGE") or None,
-                         help="image for the NCCL all-reduce (default: the build layer's nccl-tests image when built, "
-                              "else the pinned public one)")
+        sub.add_argument(
+            "--image",
+            default=os.environ.get("IMAGE") or None,
+            help="reference image for the container test (build layer's repository_urls output + tag)",
+        )
+        sub.add_argument(
+            "--nccl-image",
+            default=os.environ.get("NCCL_IMAGE") or None,
+            help="image for the NCCL all-reduce (default: the build layer's nccl-tests image when built, "
+            "else the pinned public one)",
+        )
     commands.add_parser("hcl", parents=[with_profile], help="write the stacks as HCL (cdk.tf) for teams leaving cdktf")
-    for name, help_ in (("pause", "stop every node (GPU and system) and keep the data, the state and the cluster"),
-                        ("resume", "scale the node groups back to the profile's sizes after a pause")):
+    for name, help_ in (
+        ("pause", "stop every node (GPU and system) and keep the data, the state and the cluster"),
+        ("resume", "scale the node groups back to the profile's sizes after a pause"),
+    ):
         sub = commands.add_parser(name, parents=[with_profile], help=help_)
-        sub.add_argument("--yes", action="store_true", default=os.environ.get("AUTO_APPROVE", "") in ("1", "true"),
-                         help="do it without asking (AUTO_APPROVE=1 through make)")
+        sub.add_argument(
+            "--yes",
+            action="store_true",
+            default=os.environ.get("AUTO_APPROVE", "") in ("1", "true"),
+            help="do it without asking (AUTO_APPROVE=1 through make)",
+        )
     commands.add_parser("outputs", parents=[with_profile], help="print the deployed layers' outputs")
-    validate = commands.add_parser("validate", parents=[with_profile],
-                                   help="terraform validate every layer with its real providers (needs the registry "
-                                        "or a mirror of every provider; no AWS access)")
-    validate.add_argument("--layer", default=os.environ.get("LAYER") or "all",
-                          choices=["all", "aws", "cluster", "storage", "build", "addons", "workloads"])
-    diagram = commands.add_parser("diagram", parents=[with_profile],
-                                  help="synthesize, then print the layers as a Mermaid diagram")
+    validate = commands.add_parser(
+        "validate",
+        parents=[with_profile],
+        help="terraform validate every layer with its real providers (needs the registry "
+        "or a mirror of every provider; no AWS access)",
+    )
+    validate.add_argument(
+        "--layer",
+        default=os.environ.get("LAYER") or "all",
+        choices=["all", "aws", "cluster", "storage", "build", "addons", "workloads"],
+    )
+    diagram = commands.add_parser(
+        "diagram", parents=[with_profile], help="synthesize, then print the layers as a Mermaid diagram"
+    )
     diagram.add_argument("--readme", action="store_true", help="write it into README.md's layers diagram instead")
     for name, help_ in (
         ("plan", "terraform plan the layers in dependency order and show the plans"),
@@ -95,15 +127,25 @@ def build_parser() -> argparse.ArgumentParser:
         ("destroy", "clean up controller-made resources, then show, confirm and destroy in reverse order"),
     ):
         sub = commands.add_parser(name, parents=[with_profile], help=help_)
-        sub.add_argument("--layer", default=os.environ.get("LAYER") or "all",
-                         choices=["all", "aws", "cluster", "storage", "build", "addons", "workloads"],
-                         help="all layers (default), aws (cluster, storage, build) or one layer")
-        sub.add_argument("--yes", action="store_true", default=os.environ.get("AUTO_APPROVE", "") in ("1", "true"),
-                         help="apply without asking (AUTO_APPROVE=1 does the same through make)")
+        sub.add_argument(
+            "--layer",
+            default=os.environ.get("LAYER") or "all",
+            choices=["all", "aws", "cluster", "storage", "build", "addons", "workloads"],
+            help="all layers (default), aws (cluster, storage, build) or one layer",
+        )
+        sub.add_argument(
+            "--yes",
+            action="store_true",
+            default=os.environ.get("AUTO_APPROVE", "") in ("1", "true"),
+            help="apply without asking (AUTO_APPROVE=1 does the same through make)",
+        )
         if name == "destroy":
-            sub.add_argument("--delete-data", action="store_true",
-                             help="full teardown: also delete the protected data (buckets, file system, database); "
-                                  "asks you to type the profile name (make destroy DELETE_DATA=1)")
+            sub.add_argument(
+                "--delete-data",
+                action="store_true",
+                help="full teardown: also delete the protected data (buckets, file system, database); "
+                "asks you to type the profile name (make destroy DELETE_DATA=1)",
+            )
     return parser
 
 
@@ -150,17 +192,27 @@ def claim_state(config: PlatformConfig, profile: str, command: str) -> str | Non
         return None
     from operate.cluster_access import run_aws
 
-    return claim_s3(config.state.bucket, config.state.key_prefix, config.state.region or config.region,
-                    config.name, identity, aws=run_aws)
+    return claim_s3(
+        config.state.bucket,
+        config.state.key_prefix,
+        config.state.region or config.region,
+        config.name,
+        identity,
+        aws=run_aws,
+    )
 
 
 def list_profiles() -> int:
     for name in available_profiles():
         config = load_profile(name)
-        groups = ", ".join(
-            f"{g.max_size} x {g.instance_type} ({g.catalog_entry.gpu_count} x {g.catalog_entry.gpu_model}, "
-            f"{g.catalog_entry.max_efa_interfaces if g.efa_enabled else 0} EFA)"
-            for g in config.cluster.gpu_node_groups) or "no GPU node group"
+        groups = (
+            ", ".join(
+                f"{g.max_size} x {g.instance_type} ({g.catalog_entry.gpu_count} x {g.catalog_entry.gpu_model}, "
+                f"{g.catalog_entry.max_efa_interfaces if g.efa_enabled else 0} EFA)"
+                for g in config.cluster.gpu_node_groups
+            )
+            or "no GPU node group"
+        )
         print(f"{name:16} {config.region:12} {groups}")
     return 0
 
@@ -173,8 +225,13 @@ def copy_profile(source: str, target: Path) -> int:
         return EXIT_USER_ERROR
     schema = os.path.relpath(SCHEMA_PATH, target.resolve().parent)
     text = resolve(source).read_text()
-    text = re.sub(r"^# yaml-language-server: \$schema=.*$", f"# yaml-language-server: $schema={schema}", text,
-                  count=1, flags=re.MULTILINE)
+    text = re.sub(
+        r"^# yaml-language-server: \$schema=.*$",
+        f"# yaml-language-server: $schema={schema}",
+        text,
+        count=1,
+        flags=re.MULTILINE,
+    )
     text = re.sub(r"^name: .*$", f"name: {target.stem}", text, count=1, flags=re.MULTILINE)
     text = re.sub(rf"^(\s+profile: ){re.escape(source)}$", rf"\g<1>{target.stem}", text, count=1, flags=re.MULTILINE)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -248,8 +305,9 @@ def command_hcl(config: PlatformConfig, args: argparse.Namespace) -> int:
         path = outdir / "stacks" / layer / "cdk.tf"
         path.write_text(repair_cdktf_hcl(path.read_text()))
     if shutil.which("terraform"):  # cdktf writes HCL unindented; fmt also parses every file
-        formatted = subprocess.run(["terraform", "fmt", "-recursive", "-no-color", str(outdir / "stacks")],
-                                   capture_output=True, text=True)
+        formatted = subprocess.run(
+            ["terraform", "fmt", "-recursive", "-no-color", str(outdir / "stacks")], capture_output=True, text=True
+        )
         if formatted.returncode != 0:
             print(f"the HCL export is not valid HCL (terraform fmt):\n{formatted.stderr}", file=sys.stderr)
             return 1
@@ -270,15 +328,22 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
         return EXIT_USER_ERROR
     interactive = sys.stdin.isatty()
     if args.command != "plan" and not args.yes and not interactive:
-        print(f"refusing to {args.command} without confirmation: there is no terminal to ask on. Review the plan "
-              f"(make plan), then approve with --yes (make {args.command} AUTO_APPROVE=1).", file=sys.stderr)
+        print(
+            f"refusing to {args.command} without confirmation: there is no terminal to ask on. Review the plan "
+            f"(make plan), then approve with --yes (make {args.command} AUTO_APPROVE=1).",
+            file=sys.stderr,
+        )
         return EXIT_USER_ERROR
     outdir = Path(args.outdir)
     synthesize_profile(config, outdir)
     delete_data = getattr(args, "delete_data", False)
-    operator = Operator(outdir / "stacks", env=provider_env(outdir),
-                        confirm=lambda question: args.yes or ask(question), delete_data=delete_data,
-                        confirm_data=lambda question: args.yes or ask_for_name(question, config.name))
+    operator = Operator(
+        outdir / "stacks",
+        env=provider_env(outdir),
+        confirm=lambda question: args.yes or ask(question),
+        delete_data=delete_data,
+        confirm_data=lambda question: args.yes or ask_for_name(question, config.name),
+    )
     operator.cleanup = lambda layer: cleanup_profile_cluster(config, operator, outdir / "kubeconfig", layer)
     operator.preflight = deploy_preflight(config, operator)
     try:
@@ -308,10 +373,13 @@ def profile_kubectl(config: PlatformConfig, operator: Operator, kubeconfig: Path
     except StateUnreadable as error:
         raise ClusterAccessError(str(error)) from error
     if "endpoint" not in outputs:
-        raise ClusterAccessError("the cluster layer has no outputs (not deployed, or its state is elsewhere): "
-                                 "cannot tell which cluster to act on")
-    target = ClusterTarget(name=outputs["cluster_name"]["value"], region=config.region,
-                           endpoint=outputs["endpoint"]["value"])
+        raise ClusterAccessError(
+            "the cluster layer has no outputs (not deployed, or its state is elsewhere): "
+            "cannot tell which cluster to act on"
+        )
+    target = ClusterTarget(
+        name=outputs["cluster_name"]["value"], region=config.region, endpoint=outputs["endpoint"]["value"]
+    )
     if target.name != config.name:
         raise ClusterAccessError(f"the cluster layer's state is for cluster {target.name}, not {config.name}")
     return bind_kubectl(target, kubeconfig)
@@ -346,8 +414,9 @@ def command_outputs(config: PlatformConfig, args: argparse.Namespace) -> int:
 
     stacks = Path(args.outdir) / "stacks"
     if not stacks.is_dir():
-        print(f"nothing synthesized for {config.name} in {stacks}: run make synth or make deploy first",
-              file=sys.stderr)
+        print(
+            f"nothing synthesized for {config.name} in {stacks}: run make synth or make deploy first", file=sys.stderr
+        )
         return EXIT_USER_ERROR
     operator = Operator(stacks, env=provider_env(Path(args.outdir)), log=lambda _: None)
     printed = 0
@@ -361,9 +430,12 @@ def command_outputs(config: PlatformConfig, args: argparse.Namespace) -> int:
             print(line)
         printed += len(lines)
     if not printed:
-        print(f"nothing is deployed for profile {config.name}: no layer has outputs in its state "
-              f"({'s3://' + config.state.bucket if config.state.bucket else STATE_ROOT / config.name}). "
-              "Deploy first: make deploy", file=sys.stderr)
+        print(
+            f"nothing is deployed for profile {config.name}: no layer has outputs in its state "
+            f"({'s3://' + config.state.bucket if config.state.bucket else STATE_ROOT / config.name}). "
+            "Deploy first: make deploy",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -375,8 +447,12 @@ def command_manifests(config: PlatformConfig, args: argparse.Namespace) -> int:
     outdir = Path(args.outdir)
     deployed = (outdir / "stacks" / "build").is_dir()  # synthesized before: the build layer may have run
     operator = Operator(outdir / "stacks", env=provider_env(outdir), log=lambda _: None) if deployed else None
-    return write_manifests(config, outdir / "manifests" if outdir == OUTPUT_ROOT / config.name else outdir,
-                           image=args.image, nccl_image=nccl_test_image(config, operator, args.nccl_image))
+    return write_manifests(
+        config,
+        outdir / "manifests" if outdir == OUTPUT_ROOT / config.name else outdir,
+        image=args.image,
+        nccl_image=nccl_test_image(config, operator, args.nccl_image),
+    )
 
 
 def command_verify(config: PlatformConfig, args: argparse.Namespace) -> int:
@@ -392,8 +468,9 @@ def command_verify(config: PlatformConfig, args: argparse.Namespace) -> int:
     except ClusterAccessError as error:
         print(f"verify cannot run: {error}", file=sys.stderr)
         return 1
-    return verify(config, image=args.image, kubectl=kubectl,
-                  nccl_image=nccl_test_image(config, operator, args.nccl_image))
+    return verify(
+        config, image=args.image, kubectl=kubectl, nccl_image=nccl_test_image(config, operator, args.nccl_image)
+    )
 
 
 def nccl_test_image(config: PlatformConfig, operator: Operator | None, override: str | None) -> str:
@@ -426,8 +503,11 @@ def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
     from operate.providers import provider_env
 
     if not args.yes and not sys.stdin.isatty():
-        print(f"refusing to {args.command} without confirmation: there is no terminal to ask on. Approve with "
-              f"--yes (make {args.command} AUTO_APPROVE=1).", file=sys.stderr)
+        print(
+            f"refusing to {args.command} without confirmation: there is no terminal to ask on. Approve with "
+            f"--yes (make {args.command} AUTO_APPROVE=1).",
+            file=sys.stderr,
+        )
         return EXIT_USER_ERROR
     outdir = Path(args.outdir)
     synthesize_profile(config, outdir)
@@ -482,16 +562,21 @@ def write_manifests(config: PlatformConfig, outdir: Path, *, image: str | None, 
     outdir.mkdir(parents=True, exist_ok=True)
     written = outdir / MANIFESTS_WRITTEN
     if not written.is_file() and any(outdir.iterdir()):
-        print(f"{outdir} is not empty and main.py manifests did not write it: give --outdir a new or empty folder",
-              file=sys.stderr)
+        print(
+            f"{outdir} is not empty and main.py manifests did not write it: give --outdir a new or empty folder",
+            file=sys.stderr,
+        )
         return EXIT_USER_ERROR
     for stale in written.read_text().split() if written.is_file() else []:
         (outdir / Path(stale).name).unlink(missing_ok=True)
     for file_name, objects in files.items():
         (outdir / file_name).write_text(yaml.safe_dump_all(objects, sort_keys=False))
     written.write_text("\n".join(sorted(files)) + "\n")
-    hint = "" if image else (
-        " (no container test: pass IMAGE=<repository url>:<tag> from the build layer's repository_urls output)")
+    hint = (
+        ""
+        if image
+        else (" (no container test: pass IMAGE=<repository url>:<tag> from the build layer's repository_urls output)")
+    )
     print(f"wrote {', '.join(sorted(files))} to {outdir}{hint}")
     return 0
 

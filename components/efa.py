@@ -36,8 +36,11 @@ def efa_interface_layout(entry: GpuInstanceType) -> list[NetworkInterfaceSlot]:
         slots.append(NetworkInterfaceSlot(network_card_index=0, device_index=0, interface_type=None))
     for card in entry.efa_network_cards:
         primary = card == 0
-        slots.append(NetworkInterfaceSlot(
-            network_card_index=card, device_index=0, interface_type="efa" if primary else "efa-only"))
+        slots.append(
+            NetworkInterfaceSlot(
+                network_card_index=card, device_index=0, interface_type="efa" if primary else "efa-only"
+            )
+        )
     return slots
 
 
@@ -55,16 +58,27 @@ class EfaSecurityGroup(Construct):
     def __init__(self, scope: Construct, id_: str, *, props: EfaSecurityGroupProps):
         super().__init__(scope, id_)
         group = SecurityGroup(
-            self, "group", name=props.name, vpc_id=props.vpc_id,
+            self,
+            "group",
+            name=props.name,
+            vpc_id=props.vpc_id,
             description="EFA traffic between GPU nodes: all protocols, members only",
             tags={"Name": props.name},
         )
         VpcSecurityGroupIngressRule(
-            self, "from-self", security_group_id=group.id, referenced_security_group_id=group.id, ip_protocol="-1",
+            self,
+            "from-self",
+            security_group_id=group.id,
+            referenced_security_group_id=group.id,
+            ip_protocol="-1",
             description="EFA from members",
         )
         VpcSecurityGroupEgressRule(
-            self, "to-self", security_group_id=group.id, referenced_security_group_id=group.id, ip_protocol="-1",
+            self,
+            "to-self",
+            security_group_id=group.id,
+            referenced_security_group_id=group.id,
+            ip_protocol="-1",
             description="EFA to members",
         )
         self._id = group.id

@@ -64,22 +64,36 @@ class EksControlPlane(Construct):
         self._account_id = caller.account_id
         # The account administers the key through IAM; nothing else is granted here.
         key = account_administered_key(
-            self, "secrets-key", description=f"EKS secrets envelope encryption for {props.name}",
-            alias=f"{props.name}-eks-secrets", account_id=caller.account_id,
+            self,
+            "secrets-key",
+            description=f"EKS secrets envelope encryption for {props.name}",
+            alias=f"{props.name}-eks-secrets",
+            account_id=caller.account_id,
         )
-        role = ServiceRole(self, "cluster-role", props=ServiceRoleProps(
-            name=f"{props.name}-cluster", service="eks.amazonaws.com", managed_policies=("AmazonEKSClusterPolicy",),
-            trust_actions=("sts:AssumeRole", "sts:TagSession"),
-            # Envelope encryption: the control plane encrypts and decrypts secrets with this key only.
-            inline_policy=policy_document(
-                allow(["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:ListGrants"], key.arn)),
-        ))
+        role = ServiceRole(
+            self,
+            "cluster-role",
+            props=ServiceRoleProps(
+                name=f"{props.name}-cluster",
+                service="eks.amazonaws.com",
+                managed_policies=("AmazonEKSClusterPolicy",),
+                trust_actions=("sts:AssumeRole", "sts:TagSession"),
+                # Envelope encryption: the control plane encrypts and decrypts secrets with this key only.
+                inline_policy=policy_document(
+                    allow(["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:ListGrants"], key.arn)
+                ),
+            ),
+        )
         # Created before the cluster so retention applies from the first log line.
         logs = CloudwatchLogGroup(
-            self, "logs", name=f"/aws/eks/{props.name}/cluster", retention_in_days=DEFAULTS.log_retention_days,
+            self,
+            "logs",
+            name=f"/aws/eks/{props.name}/cluster",
+            retention_in_days=DEFAULTS.log_retention_days,
         )
         cluster = EksCluster(
-            self, "cluster",
+            self,
+            "cluster",
             name=props.name,
             version=props.kubernetes_version,
             role_arn=role.arn,
@@ -92,10 +106,12 @@ class EksControlPlane(Construct):
             # Access entries only; the creator gets admin through an explicit entry below, so
             # access is visible in code and does not depend on who ran the first apply.
             access_config=EksClusterAccessConfig(
-                authentication_mode="API", bootstrap_cluster_creator_admin_permissions=False,
+                authentication_mode="API",
+                bootstrap_cluster_creator_admin_permissions=False,
             ),
             encryption_config=EksClusterEncryptionConfig(
-                resources=["secrets"], provider=EksClusterEncryptionConfigProvider(key_arn=key.arn),
+                resources=["secrets"],
+                provider=EksClusterEncryptionConfigProvider(key_arn=key.arn),
             ),
             enabled_cluster_log_types=list(props.log_types),
             kubernetes_network_config=EksClusterKubernetesNetworkConfig(service_ipv4_cidr=props.service_ipv4_cidr),

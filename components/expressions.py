@@ -106,7 +106,7 @@ def template_segments(text: str) -> list[tuple[bool, str]]:
         elif char == "}":
             modes.pop()
             if len(modes) == 1:
-                segments.append((True, text[start:index + 1]))
+                segments.append((True, text[start : index + 1]))
                 start = index + 1
         elif char == '"':
             modes.append("string")

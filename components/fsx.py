@@ -54,56 +54,106 @@ class LustreFileSystem(Construct):
         super().__init__(scope, id_)
         cfg = props.config
         group = SecurityGroup(
-            self, "security-group", name=f"{props.name}-fsx", vpc_id=props.vpc_id,
-            description="Lustre from cluster nodes and between file servers", tags={"Name": f"{props.name}-fsx"},
+            self,
+            "security-group",
+            name=f"{props.name}-fsx",
+            vpc_id=props.vpc_id,
+            description="Lustre from cluster nodes and between file servers",
+            tags={"Name": f"{props.name}-fsx"},
         )
         self._security_group_id = group.id
         for source_name, source in (("nodes", props.client_security_group_id), ("self", group.id)):
             for low, high in LUSTRE_PORTS:
                 VpcSecurityGroupIngressRule(
-                    self, f"lustre-{low}-from-{source_name}", security_group_id=group.id,
-                    referenced_security_group_id=source, ip_protocol="tcp", from_port=low, to_port=high,
+                    self,
+                    f"lustre-{low}-from-{source_name}",
+                    security_group_id=group.id,
+                    referenced_security_group_id=source,
+                    ip_protocol="tcp",
+                    from_port=low,
+                    to_port=high,
                     description=f"Lustre {low}-{high} from {source_name}",
                 )
         clients = props.client_security_group_id
         for low, high in LUSTRE_PORTS:
             VpcSecurityGroupEgressRule(
-                self, f"lustre-{low}-to-self", security_group_id=group.id, referenced_security_group_id=group.id,
-                ip_protocol="tcp", from_port=low, to_port=high, description=f"Lustre {low}-{high} between servers",
+                self,
+                f"lustre-{low}-to-self",
+                security_group_id=group.id,
+                referenced_security_group_id=group.id,
+                ip_protocol="tcp",
+                from_port=low,
+                to_port=high,
+                description=f"Lustre {low}-{high} between servers",
             )
             # Lustre servers also connect to their clients (lock callbacks): both directions, on
             # the file system's group and on the clients' group.
             VpcSecurityGroupEgressRule(
-                self, f"lustre-{low}-to-nodes", security_group_id=group.id, referenced_security_group_id=clients,
-                ip_protocol="tcp", from_port=low, to_port=high, description=f"Lustre {low}-{high} to clients",
+                self,
+                f"lustre-{low}-to-nodes",
+                security_group_id=group.id,
+                referenced_security_group_id=clients,
+                ip_protocol="tcp",
+                from_port=low,
+                to_port=high,
+                description=f"Lustre {low}-{high} to clients",
             )
             VpcSecurityGroupIngressRule(
-                self, f"nodes-lustre-{low}-from-fsx", security_group_id=clients, referenced_security_group_id=group.id,
-                ip_protocol="tcp", from_port=low, to_port=high, description=f"Lustre {low}-{high} from FSx",
+                self,
+                f"nodes-lustre-{low}-from-fsx",
+                security_group_id=clients,
+                referenced_security_group_id=group.id,
+                ip_protocol="tcp",
+                from_port=low,
+                to_port=high,
+                description=f"Lustre {low}-{high} from FSx",
             )
             VpcSecurityGroupEgressRule(
-                self, f"nodes-lustre-{low}-to-fsx", security_group_id=clients, referenced_security_group_id=group.id,
-                ip_protocol="tcp", from_port=low, to_port=high, description=f"Lustre {low}-{high} to FSx",
+                self,
+                f"nodes-lustre-{low}-to-fsx",
+                security_group_id=clients,
+                referenced_security_group_id=group.id,
+                ip_protocol="tcp",
+                from_port=low,
+                to_port=high,
+                description=f"Lustre {low}-{high} to FSx",
             )
         if cfg.efa_enabled:
             # EFA-enabled FSx for Lustre: all traffic in both directions between the file system's
             # group and itself, and between it and the clients' group (on both groups), or clients
             # fall back to TCP while the file system is paid for EFA throughput.
-            for peer_name, owner, peer in (("self", group.id, group.id), ("nodes", group.id, clients),
-                                           ("fsx-to-nodes", clients, group.id)):
-                VpcSecurityGroupIngressRule(self, f"efa-from-{peer_name}", security_group_id=owner,
-                                            referenced_security_group_id=peer, ip_protocol="-1", description="EFA")
-                VpcSecurityGroupEgressRule(self, f"efa-to-{peer_name}", security_group_id=owner,
-                                           referenced_security_group_id=peer, ip_protocol="-1", description="EFA")
+            for peer_name, owner, peer in (
+                ("self", group.id, group.id),
+                ("nodes", group.id, clients),
+                ("fsx-to-nodes", clients, group.id),
+            ):
+                VpcSecurityGroupIngressRule(
+                    self,
+                    f"efa-from-{peer_name}",
+                    security_group_id=owner,
+                    referenced_security_group_id=peer,
+                    ip_protocol="-1",
+                    description="EFA",
+                )
+                VpcSecurityGroupEgressRule(
+                    self,
+                    f"efa-to-{peer_name}",
+                    security_group_id=owner,
+                    referenced_security_group_id=peer,
+                    ip_protocol="-1",
+                    description="EFA",
+                )
 
         persistent = cfg.deployment_type != "SCRATCH_2"
         metadata = None
         if cfg.deployment_type == "PERSISTENT_2":
             metadata = FsxLustreFileSystemMetadataConfiguration(
-                mode="USER_PROVISIONED" if cfg.metadata_iops else "AUTOMATIC", iops=cfg.metadata_iops,
+                mode="USER_PROVISIONED" if cfg.metadata_iops else "AUTOMATIC",
+                iops=cfg.metadata_iops,
             )
         file_system = FsxLustreFileSystem(
-            self, "file-system",
+            self,
+            "file-system",
             storage_capacity=cfg.storage_capacity_gib,
             deployment_type=cfg.deployment_type,
             storage_type="SSD",
@@ -135,13 +185,20 @@ class LustreFileSystem(Construct):
             for index, association in enumerate(cfg.data_repository_associations):
                 self._associate(file_system.id, index, association, props.bucket_names, tenant)
 
-    def _associate(self, file_system_id: str, index: int, association: DataRepositoryAssociation,
-                   bucket_names: dict[str, str], tenant: str | None) -> None:
+    def _associate(
+        self,
+        file_system_id: str,
+        index: int,
+        association: DataRepositoryAssociation,
+        bucket_names: dict[str, str],
+        tenant: str | None,
+    ) -> None:
         prefix = f"{tenant}/{association.s3_prefix}" if tenant else association.s3_prefix
         path = f"/{tenant}{association.file_system_path}" if tenant else association.file_system_path
         imports, exports = association.import_events, association.export_events
         FsxDataRepositoryAssociation(
-            self, f"association-{tenant}-{index}" if tenant else f"association-{index}",
+            self,
+            f"association-{tenant}-{index}" if tenant else f"association-{index}",
             file_system_id=file_system_id,
             file_system_path=path,
             data_repository_path=f"s3://{bucket_names[association.bucket]}/{prefix}",
@@ -149,9 +206,11 @@ class LustreFileSystem(Construct):
             delete_data_in_filesystem=False,
             s3=FsxDataRepositoryAssociationS3(
                 auto_import_policy=FsxDataRepositoryAssociationS3AutoImportPolicy(events=list(imports))
-                if imports else None,
+                if imports
+                else None,
                 auto_export_policy=FsxDataRepositoryAssociationS3AutoExportPolicy(events=list(exports))
-                if exports else None,
+                if exports
+                else None,
             ),
         )
 

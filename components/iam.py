@@ -33,8 +33,12 @@ def allow(actions: list[str], resources: list[str] | str = "*", **extra: Any) ->
 def deny_insecure_transport(service: str, resources: list[str] | str) -> dict[str, Any]:
     """The resource-policy statement that refuses every request not made over TLS."""
     return {
-        "Sid": "DenyInsecureTransport", "Effect": "Deny", "Principal": "*", "Action": f"{service}:*",
-        "Resource": resources, "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        "Sid": "DenyInsecureTransport",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": f"{service}:*",
+        "Resource": resources,
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
     }
 
 
@@ -64,7 +68,9 @@ class ServiceRole(Construct):
     def __init__(self, scope: Construct, id_: str, *, props: ServiceRoleProps):
         super().__init__(scope, id_)
         statement: dict[str, Any] = {
-            "Effect": "Allow", "Principal": {"Service": props.service}, "Action": list(props.trust_actions),
+            "Effect": "Allow",
+            "Principal": {"Service": props.service},
+            "Action": list(props.trust_actions),
         }
         if props.trust_conditions:
             statement["Condition"] = props.trust_conditions
@@ -112,19 +118,33 @@ class PodIdentityBinding:
 
 
 def pod_identity_role(
-    scope: Construct, id_: str, *, name: str, binding: PodIdentityBinding, managed_policies: tuple[str, ...] = (),
+    scope: Construct,
+    id_: str,
+    *,
+    name: str,
+    binding: PodIdentityBinding,
+    managed_policies: tuple[str, ...] = (),
     inline_policy: str | None = None,
 ) -> ServiceRole:
     """A role for EKS Pod Identity: the agent assumes it and tags the session. The trust policy
     admits only the bound service account: Pod Identity sets the cluster, namespace and service
     account as session tags, so another association in the account cannot assume the role."""
-    return ServiceRole(scope, id_, props=ServiceRoleProps(
-        name=name, service="pods.eks.amazonaws.com", managed_policies=managed_policies,
-        inline_policy=inline_policy, trust_actions=("sts:AssumeRole", "sts:TagSession"),
-        trust_conditions={"StringEquals": {
-            "aws:SourceAccount": binding.account_id,
-            "aws:RequestTag/eks-cluster-name": binding.cluster_name,
-            "aws:RequestTag/kubernetes-namespace": binding.namespace,
-            "aws:RequestTag/kubernetes-service-account": binding.service_account,
-        }},
-    ))
+    return ServiceRole(
+        scope,
+        id_,
+        props=ServiceRoleProps(
+            name=name,
+            service="pods.eks.amazonaws.com",
+            managed_policies=managed_policies,
+            inline_policy=inline_policy,
+            trust_actions=("sts:AssumeRole", "sts:TagSession"),
+            trust_conditions={
+                "StringEquals": {
+                    "aws:SourceAccount": binding.account_id,
+                    "aws:RequestTag/eks-cluster-name": binding.cluster_name,
+                    "aws:RequestTag/kubernetes-namespace": binding.namespace,
+                    "aws:RequestTag/kubernetes-service-account": binding.service_account,
+                }
+            },
+        ),
+    )

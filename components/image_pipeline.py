@@ -87,52 +87,93 @@ class ImagePipeline(Construct):
         super().__init__(scope, id_)
         name = f"{props.platform_name}-{props.implementation}"
         repository = EcrRepository(
-            self, "repository", name=f"{props.platform_name}/{props.implementation}",
+            self,
+            "repository",
+            name=f"{props.platform_name}/{props.implementation}",
             image_tag_mutability="IMMUTABLE",
             image_scanning_configuration=EcrRepositoryImageScanningConfiguration(scan_on_push=True),
             encryption_configuration=[EcrRepositoryEncryptionConfiguration(encryption_type="KMS")],
         )
-        EcrLifecyclePolicy(self, "keep-newest", repository=repository.name, policy=json.dumps({"rules": [{
-            "rulePriority": 1,
-            "description": f"keep the newest {props.keep_images} images",
-            "selection": {"tagStatus": "any", "countType": "imageCountMoreThan", "countNumber": props.keep_images},
-            "action": {"type": "expire"},
-        }]}))
+        EcrLifecyclePolicy(
+            self,
+            "keep-newest",
+            repository=repository.name,
+            policy=json.dumps(
+                {
+                    "rules": [
+                        {
+                            "rulePriority": 1,
+                            "description": f"keep the newest {props.keep_images} images",
+                            "selection": {
+                                "tagStatus": "any",
+                                "countType": "imageCountMoreThan",
+                                "countNumber": props.keep_images,
+                            },
+                            "action": {"type": "expire"},
+                        }
+                    ]
+                }
+            ),
+        )
 
         self._source_key = f"{props.implementation}.zip"
-        logs = CloudwatchLogGroup(self, "logs", name=f"/aws/codebuild/{name}",
-                                  retention_in_days=DEFAULTS.log_retention_days)
-        role = ServiceRole(self, "role", props=ServiceRoleProps(
-            name=f"{name}-build", service="codebuild.amazonaws.com",
-            # Confused-deputy guard: CodeBuild may assume the role only for this account's project.
-            trust_conditions={
-                "StringEquals": {"aws:SourceAccount": props.account_id},
-                "ArnLike": {"aws:SourceArn": f"arn:aws:codebuild:{props.region}:{props.account_id}:project/{name}"},
-            },
-            inline_policy=policy_document(
-                allow(["logs:CreateLogStream", "logs:PutLogEvents"], [logs.arn, f"{logs.arn}:*"]),
-                allow(["s3:GetObject", "s3:GetObjectVersion"], f"{props.source_bucket_arn}/{self._source_key}"),
-                allow(["ecr:GetAuthorizationToken"], "*"),
-                allow(["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:CompleteLayerUpload",
-                       "ecr:GetDownloadUrlForLayer", "ecr:InitiateLayerUpload", "ecr:PutImage", "ecr:UploadLayerPart"],
-                      repository.arn),
+        logs = CloudwatchLogGroup(
+            self, "logs", name=f"/aws/codebuild/{name}", retention_in_days=DEFAULTS.log_retention_days
+        )
+        role = ServiceRole(
+            self,
+            "role",
+            props=ServiceRoleProps(
+                name=f"{name}-build",
+                service="codebuild.amazonaws.com",
+                # Confused-deputy guard: CodeBuild may assume the role only for this account's project.
+                trust_conditions={
+                    "StringEquals": {"aws:SourceAccount": props.account_id},
+                    "ArnLike": {"aws:SourceArn": f"arn:aws:codebuild:{props.region}:{props.account_id}:project/{name}"},
+                },
+                inline_policy=policy_document(
+                    allow(["logs:CreateLogStream", "logs:PutLogEvents"], [logs.arn, f"{logs.arn}:*"]),
+                    allow(["s3:GetObject", "s3:GetObjectVersion"], f"{props.source_bucket_arn}/{self._source_key}"),
+                    allow(["ecr:GetAuthorizationToken"], "*"),
+                    allow(
+                        [
+                            "ecr:BatchCheckLayerAvailability",
+                            "ecr:BatchGetImage",
+                            "ecr:CompleteLayerUpload",
+                            "ecr:GetDownloadUrlForLayer",
+                            "ecr:InitiateLayerUpload",
+                            "ecr:PutImage",
+                            "ecr:UploadLayerPart",
+                        ],
+                        repository.arn,
+                    ),
+                ),
             ),
-        ))
+        )
         variables = {
             "REPOSITORY_URI": repository.repository_url,
             "IMAGE_TAG": props.image_tag,
             "DOCKERFILE": props.dockerfile,
         }
         project = CodebuildProject(
-            self, "project", name=name, description=f"Builds and pushes the {props.implementation} image",
-            service_role=role.arn, build_timeout=props.timeout_minutes,
+            self,
+            "project",
+            name=name,
+            description=f"Builds and pushes the {props.implementation} image",
+            service_role=role.arn,
+            build_timeout=props.timeout_minutes,
             source=CodebuildProjectSource(
-                type="S3", location=f"{props.source_bucket_name}/{self._source_key}", buildspec=BUILDSPEC,
+                type="S3",
+                location=f"{props.source_bucket_name}/{self._source_key}",
+                buildspec=BUILDSPEC,
             ),
             artifacts=CodebuildProjectArtifacts(type="NO_ARTIFACTS"),
             environment=CodebuildProjectEnvironment(
-                compute_type=props.compute_type, image=DEFAULTS.build_image, type="LINUX_CONTAINER",
-                privileged_mode=True, image_pull_credentials_type="CODEBUILD",
+                compute_type=props.compute_type,
+                image=DEFAULTS.build_image,
+                type="LINUX_CONTAINER",
+                privileged_mode=True,
+                image_pull_credentials_type="CODEBUILD",
                 environment_variable=[
                     CodebuildProjectEnvironmentEnvironmentVariable(name=key, value=value, type="PLAINTEXT")
                     for key, value in variables.items()

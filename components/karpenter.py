@@ -33,8 +33,10 @@ INTERRUPTION_EVENTS = {
     "spot-interruption": {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]},
     "rebalance": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]},
     "state-change": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance State-change Notification"]},
-    "reservation-interruption": {"source": ["aws.ec2"],
-                                 "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"]},
+    "reservation-interruption": {
+        "source": ["aws.ec2"],
+        "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"],
+    },
 }
 
 
@@ -78,56 +80,123 @@ def controller_policy(scope: KarpenterScope) -> str:
         "StringEquals": {f"aws:RequestTag/{cluster_tag}": "owned", "aws:RequestTag/eks:eks-cluster-name": name},
         "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"},
     }
-    owned_by_pool = {"StringEquals": {f"aws:ResourceTag/{cluster_tag}": "owned"},
-                     "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}
+    owned_by_pool = {
+        "StringEquals": {f"aws:ResourceTag/{cluster_tag}": "owned"},
+        "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+    }
     profiles = f"arn:aws:iam::{account}:instance-profile/*"
     profile_tags = {f"aws:ResourceTag/{cluster_tag}": "owned", "aws:ResourceTag/topology.kubernetes.io/region": region}
     return policy_document(
         allow(["ec2:CreateFleet", "ec2:RunInstances"], ec2(*_REFERENCED_BY_LAUNCH), Sid="LaunchWithSharedResources"),
-        allow(["ec2:CreateFleet", "ec2:RunInstances"], ec2("launch-template"), Condition=owned_by_pool,
-              Sid="LaunchFromOwnLaunchTemplates"),
-        allow(["ec2:CreateFleet", "ec2:CreateLaunchTemplate", "ec2:RunInstances"], ec2(*_CREATED_BY_LAUNCH),
-              Condition=request_tags, Sid="CreateTaggedResources"),
-        allow(["ec2:CreateTags"], ec2(*_CREATED_BY_LAUNCH), Sid="TagOnlyAtCreation", Condition={
-            "StringEquals": {**request_tags["StringEquals"],
-                             "ec2:CreateAction": ["CreateFleet", "CreateLaunchTemplate", "RunInstances"]},
-            "StringLike": request_tags["StringLike"],
-        }),
-        allow(["ec2:CreateTags"], ec2("instance"), Sid="LabelOwnInstances", Condition={
-            **owned_by_pool,
-            "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": name},
-            "ForAllValues:StringEquals": {"aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]},
-        }),
-        allow(["ec2:DeleteLaunchTemplate", "ec2:TerminateInstances"], ec2("instance", "launch-template"),
-              Condition=owned_by_pool, Sid="DeleteOwnResources"),
-        allow(["ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribeInstanceStatus",
-               "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes", "ec2:DescribeInstances",
-               "ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups",
-               "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets"],
-              Condition={"StringEquals": {"aws:RequestedRegion": region}}, Sid="ReadRegion"),
+        allow(
+            ["ec2:CreateFleet", "ec2:RunInstances"],
+            ec2("launch-template"),
+            Condition=owned_by_pool,
+            Sid="LaunchFromOwnLaunchTemplates",
+        ),
+        allow(
+            ["ec2:CreateFleet", "ec2:CreateLaunchTemplate", "ec2:RunInstances"],
+            ec2(*_CREATED_BY_LAUNCH),
+            Condition=request_tags,
+            Sid="CreateTaggedResources",
+        ),
+        allow(
+            ["ec2:CreateTags"],
+            ec2(*_CREATED_BY_LAUNCH),
+            Sid="TagOnlyAtCreation",
+            Condition={
+                "StringEquals": {
+                    **request_tags["StringEquals"],
+                    "ec2:CreateAction": ["CreateFleet", "CreateLaunchTemplate", "RunInstances"],
+                },
+                "StringLike": request_tags["StringLike"],
+            },
+        ),
+        allow(
+            ["ec2:CreateTags"],
+            ec2("instance"),
+            Sid="LabelOwnInstances",
+            Condition={
+                **owned_by_pool,
+                "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": name},
+                "ForAllValues:StringEquals": {
+                    "aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]
+                },
+            },
+        ),
+        allow(
+            ["ec2:DeleteLaunchTemplate", "ec2:TerminateInstances"],
+            ec2("instance", "launch-template"),
+            Condition=owned_by_pool,
+            Sid="DeleteOwnResources",
+        ),
+        allow(
+            [
+                "ec2:DescribeCapacityReservations",
+                "ec2:DescribeImages",
+                "ec2:DescribeInstanceStatus",
+                "ec2:DescribeInstanceTypeOfferings",
+                "ec2:DescribeInstanceTypes",
+                "ec2:DescribeInstances",
+                "ec2:DescribeLaunchTemplates",
+                "ec2:DescribePlacementGroups",
+                "ec2:DescribeSecurityGroups",
+                "ec2:DescribeSpotPriceHistory",
+                "ec2:DescribeSubnets",
+            ],
+            Condition={"StringEquals": {"aws:RequestedRegion": region}},
+            Sid="ReadRegion",
+        ),
         allow(["ssm:GetParameter"], f"arn:aws:ssm:{region}::parameter/aws/service/*", Sid="ReadAmiParameters"),
         allow(["pricing:GetProducts"], Sid="ReadPrices"),
-        allow(["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"], scope.queue_arn,
-              Sid="ReadInterruptionQueue"),
-        allow(["iam:PassRole"], scope.node_role_arn, Sid="PassNodeRoleToEc2",
-              Condition={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}),
-        allow(["iam:CreateInstanceProfile"], profiles, Sid="CreateTaggedInstanceProfiles", Condition={
-            "StringEquals": {f"aws:RequestTag/{cluster_tag}": "owned", "aws:RequestTag/eks:eks-cluster-name": name,
-                             "aws:RequestTag/topology.kubernetes.io/region": region},
-            "StringLike": {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"},
-        }),
-        allow(["iam:TagInstanceProfile"], profiles, Sid="TagOwnInstanceProfiles", Condition={
-            "StringEquals": {**profile_tags, f"aws:RequestTag/{cluster_tag}": "owned",
-                             "aws:RequestTag/eks:eks-cluster-name": name,
-                             "aws:RequestTag/topology.kubernetes.io/region": region},
-            "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
-                           "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"},
-        }),
-        allow(["iam:AddRoleToInstanceProfile", "iam:DeleteInstanceProfile", "iam:RemoveRoleFromInstanceProfile"],
-              profiles, Sid="ManageOwnInstanceProfiles", Condition={
-            "StringEquals": profile_tags,
-            "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"},
-        }),
+        allow(
+            ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"], scope.queue_arn, Sid="ReadInterruptionQueue"
+        ),
+        allow(
+            ["iam:PassRole"],
+            scope.node_role_arn,
+            Sid="PassNodeRoleToEc2",
+            Condition={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+        ),
+        allow(
+            ["iam:CreateInstanceProfile"],
+            profiles,
+            Sid="CreateTaggedInstanceProfiles",
+            Condition={
+                "StringEquals": {
+                    f"aws:RequestTag/{cluster_tag}": "owned",
+                    "aws:RequestTag/eks:eks-cluster-name": name,
+                    "aws:RequestTag/topology.kubernetes.io/region": region,
+                },
+                "StringLike": {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+            },
+        ),
+        allow(
+            ["iam:TagInstanceProfile"],
+            profiles,
+            Sid="TagOwnInstanceProfiles",
+            Condition={
+                "StringEquals": {
+                    **profile_tags,
+                    f"aws:RequestTag/{cluster_tag}": "owned",
+                    "aws:RequestTag/eks:eks-cluster-name": name,
+                    "aws:RequestTag/topology.kubernetes.io/region": region,
+                },
+                "StringLike": {
+                    "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                    "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                },
+            },
+        ),
+        allow(
+            ["iam:AddRoleToInstanceProfile", "iam:DeleteInstanceProfile", "iam:RemoveRoleFromInstanceProfile"],
+            profiles,
+            Sid="ManageOwnInstanceProfiles",
+            Condition={
+                "StringEquals": profile_tags,
+                "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+            },
+        ),
         allow(["iam:GetInstanceProfile"], profiles, Sid="ReadInstanceProfiles"),
         allow(["iam:ListInstanceProfiles"], Sid="ListInstanceProfiles"),
         allow(["eks:DescribeCluster"], f"arn:aws:eks:{region}:{account}:cluster/{name}", Sid="DiscoverApiEndpoint"),
@@ -157,38 +226,74 @@ class KarpenterIdentity(Construct):
     def __init__(self, scope: Construct, id_: str, *, props: KarpenterIdentityProps):
         super().__init__(scope, id_)
         name = props.name
-        node_role = ServiceRole(self, "node-role", props=ServiceRoleProps(
-            name=f"{name}-karpenter-node", service="ec2.amazonaws.com", managed_policies=EKS_NODE_POLICIES,
-        ))
-        access = EksAccessEntry(self, "node-access", cluster_name=props.cluster_name,
-                                principal_arn=node_role.arn, type="EC2_LINUX")
+        node_role = ServiceRole(
+            self,
+            "node-role",
+            props=ServiceRoleProps(
+                name=f"{name}-karpenter-node",
+                service="ec2.amazonaws.com",
+                managed_policies=EKS_NODE_POLICIES,
+            ),
+        )
+        access = EksAccessEntry(
+            self, "node-access", cluster_name=props.cluster_name, principal_arn=node_role.arn, type="EC2_LINUX"
+        )
 
-        queue = SqsQueue(self, "interruption-queue", name=f"{name}-karpenter", message_retention_seconds=300,
-                         sqs_managed_sse_enabled=True)
+        queue = SqsQueue(
+            self,
+            "interruption-queue",
+            name=f"{name}-karpenter",
+            message_retention_seconds=300,
+            sqs_managed_sse_enabled=True,
+        )
         account_id = DataAwsCallerIdentity(self, "account").account_id
-        SqsQueuePolicy(self, "queue-policy", queue_url=queue.url, policy=policy_document(
-            # Only this account's rules may send (the confused deputy: another account's rule could
-            # otherwise feed Karpenter interruption events for instances it then deletes).
-            {"Effect": "Allow", "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
-             "Action": "sqs:SendMessage", "Resource": queue.arn,
-             "Condition": {"StringEquals": {"aws:SourceAccount": account_id}}},
-            deny_insecure_transport("sqs", queue.arn),
-        ))
+        SqsQueuePolicy(
+            self,
+            "queue-policy",
+            queue_url=queue.url,
+            policy=policy_document(
+                # Only this account's rules may send (the confused deputy: another account's rule could
+                # otherwise feed Karpenter interruption events for instances it then deletes).
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                    "Action": "sqs:SendMessage",
+                    "Resource": queue.arn,
+                    "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+                },
+                deny_insecure_transport("sqs", queue.arn),
+            ),
+        )
         for rule_id, pattern in INTERRUPTION_EVENTS.items():
             if rule_id == "reservation-interruption" and not props.handles_reservation_interruptions:
                 continue
-            rule = CloudwatchEventRule(self, f"{rule_id}-rule", name=f"{name}-karpenter-{rule_id}",
-                                       event_pattern=json.dumps(pattern, sort_keys=True))
+            rule = CloudwatchEventRule(
+                self,
+                f"{rule_id}-rule",
+                name=f"{name}-karpenter-{rule_id}",
+                event_pattern=json.dumps(pattern, sort_keys=True),
+            )
             CloudwatchEventTarget(self, f"{rule_id}-target", rule=rule.name, arn=queue.arn, target_id="karpenter")
 
         controller = pod_identity_role(
-            self, "controller-role", name=f"{name}-karpenter",
-            binding=PodIdentityBinding(account_id=account_id, cluster_name=name, namespace=props.namespace,
-                                       service_account=props.service_account),
-            inline_policy=controller_policy(KarpenterScope(
-                cluster_name=name, region=props.region, account_id=account_id,
-                node_role_arn=node_role.arn, queue_arn=queue.arn,
-            )),
+            self,
+            "controller-role",
+            name=f"{name}-karpenter",
+            binding=PodIdentityBinding(
+                account_id=account_id,
+                cluster_name=name,
+                namespace=props.namespace,
+                service_account=props.service_account,
+            ),
+            inline_policy=controller_policy(
+                KarpenterScope(
+                    cluster_name=name,
+                    region=props.region,
+                    account_id=account_id,
+                    node_role_arn=node_role.arn,
+                    queue_arn=queue.arn,
+                )
+            ),
         )
         association = EksPodIdentityAssociation(
             self,

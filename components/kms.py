@@ -13,15 +13,23 @@ from components.iam import policy_document
 DELETION_WINDOW_DAYS = 30
 
 
-def account_administered_key(scope: Construct, id_: str, *, description: str, alias: str,
-                             account_id: str) -> KmsKey:
+def account_administered_key(scope: Construct, id_: str, *, description: str, alias: str, account_id: str) -> KmsKey:
     """The key (construct id `id_`) and its alias `alias/<alias>` (construct id `<id_>-alias`)."""
     key = KmsKey(
-        scope, id_, description=description, enable_key_rotation=True, deletion_window_in_days=DELETION_WINDOW_DAYS,
-        policy=policy_document({
-            "Sid": "AccountAdministersThroughIam", "Effect": "Allow",
-            "Principal": {"AWS": f"arn:aws:iam::{account_id}:root"}, "Action": "kms:*", "Resource": "*",
-        }),
+        scope,
+        id_,
+        description=description,
+        enable_key_rotation=True,
+        deletion_window_in_days=DELETION_WINDOW_DAYS,
+        policy=policy_document(
+            {
+                "Sid": "AccountAdministersThroughIam",
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:aws:iam::{account_id}:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            }
+        ),
     )
     KmsAlias(scope, f"{id_}-alias", name=f"alias/{alias}", target_key_id=key.key_id)
     return key

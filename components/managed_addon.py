@@ -63,22 +63,37 @@ class ManagedAddon(Construct):
         super().__init__(scope, id_)
         version, lifecycle = props.version, None
         if version is None:
-            default = DataAwsEksAddonVersion(self, "default-version", addon_name=props.addon_name,
-                                             kubernetes_version=props.kubernetes_version, most_recent=False)
+            default = DataAwsEksAddonVersion(
+                self,
+                "default-version",
+                addon_name=props.addon_name,
+                kubernetes_version=props.kubernetes_version,
+                most_recent=False,
+            )
             version = default.version
             if props.minimum is not None:
-                lifecycle = TerraformResourceLifecycle(precondition=[Precondition(
-                    condition=_at_least(f"{default.fqn}.version", props.minimum),
-                    error_message=(f"EKS's default {props.addon_name} for Kubernetes {props.kubernetes_version} is "
-                                   f"older than {'.'.join(map(str, props.minimum))} ({props.minimum_why}): pin a "
-                                   "newer one in cluster.addon_versions."),
-                )])
+                lifecycle = TerraformResourceLifecycle(
+                    precondition=[
+                        Precondition(
+                            condition=_at_least(f"{default.fqn}.version", props.minimum),
+                            error_message=(
+                                f"EKS's default {props.addon_name} for Kubernetes {props.kubernetes_version} is "
+                                f"older than {'.'.join(map(str, props.minimum))} ({props.minimum_why}): pin a "
+                                "newer one in cluster.addon_versions."
+                            ),
+                        )
+                    ]
+                )
         identity = None
         if props.identity is not None:
-            identity = [EksAddonPodIdentityAssociation(
-                service_account=props.identity.service_account, role_arn=props.identity.role_arn)]
+            identity = [
+                EksAddonPodIdentityAssociation(
+                    service_account=props.identity.service_account, role_arn=props.identity.role_arn
+                )
+            ]
         self._addon = EksAddon(
-            self, "addon",
+            self,
+            "addon",
             cluster_name=props.cluster_name,
             addon_name=props.addon_name,
             addon_version=version,

@@ -38,22 +38,40 @@ class MlflowIdentity(Construct):
         super().__init__(scope, id_)
         backend = props.backend
         account = DataAwsCallerIdentity(self, "account").account_id
-        role = pod_identity_role(self, "role", name=f"{props.platform_name}-mlflow", binding=PodIdentityBinding(
-            account_id=account, cluster_name=props.platform_name, namespace=props.namespace,
-            service_account=props.service_account,
-        ), inline_policy=policy_document(
-            allow(["s3:ListBucket"], backend.bucket_arn),
-            # MLflow deletes artifacts of deleted runs (`mlflow gc`) and aborts failed multipart uploads.
-            allow(["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
-                  f"{backend.bucket_arn}/*"),
-            allow(["secretsmanager:GetSecretValue"], backend.secret_arn),
-            # The secret is encrypted with the store's key: decrypt only on Secrets Manager's behalf.
-            allow(["kms:Decrypt"], backend.kms_key_arn,
-                  Condition={"StringEquals": {"kms:ViaService": f"secretsmanager.{props.region}.amazonaws.com"}}),
-        ))
+        role = pod_identity_role(
+            self,
+            "role",
+            name=f"{props.platform_name}-mlflow",
+            binding=PodIdentityBinding(
+                account_id=account,
+                cluster_name=props.platform_name,
+                namespace=props.namespace,
+                service_account=props.service_account,
+            ),
+            inline_policy=policy_document(
+                allow(["s3:ListBucket"], backend.bucket_arn),
+                # MLflow deletes artifacts of deleted runs (`mlflow gc`) and aborts failed multipart uploads.
+                allow(
+                    ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
+                    f"{backend.bucket_arn}/*",
+                ),
+                allow(["secretsmanager:GetSecretValue"], backend.secret_arn),
+                # The secret is encrypted with the store's key: decrypt only on Secrets Manager's behalf.
+                allow(
+                    ["kms:Decrypt"],
+                    backend.kms_key_arn,
+                    Condition={"StringEquals": {"kms:ViaService": f"secretsmanager.{props.region}.amazonaws.com"}},
+                ),
+            ),
+        )
         association = EksPodIdentityAssociation(
-            self, "association", cluster_name=props.cluster_name, namespace=props.namespace,
-            service_account=props.service_account, role_arn=role.arn, depends_on=role.attachments or None,
+            self,
+            "association",
+            cluster_name=props.cluster_name,
+            namespace=props.namespace,
+            service_account=props.service_account,
+            role_arn=role.arn,
+            depends_on=role.attachments or None,
         )
         self._role_arn = role.arn
         self._ready: tuple[ITerraformDependable, ...] = (association, *role.attachments)

@@ -79,27 +79,48 @@ class MlflowStore(Construct):
         # The account administers the key through IAM; RDS and Secrets Manager use it on behalf of
         # callers that IAM allows (the MLflow server's role may decrypt through Secrets Manager only).
         key = account_administered_key(
-            self, "key", description=f"MLflow database and its master secret for {props.name}", alias=name,
+            self,
+            "key",
+            description=f"MLflow database and its master secret for {props.name}",
+            alias=name,
             account_id=props.account_id,
         )
 
-        group = SecurityGroup(self, "security-group", name=f"{name}-db", vpc_id=props.vpc_id,
-                              description="PostgreSQL for MLflow from cluster nodes only", tags={"Name": f"{name}-db"})
+        group = SecurityGroup(
+            self,
+            "security-group",
+            name=f"{name}-db",
+            vpc_id=props.vpc_id,
+            description="PostgreSQL for MLflow from cluster nodes only",
+            tags={"Name": f"{name}-db"},
+        )
         VpcSecurityGroupIngressRule(
-            self, "postgres-from-nodes", security_group_id=group.id,
-            referenced_security_group_id=props.client_security_group_id, ip_protocol="tcp",
-            from_port=POSTGRES_PORT, to_port=POSTGRES_PORT, description="PostgreSQL from cluster nodes and pods",
+            self,
+            "postgres-from-nodes",
+            security_group_id=group.id,
+            referenced_security_group_id=props.client_security_group_id,
+            ip_protocol="tcp",
+            from_port=POSTGRES_PORT,
+            to_port=POSTGRES_PORT,
+            description="PostgreSQL from cluster nodes and pods",
         )
         # The node group's egress is explicit (no allow-all): open this one path.
         VpcSecurityGroupEgressRule(
-            self, "nodes-postgres-to-db", security_group_id=props.client_security_group_id,
-            referenced_security_group_id=group.id, ip_protocol="tcp", from_port=POSTGRES_PORT,
-            to_port=POSTGRES_PORT, description="PostgreSQL to the MLflow database",
+            self,
+            "nodes-postgres-to-db",
+            security_group_id=props.client_security_group_id,
+            referenced_security_group_id=group.id,
+            ip_protocol="tcp",
+            from_port=POSTGRES_PORT,
+            to_port=POSTGRES_PORT,
+            description="PostgreSQL to the MLflow database",
         )
-        subnets = DbSubnetGroup(self, "subnet-group", name=name, subnet_ids=props.subnet_ids,
-                                description=f"Private subnets of {props.name}")
+        subnets = DbSubnetGroup(
+            self, "subnet-group", name=name, subnet_ids=props.subnet_ids, description=f"Private subnets of {props.name}"
+        )
         database = DbInstance(
-            self, "database",
+            self,
+            "database",
             identifier=name,
             engine="postgres",
             engine_version=MLFLOW_POSTGRES_MAJOR_VERSION,
@@ -107,8 +128,9 @@ class MlflowStore(Construct):
             instance_class=cfg.instance_class,
             multi_az=cfg.multi_az,
             allocated_storage=cfg.allocated_storage_gib,
-            max_allocated_storage=(cfg.max_allocated_storage_gib
-                                   if cfg.max_allocated_storage_gib > cfg.allocated_storage_gib else None),
+            max_allocated_storage=(
+                cfg.max_allocated_storage_gib if cfg.max_allocated_storage_gib > cfg.allocated_storage_gib else None
+            ),
             storage_type="gp3",
             storage_encrypted=True,
             kms_key_id=key.arn,
@@ -129,22 +151,34 @@ class MlflowStore(Construct):
             # Named at creation (then ignored): each database of this name gets its own final
             # snapshot, so a platform deployed and torn down twice does not meet the first one's.
             final_snapshot_identifier=interpolated(
-                f"{name}-final-", Expression('formatdate("YYYYMMDDhhmmss", timestamp())')) if props.protect else None,
+                f"{name}-final-", Expression('formatdate("YYYYMMDDhhmmss", timestamp())')
+            )
+            if props.protect
+            else None,
             iam_database_authentication_enabled=False,
             performance_insights_enabled=False,
             enabled_cloudwatch_logs_exports=["postgresql"],
             apply_immediately=False,
             lifecycle=TerraformResourceLifecycle(
-                prevent_destroy=props.protect,
-                ignore_changes=["final_snapshot_identifier"] if props.protect else None),
+                prevent_destroy=props.protect, ignore_changes=["final_snapshot_identifier"] if props.protect else None
+            ),
         )
-        bucket = SecureBucket(self, "artifacts", props=SecureBucketProps(
-            bucket_name=artifact_bucket_name(props.name, props.account_id), prevent_destroy=props.protect,
-        ))
+        bucket = SecureBucket(
+            self,
+            "artifacts",
+            props=SecureBucketProps(
+                bucket_name=artifact_bucket_name(props.name, props.account_id),
+                prevent_destroy=props.protect,
+            ),
+        )
         self._backend = MlflowBackend(
-            address=database.address, database=DATABASE_NAME, username=MASTER_USERNAME,
-            secret_arn=database.master_user_secret.get(0).secret_arn, kms_key_arn=key.arn,
-            bucket_name=bucket.name, bucket_arn=bucket.arn,
+            address=database.address,
+            database=DATABASE_NAME,
+            username=MASTER_USERNAME,
+            secret_arn=database.master_user_secret.get(0).secret_arn,
+            kms_key_arn=key.arn,
+            bucket_name=bucket.name,
+            bucket_arn=bucket.arn,
         )
 
     @property

@@ -49,7 +49,11 @@ class Network(Construct):
     def __init__(self, scope: Construct, id_: str, *, props: NetworkProps):
         super().__init__(scope, id_)
         vpc = Vpc(
-            self, "vpc", cidr_block=props.cidr, enable_dns_hostnames=True, enable_dns_support=True,
+            self,
+            "vpc",
+            cidr_block=props.cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
             tags={"Name": props.name},
         )
         self._vpc_id = vpc.id

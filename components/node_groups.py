@@ -56,18 +56,25 @@ DEFAULTS = NodeGroupDefaults()
 
 def _metadata_options() -> LaunchTemplateMetadataOptions:
     return LaunchTemplateMetadataOptions(
-        http_endpoint="enabled", http_tokens="required",
-        http_put_response_hop_limit=IMDS_HOP_LIMIT, instance_metadata_tags="disabled",
+        http_endpoint="enabled",
+        http_tokens="required",
+        http_put_response_hop_limit=IMDS_HOP_LIMIT,
+        instance_metadata_tags="disabled",
     )
 
 
 def _root_volume(size_gib: int) -> list[LaunchTemplateBlockDeviceMappings]:
-    return [LaunchTemplateBlockDeviceMappings(
-        device_name=ROOT_DEVICE_NAME,
-        ebs=LaunchTemplateBlockDeviceMappingsEbs(
-            volume_size=size_gib, volume_type="gp3", encrypted="true", delete_on_termination="true",
-        ),
-    )]
+    return [
+        LaunchTemplateBlockDeviceMappings(
+            device_name=ROOT_DEVICE_NAME,
+            ebs=LaunchTemplateBlockDeviceMappingsEbs(
+                volume_size=size_gib,
+                volume_type="gp3",
+                encrypted="true",
+                delete_on_termination="true",
+            ),
+        )
+    ]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,9 +108,13 @@ class SystemNodeGroup(Construct):
         super().__init__(scope, id_)
         cfg, wiring = props.config, props.wiring
         template = LaunchTemplate(
-            self, "launch-template", name=f"{wiring.cluster_name}-system",
-            block_device_mappings=_root_volume(cfg.disk_size_gib), metadata_options=_metadata_options(),
-            vpc_security_group_ids=[wiring.node_security_group_id], update_default_version=True,
+            self,
+            "launch-template",
+            name=f"{wiring.cluster_name}-system",
+            block_device_mappings=_root_volume(cfg.disk_size_gib),
+            metadata_options=_metadata_options(),
+            vpc_security_group_ids=[wiring.node_security_group_id],
+            update_default_version=True,
         )
         self._node_group = EksNodeGroup(
             self,
@@ -156,7 +167,9 @@ def _catalog_precondition(scope: Construct, cfg: GpuNodeGroupConfig) -> Precondi
         condition=expression(f"{aws_efa_count} == {entry.max_efa_interfaces}"),
         error_message=interpolated(
             f"The GPU instance catalog says {cfg.instance_type} has {entry.max_efa_interfaces} EFA interfaces, "
-            "but EC2 reports ", Expression(aws_efa_count), ": fix profiles/catalog.py."
+            "but EC2 reports ",
+            Expression(aws_efa_count),
+            ": fix profiles/catalog.py.",
         ),
     )
 
@@ -174,16 +187,19 @@ def _efa_interfaces(cfg: GpuNodeGroupConfig, security_groups: list[str]) -> list
     """One interface per EFA-capable network card, each carrying every security group."""
     return [
         LaunchTemplateNetworkInterfaces(
-            network_card_index=slot.network_card_index, device_index=slot.device_index,
-            interface_type=slot.interface_type, security_groups=security_groups, delete_on_termination="true",
+            network_card_index=slot.network_card_index,
+            device_index=slot.device_index,
+            interface_type=slot.interface_type,
+            security_groups=security_groups,
+            delete_on_termination="true",
         )
         for slot in efa_interface_layout(cfg.catalog_entry)
     ]
 
 
-def _reserved_capacity(cfg: GpuNodeGroupConfig) -> tuple[
-    LaunchTemplateCapacityReservationSpecification | None, LaunchTemplateInstanceMarketOptions | None
-]:
+def _reserved_capacity(
+    cfg: GpuNodeGroupConfig,
+) -> tuple[LaunchTemplateCapacityReservationSpecification | None, LaunchTemplateInstanceMarketOptions | None]:
     """The launch template's reservation target and market options for ODCR / Capacity Block groups."""
     capacity = cfg.capacity
     if not isinstance(capacity, (CapacityBlock, OdcrCapacity)):
@@ -193,8 +209,11 @@ def _reserved_capacity(cfg: GpuNodeGroupConfig) -> tuple[
         capacity_reservation_resource_group_arn=getattr(capacity, "resource_group_arn", None),
     )
     reservation = LaunchTemplateCapacityReservationSpecification(capacity_reservation_target=target)
-    market = LaunchTemplateInstanceMarketOptions(market_type="capacity-block") if isinstance(
-        capacity, CapacityBlock) else None
+    market = (
+        LaunchTemplateInstanceMarketOptions(market_type="capacity-block")
+        if isinstance(capacity, CapacityBlock)
+        else None
+    )
     return reservation, market
 
 
@@ -216,11 +235,14 @@ class GpuNodeGroup(Construct):
         reservation, market = _reserved_capacity(cfg)
 
         self._launch_template = LaunchTemplate(
-            self, "launch-template",
+            self,
+            "launch-template",
             name=name,
             update_default_version=True,
-            user_data=gpu_node_user_data(raid0_local_nvme=cfg.catalog_entry.local_nvme_disks > 0,
-                                         lustre_over_efa=props.lustre_over_efa and cfg.efa_enabled),
+            user_data=gpu_node_user_data(
+                raid0_local_nvme=cfg.catalog_entry.local_nvme_disks > 0,
+                lustre_over_efa=props.lustre_over_efa and cfg.efa_enabled,
+            ),
             metadata_options=_metadata_options(),
             block_device_mappings=_root_volume(cfg.root_volume_size_gib),
             network_interfaces=interfaces,
@@ -242,14 +264,21 @@ class GpuNodeGroup(Construct):
             **cfg.labels,
         }
         self._node_group = EksNodeGroup(
-            self, "node-group",
-            cluster_name=wiring.cluster_name, node_group_name=cfg.name, node_role_arn=wiring.node_role_arn,
-            subnet_ids=[props.subnet_id], ami_type=DEFAULTS.gpu_ami_type, instance_types=[cfg.instance_type],
+            self,
+            "node-group",
+            cluster_name=wiring.cluster_name,
+            node_group_name=cfg.name,
+            node_role_arn=wiring.node_role_arn,
+            subnet_ids=[props.subnet_id],
+            ami_type=DEFAULTS.gpu_ami_type,
+            instance_types=[cfg.instance_type],
             capacity_type="CAPACITY_BLOCK" if isinstance(cfg.capacity, CapacityBlock) else "ON_DEMAND",
             scaling_config=EksNodeGroupScalingConfig(
-                min_size=cfg.min_size, desired_size=cfg.desired_size, max_size=cfg.max_size),
+                min_size=cfg.min_size, desired_size=cfg.desired_size, max_size=cfg.max_size
+            ),
             launch_template=EksNodeGroupLaunchTemplate(
-                id=self._launch_template.id, version=Token.as_string(self._launch_template.latest_version)),
+                id=self._launch_template.id, version=Token.as_string(self._launch_template.latest_version)
+            ),
             labels=self._labels,
             taint=[EksNodeGroupTaint(**GPU_TAINT_EKS)],
             update_config=EksNodeGroupUpdateConfig(max_unavailable=cfg.max_unavailable),

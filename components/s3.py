@@ -58,50 +58,88 @@ class SecureBucket(Construct):
     def __init__(self, scope: Construct, id_: str, *, props: SecureBucketProps):
         super().__init__(scope, id_)
         bucket = S3Bucket(
-            self, "bucket", bucket=props.bucket_name, force_destroy=False,
+            self,
+            "bucket",
+            bucket=props.bucket_name,
+            force_destroy=False,
             lifecycle=TerraformResourceLifecycle(prevent_destroy=props.prevent_destroy),
         )
         self._name = bucket.bucket
         self._arn = bucket.arn
         S3BucketPublicAccessBlock(
-            self, "public-access-block", bucket=bucket.id, block_public_acls=True, block_public_policy=True,
-            ignore_public_acls=True, restrict_public_buckets=True,
+            self,
+            "public-access-block",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
         )
         S3BucketOwnershipControls(
-            self, "ownership", bucket=bucket.id,
+            self,
+            "ownership",
+            bucket=bucket.id,
             rule=S3BucketOwnershipControlsRule(object_ownership="BucketOwnerEnforced"),
         )
         S3BucketVersioningA(
-            self, "versioning", bucket=bucket.id,
+            self,
+            "versioning",
+            bucket=bucket.id,
             versioning_configuration=S3BucketVersioningVersioningConfiguration(status="Enabled"),
         )
         # SSE-S3: works unchanged with FSx data repository associations and Mountpoint.
         S3BucketServerSideEncryptionConfigurationA(
-            self, "encryption", bucket=bucket.id,
-            rule=[S3BucketServerSideEncryptionConfigurationRuleA(
-                apply_server_side_encryption_by_default=(
-                    S3BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultA(sse_algorithm="AES256")
-                ),
-            )],
+            self,
+            "encryption",
+            bucket=bucket.id,
+            rule=[
+                S3BucketServerSideEncryptionConfigurationRuleA(
+                    apply_server_side_encryption_by_default=(
+                        S3BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultA(
+                            sse_algorithm="AES256"
+                        )
+                    ),
+                )
+            ],
         )
-        S3BucketPolicy(self, "tls-only", bucket=bucket.id, policy=policy_document(
-            deny_insecure_transport("s3", [bucket.arn, f"{bucket.arn}/*"]),
-        ))
-        rules = [S3BucketLifecycleConfigurationRule(
-            id="expire-noncurrent-and-abort-uploads", status="Enabled",
-            filter=[S3BucketLifecycleConfigurationRuleFilter(prefix="")],
-            noncurrent_version_expiration=[S3BucketLifecycleConfigurationRuleNoncurrentVersionExpiration(
-                noncurrent_days=props.lifecycle.noncurrent_version_expiration_days)],
-            abort_incomplete_multipart_upload=[S3BucketLifecycleConfigurationRuleAbortIncompleteMultipartUpload(
-                days_after_initiation=props.lifecycle.abort_incomplete_multipart_upload_days)],
-        )]
-        if props.lifecycle.intelligent_tiering_after_days is not None:
-            rules.append(S3BucketLifecycleConfigurationRule(
-                id="intelligent-tiering", status="Enabled",
+        S3BucketPolicy(
+            self,
+            "tls-only",
+            bucket=bucket.id,
+            policy=policy_document(
+                deny_insecure_transport("s3", [bucket.arn, f"{bucket.arn}/*"]),
+            ),
+        )
+        rules = [
+            S3BucketLifecycleConfigurationRule(
+                id="expire-noncurrent-and-abort-uploads",
+                status="Enabled",
                 filter=[S3BucketLifecycleConfigurationRuleFilter(prefix="")],
-                transition=[S3BucketLifecycleConfigurationRuleTransition(
-                    days=props.lifecycle.intelligent_tiering_after_days, storage_class="INTELLIGENT_TIERING")],
-            ))
+                noncurrent_version_expiration=[
+                    S3BucketLifecycleConfigurationRuleNoncurrentVersionExpiration(
+                        noncurrent_days=props.lifecycle.noncurrent_version_expiration_days
+                    )
+                ],
+                abort_incomplete_multipart_upload=[
+                    S3BucketLifecycleConfigurationRuleAbortIncompleteMultipartUpload(
+                        days_after_initiation=props.lifecycle.abort_incomplete_multipart_upload_days
+                    )
+                ],
+            )
+        ]
+        if props.lifecycle.intelligent_tiering_after_days is not None:
+            rules.append(
+                S3BucketLifecycleConfigurationRule(
+                    id="intelligent-tiering",
+                    status="Enabled",
+                    filter=[S3BucketLifecycleConfigurationRuleFilter(prefix="")],
+                    transition=[
+                        S3BucketLifecycleConfigurationRuleTransition(
+                            days=props.lifecycle.intelligent_tiering_after_days, storage_class="INTELLIGENT_TIERING"
+                        )
+                    ],
+                )
+            )
         S3BucketLifecycleConfiguration(self, "lifecycle", bucket=bucket.id, rule=rules)
 
     @property

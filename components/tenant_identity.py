@@ -32,18 +32,36 @@ class TenantIdentity(Construct):
     def __init__(self, scope: Construct, id_: str, *, props: TenantIdentityProps):
         super().__init__(scope, id_)
         prefix = f"{props.namespace}/"
-        role = pod_identity_role(self, "role", name=f"{props.platform_name}-tenant-{props.namespace}",
-                                 binding=PodIdentityBinding(
-                                     account_id=props.account_id, cluster_name=props.platform_name,
-                                     namespace=props.namespace, service_account=props.service_account),
-                                 inline_policy=policy_document(
-            allow(["s3:ListBucket"], list(props.bucket_arns),
-                  Condition={"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}}),
-            allow(["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
-                  [f"{arn}/{prefix}*" for arn in props.bucket_arns]),
-        ))
-        EksPodIdentityAssociation(self, "association", cluster_name=props.cluster_name, namespace=props.namespace,
-                                  service_account=props.service_account, role_arn=role.arn)
+        role = pod_identity_role(
+            self,
+            "role",
+            name=f"{props.platform_name}-tenant-{props.namespace}",
+            binding=PodIdentityBinding(
+                account_id=props.account_id,
+                cluster_name=props.platform_name,
+                namespace=props.namespace,
+                service_account=props.service_account,
+            ),
+            inline_policy=policy_document(
+                allow(
+                    ["s3:ListBucket"],
+                    list(props.bucket_arns),
+                    Condition={"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}},
+                ),
+                allow(
+                    ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
+                    [f"{arn}/{prefix}*" for arn in props.bucket_arns],
+                ),
+            ),
+        )
+        EksPodIdentityAssociation(
+            self,
+            "association",
+            cluster_name=props.cluster_name,
+            namespace=props.namespace,
+            service_account=props.service_account,
+            role_arn=role.arn,
+        )
         self._role_arn = role.arn
 
     @property

@@ -56,10 +56,12 @@ def gpu_node_mime(*, raid0_local_nvme: bool, lustre_over_efa: bool) -> str:
         raise ValueError(f"the node bootstrap script lost its {LUSTRE_OVER_EFA_SWITCH} switch")
     if lustre_over_efa:
         bootstrap_script = bootstrap_script.replace(LUSTRE_OVER_EFA_SWITCH, "LUSTRE_OVER_EFA=1", 1)
-    return mime_multipart([
-        MimePart(content_type='text/x-shellscript; charset="us-ascii"', body=bootstrap_script),
-        MimePart(content_type="application/node.eks.aws", body=node_config(raid0_local_nvme=raid0_local_nvme)),
-    ])
+    return mime_multipart(
+        [
+            MimePart(content_type='text/x-shellscript; charset="us-ascii"', body=bootstrap_script),
+            MimePart(content_type="application/node.eks.aws", body=node_config(raid0_local_nvme=raid0_local_nvme)),
+        ]
+    )
 
 
 def gpu_node_user_data(*, raid0_local_nvme: bool, lustre_over_efa: bool) -> str:

@@ -30,8 +30,12 @@ class InterfaceEndpoints(Construct):
     def __init__(self, scope: Construct, id_: str, *, props: InterfaceEndpointsProps):
         super().__init__(scope, id_)
         group = SecurityGroup(
-            self, "group", name=f"{props.name}-endpoints", vpc_id=props.vpc_id,
-            description="HTTPS to interface endpoints from cluster nodes", tags={"Name": f"{props.name}-endpoints"},
+            self,
+            "group",
+            name=f"{props.name}-endpoints",
+            vpc_id=props.vpc_id,
+            description="HTTPS to interface endpoints from cluster nodes",
+            tags={"Name": f"{props.name}-endpoints"},
         )
         VpcSecurityGroupIngressRule(
             self,

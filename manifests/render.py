@@ -76,7 +76,8 @@ def _pod(name: str, target: ValidationTarget, container: dict[str, Any], *, gpus
     if target.dra:
         spec["resourceClaims"] = pod_claims(gpus)
     return {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "gpu-validation"}},
         "spec": {
             "restartPolicy": "Never",
@@ -114,12 +115,15 @@ def _device_resources(target: ValidationTarget, gpus: int, *, all_efa: bool) -> 
 
 
 def _shm_volume() -> tuple[dict[str, Any], dict[str, Any]]:
-    return ({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{SHM_GIB}Gi"}},
-            {"name": "dshm", "mountPath": "/dev/shm"})
+    return (
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{SHM_GIB}Gi"}},
+        {"name": "dshm", "mountPath": "/dev/shm"},
+    )
 
 
-def render(config: PlatformConfig, *, image: str | None = None, nccl_image: str = NCCL_TESTS_IMAGE,
-           nodes: int = 2) -> dict[str, list[dict[str, Any]]]:
+def render(
+    config: PlatformConfig, *, image: str | None = None, nccl_image: str = NCCL_TESTS_IMAGE, nodes: int = 2
+) -> dict[str, list[dict[str, Any]]]:
     """File name -> objects. Empty when the profile has no GPU node group."""
     target = ValidationTarget.for_profile(config)
     if target is None:
@@ -130,24 +134,58 @@ def render(config: PlatformConfig, *, image: str | None = None, nccl_image: str 
     guard = NamespaceGuard(name=NAMESPACE)
     claim_templates = [claim_template(NAMESPACE, count) for count in sorted({1, gpus})] if target.dra else []
     files: dict[str, list[dict[str, Any]]] = {
-        "00-namespace.yaml": [*namespace_objects(guard, api=ApiServerAddresses(
-            vpc_cidr=config.cluster.vpc.cidr, service_ip=config.cluster.api_service_ip)), *claim_templates]}
-    files["gpu-smoke-test.yaml"] = [_pod("gpu-smoke-test", target, {
-        "name": "nvidia-smi", "image": CUDA_IMAGE, "command": ["nvidia-smi", "-L"],
-        "resources": _device_resources(target, 1, all_efa=False),
-    }, gpus=1)]
+        "00-namespace.yaml": [
+            *namespace_objects(
+                guard,
+                api=ApiServerAddresses(vpc_cidr=config.cluster.vpc.cidr, service_ip=config.cluster.api_service_ip),
+            ),
+            *claim_templates,
+        ]
+    }
+    files["gpu-smoke-test.yaml"] = [
+        _pod(
+            "gpu-smoke-test",
+            target,
+            {
+                "name": "nvidia-smi",
+                "image": CUDA_IMAGE,
+                "command": ["nvidia-smi", "-L"],
+                "resources": _device_resources(target, 1, all_efa=False),
+            },
+            gpus=1,
+        )
+    ]
     shm, shm_mount = _shm_volume()
-    files["topology-check.yaml"] = [_pod("topology-check", target, {
-        "name": "topology", "image": nccl_image,
-        "command": ["/bin/bash", "-c", "nvidia-smi topo -m && fi_info -p efa -t FI_EP_RDM"],
-        "resources": _device_resources(target, gpus, all_efa=True), "volumeMounts": [shm_mount],
-        "env": list(EFA_ENV),
-    }, gpus=gpus, volumes=[shm])]
+    files["topology-check.yaml"] = [
+        _pod(
+            "topology-check",
+            target,
+            {
+                "name": "topology",
+                "image": nccl_image,
+                "command": ["/bin/bash", "-c", "nvidia-smi topo -m && fi_info -p efa -t FI_EP_RDM"],
+                "resources": _device_resources(target, gpus, all_efa=True),
+                "volumeMounts": [shm_mount],
+                "env": list(EFA_ENV),
+            },
+            gpus=gpus,
+            volumes=[shm],
+        )
+    ]
     if image:
-        files["container-test.yaml"] = [_pod("container-test", target, {
-            "name": "reference", "image": image, "command": ["/bin/sh", "-c", "nvidia-smi -L && echo container-ok"],
-            "resources": _device_resources(target, 1, all_efa=False),
-        }, gpus=1)]
+        files["container-test.yaml"] = [
+            _pod(
+                "container-test",
+                target,
+                {
+                    "name": "reference",
+                    "image": image,
+                    "command": ["/bin/sh", "-c", "nvidia-smi -L && echo container-ok"],
+                    "resources": _device_resources(target, 1, all_efa=False),
+                },
+                gpus=1,
+            )
+        ]
     files["nccl-allreduce.yaml"] = [nccl_mpijob(target, nccl_image, nodes)]
     if config.addons.mlflow.enabled:
         files["mlflow-tracking-check.yaml"] = [mlflow_check_pod(config)]
@@ -158,24 +196,37 @@ def mlflow_check_pod(config: PlatformConfig) -> dict[str, Any]:
     """The tracking check runs in MLflow's namespace, where the admin's Secret is (it is never
     copied elsewhere); tenants reach the same Service through their own NetworkPolicy allow."""
     secret = mlflow_access.admin_secret(config.addons.mlflow)
-    login = [{"name": f"MLFLOW_TRACKING_{key.upper()}",
-              "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}} for key in ("username", "password")]
+    login = [
+        {"name": f"MLFLOW_TRACKING_{key.upper()}", "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+        for key in ("username", "password")
+    ]
     return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": MLFLOW_CHECK, "namespace": mlflow_access.NAMESPACE,
-                     "labels": {"app.kubernetes.io/part-of": "gpu-validation"}},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": MLFLOW_CHECK,
+            "namespace": mlflow_access.NAMESPACE,
+            "labels": {"app.kubernetes.io/part-of": "gpu-validation"},
+        },
         "spec": {
             "restartPolicy": "Never",
             "nodeSelector": dict(SYSTEM_NODES),
             "securityContext": {"runAsNonRoot": True, "runAsUser": 1001, "seccompProfile": {"type": "RuntimeDefault"}},
-            "containers": [{
-                "name": "check", "image": MLFLOW_IMAGE, "command": ["python", "-c", MLFLOW_CHECK_SCRIPT],
-                "env": [*mlflow_access.tracking_env(), *login, {"name": "HOME", "value": "/tmp"}],
-                "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
-                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
-                                    "readOnlyRootFilesystem": True},
-                "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-            }],
+            "containers": [
+                {
+                    "name": "check",
+                    "image": MLFLOW_IMAGE,
+                    "command": ["python", "-c", MLFLOW_CHECK_SCRIPT],
+                    "env": [*mlflow_access.tracking_env(), *login, {"name": "HOME", "value": "/tmp"}],
+                    "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "capabilities": {"drop": ["ALL"]},
+                        "readOnlyRootFilesystem": True,
+                    },
+                    "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                }
+            ],
             "volumes": [{"name": "tmp", "emptyDir": {}}],
         },
     }

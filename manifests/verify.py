@@ -59,13 +59,19 @@ def check_topology(log: str, target: ValidationTarget) -> CheckResult:
     seen = len(efa_devices(log))
     gpus = len(re.findall(r"^GPU\d+\s", log, flags=re.MULTILINE))
     if gpus < target.entry.gpu_count:
-        return CheckResult("topology-check", False,
-                           f"GPUs per node: nvidia-smi topo shows {gpus}, the catalog says {target.entry.gpu_count} "
-                           f"for {target.entry.name}")
+        return CheckResult(
+            "topology-check",
+            False,
+            f"GPUs per node: nvidia-smi topo shows {gpus}, the catalog says {target.entry.gpu_count} "
+            f"for {target.entry.name}",
+        )
     if seen < expected:
-        return CheckResult("topology-check", False,
-                           f"EFA devices per node: fi_info shows {seen}, the catalog says {expected} for "
-                           f"{target.entry.name}: check the launch template interfaces and the EFA device plugin")
+        return CheckResult(
+            "topology-check",
+            False,
+            f"EFA devices per node: fi_info shows {seen}, the catalog says {expected} for "
+            f"{target.entry.name}: check the launch template interfaces and the EFA device plugin",
+        )
     return CheckResult("topology-check", True, f"{gpus} GPUs and {seen} EFA devices on the node")
 
 
@@ -74,8 +80,10 @@ _EFA = re.compile(r"NET/OFI|Using network (AWS )?Libfabric|Selected [Pp]rovider 
 _NICS = re.compile(r"Selected [Pp]rovider is efa.*\(found (\d+) nics\)")
 # One result row of nccl-tests: size count type redop root, then time algbw busbw #wrong out of
 # place and the same in place.
-_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)"
-                  r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+|N/A)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+|N/A)\s*$")
+_ROW = re.compile(
+    r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)"
+    r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+|N/A)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+|N/A)\s*$"
+)
 # Bus bandwidth is judged where the fabric, not latency, sets it: messages of 1 GiB and more.
 LARGE_MESSAGE_BYTES = 1 << 30
 
@@ -102,16 +110,20 @@ def nccl_rows(log: str) -> list[NcclRow]:
 def _network_problem(log: str, target: ValidationTarget) -> str | None:
     """Why the run did not use every EFA NIC, if it did not."""
     if _SOCKET.search(log) and not _EFA.search(log):
-        return ("NCCL fell back to TCP sockets instead of EFA (NET/Socket): check aws-ofi-nccl in the image, "
-                "FI_PROVIDER=efa and the pod's EFA request")
+        return (
+            "NCCL fell back to TCP sockets instead of EFA (NET/Socket): check aws-ofi-nccl in the image, "
+            "FI_PROVIDER=efa and the pod's EFA request"
+        )
     if not target.efa_interfaces:
         return None
     if not _EFA.search(log):
         return "NCCL did not report the EFA (OFI) network plugin: was NCCL_DEBUG=INFO set?"
     nics = _NICS.search(log)
     if nics and int(nics.group(1)) < target.efa_interfaces:
-        return (f"aws-ofi-nccl found {nics.group(1)} EFA NICs, the catalog says {target.efa_interfaces} for "
-                f"{target.entry.name}: check the pod's vpc.amazonaws.com/efa request and the launch template")
+        return (
+            f"aws-ofi-nccl found {nics.group(1)} EFA NICs, the catalog says {target.efa_interfaces} for "
+            f"{target.entry.name}: check the pod's vpc.amazonaws.com/efa request and the launch template"
+        )
     return None
 
 
@@ -121,8 +133,10 @@ def _table_problem(rows: list[NcclRow], log: str) -> str | None:
     if any(row.wrong for row in rows) or "# Out of bounds values : 0 OK" not in log:
         return "nccl-tests reported wrong results (#wrong or out-of-bounds values)"
     if rows[-1].size_bytes < LARGE_MESSAGE_BYTES:
-        return (f"the sweep stopped at {rows[-1].size_bytes} bytes: run it to at least {LARGE_MESSAGE_BYTES} "
-                "bytes (-e 2G) to measure the fabric")
+        return (
+            f"the sweep stopped at {rows[-1].size_bytes} bytes: run it to at least {LARGE_MESSAGE_BYTES} "
+            "bytes (-e 2G) to measure the fabric"
+        )
     return None
 
 
@@ -139,18 +153,23 @@ def check_nccl(log: str, target: ValidationTarget) -> CheckResult:
     busbw = max(row.busbw_out_of_place for row in large)
     minimum = target.entry.nccl_min_busbw_gbytes_per_s
     if busbw < minimum:
-        return CheckResult(name, False, f"bus bandwidth at messages of 1 GiB and more is {busbw} GB/s, below "
-                                        f"{minimum} GB/s, the threshold for {target.entry.name} "
-                                        f"(60% of {target.entry.network_gbps} Gbps)")
-    return CheckResult(name, True, f"bus bandwidth {busbw} GB/s at messages of 1 GiB and more over EFA "
-                                   f"(threshold {minimum} GB/s)")
+        return CheckResult(
+            name,
+            False,
+            f"bus bandwidth at messages of 1 GiB and more is {busbw} GB/s, below "
+            f"{minimum} GB/s, the threshold for {target.entry.name} "
+            f"(60% of {target.entry.network_gbps} Gbps)",
+        )
+    return CheckResult(
+        name, True, f"bus bandwidth {busbw} GB/s at messages of 1 GiB and more over EFA (threshold {minimum} GB/s)"
+    )
 
 
 def check_mlflow(log: str) -> CheckResult:
     """The tracking check's JSON line: the run exists, and the metric and the artifact read back
     are the ones logged."""
     name = MLFLOW_CHECK
-    lines = [line[len(MLFLOW_CHECK_MARKER):] for line in log.splitlines() if line.startswith(MLFLOW_CHECK_MARKER)]
+    lines = [line[len(MLFLOW_CHECK_MARKER) :] for line in log.splitlines() if line.startswith(MLFLOW_CHECK_MARKER)]
     if not lines:
         return CheckResult(name, False, "the check printed no result line (see the pod's log)")
     try:
@@ -162,16 +181,27 @@ def check_mlflow(log: str) -> CheckResult:
     if not result.get("run_id"):
         return CheckResult(name, False, "no run id: the run was not created")
     if result.get("metrics", {}).get(metric) != value:
-        return CheckResult(name, False, f"metric {metric} read back as {result.get('metrics', {}).get(metric)!r}, "
-                                        f"logged {value}")
+        return CheckResult(
+            name, False, f"metric {metric} read back as {result.get('metrics', {}).get(metric)!r}, logged {value}"
+        )
     if result.get("artifact") != text:
         return CheckResult(name, False, f"artifact {path} read back as {result.get('artifact')!r}, logged {text!r}")
-    return CheckResult(name, True, f"run {result['run_id']} logged and read back a metric and an artifact "
-                                   "(backend store and S3 artifacts through the server)")
+    return CheckResult(
+        name,
+        True,
+        f"run {result['run_id']} logged and read back a metric and an artifact "
+        "(backend store and S3 artifacts through the server)",
+    )
 
 
-def run_checks(config: PlatformConfig, *, kubectl: Kubectl, image: str | None = None,
-               nccl_image: str = NCCL_TESTS_IMAGE, timeout_minutes: int = 30) -> list[CheckResult]:
+def run_checks(
+    config: PlatformConfig,
+    *,
+    kubectl: Kubectl,
+    image: str | None = None,
+    nccl_image: str = NCCL_TESTS_IMAGE,
+    timeout_minutes: int = 30,
+) -> list[CheckResult]:
     target = ValidationTarget.for_profile(config)
     if target is None:
         return [CheckResult("profile", False, "the profile has no GPU node group to validate")]
@@ -182,8 +212,16 @@ def run_checks(config: PlatformConfig, *, kubectl: Kubectl, image: str | None = 
         for obj in objects:
             if obj["kind"] in RUN_ONCE_KINDS:
                 meta = obj["metadata"]
-                kubectl(["delete", "-n", meta["namespace"], f"{obj['kind'].lower()}/{meta['name']}",
-                         "--ignore-not-found", "--wait=true"])
+                kubectl(
+                    [
+                        "delete",
+                        "-n",
+                        meta["namespace"],
+                        f"{obj['kind'].lower()}/{meta['name']}",
+                        "--ignore-not-found",
+                        "--wait=true",
+                    ]
+                )
     # The order is explicit: the single-node checks first, each on one GPU node; the multi-node
     # MPIJob only after they have finished and freed their GPUs, so its workers can get whole nodes.
     multi_node = {name for name, objects in files.items() if any(o["kind"] == MPIJOB_KIND for o in objects)}
@@ -193,16 +231,27 @@ def run_checks(config: PlatformConfig, *, kubectl: Kubectl, image: str | None = 
             path = Path(folder) / file_name
             path.write_text(yaml.safe_dump_all(files[file_name], sort_keys=False))
             applied = kubectl(["apply", "-f", str(path)])
-        return None if applied.returncode == 0 else CheckResult(
-            file_name, False, f"kubectl apply failed: {applied.stderr.strip()}")
+        return (
+            None
+            if applied.returncode == 0
+            else CheckResult(file_name, False, f"kubectl apply failed: {applied.stderr.strip()}")
+        )
 
     for file_name in files:
         if file_name not in multi_node and (failed := apply(file_name)):
             return [failed]
 
     def pod_log(pod: str, namespace: str = NAMESPACE) -> tuple[bool, str]:
-        waited = kubectl(["wait", "-n", namespace, f"pod/{pod}", "--for=jsonpath={.status.phase}=Succeeded",
-                          f"--timeout={timeout_minutes}m"])
+        waited = kubectl(
+            [
+                "wait",
+                "-n",
+                namespace,
+                f"pod/{pod}",
+                "--for=jsonpath={.status.phase}=Succeeded",
+                f"--timeout={timeout_minutes}m",
+            ]
+        )
         logs = kubectl(["logs", "-n", namespace, f"pod/{pod}"])
         return waited.returncode == 0, logs.stdout
 
@@ -213,18 +262,37 @@ def run_checks(config: PlatformConfig, *, kubectl: Kubectl, image: str | None = 
     results.append(check_topology(log, target) if done else CheckResult("topology-check", False, "pod did not succeed"))
     if image:
         done, log = pod_log("container-test")
-        results.append(CheckResult("container-test", done and "container-ok" in log,
-                                   "the reference image ran" if done else "the reference image did not run"))
+        results.append(
+            CheckResult(
+                "container-test",
+                done and "container-ok" in log,
+                "the reference image ran" if done else "the reference image did not run",
+            )
+        )
     for file_name in sorted(multi_node):
         if failed := apply(file_name):
             return [*results, failed]
-    waited = kubectl(["wait", "-n", NAMESPACE, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}", "--for=condition=Succeeded",
-                      f"--timeout={timeout_minutes}m"])
+    waited = kubectl(
+        [
+            "wait",
+            "-n",
+            NAMESPACE,
+            f"{MPIJOB_KIND.lower()}/{NCCL_JOB}",
+            "--for=condition=Succeeded",
+            f"--timeout={timeout_minutes}m",
+        ]
+    )
     logs = kubectl(["logs", "-n", NAMESPACE, "-l", launcher_selector(NCCL_JOB), "--tail=-1"])
-    results.append(check_nccl(logs.stdout, target) if waited.returncode == 0
-                   else CheckResult("nccl-allreduce", False, f"the MPIJob did not succeed: {waited.stderr.strip()}"))
+    results.append(
+        check_nccl(logs.stdout, target)
+        if waited.returncode == 0
+        else CheckResult("nccl-allreduce", False, f"the MPIJob did not succeed: {waited.stderr.strip()}")
+    )
     if config.addons.mlflow.enabled:
         done, log = pod_log(MLFLOW_CHECK, mlflow_access.NAMESPACE)
-        results.append(check_mlflow(log) if done
-                       else CheckResult(MLFLOW_CHECK, False, f"pod did not succeed: {log[-500:]}".strip()))
+        results.append(
+            check_mlflow(log)
+            if done
+            else CheckResult(MLFLOW_CHECK, False, f"pod did not succeed: {log[-500:]}".strip())
+        )
     return results

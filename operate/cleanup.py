@@ -83,13 +83,19 @@ def platform_objects(config: PlatformConfig, layer: str) -> PlatformObjects:
     from manifests.render import NAMESPACE as VALIDATION_NAMESPACE
 
     if layer == "addons":
-        return PlatformObjects(namespaces=tuple(
-            addon.release_namespace(addon.settings(config)) for addon in ADDONS
-            if addon.enabled(config) and addon.create_namespace), node_pools=())
+        return PlatformObjects(
+            namespaces=tuple(
+                addon.release_namespace(addon.settings(config))
+                for addon in ADDONS
+                if addon.enabled(config) and addon.create_namespace
+            ),
+            node_pools=(),
+        )
     if layer != "workloads":
         return PlatformObjects(namespaces=(), node_pools=())
     namespaces = [tenant.name for tenant in config.workloads.tenants]
     if config.cluster.gpu_node_groups:
         namespaces.append(VALIDATION_NAMESPACE)
-    return PlatformObjects(namespaces=tuple(namespaces),
-                           node_pools=NODE_POOLS if config.addons.karpenter.enabled else ())
+    return PlatformObjects(
+        namespaces=tuple(namespaces), node_pools=NODE_POOLS if config.addons.karpenter.enabled else ()
+    )

@@ -106,4 +106,3 @@ def replace_in_readme(readme: str, diagram: str) -> str:
     if not (start and end):
         raise ValueError(f"README has no {README_START!r} ... {README_END!r} block")
     return f"{head}{README_START}\n```mermaid\n{diagram}```\n{README_END}{tail}"
-

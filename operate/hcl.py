@@ -27,8 +27,10 @@ def _escape_outside_interpolations(text: str) -> str:
     """Escape the double quotes of a template's own text; expression source inside `${...}` (with
     its nested braces and quoted strings, which may hold templates of their own) stays as it is.
     A backslash in the text is kept with the character after it (cdktf writes it escaped)."""
-    return "".join(part if sequence else re.sub(r'(\\.)|"', lambda m: m.group(1) or '\\"', part)
-                   for sequence, part in template_segments(text))
+    return "".join(
+        part if sequence else re.sub(r'(\\.)|"', lambda m: m.group(1) or '\\"', part)
+        for sequence, part in template_segments(text)
+    )
 
 
 def _fix_string_line(line: str) -> str:
@@ -40,13 +42,15 @@ def _fix_string_line(line: str) -> str:
 
 def _fix_conditions(text: str) -> str:
     """`precondition = [{...}, ...]` (and postcondition) -> one nested block per condition."""
+
     def blocks(match: re.Match[str]) -> str:
         indent, kind, body = match.group(1), match.group(2), match.group(3)
         items = re.findall(r"\{\n(.*?)\n\s*\},?", body, flags=re.DOTALL)
         return "".join(f"{indent}{kind} {{\n{item}\n{indent}}}\n" for item in items)
 
-    return re.sub(r"^(\s*)(precondition|postcondition) = \[\n(.*?)\n\s*\]\n", blocks, text,
-                  flags=re.MULTILINE | re.DOTALL)
+    return re.sub(
+        r"^(\s*)(precondition|postcondition) = \[\n(.*?)\n\s*\]\n", blocks, text, flags=re.MULTILINE | re.DOTALL
+    )
 
 
 def _unquote_reference_lists(text: str) -> str:

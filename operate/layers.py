@@ -34,10 +34,15 @@ DATA_RESOURCES = {
     "aws_fsx_lustre_file_system": "file system (PERSISTENT ones keep a final backup, billed until you delete it)",
     "aws_ecr_repository": "image repository and its images",
     "aws_db_instance": "database (a protected one keeps a final snapshot, encrypted with the layer's KMS key, which "
-                       "the same destroy schedules for deletion in 30 days: copy or restore the snapshot before then)",
+    "the same destroy schedules for deletion in 30 days: copy or restore the snapshot before then)",
 }
-_SYMBOLS = {("create",): "+", ("delete",): "-", ("update",): "~", ("delete", "create"): "-/+",
-            ("create", "delete"): "+/-"}
+_SYMBOLS = {
+    ("create",): "+",
+    ("delete",): "-",
+    ("update",): "~",
+    ("delete", "create"): "-/+",
+    ("create", "delete"): "+/-",
+}
 
 
 class StateUnreadable(RuntimeError):
@@ -83,15 +88,21 @@ def summarize_plan(plan: dict[str, Any]) -> list[str]:
 
 def destroy_preview(plan: dict[str, Any]) -> list[str]:
     """The data a destroy plan deletes, from the plan itself (nothing when it deletes nothing)."""
-    return [f"  DELETES {change['address']}: the {DATA_RESOURCES[change['type']]}"
-            for change in plan.get("resource_changes", [])
-            if "delete" in change["change"]["actions"] and change.get("type") in DATA_RESOURCES]
+    return [
+        f"  DELETES {change['address']}: the {DATA_RESOURCES[change['type']]}"
+        for change in plan.get("resource_changes", [])
+        if "delete" in change["change"]["actions"] and change.get("type") in DATA_RESOURCES
+    ]
 
 
 def protected_resources(stack: dict[str, Any]) -> list[str]:
     """Addresses of the stack's resources with prevent_destroy."""
-    return [f"{resource_type}.{name}" for resource_type, bodies in stack.get("resource", {}).items()
-            for name, body in bodies.items() if body.get("lifecycle", {}).get("prevent_destroy")]
+    return [
+        f"{resource_type}.{name}"
+        for resource_type, bodies in stack.get("resource", {}).items()
+        for name, body in bodies.items()
+        if body.get("lifecycle", {}).get("prevent_destroy")
+    ]
 
 
 # Attributes a destroy of data needs set first; Terraform stores them (and RDS acts on them) only
@@ -118,22 +129,34 @@ def protection_override(stack: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def needs_apply(override: dict[str, dict[str, Any]]) -> list[str]:
     """Addresses whose override changes more than the lifecycle (an apply must record it)."""
-    return [f"{resource_type}.{name}" for resource_type, bodies in override.items()
-            for name, lifted in bodies.items() if set(lifted) - {"lifecycle"}]
+    return [
+        f"{resource_type}.{name}"
+        for resource_type, bodies in override.items()
+        for name, lifted in bodies.items()
+        if set(lifted) - {"lifecycle"}
+    ]
 
 
 class Operator:
     """Runs Terraform in `stacks_dir/<layer>` (cdktf.out/<profile>/stacks)."""
 
-    def __init__(self, stacks_dir: Path, *, terraform: str = "terraform", env: dict[str, str] | None = None,
-                 log: Callable[[str], None] = print, confirm: Callable[[str], bool] = lambda _: True,
-                 cleanup: Callable[[str], object] = lambda _: None, heartbeat_seconds: float = 30,
-                 preflight: Callable[[list[str]], list[str]] = lambda _: [],
-                 delete_data: bool = False, confirm_data: Callable[[str], bool] = lambda _: False):
+    def __init__(
+        self,
+        stacks_dir: Path,
+        *,
+        terraform: str = "terraform",
+        env: dict[str, str] | None = None,
+        log: Callable[[str], None] = print,
+        confirm: Callable[[str], bool] = lambda _: True,
+        cleanup: Callable[[str], object] = lambda _: None,
+        heartbeat_seconds: float = 30,
+        preflight: Callable[[list[str]], list[str]] = lambda _: [],
+        delete_data: bool = False,
+        confirm_data: Callable[[str], bool] = lambda _: False,
+    ):
         self.stacks_dir = stacks_dir
         self.terraform = terraform
-        self.env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1",
-                    **(env or {})}
+        self.env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1", **(env or {})}
         self.log = log
         self.confirm = confirm
         self.cleanup = cleanup
@@ -151,15 +174,18 @@ class Operator:
         """Run Terraform in `folder`, logging a progress line while it runs longer than the heartbeat."""
         command = [self.terraform, f"-chdir={folder}", *args, "-no-color"]
         started = time.monotonic()
-        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=self.env) as process:
+        with subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env
+        ) as process:
             while True:
                 try:
                     stdout, stderr = process.communicate(timeout=self.heartbeat_seconds)
                     break
                 except subprocess.TimeoutExpired:
-                    self.log(f"      {label or folder.name}: terraform {args[0]} still running "
-                             f"({time.monotonic() - started:.0f}s)")
+                    self.log(
+                        f"      {label or folder.name}: terraform {args[0]} still running "
+                        f"({time.monotonic() - started:.0f}s)"
+                    )
         return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
     def run(self, action: Action, layers: list[str]) -> list[LayerResult]:
@@ -176,15 +202,17 @@ class Operator:
             self.log(f"[{index}/{len(ordered)}] {layer}: {action} ...")
             started = time.monotonic()
             try:
-                missing = self.missing_upstream(layer, applied_here=ordered[:index - 1] if action == "deploy" else [])
+                missing = self.missing_upstream(layer, applied_here=ordered[: index - 1] if action == "deploy" else [])
             except StateUnreadable as error:
                 results.append(LayerResult(layer, False, 0.0, str(error)))
                 self.log(f"[{index}/{len(ordered)}] {layer}: FAILED: {error}")
                 break
             if missing and action in ("plan", "deploy"):
-                detail = (f"not planned: it reads the outputs of {', '.join(missing)}, which "
-                          f"{'is' if len(missing) == 1 else 'are'} not applied yet; apply "
-                          f"{' then '.join(missing)} first (make deploy LAYER={missing[0]})")
+                detail = (
+                    f"not planned: it reads the outputs of {', '.join(missing)}, which "
+                    f"{'is' if len(missing) == 1 else 'are'} not applied yet; apply "
+                    f"{' then '.join(missing)} first (make deploy LAYER={missing[0]})"
+                )
                 results.append(LayerResult(layer, action == "plan", 0.0, detail))
                 self.log(f"[{index}/{len(ordered)}] {layer}: {detail}")
                 if action == "deploy":
@@ -192,8 +220,10 @@ class Operator:
                 continue
             ok, detail = self._layer(action, layer)
             results.append(LayerResult(layer, ok, round(time.monotonic() - started, 1), detail))
-            self.log(f"[{index}/{len(ordered)}] {layer}: {'ok' if ok else 'FAILED'} "
-                     f"({results[-1].seconds}s){': ' + detail if ok else ''}")
+            self.log(
+                f"[{index}/{len(ordered)}] {layer}: {'ok' if ok else 'FAILED'} "
+                f"({results[-1].seconds}s){': ' + detail if ok else ''}"
+            )
             if not ok:
                 self.log(detail)
                 break
@@ -222,20 +252,31 @@ class Operator:
         or protected data would stop it half-way (storage can't go, so the cluster under it stays)."""
         refusals = []
         for layer in ordered:
-            dependents = [d for d in self.synthesized_layers() if layer in self.upstream_layers(d)
-                          and d not in ordered and self.resources(d)]
+            dependents = [
+                d
+                for d in self.synthesized_layers()
+                if layer in self.upstream_layers(d) and d not in ordered and self.resources(d)
+            ]
             if dependents:
-                refusals.append(f"the {layer} layer is still used by {', '.join(dependents)}, which still "
-                                f"{'has' if len(dependents) == 1 else 'have'} resources: destroy "
-                                f"{' then '.join(reversed(dependents))} first (make destroy LAYER={dependents[-1]})")
-        protected = [(layer, address) for layer in ordered for address in protected_resources(self.stack(layer))
-                     if address in self.resources(layer)]
+                refusals.append(
+                    f"the {layer} layer is still used by {', '.join(dependents)}, which still "
+                    f"{'has' if len(dependents) == 1 else 'have'} resources: destroy "
+                    f"{' then '.join(reversed(dependents))} first (make destroy LAYER={dependents[-1]})"
+                )
+        protected = [
+            (layer, address)
+            for layer in ordered
+            for address in protected_resources(self.stack(layer))
+            if address in self.resources(layer)
+        ]
         if protected and not self.delete_data:
             names = ", ".join(f"{address} ({layer})" for layer, address in protected)
-            refusals.append(f"protected data would stop this destroy half-way and leave the cluster running: {names}. "
-                            "To delete everything, data included: make destroy DELETE_DATA=1 (asks you to type "
-                            "the profile name). To stop paying for nodes and keep the data: make pause. To remove "
-                            "only the layers above storage: make destroy LAYER=workloads, then LAYER=addons.")
+            refusals.append(
+                f"protected data would stop this destroy half-way and leave the cluster running: {names}. "
+                "To delete everything, data included: make destroy DELETE_DATA=1 (asks you to type "
+                "the profile name). To stop paying for nodes and keep the data: make pause. To remove "
+                "only the layers above storage: make destroy LAYER=workloads, then LAYER=addons."
+            )
         return refusals
 
     def report_what_is_left(self) -> None:
@@ -248,9 +289,14 @@ class Operator:
         if not left:
             self.log("nothing of this profile is left deployed")
             return
-        self.log(f"still deployed: {', '.join(left)}" + (
-            " (the cluster layer bills for the EKS control plane, NAT gateways and its nodes)"
-            if "cluster" in left else ""))
+        self.log(
+            f"still deployed: {', '.join(left)}"
+            + (
+                " (the cluster layer bills for the EKS control plane, NAT gateways and its nodes)"
+                if "cluster" in left
+                else ""
+            )
+        )
         self.log(f"  remove: make destroy LAYER={left[-1]} (layers go top-down: {' then '.join(reversed(left))})")
 
     def _layer(self, action: Action, layer: str) -> tuple[bool, str]:
@@ -266,8 +312,14 @@ class Operator:
         return self._plan_and_apply(action, layer)
 
     def _plan_and_apply(self, action: Action, layer: str) -> tuple[bool, str]:
-        plan = self._tf(layer, "plan", "-input=false", "-detailed-exitcode", f"-out={PLAN_FILE}",
-                        *(["-destroy"] if action == "destroy" else []))
+        plan = self._tf(
+            layer,
+            "plan",
+            "-input=false",
+            "-detailed-exitcode",
+            f"-out={PLAN_FILE}",
+            *(["-destroy"] if action == "destroy" else []),
+        )
         self._owner_only(layer)
         if plan.returncode == 1:
             return False, f"terraform plan failed:\n{plan.stderr or plan.stdout}"
@@ -288,8 +340,11 @@ class Operator:
         """Apply the saved plan once `confirm` approves it."""
         verb = "Destroy" if action == "destroy" else "Apply"
         if not self.confirm(f"{verb} these changes to the {layer} layer?"):
-            lifted = f" (its data's protection was lifted: make deploy LAYER={layer} restores it)" \
-                if action == "destroy" and (self.stacks_dir / layer / PROTECTION_OVERRIDE).exists() else ""
+            lifted = (
+                f" (its data's protection was lifted: make deploy LAYER={layer} restores it)"
+                if action == "destroy" and (self.stacks_dir / layer / PROTECTION_OVERRIDE).exists()
+                else ""
+            )
             return False, f"not approved: {layer} left as it is{lifted}"
         if action == "destroy" and layer in KUBERNETES_LAYERS:
             self.log(f"clean-up of what controllers made for the {layer} layer")
@@ -321,8 +376,11 @@ class Operator:
         it. Returns why it stopped, or None."""
         override = protection_override(self.stack(layer))
         deployed = set(self.resources(layer))
-        override = {resource_type: kept for resource_type, bodies in override.items()
-                    if (kept := {n: o for n, o in bodies.items() if f"{resource_type}.{n}" in deployed})}
+        override = {
+            resource_type: kept
+            for resource_type, bodies in override.items()
+            if (kept := {n: o for n, o in bodies.items() if f"{resource_type}.{n}" in deployed})
+        }
         if not override:
             return None
         self.log(f"  the {layer} layer's destroy DELETES this data for good:")
@@ -375,8 +433,11 @@ class Operator:
             listed = self._tf(layer, "state", "list")
             if listed.returncode != 0 and "No state file was found" not in listed.stderr:
                 raise StateUnreadable(f"{layer}: cannot read its state: {(listed.stderr or listed.stdout).strip()}")
-            self._resources[layer] = [line for line in listed.stdout.splitlines()
-                                      if line and not line.startswith("data.") and ".data." not in line]
+            self._resources[layer] = [
+                line
+                for line in listed.stdout.splitlines()
+                if line and not line.startswith("data.") and ".data." not in line
+            ]
         return self._resources[layer]
 
     def upstream_layers(self, layer: str) -> list[str]:
@@ -387,8 +448,11 @@ class Operator:
 
     def missing_upstream(self, layer: str, applied_here: list[str]) -> list[str]:
         """Upstream layers with no outputs yet (and not applied earlier in this run)."""
-        return [upstream for upstream in self.upstream_layers(layer)
-                if upstream not in applied_here and not self.outputs(upstream)]
+        return [
+            upstream
+            for upstream in self.upstream_layers(layer)
+            if upstream not in applied_here and not self.outputs(upstream)
+        ]
 
     def stack(self, layer: str) -> dict[str, Any]:
         synthesized: dict[str, Any] = json.loads((self.stacks_dir / layer / "cdk.tf.json").read_text())

@@ -32,8 +32,15 @@ AwsCli = Callable[[list[str]], subprocess.CompletedProcess[str]]
 SYSTEM_NODE_GROUP = "system"
 # What a paused platform still bills for (nothing here stops with the nodes).
 FIELD_MANAGER = "gpu-platform-pause"
-STILL_BILLING = ("the EKS control plane", "NAT gateways", "interface VPC endpoints", "the FSx file system",
-                 "the MLflow database", "S3 storage", "ECR images")
+STILL_BILLING = (
+    "the EKS control plane",
+    "NAT gateways",
+    "interface VPC endpoints",
+    "the FSx file system",
+    "the MLflow database",
+    "S3 storage",
+    "ECR images",
+)
 
 
 @dataclass(frozen=True)
@@ -48,8 +55,10 @@ def node_group_sizes(config: PlatformConfig) -> list[NodeGroupSize]:
     """The managed node groups and the sizes the profile gives them."""
     system = config.cluster.system_node_group
     sizes = [NodeGroupSize(SYSTEM_NODE_GROUP, system.min_size, system.desired_size, system.max_size)]
-    sizes += [NodeGroupSize(group.name, group.min_size, group.desired_size, group.max_size)
-              for group in config.cluster.gpu_node_groups]
+    sizes += [
+        NodeGroupSize(group.name, group.min_size, group.desired_size, group.max_size)
+        for group in config.cluster.gpu_node_groups
+    ]
     return sizes
 
 
@@ -58,8 +67,9 @@ def pause_plan(config: PlatformConfig, node_pools: tuple[str, ...]) -> list[str]
     lines = [f"pause {config.name}: every node stops; pods on them (training jobs included) end"]
     if node_pools:
         lines.append(f"  Karpenter NodePools {', '.join(node_pools)}: limit cpu 0, their NodeClaims deleted")
-    lines += [f"  node group {size.name}: scaled to 0 (profile: {size.desired_size})"
-              for size in node_group_sizes(config)]
+    lines += [
+        f"  node group {size.name}: scaled to 0 (profile: {size.desired_size})" for size in node_group_sizes(config)
+    ]
     lines.append(f"  kept, and still billing: {', '.join(STILL_BILLING)}")
     lines.append("  resume with: make resume (before any deploy)")
     return lines
@@ -72,18 +82,52 @@ def _checked(result: subprocess.CompletedProcess[str], what: str) -> str:
 
 
 def _scale(aws: AwsCli, config: PlatformConfig, size: NodeGroupSize, *, paused: bool) -> None:
-    scaling = (f"minSize=0,maxSize={size.max_size},desiredSize=0" if paused else
-               f"minSize={size.min_size},maxSize={size.max_size},desiredSize={size.desired_size}")
-    _checked(aws(["eks", "update-nodegroup-config", "--cluster-name", config.name, "--nodegroup-name", size.name,
-                  "--scaling-config", scaling, "--region", config.region]), f"scaling node group {size.name}")
+    scaling = (
+        f"minSize=0,maxSize={size.max_size},desiredSize=0"
+        if paused
+        else f"minSize={size.min_size},maxSize={size.max_size},desiredSize={size.desired_size}"
+    )
+    _checked(
+        aws(
+            [
+                "eks",
+                "update-nodegroup-config",
+                "--cluster-name",
+                config.name,
+                "--nodegroup-name",
+                size.name,
+                "--scaling-config",
+                scaling,
+                "--region",
+                config.region,
+            ]
+        ),
+        f"scaling node group {size.name}",
+    )
 
 
-def pause(config: PlatformConfig, *, kubectl: Kubectl, aws: AwsCli, node_pools: tuple[str, ...],
-          log: Callable[[str], None] = print) -> None:
+def pause(
+    config: PlatformConfig,
+    *,
+    kubectl: Kubectl,
+    aws: AwsCli,
+    node_pools: tuple[str, ...],
+    log: Callable[[str], None] = print,
+) -> None:
     """Stop every node (call only after the user approved `pause_plan`)."""
     for pool in node_pools:
-        patched = kubectl(["patch", "nodepools.karpenter.sh", pool, "--type", "merge",
-                           f"--field-manager={FIELD_MANAGER}", "-p", json.dumps({"spec": {"limits": {"cpu": "0"}}})])
+        patched = kubectl(
+            [
+                "patch",
+                "nodepools.karpenter.sh",
+                pool,
+                "--type",
+                "merge",
+                f"--field-manager={FIELD_MANAGER}",
+                "-p",
+                json.dumps({"spec": {"limits": {"cpu": "0"}}}),
+            ]
+        )
         if patched.returncode != 0 and "NotFound" not in patched.stderr and NO_SUCH_KIND not in patched.stderr:
             raise ClusterAccessError(f"limiting NodePool {pool} failed: {patched.stderr.strip()}")
     if node_pools:
@@ -98,8 +142,14 @@ def pause(config: PlatformConfig, *, kubectl: Kubectl, aws: AwsCli, node_pools: 
         log(f"node group {size.name} scaled to 0")
 
 
-def resume(config: PlatformConfig, *, aws: AwsCli, kubectl: Kubectl, node_pools: tuple[str, ...],
-           log: Callable[[str], None] = print) -> None:
+def resume(
+    config: PlatformConfig,
+    *,
+    aws: AwsCli,
+    kubectl: Kubectl,
+    node_pools: tuple[str, ...],
+    log: Callable[[str], None] = print,
+) -> None:
     """Scale the managed groups back to the profile's sizes (the system group first), then put the
     NodePools' limits back as the workloads layer sets them."""
     for size in node_group_sizes(config):
@@ -108,6 +158,19 @@ def resume(config: PlatformConfig, *, aws: AwsCli, kubectl: Kubectl, node_pools:
     limits = pool_limits(config.workloads.cpu_pool, config.workloads.gpu_pool)
     for pool in node_pools:
         patch = [{"op": "replace", "path": "/spec/limits", "value": limits[pool]}]
-        _checked(kubectl(["patch", "nodepools.karpenter.sh", pool, "--type", "json",
-                          f"--field-manager={FIELD_MANAGER}", "-p", json.dumps(patch)]), f"restoring NodePool {pool}")
+        _checked(
+            kubectl(
+                [
+                    "patch",
+                    "nodepools.karpenter.sh",
+                    pool,
+                    "--type",
+                    "json",
+                    f"--field-manager={FIELD_MANAGER}",
+                    "-p",
+                    json.dumps(patch),
+                ]
+            ),
+            f"restoring NodePool {pool}",
+        )
         log(f"NodePool {pool}: limits {limits[pool]} again")

@@ -37,8 +37,11 @@ def variable_problems(operator: Operator, layers: list[str]) -> list[str]:
     for layer in layers:
         declared.update(operator.stack(layer).get("variable", {}))
     unset = [name for name, body in declared.items() if "default" not in body and f"TF_VAR_{name}" not in operator.env]
-    problems = [f"variable {name} is not set. {declared[name].get('description', '')} "
-                f"Set it before deploying: export TF_VAR_{name}='...'" for name in unset]
+    problems = [
+        f"variable {name} is not set. {declared[name].get('description', '')} "
+        f"Set it before deploying: export TF_VAR_{name}='...'"
+        for name in unset
+    ]
     judged = {name: body for name, body in declared.items() if name not in unset}
     if not judged:
         return problems
@@ -62,8 +65,7 @@ def variable_problems(operator: Operator, layers: list[str]) -> list[str]:
     return problems
 
 
-def state_bucket_problems(config: PlatformConfig, aws: str = "aws",
-                          env: dict[str, str] | None = None) -> list[str]:
+def state_bucket_problems(config: PlatformConfig, aws: str = "aws", env: dict[str, str] | None = None) -> list[str]:
     """The S3 state bucket exists and this identity can use it (aws s3api head-bucket)."""
     bucket = config.state.bucket
     if bucket is None:
@@ -71,11 +73,14 @@ def state_bucket_problems(config: PlatformConfig, aws: str = "aws",
     if shutil.which(aws) is None:
         return [f"the state bucket {bucket} cannot be checked: the AWS CLI ({aws}) is not on PATH"]
     region = config.state.region or config.region
-    checked = subprocess.run([aws, "s3api", "head-bucket", "--bucket", bucket, "--region", region],
-                             capture_output=True, text=True, env=env)
+    checked = subprocess.run(
+        [aws, "s3api", "head-bucket", "--bucket", bucket, "--region", region], capture_output=True, text=True, env=env
+    )
     if checked.returncode != 0:
-        return [f"the state bucket s3://{bucket} ({region}) cannot be used: {checked.stderr.strip() or 'not found'}. "
-                "Create it as docs/operations.md (State) shows, or fix state.bucket / state.region."]
+        return [
+            f"the state bucket s3://{bucket} ({region}) cannot be used: {checked.stderr.strip() or 'not found'}. "
+            "Create it as docs/operations.md (State) shows, or fix state.bucket / state.region."
+        ]
     return []
 
 
@@ -88,14 +93,17 @@ def endpoint_reachable(endpoint: str, timeout: float = 5.0) -> bool:
         return False
 
 
-def api_problems(config: PlatformConfig, operator: Operator, layers: list[str],
-                 reachable: Callable[[str], bool] = endpoint_reachable) -> list[str]:
+def api_problems(
+    config: PlatformConfig, operator: Operator, layers: list[str], reachable: Callable[[str], bool] = endpoint_reachable
+) -> list[str]:
     """The Kubernetes layers need the API endpoint from where this deploy runs."""
     if not any(layer in KUBERNETES_LAYERS for layer in layers):
         return []
-    options = ("Either deploy the AWS layers from here (make deploy LAYER=aws) and the addons and workloads "
-               "layers from a machine inside the VPC, or set cluster.endpoint_public_access: true with "
-               "cluster.endpoint_public_access_cidrs naming your egress CIDRs.")
+    options = (
+        "Either deploy the AWS layers from here (make deploy LAYER=aws) and the addons and workloads "
+        "layers from a machine inside the VPC, or set cluster.endpoint_public_access: true with "
+        "cluster.endpoint_public_access_cidrs naming your egress CIDRs."
+    )
     try:
         endpoint = operator.outputs("cluster").get("endpoint", {}).get("value")
     except StateUnreadable as error:
@@ -103,19 +111,25 @@ def api_problems(config: PlatformConfig, operator: Operator, layers: list[str],
     if endpoint is None:  # the cluster is not deployed yet
         if config.cluster.endpoint_public_access:
             return []
-        return ["the addons and workloads layers need the cluster's API endpoint, which this profile keeps "
-                "private (reachable only from inside the VPC, which this deploy creates). " + options]
+        return [
+            "the addons and workloads layers need the cluster's API endpoint, which this profile keeps "
+            "private (reachable only from inside the VPC, which this deploy creates). " + options
+        ]
     if not reachable(endpoint):
         return [f"the cluster's API endpoint {endpoint} does not answer from this machine (TCP 443). " + options]
     return []
 
 
-def deploy_preflight(config: PlatformConfig, operator: Operator, aws: str = "aws",
-                     reachable: Callable[[str], bool] = endpoint_reachable) -> Callable[[list[str]], list[str]]:
+def deploy_preflight(
+    config: PlatformConfig, operator: Operator, aws: str = "aws", reachable: Callable[[str], bool] = endpoint_reachable
+) -> Callable[[list[str]], list[str]]:
     """The check `Operator.run("deploy", ...)` makes before its first apply."""
+
     def check(layers: list[str]) -> list[str]:
-        return [*state_bucket_problems(config, aws, operator.env), *variable_problems(operator, layers),
-                *api_problems(config, operator, layers, reachable)]
+        return [
+            *state_bucket_problems(config, aws, operator.env),
+            *variable_problems(operator, layers),
+            *api_problems(config, operator, layers, reachable),
+        ]
 
     return check
-

@@ -26,9 +26,11 @@ def profile_identity(path: Path, project_root: Path) -> str:
 
 
 def _clash(name: str, identity: str, owner: str, where: str) -> str:
-    return (f"profile {identity} has the name {name!r} of {owner}: both would share one state ({where}) and one "
-            f"cluster. Give the new profile its own `name` (or, if {owner} was renamed to {identity}, delete the "
-            f"claim in {where}).")
+    return (
+        f"profile {identity} has the name {name!r} of {owner}: both would share one state ({where}) and one "
+        f"cluster. Give the new profile its own `name` (or, if {owner} was renamed to {identity}, delete the "
+        f"claim in {where})."
+    )
 
 
 def claim_local(state_dir: Path, name: str, identity: str) -> str | None:

@@ -10,6 +10,7 @@ from profiles.base import FieldProblem, HttpsUrl, K8sName, Quantity, Strict, che
 
 ChartVersion = Annotated[str, Field(pattern=r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")]
 
+
 class AddonConfig(Strict):
     enabled: bool = True
     """Install this add-on."""
@@ -25,7 +26,8 @@ class ReleaseConfig(AddonConfig):
 
 class GpuOperatorConfig(ReleaseConfig):
     dra: bool = Field(
-        False, description="Opt-in DRA mode: GPU Operator deploys the GPUCluster singleton instead of the "
+        False,
+        description="Opt-in DRA mode: GPU Operator deploys the GPUCluster singleton instead of the "
         "ClusterPolicy. Needs Kubernetes 1.34 or later (resource.k8s.io/v1).",
     )
 
@@ -90,20 +92,31 @@ class JupyterHubExposure(Strict):
     def _tls_on_the_internet(self) -> JupyterHubExposure:
         if self.type == "public_nlb_tls":
             if self.acm_certificate_arn is None:
-                raise FieldProblem("acm_certificate_arn", None,
-                                   "an internet-facing hub needs TLS: name the ACM certificate for its host name",
-                                   allowed="arn:aws:acm:<region>:<account>:certificate/<id>")
+                raise FieldProblem(
+                    "acm_certificate_arn",
+                    None,
+                    "an internet-facing hub needs TLS: name the ACM certificate for its host name",
+                    allowed="arn:aws:acm:<region>:<account>:certificate/<id>",
+                )
             if not self.source_cidrs:
-                raise FieldProblem("source_cidrs", [], "an internet-facing hub admits only named client ranges",
-                                   allowed="one or more CIDRs, e.g. [203.0.113.0/24]")
+                raise FieldProblem(
+                    "source_cidrs",
+                    [],
+                    "an internet-facing hub admits only named client ranges",
+                    allowed="one or more CIDRs, e.g. [203.0.113.0/24]",
+                )
             for index, cidr in enumerate(self.source_cidrs):
                 try:
                     check_cidr(cidr)
                 except ValueError as error:
                     raise FieldProblem(("source_cidrs", index), cidr, str(error)) from None
         elif self.source_cidrs:
-            raise FieldProblem("source_cidrs", self.source_cidrs, f"{self.type} has no public listener to restrict",
-                               allowed="empty, or type public_nlb_tls")
+            raise FieldProblem(
+                "source_cidrs",
+                self.source_cidrs,
+                f"{self.type} has no public listener to restrict",
+                allowed="empty, or type public_nlb_tls",
+            )
         return self
 
 
@@ -165,9 +178,9 @@ class KarpenterConfig(ReleaseConfig):
 
 # RDS for PostgreSQL instance classes: burstable (t3, t4g) and general-purpose or memory-optimised
 # Graviton and Intel families.
-DbInstanceClass = Annotated[str, Field(
-    pattern=r"^db\.(t3|t4g|m5|m6g|m6i|m7g|m7i|r5|r6g|r6i|r7g|r7i)\.(micro|small|medium|large|\d*xlarge)$"
-)]
+DbInstanceClass = Annotated[
+    str, Field(pattern=r"^db\.(t3|t4g|m5|m6g|m6i|m7g|m7i|r5|r6g|r6i|r7g|r7i)\.(micro|small|medium|large|\d*xlarge)$")
+]
 
 
 class MlflowDatabaseConfig(Strict):
@@ -175,28 +188,38 @@ class MlflowDatabaseConfig(Strict):
     password is made and rotated by RDS in Secrets Manager; it is in no profile, plan or Helm value."""
 
     instance_class: DbInstanceClass = Field(
-        "db.t4g.micro", description="RDS instance class. db.t4g.micro (default) is the cheapest; tracking "
+        "db.t4g.micro",
+        description="RDS instance class. db.t4g.micro (default) is the cheapest; tracking "
         "traffic is small next to training.",
     )
     multi_az: bool = Field(
-        False, description="A standby in a second availability zone (twice the instance cost). Off by default: "
+        False,
+        description="A standby in a second availability zone (twice the instance cost). Off by default: "
         "backups and the final snapshot already protect the data; turn on where tracking must survive an AZ outage.",
     )
     allocated_storage_gib: int = Field(20, ge=20, le=65536, description="gp3 storage, in GiB (RDS minimum 20).")
     max_allocated_storage_gib: int = Field(
-        100, ge=20, le=65536, description="Storage autoscaling ceiling, in GiB; equal to allocated_storage_gib "
-        "turns autoscaling off.",
+        100,
+        ge=20,
+        le=65536,
+        description="Storage autoscaling ceiling, in GiB; equal to allocated_storage_gib turns autoscaling off.",
     )
     backup_retention_days: int = Field(
-        7, ge=1, le=35, description="Days of automated backups (point-in-time recovery); at least 1.",
+        7,
+        ge=1,
+        le=35,
+        description="Days of automated backups (point-in-time recovery); at least 1.",
     )
 
     @model_validator(mode="after")
     def _autoscaling_ceiling(self) -> MlflowDatabaseConfig:
         if self.max_allocated_storage_gib < self.allocated_storage_gib:
-            raise FieldProblem("max_allocated_storage_gib", self.max_allocated_storage_gib,
-                               "the autoscaling ceiling is below the allocated storage",
-                               allowed=f"at least allocated_storage_gib ({self.allocated_storage_gib})")
+            raise FieldProblem(
+                "max_allocated_storage_gib",
+                self.max_allocated_storage_gib,
+                "the autoscaling ceiling is below the allocated storage",
+                allowed=f"at least allocated_storage_gib ({self.allocated_storage_gib})",
+            )
         return self
 
 
@@ -218,7 +241,8 @@ class MlflowConfig(ReleaseConfig):
         "mlflow-admin", description="With existing_secret: the Secret holding the admin's username and password."
     )
     default_permission: Literal["NO_PERMISSIONS", "READ", "EDIT", "MANAGE"] = Field(
-        "READ", description="What a signed-in user may do with experiments and models others own.",
+        "READ",
+        description="What a signed-in user may do with experiments and models others own.",
     )
 
 

@@ -44,18 +44,23 @@ class Strict(BaseModel):
 
 
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]
+
+
 def _known_region(region: str) -> str:
     from profiles.aws_facts import regions
 
     if region not in regions():
         hint = did_you_mean(region, regions())
-        raise ValueError(f"{region!r} is not an AWS region{'; ' + hint if hint else ''} "
-                         f"(known: {', '.join(r for r in regions() if r.count('-') == 2 and '-iso' not in r)})")
+        raise ValueError(
+            f"{region!r} is not an AWS region{'; ' + hint if hint else ''} "
+            f"(known: {', '.join(r for r in regions() if r.count('-') == 2 and '-iso' not in r)})"
+        )
     return region
 
 
 Region = Annotated[
-    str, Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$", description="AWS region, e.g. us-east-1."),
+    str,
+    Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$", description="AWS region, e.g. us-east-1."),
     AfterValidator(_known_region),
 ]
 # Kubernetes label: optional DNS-subdomain prefix and a name of up to 63 characters; value up to 63.
@@ -65,6 +70,8 @@ LabelKey = Annotated[
 LabelValue = Annotated[str, Field(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")]
 Cidr = Annotated[str, Field(description="An IPv4 CIDR block, e.g. 10.0.0.0/16")]
 IamPrincipalArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")]
+
+
 # AWS tags: keys 1-128 characters, values up to 256, the aws: prefix reserved for AWS.
 def _not_aws_prefixed(key: str) -> str:
     if key.lower().startswith("aws:"):
@@ -72,19 +79,34 @@ def _not_aws_prefixed(key: str) -> str:
     return key
 
 
-TagKey = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\w .:/=+@-]+$"),
-                   AfterValidator(_not_aws_prefixed)]
+TagKey = Annotated[
+    str, Field(min_length=1, max_length=128, pattern=r"^[\w .:/=+@-]+$"), AfterValidator(_not_aws_prefixed)
+]
 TagValue = Annotated[str, Field(max_length=256, pattern=r"^[\w .:/=+@-]*$")]
 # A Kubernetes quantity: a number with an optional decimal or binary suffix (64, 500m, 256Gi).
 Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")]
-_QUANTITY_SUFFIXES = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-                      "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_QUANTITY_SUFFIXES = {
+    "": 1,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
 
 
 def quantity_value(quantity: str) -> float:
     """A Kubernetes quantity (the Quantity pattern's forms) as a number: '500m' -> 0.5, '2Gi' -> 2**31."""
     number = quantity.rstrip("kmMGTPEi")
-    return float(number) * _QUANTITY_SUFFIXES[quantity[len(number):]]
+    return float(number) * _QUANTITY_SUFFIXES[quantity[len(number) :]]
 
 
 HttpsUrl = Annotated[str, Field(pattern=r"^https://[^\s/]+(/\S*)?$")]
@@ -123,19 +145,20 @@ def check_unique(names: Sequence[str], *, field: str, what: str) -> None:
 # Plain words for the patterns above: users see these, never the regular expressions.
 PATTERN_WORDS: dict[str, str] = {
     r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$": "2-32 lowercase letters, digits and hyphens, starting with a letter "
-                                       "and ending alphanumeric, e.g. gpu-platform",
+    "and ending alphanumeric, e.g. gpu-platform",
     r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$": "an AWS region, e.g. us-east-1",
     r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$": "a Kubernetes name: up to 63 lowercase letters, digits and inner "
-                                            "hyphens, e.g. ml-team",
+    "hyphens, e.g. ml-team",
     r"^https://[^\s/]+(/\S*)?$": "an https:// URL",
     r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$": "an IAM role or user ARN, "
-                                                             "e.g. arn:aws:iam::123456789012:role/admins",
+    "e.g. arn:aws:iam::123456789012:role/admins",
     r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$": "a Kubernetes quantity, e.g. 64, 500m or 256Gi",
     r"^[\w .:/=+@-]+$": "letters, digits, spaces and _.:/=+@-",
     r"^[\w .:/=+@-]*$": "letters, digits, spaces and _.:/=+@-",
-    r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$":
+    r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$": (
         "a Kubernetes label key: an optional DNS prefix and /, then up to 63 letters, digits and -_., "
-        "e.g. example.com/team",
+        "e.g. example.com/team"
+    ),
     r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$": "a Kubernetes label value: up to 63 letters, digits "
-                                                        "and -_., starting and ending alphanumeric",
+    "and -_., starting and ending alphanumeric",
 }

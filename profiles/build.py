@@ -33,24 +33,37 @@ class ReferenceImplementation(Strict):
         None, pattern=r"^https://\S+$", description="Git repository the image is built from (with its Dockerfile)."
     )
     ref: str = Field("main", pattern=r"^[A-Za-z0-9._/-]+$", description="Branch or tag to build (repository_url).")
-    dockerfile: str = Field("Dockerfile", pattern=r"^[A-Za-z0-9._/-]+$",
-                            description="The Dockerfile's path in the repository (repository_url).")
+    dockerfile: str = Field(
+        "Dockerfile",
+        pattern=r"^[A-Za-z0-9._/-]+$",
+        description="The Dockerfile's path in the repository (repository_url).",
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> ReferenceImplementation:
         if (self.project_image is None) == (self.repository_url is None):
-            raise FieldProblem("project_image", self.project_image,
-                               "name exactly one source: project_image or repository_url",
-                               allowed=f"project_image: {' | '.join(project_images())}, or repository_url: https://...")
+            raise FieldProblem(
+                "project_image",
+                self.project_image,
+                "name exactly one source: project_image or repository_url",
+                allowed=f"project_image: {' | '.join(project_images())}, or repository_url: https://...",
+            )
         if self.project_image is not None and self.project_image not in project_images():
-            raise FieldProblem("project_image", self.project_image, "this project has no such image",
-                               allowed=", ".join(project_images()))
+            raise FieldProblem(
+                "project_image",
+                self.project_image,
+                "this project has no such image",
+                allowed=", ".join(project_images()),
+            )
         return self
 
 
 CodeBuildComputeType = Literal[
-    "BUILD_GENERAL1_SMALL", "BUILD_GENERAL1_MEDIUM", "BUILD_GENERAL1_LARGE",
-    "BUILD_GENERAL1_XLARGE", "BUILD_GENERAL1_2XLARGE",
+    "BUILD_GENERAL1_SMALL",
+    "BUILD_GENERAL1_MEDIUM",
+    "BUILD_GENERAL1_LARGE",
+    "BUILD_GENERAL1_XLARGE",
+    "BUILD_GENERAL1_2XLARGE",
 ]
 
 
@@ -75,4 +88,3 @@ class BuildConfig(Strict):
                     "project name: use 1-40 lowercase letters, digits and inner hyphens"
                 )
         return impls
-

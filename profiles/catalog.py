@@ -17,8 +17,14 @@ GpuModel = Literal["A10G", "L4", "L40S", "A100", "H100", "H200", "B200", "B300"]
 # CUDA compute capability of each GPU (NVIDIA, "CUDA GPUs - Compute Capability",
 # developer.nvidia.com/cuda-gpus): the architectures the project's images are built for.
 COMPUTE_CAPABILITY: dict[str, tuple[int, int]] = {
-    "A10G": (8, 6), "L4": (8, 9), "L40S": (8, 9), "A100": (8, 0), "H100": (9, 0), "H200": (9, 0),
-    "B200": (10, 0), "B300": (10, 3),
+    "A10G": (8, 6),
+    "L4": (8, 9),
+    "L40S": (8, 9),
+    "A100": (8, 0),
+    "H100": (9, 0),
+    "H200": (9, 0),
+    "B200": (10, 0),
+    "B300": (10, 3),
 }
 
 
@@ -58,13 +64,31 @@ class GpuInstanceType:
         return self.name.split(".", 1)[0]
 
 
-def _p_instance(name: str, model: GpuModel, *, gpu_memory_gib: int, max_efa: int, network_cards: int,
-                network_gbps: int, first_efa_card: int = 0, memory_gib: int = 2048) -> GpuInstanceType:
+def _p_instance(
+    name: str,
+    model: GpuModel,
+    *,
+    gpu_memory_gib: int,
+    max_efa: int,
+    network_cards: int,
+    network_gbps: int,
+    first_efa_card: int = 0,
+    memory_gib: int = 2048,
+) -> GpuInstanceType:
     """A P-family 48xlarge: 8 GPUs, 192 vCPUs and 8 x 3800 GB local NVMe."""
     return GpuInstanceType(
-        name=name, gpu_count=8, gpu_model=model, gpu_memory_gib=gpu_memory_gib, max_efa_interfaces=max_efa,
-        network_cards=network_cards, network_gbps=network_gbps, local_nvme_disks=8, local_nvme_disk_gb=3800,
-        first_efa_card=first_efa_card, vcpus=192, memory_gib=memory_gib,
+        name=name,
+        gpu_count=8,
+        gpu_model=model,
+        gpu_memory_gib=gpu_memory_gib,
+        max_efa_interfaces=max_efa,
+        network_cards=network_cards,
+        network_gbps=network_gbps,
+        local_nvme_disks=8,
+        local_nvme_disk_gb=3800,
+        first_efa_card=first_efa_card,
+        vcpus=192,
+        memory_gib=memory_gib,
     )
 
 
@@ -79,17 +103,33 @@ class _GSize:
 
 
 # G-family sizes: vCPUs by size name; memory is a fixed GiB per vCPU within a family.
-_G_VCPUS = {"xlarge": 4, "2xlarge": 8, "4xlarge": 16, "8xlarge": 32, "12xlarge": 48, "16xlarge": 64,
-            "24xlarge": 96, "48xlarge": 192}
+_G_VCPUS = {
+    "xlarge": 4,
+    "2xlarge": 8,
+    "4xlarge": 16,
+    "8xlarge": 32,
+    "12xlarge": 48,
+    "16xlarge": 64,
+    "24xlarge": 96,
+    "48xlarge": 192,
+}
 
 
-def _g_family(family: str, model: GpuModel, gpu_memory_gib: int, sizes: dict[str, _GSize], *,
-              memory_gib_per_vcpu: int) -> list[GpuInstanceType]:
+def _g_family(
+    family: str, model: GpuModel, gpu_memory_gib: int, sizes: dict[str, _GSize], *, memory_gib_per_vcpu: int
+) -> list[GpuInstanceType]:
     return [
         GpuInstanceType(
-            name=f"{family}.{size}", gpu_count=s.gpus, gpu_model=model, gpu_memory_gib=gpu_memory_gib,
-            max_efa_interfaces=s.max_efa, network_cards=s.network_cards, network_gbps=s.network_gbps,
-            local_nvme_disks=s.nvme_disks, local_nvme_disk_gb=s.nvme_disk_gb, vcpus=_G_VCPUS[size],
+            name=f"{family}.{size}",
+            gpu_count=s.gpus,
+            gpu_model=model,
+            gpu_memory_gib=gpu_memory_gib,
+            max_efa_interfaces=s.max_efa,
+            network_cards=s.network_cards,
+            network_gbps=s.network_gbps,
+            local_nvme_disks=s.nvme_disks,
+            local_nvme_disk_gb=s.nvme_disk_gb,
+            vcpus=_G_VCPUS[size],
             memory_gib=_G_VCPUS[size] * memory_gib_per_vcpu,
         )
         for size, s in sizes.items()
@@ -97,49 +137,95 @@ def _g_family(family: str, model: GpuModel, gpu_memory_gib: int, sizes: dict[str
 
 
 _ENTRIES: list[GpuInstanceType] = [
-    GpuInstanceType(name="p4d.24xlarge", gpu_count=8, gpu_model="A100", gpu_memory_gib=40, max_efa_interfaces=4,
-                    network_cards=4, network_gbps=400, local_nvme_disks=8, local_nvme_disk_gb=1000, vcpus=96,
-                    memory_gib=1152),
-    GpuInstanceType(name="p4de.24xlarge", gpu_count=8, gpu_model="A100", gpu_memory_gib=80, max_efa_interfaces=4,
-                    network_cards=4, network_gbps=400, local_nvme_disks=8, local_nvme_disk_gb=1000, vcpus=96,
-                    memory_gib=1152),
+    GpuInstanceType(
+        name="p4d.24xlarge",
+        gpu_count=8,
+        gpu_model="A100",
+        gpu_memory_gib=40,
+        max_efa_interfaces=4,
+        network_cards=4,
+        network_gbps=400,
+        local_nvme_disks=8,
+        local_nvme_disk_gb=1000,
+        vcpus=96,
+        memory_gib=1152,
+    ),
+    GpuInstanceType(
+        name="p4de.24xlarge",
+        gpu_count=8,
+        gpu_model="A100",
+        gpu_memory_gib=80,
+        max_efa_interfaces=4,
+        network_cards=4,
+        network_gbps=400,
+        local_nvme_disks=8,
+        local_nvme_disk_gb=1000,
+        vcpus=96,
+        memory_gib=1152,
+    ),
     _p_instance("p5.48xlarge", "H100", gpu_memory_gib=80, max_efa=32, network_cards=32, network_gbps=3200),
     _p_instance("p5e.48xlarge", "H200", gpu_memory_gib=141, max_efa=32, network_cards=32, network_gbps=3200),
     _p_instance("p5en.48xlarge", "H200", gpu_memory_gib=141, max_efa=16, network_cards=16, network_gbps=3200),
     _p_instance("p6-b200.48xlarge", "B200", gpu_memory_gib=179, max_efa=8, network_cards=8, network_gbps=3200),
     # 17 network cards, but card 0 is ENA only: 16 EFA interfaces on cards 1-16.
-    _p_instance("p6-b300.48xlarge", "B300", gpu_memory_gib=268, max_efa=16, network_cards=17, network_gbps=6400,
-                first_efa_card=1, memory_gib=4096),
-    *_g_family("g5", "A10G", 24, {
-        "xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=250),
-        "2xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=450),
-        "4xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=25, nvme_disks=1, nvme_disk_gb=600),
-        "8xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=1, nvme_disk_gb=900),
-        "12xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=40, nvme_disks=1, nvme_disk_gb=3800),
-        "16xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=1, nvme_disk_gb=1900),
-        "24xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=50, nvme_disks=1, nvme_disk_gb=3800),
-        "48xlarge": _GSize(gpus=8, max_efa=1, network_cards=1, network_gbps=100, nvme_disks=2, nvme_disk_gb=3800),
-    }, memory_gib_per_vcpu=4),
-    *_g_family("g6", "L4", 24, {
-        "xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=250),
-        "2xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=450),
-        "4xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=25, nvme_disks=1, nvme_disk_gb=600),
-        "8xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=2, nvme_disk_gb=450),
-        "12xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=40, nvme_disks=4, nvme_disk_gb=940),
-        "16xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=2, nvme_disk_gb=940),
-        "24xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=50, nvme_disks=4, nvme_disk_gb=940),
-        "48xlarge": _GSize(gpus=8, max_efa=1, network_cards=1, network_gbps=100, nvme_disks=8, nvme_disk_gb=940),
-    }, memory_gib_per_vcpu=4),
-    *_g_family("g6e", "L40S", 48, {
-        "xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=20, nvme_disks=1, nvme_disk_gb=250),
-        "2xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=20, nvme_disks=1, nvme_disk_gb=450),
-        "4xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=20, nvme_disks=1, nvme_disk_gb=600),
-        "8xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=2, nvme_disk_gb=450),
-        "12xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=100, nvme_disks=2, nvme_disk_gb=1900),
-        "16xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=35, nvme_disks=2, nvme_disk_gb=950),
-        "24xlarge": _GSize(gpus=4, max_efa=2, network_cards=2, network_gbps=200, nvme_disks=2, nvme_disk_gb=1900),
-        "48xlarge": _GSize(gpus=8, max_efa=4, network_cards=4, network_gbps=400, nvme_disks=4, nvme_disk_gb=1900),
-    }, memory_gib_per_vcpu=8),
+    _p_instance(
+        "p6-b300.48xlarge",
+        "B300",
+        gpu_memory_gib=268,
+        max_efa=16,
+        network_cards=17,
+        network_gbps=6400,
+        first_efa_card=1,
+        memory_gib=4096,
+    ),
+    *_g_family(
+        "g5",
+        "A10G",
+        24,
+        {
+            "xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=250),
+            "2xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=450),
+            "4xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=25, nvme_disks=1, nvme_disk_gb=600),
+            "8xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=1, nvme_disk_gb=900),
+            "12xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=40, nvme_disks=1, nvme_disk_gb=3800),
+            "16xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=1, nvme_disk_gb=1900),
+            "24xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=50, nvme_disks=1, nvme_disk_gb=3800),
+            "48xlarge": _GSize(gpus=8, max_efa=1, network_cards=1, network_gbps=100, nvme_disks=2, nvme_disk_gb=3800),
+        },
+        memory_gib_per_vcpu=4,
+    ),
+    *_g_family(
+        "g6",
+        "L4",
+        24,
+        {
+            "xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=250),
+            "2xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=10, nvme_disks=1, nvme_disk_gb=450),
+            "4xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=25, nvme_disks=1, nvme_disk_gb=600),
+            "8xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=2, nvme_disk_gb=450),
+            "12xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=40, nvme_disks=4, nvme_disk_gb=940),
+            "16xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=2, nvme_disk_gb=940),
+            "24xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=50, nvme_disks=4, nvme_disk_gb=940),
+            "48xlarge": _GSize(gpus=8, max_efa=1, network_cards=1, network_gbps=100, nvme_disks=8, nvme_disk_gb=940),
+        },
+        memory_gib_per_vcpu=4,
+    ),
+    *_g_family(
+        "g6e",
+        "L40S",
+        48,
+        {
+            "xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=20, nvme_disks=1, nvme_disk_gb=250),
+            "2xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=20, nvme_disks=1, nvme_disk_gb=450),
+            "4xlarge": _GSize(gpus=1, max_efa=0, network_cards=1, network_gbps=20, nvme_disks=1, nvme_disk_gb=600),
+            "8xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=25, nvme_disks=2, nvme_disk_gb=450),
+            "12xlarge": _GSize(gpus=4, max_efa=1, network_cards=1, network_gbps=100, nvme_disks=2, nvme_disk_gb=1900),
+            "16xlarge": _GSize(gpus=1, max_efa=1, network_cards=1, network_gbps=35, nvme_disks=2, nvme_disk_gb=950),
+            "24xlarge": _GSize(gpus=4, max_efa=2, network_cards=2, network_gbps=200, nvme_disks=2, nvme_disk_gb=1900),
+            "48xlarge": _GSize(gpus=8, max_efa=4, network_cards=4, network_gbps=400, nvme_disks=4, nvme_disk_gb=1900),
+        },
+        memory_gib_per_vcpu=8,
+    ),
 ]
 
 CATALOG: dict[str, GpuInstanceType] = {entry.name: entry for entry in _ENTRIES}

@@ -34,8 +34,9 @@ from profiles.versions import (
 # A public API endpoint may be open to at most this many addresses (a /16): a company's egress or
 # VPN ranges fit; more is the internet in effect (0.0.0.0/1 plus 128.0.0.0/1 is all of it).
 MAX_PUBLIC_API_ADDRESSES = 65536
-PRIVATE_RANGES = tuple(ipaddress.IPv4Network(block) for block in
-                       ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
+PRIVATE_RANGES = tuple(
+    ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+)
 # EKS requires the Service CIDR inside these (and not overlapping the VPC). When none is set it
 # picks 172.20.0.0/16 for a VPC in 10.0.0.0/8 and 10.100.0.0/16 for any other (EKS API reference,
 # KubernetesNetworkConfigRequest.serviceIpv4Cidr; the node side reads it the same way, as
@@ -107,9 +108,13 @@ class VpcConfig(Strict):
         if network.prefixlen < 16:
             raise FieldProblem("cidr", self.cidr, "AWS VPCs are at most a /16", allowed="a /16 to /20 block")
         if not any(network.subnet_of(private) for private in PRIVATE_RANGES) and not self.allow_public_cidr:
-            raise FieldProblem("cidr", self.cidr, "not a private address range: the VPC would shadow public addresses",
-                               allowed="within 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10, "
-                                       "or set allow_public_cidr: true")
+            raise FieldProblem(
+                "cidr",
+                self.cidr,
+                "not a private address range: the VPC would shadow public addresses",
+                allowed="within 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10, "
+                "or set allow_public_cidr: true",
+            )
         return self
 
     @property
@@ -213,15 +218,20 @@ Capacity = Annotated[OnDemandCapacity | OdcrCapacity | CapacityBlock, Field(disc
 class GpuNodeGroupConfig(Strict):
     name: Name
     """Node group name, unique in the profile and not 'system'."""
-    instance_type: str = Field(..., description="A type from the GPU instance catalog (profiles/catalog.py).",
-                               json_schema_extra={"enum": list(INSTANCE_TYPES)})
+    instance_type: str = Field(
+        ...,
+        description="A type from the GPU instance catalog (profiles/catalog.py).",
+        json_schema_extra={"enum": list(INSTANCE_TYPES)},
+    )
     efa_enabled: bool = Field(
         False, description="Attach one EFA interface per EFA-capable network card. Only on types with EFA."
     )
     min_size: int = Field(0, ge=0)
     """Fewest nodes the group scales to."""
     desired_size: int = Field(
-        0, ge=0, description="Nodes the group runs, applied on every deploy (no autoscaler manages GPU groups). "
+        0,
+        ge=0,
+        description="Nodes the group runs, applied on every deploy (no autoscaler manages GPU groups). "
         "Lowering it removes nodes: the jobs on them end. make pause scales it to 0 until the next resume or deploy.",
     )
     max_size: int = Field(2, ge=1)
@@ -383,12 +393,16 @@ class ClusterConfig(Strict):
         network = ipaddress.IPv4Network(self.service_ipv4_cidr)
         allowed = "a /12 to /24 block in 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16 that does not overlap the VPC"
         if not 12 <= network.prefixlen <= 24 or not any(network.subnet_of(r) for r in SERVICE_CIDR_RANGES):
-            raise FieldProblem("service_ipv4_cidr", self.service_ipv4_cidr, "EKS refuses this Service CIDR",
-                               allowed=allowed)
+            raise FieldProblem(
+                "service_ipv4_cidr", self.service_ipv4_cidr, "EKS refuses this Service CIDR", allowed=allowed
+            )
         if network.overlaps(ipaddress.IPv4Network(self.vpc.cidr)):
-            raise FieldProblem("service_ipv4_cidr", self.service_ipv4_cidr,
-                               f"overlaps the VPC ({self.vpc.cidr}): Service and node addresses would collide",
-                               allowed=allowed)
+            raise FieldProblem(
+                "service_ipv4_cidr",
+                self.service_ipv4_cidr,
+                f"overlaps the VPC ({self.vpc.cidr}): Service and node addresses would collide",
+                allowed=allowed,
+            )
         return self
 
     @model_validator(mode="after")
@@ -396,20 +410,30 @@ class ClusterConfig(Strict):
         for name, version in self.addon_versions.items():
             minimum = MANAGED_ADDON_MINIMUMS.get(name)
             if minimum and version_tuple(version) < minimum.version:
-                raise FieldProblem(("addon_versions", name), version, minimum.why,
-                                   allowed=f"v{'.'.join(map(str, minimum.version))}-eksbuild.N or later")
+                raise FieldProblem(
+                    ("addon_versions", name),
+                    version,
+                    minimum.why,
+                    allowed=f"v{'.'.join(map(str, minimum.version))}-eksbuild.N or later",
+                )
         return self
 
     @model_validator(mode="after")
     def _public_endpoint(self) -> ClusterConfig:
         if self.endpoint_public_access and not self.endpoint_public_access_cidrs:
-            raise FieldProblem("endpoint_public_access_cidrs", [],
-                               "a public API endpoint needs your own egress CIDRs; it is never open to everyone",
-                               allowed="one or more CIDRs, e.g. [203.0.113.0/24]")
+            raise FieldProblem(
+                "endpoint_public_access_cidrs",
+                [],
+                "a public API endpoint needs your own egress CIDRs; it is never open to everyone",
+                allowed="one or more CIDRs, e.g. [203.0.113.0/24]",
+            )
         if self.endpoint_public_access_cidrs and not self.endpoint_public_access:
-            raise FieldProblem("endpoint_public_access", False,
-                               "endpoint_public_access_cidrs are set but the public endpoint is off",
-                               allowed="true (open the endpoint to those CIDRs), or remove the CIDRs")
+            raise FieldProblem(
+                "endpoint_public_access",
+                False,
+                "endpoint_public_access_cidrs are set but the public endpoint is off",
+                allowed="true (open the endpoint to those CIDRs), or remove the CIDRs",
+            )
         return self
 
     @model_validator(mode="after")

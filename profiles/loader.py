@@ -71,8 +71,10 @@ def resolve(name_or_path: str) -> Path:
         hint = f"{hint} " if hint else ""
         raise ProfileError(
             name_or_path,
-            [f"unknown profile {name_or_path!r}; {hint}available: {', '.join(available_profiles())}, "
-             "or the path of your own YAML file"],
+            [
+                f"unknown profile {name_or_path!r}; {hint}available: {', '.join(available_profiles())}, "
+                "or the path of your own YAML file"
+            ],
             not_found=True,
         )
     return shipped
@@ -107,7 +109,8 @@ class _ProfileLoader(yaml.SafeLoader):
             line = key_node.start_mark.line + 1
             if isinstance(key, (str, int, float, bool)) and key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first on line {seen[key]})", key_node.start_mark)
+                    None, None, f"duplicate key {key!r} (first on line {seen[key]})", key_node.start_mark
+                )
             if isinstance(key, (str, int, float, bool)):
                 seen[key] = line
         return super().construct_mapping(node, deep=deep)
@@ -135,8 +138,10 @@ def parse_profile_text(raw: bytes, source: str) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ProfileError(source, [f"not UTF-8 text (byte {exc.start}): a binary file, or another encoding? "
-                                    "Save the profile as UTF-8"]) from None
+        raise ProfileError(
+            source,
+            [f"not UTF-8 text (byte {exc.start}): a binary file, or another encoding? Save the profile as UTF-8"],
+        ) from None
     if "\x00" in text:
         raise ProfileError(source, ["not a text file (it contains NUL characters)"])
     try:
@@ -161,9 +166,13 @@ def load_profile(name_or_path: str = DEFAULT_PROFILE) -> PlatformConfig:
     config = validate_profile(parse_profile_text(path.read_bytes(), str(path)), source=str(path))
     owner = shipped_names().get(config.name)
     if owner is not None and path.resolve() != (PROFILES_DIR / f"{owner}.yaml").resolve():
-        raise ProfileError(str(path), [
-            f"name: {config.name!r} is the name of the shipped profile {owner}, whose output and state "
-            f"folders it would share (got {config.name!r}; allowed: any other name, e.g. {path.stem!r})"])
+        raise ProfileError(
+            str(path),
+            [
+                f"name: {config.name!r} is the name of the shipped profile {owner}, whose output and state "
+                f"folders it would share (got {config.name!r}; allowed: any other name, e.g. {path.stem!r})"
+            ],
+        )
     return config
 
 

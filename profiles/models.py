@@ -31,8 +31,15 @@ from profiles.versions import CHARTS, KUBERNETES_MINIMUMS, MIN_VERSIONS, version
 from profiles.workloads import RESERVED_NAMESPACES, TenantConfig, WorkloadsConfig
 
 # Namespaces the add-ons and the validation manifests create (tested against the add-on registry).
-PLATFORM_NAMESPACES = ("monitoring", "gpu-operator", "ray-system", "mpi-operator", "jupyterhub", "gpu-validation",
-                       "mlflow")
+PLATFORM_NAMESPACES = (
+    "monitoring",
+    "gpu-operator",
+    "ray-system",
+    "mpi-operator",
+    "jupyterhub",
+    "gpu-validation",
+    "mlflow",
+)
 
 
 TEMPLATE_SEQUENCES = ("${", "%{")
@@ -42,8 +49,12 @@ def template_sequences(value: object, path: tuple[str | int, ...]) -> Iterator[F
     """A problem for every string (key or value) under `value` that holds `${` or `%{`."""
     if isinstance(value, str):
         if any(sequence in value for sequence in TEMPLATE_SEQUENCES):
-            yield FieldProblem(path, value, "a Terraform template sequence (${ or %{) is never allowed in a profile",
-                               allowed="the same text without ${ and %{")
+            yield FieldProblem(
+                path,
+                value,
+                "a Terraform template sequence (${ or %{) is never allowed in a profile",
+                allowed="the same text without ${ and %{",
+            )
     elif isinstance(value, dict):
         for key, item in value.items():
             yield from template_sequences(key, (*path, str(key)))
@@ -143,9 +154,13 @@ class PlatformConfig(Strict):
             if release.enabled and needed and version_tuple(version) < needed:
                 field = ("addons", key, "chart_version") if release.chart_version else ("cluster", "kubernetes_version")
                 value = version if release.chart_version else kubernetes
-                yield FieldProblem(field, value, f"{key} {version} does not support Kubernetes {kubernetes}",
-                                   allowed=f"{key} {'.'.join(map(str, needed))} or later for Kubernetes {kubernetes}, "
-                                   "or an older cluster.kubernetes_version")
+                yield FieldProblem(
+                    field,
+                    value,
+                    f"{key} {version} does not support Kubernetes {kubernetes}",
+                    allowed=f"{key} {'.'.join(map(str, needed))} or later for Kubernetes {kubernetes}, "
+                    "or an older cluster.kubernetes_version",
+                )
 
     def _charts_meet_minimums(self) -> Iterator[FieldProblem]:
         uses_blocks = any(isinstance(group.capacity, CapacityBlock) for group in self.cluster.gpu_node_groups)
@@ -178,7 +193,8 @@ class PlatformConfig(Strict):
     @property
     def name_sources(self) -> NameSources:
         return NameSources(
-            name=self.name, gpu_node_groups=tuple(g.name for g in self.cluster.gpu_node_groups),
+            name=self.name,
+            gpu_node_groups=tuple(g.name for g in self.cluster.gpu_node_groups),
             tenants=tuple(t.name for t in self.workloads.tenants),
             reference_implementations=tuple(self.build.reference_implementations),
             mlflow=self.addons.mlflow.enabled,
@@ -192,8 +208,9 @@ class PlatformConfig(Strict):
             problems = name_problems(derived)
             if problems and derived.field not in reported:
                 reported.add(derived.field)
-                yield FieldProblem(derived.field, derived.value, problems[0],
-                                   allowed="a shorter or plainer value for this field")
+                yield FieldProblem(
+                    derived.field, derived.value, problems[0], allowed="a shorter or plainer value for this field"
+                )
 
     def _names_do_not_collide(self) -> Iterator[FieldProblem]:
         """Two settings that would derive the same resource name or construct id, or a namespace
@@ -203,27 +220,39 @@ class PlatformConfig(Strict):
             key = f"{derived.kind}:{derived.name}"
             if key in seen and seen[key] != derived.field:
                 first = ".".join(map(str, seen[key]))
-                yield FieldProblem(derived.field, derived.value,
-                                   f"derives {RULES[derived.kind].what} {derived.name!r}, as {first} does",
-                                   allowed="a value that derives a name of its own")
+                yield FieldProblem(
+                    derived.field,
+                    derived.value,
+                    f"derives {RULES[derived.kind].what} {derived.name!r}, as {first} does",
+                    allowed="a value that derives a name of its own",
+                )
             seen.setdefault(key, derived.field)
         tenants = [tenant.name for tenant in self.workloads.tenants]
         for index, tenant in enumerate(tenants):
             if f"{tenant}-identity" in tenants:  # construct ids tenant-<a> / tenant-<a>-identity
-                yield FieldProblem(("workloads", "tenants", tenants.index(f"{tenant}-identity"), "name"),
-                                   f"{tenant}-identity", f"collides with tenant {tenant}'s identity (index {index})",
-                                   allowed="a tenant name not ending in -identity")
+                yield FieldProblem(
+                    ("workloads", "tenants", tenants.index(f"{tenant}-identity"), "name"),
+                    f"{tenant}-identity",
+                    f"collides with tenant {tenant}'s identity (index {index})",
+                    allowed="a tenant name not ending in -identity",
+                )
         reserved = {*PLATFORM_NAMESPACES, self.addons.argo_workflows.namespace}
         for index, tenant in enumerate(tenants):
             if tenant in reserved:
-                yield FieldProblem(("workloads", "tenants", index, "name"), tenant,
-                                   "is a namespace the platform creates for an add-on",
-                                   allowed=f"a team name other than {', '.join(sorted(reserved))}")
+                yield FieldProblem(
+                    ("workloads", "tenants", index, "name"),
+                    tenant,
+                    "is a namespace the platform creates for an add-on",
+                    allowed=f"a team name other than {', '.join(sorted(reserved))}",
+                )
         argo = self.addons.argo_workflows.namespace
         if argo in PLATFORM_NAMESPACES or argo in RESERVED_NAMESPACES or argo.startswith("kube-"):
-            yield FieldProblem(("addons", "argo_workflows", "namespace"), argo,
-                               "is a system or platform namespace; workflows need one of their own",
-                               allowed="e.g. argo or workflows")
+            yield FieldProblem(
+                ("addons", "argo_workflows", "namespace"),
+                argo,
+                "is a system or platform namespace; workflows need one of their own",
+                allowed="e.g. argo or workflows",
+            )
 
     def _tenant_quotas_fit_a_node(self) -> Iterator[FieldProblem]:
         """A tenant quota below one node of the largest GPU group could never admit a job there."""
@@ -234,17 +263,22 @@ class PlatformConfig(Strict):
         for index, tenant in enumerate(self.workloads.tenants):
             path = ("workloads", "tenants", index)
             gpus = f"{node.gpu_count} GPU{'s' if node.gpu_count > 1 else ''}"
-            checks = (("gpu_quota", tenant.gpu_quota, node.gpu_count, gpus),
-                      ("cpu_quota", tenant.cpu_quota, node.vcpus, f"{node.vcpus} vCPUs"),
-                      ("memory_quota", tenant.memory_quota, node.memory_gib * 2**30, f"{node.memory_gib}Gi"))
+            checks = (
+                ("gpu_quota", tenant.gpu_quota, node.gpu_count, gpus),
+                ("cpu_quota", tenant.cpu_quota, node.vcpus, f"{node.vcpus} vCPUs"),
+                ("memory_quota", tenant.memory_quota, node.memory_gib * 2**30, f"{node.memory_gib}Gi"),
+            )
             for field, value, minimum, words in checks:
                 if value is None:
                     continue
                 amount = value if isinstance(value, int) else quantity_value(value)
                 if amount < minimum:
-                    yield FieldProblem((*path, field), value,
-                                       f"smaller than one {node.name} node ({words}): no job on that group "
-                                       "could ever be admitted", allowed=f"at least {words}, or unset")
+                    yield FieldProblem(
+                        (*path, field),
+                        value,
+                        f"smaller than one {node.name} node ({words}): no job on that group could ever be admitted",
+                        allowed=f"at least {words}, or unset",
+                    )
 
     def _azs_in_region(self) -> Iterator[FieldProblem]:
         # Zone names map to different physical zones in each account (the zone IDs do not); the

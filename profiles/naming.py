@@ -35,34 +35,69 @@ RULES: dict[str, NameRule] = {
     "iam_role": NameRule("IAM role name", 64, re.compile(r"[\w+=,.@-]+"), "letters, digits and +=,.@_-"),
     "event_rule": NameRule("EventBridge rule name", 64, re.compile(r"[.\-_A-Za-z0-9]+"), "letters, digits and .-_"),
     "sqs_queue": NameRule("SQS queue name", 80, re.compile(r"[A-Za-z0-9_-]+"), "letters, digits, - and _"),
-    "s3_bucket": NameRule("S3 bucket name", 63, re.compile(r"[a-z0-9][a-z0-9.-]*[a-z0-9]"),
-                          "lowercase letters, digits, dots and hyphens, starting and ending alphanumeric"),
-    "ecr_repository": NameRule("ECR repository name", 256,
-                               re.compile(r"(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*"),
-                               "lowercase letters and digits, with single . _ - or / between them"),
-    "ecr_namespace": NameRule("ECR repository name", 256,
-                              re.compile(r"(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*"),
-                              "lowercase letters and digits, with single . _ - or / between them"),
-    "codebuild_project": NameRule("CodeBuild project name", 150, re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*"),
-                                  "letters, digits, - and _, starting alphanumeric"),
-    "launch_template": NameRule("launch template name", 128, re.compile(r"[a-zA-Z0-9().\-/_]+"),
-                                "letters, digits and ().-/_"),
-    "node_group": NameRule("EKS node group name", 63, re.compile(r"[0-9A-Za-z][A-Za-z0-9_-]*"),
-                           "letters, digits, - and _, starting alphanumeric"),
-    "security_group": NameRule("security group name", 255, re.compile(r"[\w .:/()#,@\[\]+=&;{}!$*-]+"),
-                               "letters, digits, spaces and ._-:/()#,@[]+=&;{}!$*"),
-    "rds_identifier": NameRule("RDS DB instance identifier", 63, re.compile(r"[a-z](-?[a-z0-9])*"),
-                               "lowercase letters, digits and single inner hyphens, starting with a letter"),
+    "s3_bucket": NameRule(
+        "S3 bucket name",
+        63,
+        re.compile(r"[a-z0-9][a-z0-9.-]*[a-z0-9]"),
+        "lowercase letters, digits, dots and hyphens, starting and ending alphanumeric",
+    ),
+    "ecr_repository": NameRule(
+        "ECR repository name",
+        256,
+        re.compile(r"(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*"),
+        "lowercase letters and digits, with single . _ - or / between them",
+    ),
+    "ecr_namespace": NameRule(
+        "ECR repository name",
+        256,
+        re.compile(r"(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*"),
+        "lowercase letters and digits, with single . _ - or / between them",
+    ),
+    "codebuild_project": NameRule(
+        "CodeBuild project name",
+        150,
+        re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*"),
+        "letters, digits, - and _, starting alphanumeric",
+    ),
+    "launch_template": NameRule(
+        "launch template name", 128, re.compile(r"[a-zA-Z0-9().\-/_]+"), "letters, digits and ().-/_"
+    ),
+    "node_group": NameRule(
+        "EKS node group name",
+        63,
+        re.compile(r"[0-9A-Za-z][A-Za-z0-9_-]*"),
+        "letters, digits, - and _, starting alphanumeric",
+    ),
+    "security_group": NameRule(
+        "security group name",
+        255,
+        re.compile(r"[\w .:/()#,@\[\]+=&;{}!$*-]+"),
+        "letters, digits, spaces and ._-:/()#,@[]+=&;{}!$*",
+    ),
+    "rds_identifier": NameRule(
+        "RDS DB instance identifier",
+        63,
+        re.compile(r"[a-z](-?[a-z0-9])*"),
+        "lowercase letters, digits and single inner hyphens, starting with a letter",
+    ),
     "dns_label": NameRule("Kubernetes name", 63, _DNS_LABEL, "lowercase letters, digits and inner hyphens"),
-    "dns_subdomain": NameRule("Kubernetes object name", 253,
-                              re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"),
-                              "dot-separated lowercase labels"),
+    "dns_subdomain": NameRule(
+        "Kubernetes object name",
+        253,
+        re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"),
+        "dot-separated lowercase labels",
+    ),
 }
 # S3 refuses these prefixes and suffixes in bucket names.
 BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
 BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
-KARPENTER_EVENT_RULES = ("scheduled-change", "spot-interruption", "rebalance", "state-change",
-                         "reservation-interruption")
+KARPENTER_EVENT_RULES = (
+    "scheduled-change",
+    "spot-interruption",
+    "rebalance",
+    "state-change",
+    "reservation-interruption",
+)
 
 
 @dataclass(frozen=True)
@@ -128,6 +163,8 @@ def name_problems(derived: DerivedName) -> list[str]:
     problems = [problem] if (problem := rule.problem(derived.name)) else []
     reserved = derived.name.startswith(BUCKET_PREFIXES) or derived.name.endswith(BUCKET_SUFFIXES)
     if derived.kind == "s3_bucket" and (reserved or ".." in derived.name):
-        problems.append(f"S3 bucket name {derived.name!r} uses a prefix or suffix S3 reserves "
-                        f"({', '.join(BUCKET_PREFIXES + BUCKET_SUFFIXES)})")
+        problems.append(
+            f"S3 bucket name {derived.name!r} uses a prefix or suffix S3 reserves "
+            f"({', '.join(BUCKET_PREFIXES + BUCKET_SUFFIXES)})"
+        )
     return problems

@@ -18,4 +18,3 @@ class StateConfig(Strict):
     )
     key_prefix: str = Field("gpu-platform", description="Keys are <key_prefix>/<profile name>/<layer>.tfstate.")
     region: Region | None = Field(None, description="Region of the state bucket; default: the profile's region.")
-

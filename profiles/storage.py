@@ -71,11 +71,19 @@ class FsxConfig(Strict):
         kind, throughput = self.deployment_type, self.throughput_mbps_per_tib
         allowed = THROUGHPUT_MBPS_PER_TIB[kind]
         if not allowed and throughput is not None:
-            raise FieldProblem("throughput_mbps_per_tib", throughput, f"{kind} has no per-unit throughput setting",
-                               allowed="unset (null)")
+            raise FieldProblem(
+                "throughput_mbps_per_tib",
+                throughput,
+                f"{kind} has no per-unit throughput setting",
+                allowed="unset (null)",
+            )
         if allowed and throughput not in allowed:
-            raise FieldProblem("throughput_mbps_per_tib", throughput, f"not a per-unit throughput of {kind}",
-                               allowed=", ".join(map(str, allowed)))
+            raise FieldProblem(
+                "throughput_mbps_per_tib",
+                throughput,
+                f"not a per-unit throughput of {kind}",
+                allowed=", ".join(map(str, allowed)),
+            )
         return self
 
     @model_validator(mode="after")
@@ -83,20 +91,29 @@ class FsxConfig(Strict):
         kind, capacity, throughput = self.deployment_type, self.storage_capacity_gib, self.throughput_mbps_per_tib
         if self.efa_enabled:
             if kind != "PERSISTENT_2" or self.lustre_version != "2.15" or throughput is None:
-                raise FieldProblem("efa_enabled", True, "EFA-enabled file systems are PERSISTENT_2 with Lustre 2.15",
-                                   allowed=f"false for {kind} / Lustre {self.lustre_version}")
+                raise FieldProblem(
+                    "efa_enabled",
+                    True,
+                    "EFA-enabled file systems are PERSISTENT_2 with Lustre 2.15",
+                    allowed=f"false for {kind} / Lustre {self.lustre_version}",
+                )
             unit = EFA_CAPACITY_UNIT_GIB[throughput]
             if capacity % unit:
                 nearest = " or ".join(map(str, _nearest_steps(capacity, (), unit)))
                 raise FieldProblem(
-                    "storage_capacity_gib", capacity,
+                    "storage_capacity_gib",
+                    capacity,
                     f"an EFA-enabled file system at {throughput} MB/s/TiB grows in units of {unit} GiB",
                     allowed=f"a multiple of {unit}; nearest: {nearest}",
                 )
         elif capacity not in (1200, 2400) and capacity % 2400:
             nearest = " or ".join(map(str, _nearest_steps(capacity, (1200, 2400), 2400)))
-            raise FieldProblem("storage_capacity_gib", capacity, f"not a valid {kind} capacity",
-                               allowed=f"1200, 2400 or a multiple of 2400; use {nearest}")
+            raise FieldProblem(
+                "storage_capacity_gib",
+                capacity,
+                f"not a valid {kind} capacity",
+                allowed=f"1200, 2400 or a multiple of 2400; use {nearest}",
+            )
         return self
 
     @model_validator(mode="after")
@@ -105,18 +122,27 @@ class FsxConfig(Strict):
         if iops is None:
             return self
         if self.deployment_type != "PERSISTENT_2":
-            raise FieldProblem("metadata_iops", iops, "metadata IOPS are a PERSISTENT_2 setting",
-                               allowed="unset (null)")
+            raise FieldProblem(
+                "metadata_iops", iops, "metadata IOPS are a PERSISTENT_2 setting", allowed="unset (null)"
+            )
         if iops not in (1500, 3000, 6000) and (iops % 12000 or not 0 < iops <= 192000):
-            raise FieldProblem("metadata_iops", iops, "not a metadata IOPS level",
-                               allowed="1500, 3000, 6000, 12000 or a multiple of 12000 up to 192000")
+            raise FieldProblem(
+                "metadata_iops",
+                iops,
+                "not a metadata IOPS level",
+                allowed="1500, 3000, 6000, 12000 or a multiple of 12000 up to 192000",
+            )
         return self
 
     @model_validator(mode="after")
     def _backups_only_when_persistent(self) -> FsxConfig:
         if self.deployment_type == "SCRATCH_2" and self.automatic_backup_retention_days:
-            raise FieldProblem("automatic_backup_retention_days", self.automatic_backup_retention_days,
-                               "SCRATCH_2 file systems have no backups", allowed="0, or a PERSISTENT deployment type")
+            raise FieldProblem(
+                "automatic_backup_retention_days",
+                self.automatic_backup_retention_days,
+                "SCRATCH_2 file systems have no backups",
+                allowed="0, or a PERSISTENT deployment type",
+            )
         return self
 
     @model_validator(mode="after")

@@ -54,18 +54,21 @@ class GpuPoolConfig(Strict):
 class TenantConfig(Strict):
     name: K8sName = Field(..., description="Namespace of the team; also its S3 prefix (<name>/).")
     gpu_quota: int | None = Field(
-        None, ge=0,
+        None,
+        ge=0,
         description="ResourceQuota on the GPUs the tenant's pods may request. Unset: every GPU the profile can run "
         "(the GPU node groups at their maximum size, plus the Karpenter GPU pool's limit). When set, at least one "
         "node's GPUs of the largest GPU node group: a smaller quota could never admit a job on that group.",
     )
     cpu_quota: str | None = Field(
-        None, pattern=r"^\d+m?$",
+        None,
+        pattern=r"^\d+m?$",
         description="Total CPU the tenant's pods may request, as a Kubernetes quantity (e.g. 192 or 500m). Unset: "
         "no CPU quota (CPU follows the GPUs). When set, at least one node's vCPUs of the largest GPU node group.",
     )
     memory_quota: str | None = Field(
-        None, pattern=r"^\d+(Ki|Mi|Gi|Ti)$",
+        None,
+        pattern=r"^\d+(Ki|Mi|Gi|Ti)$",
         description="Total memory the tenant's pods may request, as a Kubernetes quantity (e.g. 2048Gi). Unset: no "
         "memory quota. When set, at least one node's memory of the largest GPU node group.",
     )

@@ -93,8 +93,9 @@ def _tree_rss_kib(root: int) -> int:
 def _run_in(folder: Path, command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """(seconds, peak MiB of the process tree, output) of one command run in `folder`."""
     started = time.monotonic()
-    process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
+    process = subprocess.Popen(
+        command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     peak, stop = 0, threading.Event()
 
     def sample() -> None:
@@ -119,24 +120,31 @@ def scenario(command_for_run: Callable[[str], list[str]], runs: int, env: dict[s
         with tempfile.TemporaryDirectory() as folder:
             seconds, peak_mib, _ = _run_in(ROOT, command_for_run(folder), env)
             samples.append((seconds, peak_mib))
-    return {"median_seconds": round(statistics.median(s[0] for s in samples), 2),
-            "peak_mib": round(max(s[1] for s in samples)), "runs": runs}
+    return {
+        "median_seconds": round(statistics.median(s[0] for s in samples), 2),
+        "peak_mib": round(max(s[1] for s in samples)),
+        "runs": runs,
+    }
 
 
 def _worktree(rev: str, folder: str) -> Path:
     tree = Path(folder) / "tree"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev], check=True, capture_output=True
+    )
     return tree
 
 
 def proof_loop(label: str, rev: str, runs: int, emulator: bool) -> int:
     """Measure the proof loop at `rev` and record it under `label` in benchmarks/proof-loop.json."""
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True, text=True,
-                            check=True).stdout.strip()
-    record: dict[str, Any] = {"commit": commit, "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-                              "machine": f"{os.cpu_count()} cores, {platform.machine()}, "
-                                         f"Python {platform.python_version()}"}
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    record: dict[str, Any] = {
+        "commit": commit,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}",
+    }
     with tempfile.TemporaryDirectory() as folder:
         tree = _worktree(rev, folder)
         try:
@@ -148,28 +156,47 @@ def proof_loop(label: str, rev: str, runs: int, emulator: bool) -> int:
             pytest = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
             selection = [] if emulator else ["-m", "not emulator"]
-            suite = [_run_in(tree, [*pytest, *selection, "--basetemp", f"{folder}/t{i}"], {**env, "CI": "true"})
-                     for i in range(runs)]
+            suite = [
+                _run_in(tree, [*pytest, *selection, "--basetemp", f"{folder}/t{i}"], {**env, "CI": "true"})
+                for i in range(runs)
+            ]
             record["make_test_pytest" if emulator else "suite_without_emulator"] = {
                 "median_seconds": round(statistics.median(s[0] for s in suite), 1),
-                "peak_gib": round(max(s[1] for s in suite) / 1024, 2), "runs": runs}
+                "peak_gib": round(max(s[1] for s in suite) / 1024, 2),
+                "runs": runs,
+            }
             if emulator:
                 found = re.findall(r"emulated deploy of (\S+) in (\d+)s", suite[-1][2])
                 record["emulated_cycle_seconds"] = {profile: int(seconds) for profile, seconds in found}
-            check_tests = re.search(r"^CHECK_TESTS := (.*?)\n(?!\t)", (tree / "Makefile").read_text(),
-                                    re.MULTILINE | re.DOTALL)
+            check_tests = re.search(
+                r"^CHECK_TESTS := (.*?)\n(?!\t)", (tree / "Makefile").read_text(), re.MULTILINE | re.DOTALL
+            )
             if check_tests:
                 names = check_tests.group(1).replace("\\\n", " ").split()
-                seconds, _, _ = _run_in(tree, [*pytest, "-m", "not emulator", "--basetemp", f"{folder}/c",
-                                               *(f"tests/test_{name}.py" for name in names)],
-                                        {**env, "GPU_PLATFORM_QUICK_CHECK": "1"})
+                seconds, _, _ = _run_in(
+                    tree,
+                    [
+                        *pytest,
+                        "-m",
+                        "not emulator",
+                        "--basetemp",
+                        f"{folder}/c",
+                        *(f"tests/test_{name}.py" for name in names),
+                    ],
+                    {**env, "GPU_PLATFORM_QUICK_CHECK": "1"},
+                )
                 record["make_check_pytest_seconds"] = round(seconds, 1)
             clone = Path(folder) / "clone"
             subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
             subprocess.run(["git", "-C", str(clone), "checkout", "-q", commit], check=True)
             started = time.monotonic()
-            subprocess.run(["make", "synth"], cwd=clone, check=True, capture_output=True,
-                           env={k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")})
+            subprocess.run(
+                ["make", "synth"],
+                cwd=clone,
+                check=True,
+                capture_output=True,
+                env={k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")},
+            )
             record["first_make_synth_seconds"] = round(time.monotonic() - started, 1)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)

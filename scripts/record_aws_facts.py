@@ -26,16 +26,24 @@ def collect() -> dict[str, Any]:
     from moto.ec2.models.availability_zones_and_regions import RegionsAndZonesBackend
 
     partitions = json.loads(Path(os.path.dirname(botocore.__file__), "data", "partitions.json").read_text())
-    zones = {region: {zone.name: zone.zone_id for zone in found}
-             for region, found in RegionsAndZonesBackend.zones.items()}
-    regions = {region: {"partition": partition["id"], "zones": zones.get(region, {})}
-               for partition in partitions["partitions"] for region in partition["regions"]
-               if not region.startswith("aws-")}  # aws-global and the like name endpoints, not regions
+    zones = {
+        region: {zone.name: zone.zone_id for zone in found} for region, found in RegionsAndZonesBackend.zones.items()
+    }
+    regions = {
+        region: {"partition": partition["id"], "zones": zones.get(region, {})}
+        for partition in partitions["partitions"]
+        for region in partition["regions"]
+        if not region.startswith("aws-")
+    }  # aws-global and the like name endpoints, not regions
     types = json.loads(gzip.decompress((files("moto.ec2") / "resources" / "instance_types.json.gz").read_bytes()))
     return {
-        "source": {"botocore": botocore.__version__, "moto": moto.__version__,
-                   "regions": "botocore data/partitions.json", "zones": "moto RegionsAndZonesBackend.zones",
-                   "instance_types": "moto ec2/resources/instance_types.json.gz (EC2 DescribeInstanceTypes)"},
+        "source": {
+            "botocore": botocore.__version__,
+            "moto": moto.__version__,
+            "regions": "botocore data/partitions.json",
+            "zones": "moto RegionsAndZonesBackend.zones",
+            "instance_types": "moto ec2/resources/instance_types.json.gz (EC2 DescribeInstanceTypes)",
+        },
         "regions": dict(sorted(regions.items())),
         "instance_types": sorted(types),
     }

@@ -25,18 +25,33 @@ class BuildStack(LayerStack):
         build = config.build
         account = DataAwsCallerIdentity(self, "account").account_id
         # Source archives are re-uploadable: no prevent_destroy, short version history.
-        source = SecureBucket(self, "source-bucket", props=SecureBucketProps(
-            bucket_name=f"{config.name}-build-src-{account}", prevent_destroy=False,
-            lifecycle=BucketLifecycle(noncurrent_version_expiration_days=7),
-        ))
+        source = SecureBucket(
+            self,
+            "source-bucket",
+            props=SecureBucketProps(
+                bucket_name=f"{config.name}-build-src-{account}",
+                prevent_destroy=False,
+                lifecycle=BucketLifecycle(noncurrent_version_expiration_days=7),
+            ),
+        )
         pipelines = {
-            impl: ImagePipeline(self, f"image-{impl}", props=ImagePipelineProps(
-                platform_name=config.name, region=config.region, account_id=account, implementation=impl,
-                dockerfile="Dockerfile" if spec.project_image else spec.dockerfile, image_tag=image_tag(spec),
-                source_bucket_name=source.name, source_bucket_arn=source.arn,
-                compute_type=build.compute_type, keep_images=build.keep_images,
-                timeout_minutes=build.build_timeout_minutes,
-            ))
+            impl: ImagePipeline(
+                self,
+                f"image-{impl}",
+                props=ImagePipelineProps(
+                    platform_name=config.name,
+                    region=config.region,
+                    account_id=account,
+                    implementation=impl,
+                    dockerfile="Dockerfile" if spec.project_image else spec.dockerfile,
+                    image_tag=image_tag(spec),
+                    source_bucket_name=source.name,
+                    source_bucket_arn=source.arn,
+                    compute_type=build.compute_type,
+                    keep_images=build.keep_images,
+                    timeout_minutes=build.build_timeout_minutes,
+                ),
+            )
             for impl, spec in build.reference_implementations.items()
         }
         self.outputs = BuildOutputs(
@@ -45,8 +60,14 @@ class BuildStack(LayerStack):
             project_names={impl: p.project_name for impl, p in pipelines.items()},
             source_bucket_name=source.name,
             build_commands={
-                impl: build_command(impl, spec, source_key=pipelines[impl].source_key, bucket=source.name,
-                                    project=pipelines[impl].project_name, region=config.region)
+                impl: build_command(
+                    impl,
+                    spec,
+                    source_key=pipelines[impl].source_key,
+                    bucket=source.name,
+                    project=pipelines[impl].project_name,
+                    region=config.region,
+                )
                 for impl, spec in build.reference_implementations.items()
             },
         )
@@ -58,15 +79,20 @@ def image_tag(spec: ReferenceImplementation) -> str:
     return project_image_tag(spec.project_image) if spec.project_image else spec.ref.replace("/", "-")
 
 
-def build_command(impl: str, spec: ReferenceImplementation, *, source_key: str, bucket: str, project: str,
-                  region: str) -> str:
+def build_command(
+    impl: str, spec: ReferenceImplementation, *, source_key: str, bucket: str, project: str, region: str
+) -> str:
     """Shell commands that upload the source archive and start the build (run from the project root)."""
     q = shlex.quote  # profile text never reaches the shell unquoted
     if spec.project_image:
         archive = f"(cd {q(f'images/{spec.project_image}')} && zip -qr {q(f'../../{source_key}')} .)"
     else:
         checkout = q(f"{impl}-src")
-        archive = (f"git clone --depth 1 --branch {q(spec.ref)} {q(spec.repository_url or '')} {checkout} && "
-                   f"(cd {checkout} && zip -qr {q(f'../{source_key}')} . -x '.git/*')")
-    return (f"{archive} && aws s3 cp {q(source_key)} {q(f's3://{bucket}/{source_key}')} && "
-            f"aws codebuild start-build --region {q(region)} --project-name {q(project)}")
+        archive = (
+            f"git clone --depth 1 --branch {q(spec.ref)} {q(spec.repository_url or '')} {checkout} && "
+            f"(cd {checkout} && zip -qr {q(f'../{source_key}')} . -x '.git/*')"
+        )
+    return (
+        f"{archive} && aws s3 cp {q(source_key)} {q(f's3://{bucket}/{source_key}')} && "
+        f"aws codebuild start-build --region {q(region)} --project-name {q(project)}"
+    )

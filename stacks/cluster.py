@@ -53,44 +53,84 @@ class ClusterStack(LayerStack):
         cluster_cfg, vpc = config.cluster, config.cluster.vpc
         name = config.name
 
-        network = Network(self, "network", props=NetworkProps(
-            name=name, cidr=vpc.cidr, availability_zones=tuple(vpc.availability_zones),
-            nat_gateways=vpc.nat_gateways, region=config.region,
-        ))
+        network = Network(
+            self,
+            "network",
+            props=NetworkProps(
+                name=name,
+                cidr=vpc.cidr,
+                availability_zones=tuple(vpc.availability_zones),
+                nat_gateways=vpc.nat_gateways,
+                region=config.region,
+            ),
+        )
         private_subnets = tuple(network.private_subnet_ids.values())
         gpu_subnet_id = network.private_subnet_ids[vpc.gpu_az]
 
-        control_plane = EksControlPlane(self, "eks", props=ControlPlaneProps(
-            name=name, kubernetes_version=cluster_cfg.kubernetes_version, subnet_ids=private_subnets,
-            public_access_cidrs=tuple(cluster_cfg.endpoint_public_access_cidrs),
-            log_types=tuple(cluster_cfg.control_plane_log_types), service_ipv4_cidr=cluster_cfg.service_cidr,
-            admin_principal_arns=tuple(cluster_cfg.admin_principal_arns),
-        ))
+        control_plane = EksControlPlane(
+            self,
+            "eks",
+            props=ControlPlaneProps(
+                name=name,
+                kubernetes_version=cluster_cfg.kubernetes_version,
+                subnet_ids=private_subnets,
+                public_access_cidrs=tuple(cluster_cfg.endpoint_public_access_cidrs),
+                log_types=tuple(cluster_cfg.control_plane_log_types),
+                service_ipv4_cidr=cluster_cfg.service_cidr,
+                admin_principal_arns=tuple(cluster_cfg.admin_principal_arns),
+            ),
+        )
         node_sg = control_plane.cluster_security_group_id
 
         if vpc.interface_endpoints:
-            InterfaceEndpoints(self, "endpoints", props=InterfaceEndpointsProps(
-                name=name, region=config.region, vpc_id=network.vpc_id, subnet_ids=private_subnets,
-                services=tuple(vpc.interface_endpoints), client_security_group_id=node_sg,
-            ))
+            InterfaceEndpoints(
+                self,
+                "endpoints",
+                props=InterfaceEndpointsProps(
+                    name=name,
+                    region=config.region,
+                    vpc_id=network.vpc_id,
+                    subnet_ids=private_subnets,
+                    services=tuple(vpc.interface_endpoints),
+                    client_security_group_id=node_sg,
+                ),
+            )
 
-        node_role = ServiceRole(self, "node-role", props=ServiceRoleProps(
-            name=f"{name}-node", service="ec2.amazonaws.com", managed_policies=EKS_NODE_POLICIES,
-        ))
+        node_role = ServiceRole(
+            self,
+            "node-role",
+            props=ServiceRoleProps(
+                name=f"{name}-node",
+                service="ec2.amazonaws.com",
+                managed_policies=EKS_NODE_POLICIES,
+            ),
+        )
 
         # Networking and identity agents first: nodes cannot become Ready without them.
         early_addons = [
-            self._managed_addon(control_plane.name, addon, depends_on=tuple(control_plane.ready),
-                                configuration=EARLY_ADDON_CONFIG.get(addon)).addon
+            self._managed_addon(
+                control_plane.name,
+                addon,
+                depends_on=tuple(control_plane.ready),
+                configuration=EARLY_ADDON_CONFIG.get(addon),
+            ).addon
             for addon in EARLY_ADDONS
         ]
         wiring = NodeGroupWiring(
-            cluster_name=control_plane.name, node_role_arn=node_role.arn, node_security_group_id=node_sg,
+            cluster_name=control_plane.name,
+            node_role_arn=node_role.arn,
+            node_security_group_id=node_sg,
             depends_on=(*node_role.attachments, *early_addons),
         )
-        system = SystemNodeGroup(self, "system-nodes", props=SystemNodeGroupProps(
-            wiring=wiring, subnet_ids=private_subnets, config=cluster_cfg.system_node_group,
-        ))
+        system = SystemNodeGroup(
+            self,
+            "system-nodes",
+            props=SystemNodeGroupProps(
+                wiring=wiring,
+                subnet_ids=private_subnets,
+                config=cluster_cfg.system_node_group,
+            ),
+        )
         self._workload_addons(control_plane, depends_on=system.node_group)
 
         efa_sg = None
@@ -137,26 +177,48 @@ class ClusterStack(LayerStack):
         name = self.config.name
 
         def binding(service_account: str) -> PodIdentityBinding:
-            return PodIdentityBinding(account_id=control_plane.account_id, cluster_name=name,
-                                      namespace="kube-system", service_account=service_account)
+            return PodIdentityBinding(
+                account_id=control_plane.account_id,
+                cluster_name=name,
+                namespace="kube-system",
+                service_account=service_account,
+            )
 
-        ebs_role = pod_identity_role(self, "ebs-csi-role", name=f"{name}-ebs-csi", binding=binding(EBS_CSI_SA),
-                                     managed_policies=("service-role/AmazonEBSCSIDriverPolicy",))
+        ebs_role = pod_identity_role(
+            self,
+            "ebs-csi-role",
+            name=f"{name}-ebs-csi",
+            binding=binding(EBS_CSI_SA),
+            managed_policies=("service-role/AmazonEBSCSIDriverPolicy",),
+        )
         # Static FSx volumes only (the storage layer owns the file system): describe is enough.
-        fsx_role = pod_identity_role(self, "fsx-csi-role", name=f"{name}-fsx-csi", binding=binding(FSX_CSI_SA),
-                                     inline_policy=policy_document(
-            allow(["fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations"]),
-        ))
+        fsx_role = pod_identity_role(
+            self,
+            "fsx-csi-role",
+            name=f"{name}-fsx-csi",
+            binding=binding(FSX_CSI_SA),
+            inline_policy=policy_document(
+                allow(["fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations"]),
+            ),
+        )
         # Mountpoint reads and writes exactly the storage layer's data buckets, by their full names
         # (a prefix pattern would also match the build layer's bucket and other platforms' buckets).
-        buckets = [f"arn:aws:s3:::{data_bucket_name(name, purpose, control_plane.account_id)}"
-                   for purpose in DATA_BUCKETS]
-        s3_role = pod_identity_role(self, "s3-csi-role", name=f"{name}-s3-csi", binding=binding(S3_CSI_SA),
-                                    inline_policy=policy_document(
-            allow(["s3:ListBucket"], buckets),
-            allow(["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"],
-                  [f"{bucket}/*" for bucket in buckets]),
-        ))
+        buckets = [
+            f"arn:aws:s3:::{data_bucket_name(name, purpose, control_plane.account_id)}" for purpose in DATA_BUCKETS
+        ]
+        s3_role = pod_identity_role(
+            self,
+            "s3-csi-role",
+            name=f"{name}-s3-csi",
+            binding=binding(S3_CSI_SA),
+            inline_policy=policy_document(
+                allow(["s3:ListBucket"], buckets),
+                allow(
+                    ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"],
+                    [f"{bucket}/*" for bucket in buckets],
+                ),
+            ),
+        )
         self._managed_addon(control_plane.name, "coredns", depends_on=(depends_on,))
         csi: tuple[tuple[ManagedAddonName, str, ServiceRole], ...] = (
             ("aws-ebs-csi-driver", EBS_CSI_SA, ebs_role),
@@ -164,24 +226,44 @@ class ClusterStack(LayerStack):
             ("aws-mountpoint-s3-csi-driver", S3_CSI_SA, s3_role),
         )
         for addon, account, role in csi:
-            self._managed_addon(control_plane.name, addon,
-                                identity=AddonIdentity(service_account=account, role_arn=role.arn),
-                                configuration=TOLERATE_ALL_TAINTS, depends_on=(depends_on, *role.attachments))
+            self._managed_addon(
+                control_plane.name,
+                addon,
+                identity=AddonIdentity(service_account=account, role_arn=role.arn),
+                configuration=TOLERATE_ALL_TAINTS,
+                depends_on=(depends_on, *role.attachments),
+            )
         if self.config.cluster.gpu_node_groups:
             # GPU faults become node conditions that the groups' auto-repair acts on
             # (components/node_monitoring.py).
-            self._managed_addon(control_plane.name, AGENT_ADDON, configuration=AGENT_CONFIGURATION,
-                                depends_on=(depends_on,))
+            self._managed_addon(
+                control_plane.name, AGENT_ADDON, configuration=AGENT_CONFIGURATION, depends_on=(depends_on,)
+            )
 
-    def _managed_addon(self, cluster_name: str, addon: ManagedAddonName, *,
-                       depends_on: tuple[ITerraformDependable, ...], identity: AddonIdentity | None = None,
-                       configuration: dict[str, Any] | None = None) -> ManagedAddon:
+    def _managed_addon(
+        self,
+        cluster_name: str,
+        addon: ManagedAddonName,
+        *,
+        depends_on: tuple[ITerraformDependable, ...],
+        identity: AddonIdentity | None = None,
+        configuration: dict[str, Any] | None = None,
+    ) -> ManagedAddon:
         """An EKS managed add-on at the profile's pinned version, else EKS's default for the cluster."""
         cluster = self.config.cluster
         minimum = MANAGED_ADDON_MINIMUMS.get(addon)
-        return ManagedAddon(self, f"addon-{addon}", props=ManagedAddonProps(
-            cluster_name=cluster_name, addon_name=addon, identity=identity, configuration=configuration,
-            depends_on=depends_on, kubernetes_version=cluster.kubernetes_version,
-            version=cluster.addon_versions.get(addon),
-            minimum=minimum.version if minimum else None, minimum_why=minimum.why if minimum else "",
-        ))
+        return ManagedAddon(
+            self,
+            f"addon-{addon}",
+            props=ManagedAddonProps(
+                cluster_name=cluster_name,
+                addon_name=addon,
+                identity=identity,
+                configuration=configuration,
+                depends_on=depends_on,
+                kubernetes_version=cluster.kubernetes_version,
+                version=cluster.addon_versions.get(addon),
+                minimum=minimum.version if minimum else None,
+                minimum_why=minimum.why if minimum else "",
+            ),
+        )

@@ -60,8 +60,9 @@ class ClusterOutputs:
     private_subnet_ids: list[str] = published(description="Private subnets, one per availability zone")
     gpu_subnet_id: str = published(description="The private subnet of the GPU availability zone (EFA stays in one AZ)")
     node_security_group_id: str = published(description="The EKS cluster security group every node carries")
-    efa_security_group_id: str | None = published(description="The security group EFA interfaces carry (all "
-                                                                "traffic among themselves)")
+    efa_security_group_id: str | None = published(
+        description="The security group EFA interfaces carry (all traffic among themselves)"
+    )
     node_role_arn: str = published(description="The IAM role the managed node groups run as")
     node_role_name: str
     """That role's name (Karpenter's node class and access entry use it)."""
@@ -82,7 +83,8 @@ class StorageOutputs:
     mlflow_db_name: str | None = published(description="MLflow's database name")
     mlflow_db_username: str | None = published(description="MLflow's database user")
     mlflow_db_secret_arn: str | None = published(
-        description="The RDS-managed secret with MLflow's database password (read it in Secrets Manager)")
+        description="The RDS-managed secret with MLflow's database password (read it in Secrets Manager)"
+    )
     mlflow_kms_key_arn: str | None = published(description="The KMS key of MLflow's database and its secret")
     mlflow_artifact_bucket_name: str | None = published(description="The bucket MLflow keeps artifacts in")
     mlflow_artifact_bucket_arn: str | None = published(description="That bucket's ARN")
@@ -97,7 +99,8 @@ class BuildOutputs:
     project_names: dict[str, str] = published(description="The CodeBuild project, per implementation")
     source_bucket_name: str = published(description="The bucket build sources are uploaded to")
     build_commands: dict[str, str] = published(
-        description="Upload a source archive and start the build, per implementation")
+        description="Upload a source archive and start the build, per implementation"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,5 +111,6 @@ class AddonsOutputs:
     storage_class: str
     """The default StorageClass's name (plain text)."""
     karpenter_node_role_name: str | None = published(description="The IAM role Karpenter's nodes run as")
-    karpenter_interruption_queue: str | None = published(description="The SQS queue of EC2 interruption warnings "
-                                                                      "Karpenter reads")
+    karpenter_interruption_queue: str | None = published(
+        description="The SQS queue of EC2 interruption warnings Karpenter reads"
+    )

@@ -63,10 +63,20 @@ class LayerStack(TerraformStack):
         ca = Fn.base64decode(cluster.certificate_authority)
         get_token = ["eks", "get-token", "--cluster-name", cluster.cluster_name, "--region", cluster.region]
         api_version = "client.authentication.k8s.io/v1beta1"
-        KubernetesProvider(self, "kubernetes", host=cluster.endpoint, cluster_ca_certificate=ca,
-                           exec=[KubernetesProviderExec(api_version=api_version, command="aws", args=get_token)])
+        KubernetesProvider(
+            self,
+            "kubernetes",
+            host=cluster.endpoint,
+            cluster_ca_certificate=ca,
+            exec=[KubernetesProviderExec(api_version=api_version, command="aws", args=get_token)],
+        )
         if helm:
-            HelmProvider(self, "helm", kubernetes=HelmProviderKubernetes(
-                host=cluster.endpoint, cluster_ca_certificate=ca,
-                exec=HelmProviderKubernetesExec(api_version=api_version, command="aws", args=get_token),
-            ))
+            HelmProvider(
+                self,
+                "helm",
+                kubernetes=HelmProviderKubernetes(
+                    host=cluster.endpoint,
+                    cluster_ca_certificate=ca,
+                    exec=HelmProviderKubernetesExec(api_version=api_version, command="aws", args=get_token),
+                ),
+            )

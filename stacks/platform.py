@@ -33,10 +33,16 @@ def build_platform(app: App, config: PlatformConfig, *, local_state_dir: str) ->
     cluster = ClusterStack(app, "cluster", config=config, state=state)
     storage = StorageStack(app, "storage", config=config, state=state, cluster=cluster.outputs)
     build = BuildStack(app, "build", config=config, state=state)
-    addons = AddonsStack(app, "addons", config=config, state=state, cluster=cluster.outputs,
-                         storage=storage.outputs)
-    workloads = WorkloadsStack(app, "workloads", config=config, state=state, cluster=cluster.outputs,
-                               storage=storage.outputs, addons=addons.outputs)
+    addons = AddonsStack(app, "addons", config=config, state=state, cluster=cluster.outputs, storage=storage.outputs)
+    workloads = WorkloadsStack(
+        app,
+        "workloads",
+        config=config,
+        state=state,
+        cluster=cluster.outputs,
+        storage=storage.outputs,
+        addons=addons.outputs,
+    )
     # Deploy order, stated even where a passed value already implies it (cdktf de-duplicates).
     for stack, upstream in (
         (storage, cluster),
@@ -67,12 +73,15 @@ def local_state_warnings(config: PlatformConfig) -> list[str]:
     """Layers whose state would hold a secret in a plain local file (no state.bucket)."""
     if config.state.bucket:
         return []
-    secrets = [secret for addon in ADDONS if addon.enabled(config)
-               for secret in addon.state_secrets(addon.settings(config))]
+    secrets = [
+        secret for addon in ADDONS if addon.enabled(config) for secret in addon.state_secrets(addon.settings(config))
+    ]
     if not secrets:
         return []
     held = secrets[0] if len(secrets) == 1 else f"{', '.join(secrets[:-1])} and {secrets[-1]}"
-    return [f"warning: the addons layer's state will hold {held} in plain text in "
-            f"state/{config.name}/addons.tfstate (local backend, owner-only), and so does its saved plan "
-            f"(cdktf.out/{config.name}/stacks/addons/tfplan) until the apply deletes it. For anything shared, set "
-            "state.bucket (an encrypted, versioned S3 bucket; see the State section of docs/operations.md)."]
+    return [
+        f"warning: the addons layer's state will hold {held} in plain text in "
+        f"state/{config.name}/addons.tfstate (local backend, owner-only), and so does its saved plan "
+        f"(cdktf.out/{config.name}/stacks/addons/tfplan) until the apply deletes it. For anything shared, set "
+        "state.bucket (an encrypted, versioned S3 bucket; see the State section of docs/operations.md)."
+    ]

@@ -15,36 +15,56 @@ from stacks.layer import LayerStack, StateLocation
 
 
 class StorageStack(LayerStack):
-    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, state: StateLocation,
-                 cluster: ClusterOutputs):
+    def __init__(
+        self, scope: Construct, layer: str, *, config: PlatformConfig, state: StateLocation, cluster: ClusterOutputs
+    ):
         super().__init__(scope, layer, config=config, state=state)
         self.use_aws_provider()
         storage = config.storage
         account = DataAwsCallerIdentity(self, "account").account_id
         buckets = {
-            purpose: SecureBucket(self, f"{purpose}-bucket", props=SecureBucketProps(
-                bucket_name=data_bucket_name(config.name, purpose, account),
-                prevent_destroy=storage.protect_from_destroy,
-                lifecycle=getattr(storage, f"{purpose}_bucket"),
-            ))
+            purpose: SecureBucket(
+                self,
+                f"{purpose}-bucket",
+                props=SecureBucketProps(
+                    bucket_name=data_bucket_name(config.name, purpose, account),
+                    prevent_destroy=storage.protect_from_destroy,
+                    lifecycle=getattr(storage, f"{purpose}_bucket"),
+                ),
+            )
             for purpose in DATA_BUCKETS
         }
         fsx = None
         if storage.fsx.enabled:
-            fsx = LustreFileSystem(self, "fsx", props=LustreProps(
-                name=config.name, vpc_id=cluster.vpc_id, subnet_id=cluster.gpu_subnet_id,
-                client_security_group_id=cluster.node_security_group_id,
-                bucket_names={purpose: bucket.name for purpose, bucket in buckets.items()},
-                config=storage.fsx, prevent_destroy=storage.protect_from_destroy,
-                tenants=tuple(tenant.name for tenant in config.workloads.tenants),
-            ))
+            fsx = LustreFileSystem(
+                self,
+                "fsx",
+                props=LustreProps(
+                    name=config.name,
+                    vpc_id=cluster.vpc_id,
+                    subnet_id=cluster.gpu_subnet_id,
+                    client_security_group_id=cluster.node_security_group_id,
+                    bucket_names={purpose: bucket.name for purpose, bucket in buckets.items()},
+                    config=storage.fsx,
+                    prevent_destroy=storage.protect_from_destroy,
+                    tenants=tuple(tenant.name for tenant in config.workloads.tenants),
+                ),
+            )
         mlflow = None
         if config.addons.mlflow.enabled:
-            mlflow = MlflowStore(self, "mlflow", props=MlflowStoreProps(
-                name=config.name, account_id=account, vpc_id=cluster.vpc_id, subnet_ids=cluster.private_subnet_ids,
-                client_security_group_id=cluster.node_security_group_id, config=config.addons.mlflow.database,
-                protect=storage.protect_from_destroy,
-            )).backend
+            mlflow = MlflowStore(
+                self,
+                "mlflow",
+                props=MlflowStoreProps(
+                    name=config.name,
+                    account_id=account,
+                    vpc_id=cluster.vpc_id,
+                    subnet_ids=cluster.private_subnet_ids,
+                    client_security_group_id=cluster.node_security_group_id,
+                    config=config.addons.mlflow.database,
+                    protect=storage.protect_from_destroy,
+                ),
+            ).backend
         self.outputs = StorageOutputs(
             bucket_names={purpose: bucket.name for purpose, bucket in buckets.items()},
             bucket_arns={purpose: bucket.arn for purpose, bucket in buckets.items()},

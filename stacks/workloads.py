@@ -19,9 +19,17 @@ from stacks.layer import LayerStack, StateLocation
 
 
 class WorkloadsStack(LayerStack):
-    def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, state: StateLocation,
-                 cluster: ClusterOutputs,
-                 storage: StorageOutputs, addons: AddonsOutputs):
+    def __init__(
+        self,
+        scope: Construct,
+        layer: str,
+        *,
+        config: PlatformConfig,
+        state: StateLocation,
+        cluster: ClusterOutputs,
+        storage: StorageOutputs,
+        addons: AddonsOutputs,
+    ):
         super().__init__(scope, layer, config=config, state=state)
         self.use_aws_provider()
         self.use_kubernetes_providers(cluster, helm=False)
@@ -30,29 +38,54 @@ class WorkloadsStack(LayerStack):
         self.objects: list[dict[str, Any]] = []
 
         if addons.karpenter_node_role_name is not None:
-            pools = KubernetesObjects(self, "karpenter", props=KubernetesObjectsProps(objects=tuple(karpenter_objects(
-                KarpenterPoolsProps(
-                    cluster_name=config.name, node_role_name=addons.karpenter_node_role_name,
-                    node_security_group_id=cluster.node_security_group_id,
-                    cpu=workloads.cpu_pool, gpu=workloads.gpu_pool,
-                    lustre_over_efa=config.storage.fsx.enabled and config.storage.fsx.efa_enabled,
-                )))))
+            pools = KubernetesObjects(
+                self,
+                "karpenter",
+                props=KubernetesObjectsProps(
+                    objects=tuple(
+                        karpenter_objects(
+                            KarpenterPoolsProps(
+                                cluster_name=config.name,
+                                node_role_name=addons.karpenter_node_role_name,
+                                node_security_group_id=cluster.node_security_group_id,
+                                cpu=workloads.cpu_pool,
+                                gpu=workloads.gpu_pool,
+                                lustre_over_efa=config.storage.fsx.enabled and config.storage.fsx.efa_enabled,
+                            )
+                        )
+                    )
+                ),
+            )
             self.objects += pools.objects
 
         shared = SharedStorage(
-            region=config.region, fsx_file_system_id=storage.fsx_file_system_id, fsx_dns_name=storage.fsx_dns_name,
-            fsx_mount_name=storage.fsx_mount_name, fsx_capacity_gib=config.storage.fsx.storage_capacity_gib,
+            region=config.region,
+            fsx_file_system_id=storage.fsx_file_system_id,
+            fsx_dns_name=storage.fsx_dns_name,
+            fsx_mount_name=storage.fsx_mount_name,
+            fsx_capacity_gib=config.storage.fsx.storage_capacity_gib,
             fsx_tenant_directories=bool(config.storage.fsx.data_repository_associations),
             bucket_names=storage.bucket_names,
         )
         for tenant in workloads.tenants:
-            objects = KubernetesObjects(self, f"tenant-{tenant.name}", props=KubernetesObjectsProps(objects=tuple(
-                tenant_objects(TenantProps(config=tenant, storage=shared,
-                                           gpu_quota=tenant_gpu_quota(config, tenant),
-                                           dra_gpu_counts=dra_claim_counts(config),
-                                           mlflow=config.addons.mlflow.enabled,
-                                           kuberay=config.addons.kuberay.enabled))
-            )))
+            objects = KubernetesObjects(
+                self,
+                f"tenant-{tenant.name}",
+                props=KubernetesObjectsProps(
+                    objects=tuple(
+                        tenant_objects(
+                            TenantProps(
+                                config=tenant,
+                                storage=shared,
+                                gpu_quota=tenant_gpu_quota(config, tenant),
+                                dra_gpu_counts=dra_claim_counts(config),
+                                mlflow=config.addons.mlflow.enabled,
+                                kuberay=config.addons.kuberay.enabled,
+                            )
+                        )
+                    )
+                ),
+            )
             self.objects += objects.objects
             TenantIdentity(
                 self,

@@ -50,13 +50,13 @@ def _default(pod: dict[str, Any], limit_ranges: list[dict[str, Any]]) -> tuple[d
             requests.setdefault(name, value)
         for name, request in requests.items():
             if name in limits and quantity_value(request) > quantity_value(limits[name]):
-                return pod, (f"container {container['name']}: {name} request {request} is above its limit "
-                             f"{limits[name]}")
+                return pod, (
+                    f"container {container['name']}: {name} request {request} is above its limit {limits[name]}"
+                )
     return pod, None
 
 
-def admit(pods: list[dict[str, Any]], *, limit_ranges: list[dict[str, Any]],
-          quotas: list[dict[str, Any]]) -> Admitted:
+def admit(pods: list[dict[str, Any]], *, limit_ranges: list[dict[str, Any]], quotas: list[dict[str, Any]]) -> Admitted:
     """Create `pods` one after the other in one namespace."""
     created, used = [], {}
     for submitted in pods:
@@ -76,8 +76,10 @@ def admit(pods: list[dict[str, Any]], *, limit_ranges: list[dict[str, Any]],
                 total = used.get(resource, 0) + usage.get(resource, 0)
                 if total > quantity_value(hard):
                     name = pod["metadata"]["name"]
-                    return Admitted(created, f"pod {name}: exceeded quota {quota['metadata']['name']}, "
-                                             f"{resource} {total:g} > {hard}")
+                    return Admitted(
+                        created,
+                        f"pod {name}: exceeded quota {quota['metadata']['name']}, {resource} {total:g} > {hard}",
+                    )
         for resource, amount in usage.items():
             used[resource] = used.get(resource, 0) + amount
         created.append(pod)

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 toolchain.prepare()
 
+
 class _OnFirstUse(dict):
     """profile -> its stacks, synthesized the first time a test asks for the profile."""
 
@@ -131,8 +132,13 @@ def hcl_exported(tmp_path_factory) -> Path:
     # one after the other, as each holds a jsii runtime (~1.2 GiB) next to this session's own.
     out = tmp_path_factory.mktemp("hcl")
     for profile in HCL_PROFILES:
-        run = subprocess.run([sys.executable, str(ROOT / "main.py"), "hcl", "--profile", profile, "--outdir",
-                              str(out / profile)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        run = subprocess.run(
+            [sys.executable, str(ROOT / "main.py"), "hcl", "--profile", profile, "--outdir", str(out / profile)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert run.returncode == 0, run.stderr
     return out
 
@@ -144,15 +150,22 @@ class EmulatedCycle:
         from tests.emulator.cycle import RESULT_PREFIX
 
         self.profile, self.log, self.prefix = profile, log, RESULT_PREFIX
-        command = [sys.executable, "-m", "tests.emulator.cycle", str(stacks), profile,
-                   *(["--protected"] if protected else [])]
+        command = [
+            sys.executable,
+            "-m",
+            "tests.emulator.cycle",
+            str(stacks),
+            profile,
+            *(["--protected"] if protected else []),
+        ]
         with log.open("w") as out:
             self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 
     def wait(self, timeout: float = 1800) -> dict:
         self.process.wait(timeout=timeout)
-        records = [line[len(self.prefix):] for line in self.log.read_text().splitlines()
-                   if line.startswith(self.prefix)]
+        records = [
+            line[len(self.prefix) :] for line in self.log.read_text().splitlines() if line.startswith(self.prefix)
+        ]
         if not records:
             return {"profile": self.profile, "ok": False, "error": self.log.read_text()[-4000:]}
         record: dict = json.loads(records[-1])
@@ -175,8 +188,13 @@ def emulated_cycles(synthesis, terraform, tmp_path_factory):
         stacks = root / profile / "stacks"
         for layer in AWS_ONLY_LAYERS:  # no Kubernetes API here: the other layers are not in this copy
             shutil.copytree(synthesis.folder(profile) / "stacks" / layer, stacks / layer)
-        cycles[profile] = EmulatedCycle(profile, stacks, env=env, log=root / f"{profile}.log",
-                                        protected=synthesis.configs[profile].storage.protect_from_destroy)
+        cycles[profile] = EmulatedCycle(
+            profile,
+            stacks,
+            env=env,
+            log=root / f"{profile}.log",
+            protected=synthesis.configs[profile].storage.protect_from_destroy,
+        )
     yield cycles
     for cycle in cycles.values():
         if cycle.process.poll() is None:

@@ -48,21 +48,34 @@ def _port_matches(ports: list[dict[str, Any]] | None, protocol: str, port: int) 
     return not ports or any(p.get("protocol", "TCP") == protocol and p.get("port") in (None, port) for p in ports)
 
 
-def allowed(policies: list[dict[str, Any]], *, namespace: str, direction: str, peer: Peer, protocol: str,
-            port: int, pod_labels: dict[str, str] | None = None) -> bool:
+def allowed(
+    policies: list[dict[str, Any]],
+    *,
+    namespace: str,
+    direction: str,
+    peer: Peer,
+    protocol: str,
+    port: int,
+    pod_labels: dict[str, str] | None = None,
+) -> bool:
     """Is this flow of a pod in `namespace` allowed? direction: "Egress" or "Ingress"."""
     key = "egress" if direction == "Egress" else "ingress"
     side = "to" if direction == "Egress" else "from"
-    selecting = [p["spec"] for p in policies if p["metadata"]["namespace"] == namespace
-                 and direction in p["spec"].get("policyTypes", [])
-                 and _labels_match(p["spec"].get("podSelector", {}), pod_labels or {})]
+    selecting = [
+        p["spec"]
+        for p in policies
+        if p["metadata"]["namespace"] == namespace
+        and direction in p["spec"].get("policyTypes", [])
+        and _labels_match(p["spec"].get("podSelector", {}), pod_labels or {})
+    ]
     if not selecting:
         return True
     for spec in selecting:
         for rule in spec.get(key, []):
             peers = rule.get(side)
             if (peers is None or any(_peer_matches(p, peer, namespace) for p in peers)) and _port_matches(
-                    rule.get("ports"), protocol, port):
+                rule.get("ports"), protocol, port
+            ):
                 return True
     return False
 
@@ -127,23 +140,39 @@ def _service_peer_matches(rule_peer: dict[str, Any], service: Service, own_names
     return _selector_matches_set(rule_peer.get("podSelector"), service.selector or {})
 
 
-def _service_port_matches(ports: list[dict[str, Any]] | None, service: Service, port: int, protocol: str,
-                          via_selector: bool) -> bool:
+def _service_port_matches(
+    ports: list[dict[str, Any]] | None, service: Service, port: int, protocol: str, via_selector: bool
+) -> bool:
     if not ports:
         return True
     if not via_selector:  # an ipBlock endpoint carries the policy's ports as written: the port on the wire
         return _port_matches(ports, protocol, port)
-    listen = {p.port for p in service.ports for q in ports
-              if q.get("protocol", "TCP") == p.protocol == protocol and q.get("port") == p.target_port}
+    listen = {
+        p.port
+        for p in service.ports
+        for q in ports
+        if q.get("protocol", "TCP") == p.protocol == protocol and q.get("port") == p.target_port
+    }
     return port in listen
 
 
-def allowed_to_service(policies: list[dict[str, Any]], *, namespace: str, service: Service, port: int,
-                       protocol: str = "TCP", pod_labels: dict[str, str] | None = None) -> bool:
+def allowed_to_service(
+    policies: list[dict[str, Any]],
+    *,
+    namespace: str,
+    service: Service,
+    port: int,
+    protocol: str = "TCP",
+    pod_labels: dict[str, str] | None = None,
+) -> bool:
     """May a pod in `namespace` open a connection to `service`'s ClusterIP:port (judged pre-DNAT)?"""
-    selecting = [p["spec"] for p in policies if p["metadata"]["namespace"] == namespace
-                 and "Egress" in p["spec"].get("policyTypes", [])
-                 and _labels_match(p["spec"].get("podSelector", {}), pod_labels or {})]
+    selecting = [
+        p["spec"]
+        for p in policies
+        if p["metadata"]["namespace"] == namespace
+        and "Egress" in p["spec"].get("policyTypes", [])
+        and _labels_match(p["spec"].get("podSelector", {}), pod_labels or {})
+    ]
     if not selecting:
         return True
     for spec in selecting:
@@ -155,6 +184,7 @@ def allowed_to_service(policies: list[dict[str, Any]], *, namespace: str, servic
                 continue
             for peer in peers:
                 if _service_peer_matches(peer, service, namespace) and _service_port_matches(
-                        rule.get("ports"), service, port, protocol, via_selector="ipBlock" not in peer):
+                    rule.get("ports"), service, port, protocol, via_selector="ipBlock" not in peer
+                ):
                     return True
     return False

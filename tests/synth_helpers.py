@@ -17,8 +17,9 @@ def path_of(body: dict) -> str:
 
 def by_path(stack: dict, resource_type: str, suffix: str, section: str = "resource") -> tuple[str, dict]:
     """The one resource (or data source) of a type whose construct path ends with `suffix`."""
-    found = [(key, body) for key, body in resources(stack, resource_type, section).items()
-             if path_of(body).endswith(suffix)]
+    found = [
+        (key, body) for key, body in resources(stack, resource_type, section).items() if path_of(body).endswith(suffix)
+    ]
     assert len(found) == 1, f"{len(found)} {resource_type} at *{suffix}: {[path_of(b) for _, b in found]}"
     return found[0]
 

@@ -52,8 +52,10 @@ class Terraform:
             direct = workdir / "terraform.rc"
             direct.write_text("provider_installation {\n  direct {}\n}\n")
             return cls(binary, None, direct)
-        return (f"no hashicorp/aws {AWS_PROVIDER_VERSION} provider mirror found (set TF_PROVIDER_MIRROR, or run "
-                "make provider-mirror where the registry is reachable) and the registry is not reachable")
+        return (
+            f"no hashicorp/aws {AWS_PROVIDER_VERSION} provider mirror found (set TF_PROVIDER_MIRROR, or run "
+            "make provider-mirror where the registry is reachable) and the registry is not reachable"
+        )
 
     def run(self, workdir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         full_env = {
@@ -128,11 +130,18 @@ class Terraform:
             init = self.run(folder, "init", "-backend=false", "-input=false", "-json")
             diagnostics = _json_diagnostics(init.stdout)
             missing = [d["detail"] for d in diagnostics if d["summary"].startswith(PROVIDER_UNAVAILABLE)]
-            errors = [d for d in diagnostics if d["severity"] == "error" and not d["summary"].startswith(
-                (*PROVIDER_UNAVAILABLE, "Terraform encountered problems during initialisation"))]
+            errors = [
+                d
+                for d in diagnostics
+                if d["severity"] == "error"
+                and not d["summary"].startswith(
+                    (*PROVIDER_UNAVAILABLE, "Terraform encountered problems during initialisation")
+                )
+            ]
             if init.returncode != 0 and not errors and not missing:  # failed, and not for a known reason
-                errors = [{"severity": "error", "summary": "terraform init failed",
-                           "detail": init.stdout + init.stderr}]
+                errors = [
+                    {"severity": "error", "summary": "terraform init failed", "detail": init.stdout + init.stderr}
+                ]
             return LoadResult(errors=errors, providers_missing=missing)
 
         with ThreadPoolExecutor(max_workers=4) as pool:
@@ -160,6 +169,8 @@ def _json_diagnostics(stdout: str) -> list[dict]:
 
 
 def describe(diagnostics: list[dict]) -> str:
-    return "\n".join(f"{d['severity']}: {d['summary']}: {d.get('detail', '')} at "
-                     f"{d.get('range', {}).get('filename')}:{d.get('range', {}).get('start', {}).get('line')}"
-                     for d in diagnostics)
+    return "\n".join(
+        f"{d['severity']}: {d['summary']}: {d.get('detail', '')} at "
+        f"{d.get('range', {}).get('filename')}:{d.get('range', {}).get('start', {}).get('line')}"
+        for d in diagnostics
+    )

@@ -45,8 +45,11 @@ def test_the_registry_decides_what_the_addons_layer_installs(synthesized, profil
     expected = {addon.release_name for addon in ADDONS if addon.enabled(config) and isinstance(addon, HelmAddonSpec)}
     installed = {body["name"] for body in resources(synthesized.stack(profile, "addons"), "helm_release").values()}
     assert installed == expected
-    chart_of = {addon.release_name: addon.chart(config) for addon in ADDONS
-                if addon.enabled(config) and isinstance(addon, HelmAddonSpec)}
+    chart_of = {
+        addon.release_name: addon.chart(config)
+        for addon in ADDONS
+        if addon.enabled(config) and isinstance(addon, HelmAddonSpec)
+    }
     for body in resources(synthesized.stack(profile, "addons"), "helm_release").values():
         chart = chart_of[body["name"]]
         assert (body["repository"], body["chart"], body["version"]) == (chart.repository, chart.chart, chart.version)

@@ -64,8 +64,11 @@ def test_grafana_password_is_a_sensitive_variable_never_a_value(synthesized):
     assert "adminPassword" not in monitoring["values"][0]
     # Or from a Secret the operator creates: no variable at all.
     jark = releases(synthesized, "jark")["monitoring"]
-    assert values(jark)["grafana"]["admin"] == {"existingSecret": "grafana-admin", "userKey": "admin-user",
-                                                "passwordKey": "admin-password"}
+    assert values(jark)["grafana"]["admin"] == {
+        "existingSecret": "grafana-admin",
+        "userKey": "admin-user",
+        "passwordKey": "admin-password",
+    }
     assert "set_sensitive" not in jark and "variable" not in addons(synthesized, "jark")
 
 
@@ -157,8 +160,9 @@ CERT = "arn:aws:acm:us-west-2:123456789012:certificate/0b1c2d3e-4f5a-6b7c-8d9e-0
 
 
 def test_jupyterhub_on_the_internet_only_behind_tls():
-    public = proxy_values(JupyterHubExposure(type="public_nlb_tls", acm_certificate_arn=CERT,
-                                             source_cidrs=["203.0.113.0/24"])).render()
+    public = proxy_values(
+        JupyterHubExposure(type="public_nlb_tls", acm_certificate_arn=CERT, source_cidrs=["203.0.113.0/24"])
+    ).render()
     rendered = yaml.safe_load(public)
     service = rendered["service"]
     assert service["type"] == "LoadBalancer" and service["disableHttpPort"] is True
@@ -195,8 +199,11 @@ def test_argo_server_is_not_anonymous_and_workflows_are_bounded(synthesized):
     assert defaults["activeDeadlineSeconds"] == 7200 and defaults["serviceAccountName"] == "argo-workflow"
     assert argo["controller"]["workflowNamespaces"] == ["workflows"]
     assert "images" not in argo  # the chart's own app version: its CRDs and controller match
-    (quota,) = [b["manifest"] for b in resources(stack, "kubernetes_manifest").values()
-                if isinstance(b["manifest"], dict) and b["manifest"]["kind"] == "ResourceQuota"]
+    (quota,) = [
+        b["manifest"]
+        for b in resources(stack, "kubernetes_manifest").values()
+        if isinstance(b["manifest"], dict) and b["manifest"]["kind"] == "ResourceQuota"
+    ]
     assert quota["metadata"]["namespace"] == "workflows"
     assert quota["spec"]["hard"]["gpu.nvidia.com.deviceclass.resource.k8s.io/devices"] == "8"  # DRA mode
 
@@ -217,15 +224,19 @@ def test_karpenter_identity_queue_and_chart(synthesized):
         "EC2 Instance State-change Notification",
     } <= kinds
     assert len(resources(stack, "aws_cloudwatch_event_target")) == len(rules)
-    (association,) = [a for key, a in resources(stack, "aws_eks_pod_identity_association").items()
-                      if key.startswith("karpenter")]
+    (association,) = [
+        a for key, a in resources(stack, "aws_eks_pod_identity_association").items() if key.startswith("karpenter")
+    ]
     assert (association["namespace"], association["service_account"]) == ("kube-system", "karpenter")
     (entry,) = resources(stack, "aws_eks_access_entry").values()
     assert entry["type"] == "EC2_LINUX"
     pass_role = [
         s
-        for s in json.loads(next(p for key, p in resources(stack, "aws_iam_role_policy").items()
-                                 if key.startswith("karpenter"))["policy"])["Statement"]
+        for s in json.loads(
+            next(p for key, p in resources(stack, "aws_iam_role_policy").items() if key.startswith("karpenter"))[
+                "policy"
+            ]
+        )["Statement"]
         if "iam:PassRole" in s["Action"]
     ]
     assert pass_role[0]["Resource"].startswith("${aws_iam_role.")
@@ -254,8 +265,9 @@ def test_mpi_operator_is_the_v2beta1_controller_from_its_pinned_release_manifest
     assert "mpi-operator" not in releases(synthesized, "g6-validation"), "no (legacy, archived) community chart"
     assert "cowboysysop" not in json.dumps(stack)
     artifact = ARTIFACTS["mpi_operator"]
-    assert artifact.url == ("https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.0/"
-                            "deploy/v2beta1/mpi-operator.yaml")
+    assert artifact.url == (
+        "https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.0/deploy/v2beta1/mpi-operator.yaml"
+    )
     assert artifact.image.endswith(":" + artifact.tag.removeprefix("v"))
     (download,) = resources(stack, "http", section="data").values()
     assert download["url"] == artifact.url

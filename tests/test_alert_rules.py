@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def promtool() -> str:
-    found = os.environ.get("PROMTOOL") or (str(ROOT / ".tools/bin/promtool")
-                                           if (ROOT / ".tools/bin/promtool").exists() else shutil.which("promtool"))
+    found = os.environ.get("PROMTOOL") or (
+        str(ROOT / ".tools/bin/promtool") if (ROOT / ".tools/bin/promtool").exists() else shutil.which("promtool")
+    )
     if found is None:
         if IN_CI:
             pytest.fail("CI needs promtool (make test fetches it into .tools/bin)")
@@ -45,60 +46,99 @@ def fired(alert: str, code: int, node: str = "gpu-node-1", gpu: str = "0") -> di
     """The alert as Prometheus would raise it for this series: its labels and its annotations
     with the series' values filled in."""
     rule = RULES[alert]
-    annotations = {key: text.replace("{{ $labels.gpu }}", gpu).replace("{{ $labels.Hostname }}", node)
-                   .replace("{{ $value }}", str(code)) for key, text in rule.get("annotations", {}).items()}
+    annotations = {
+        key: text.replace("{{ $labels.gpu }}", gpu)
+        .replace("{{ $labels.Hostname }}", node)
+        .replace("{{ $value }}", str(code))
+        for key, text in rule.get("annotations", {}).items()
+    }
     return {"exp_labels": {**rule["labels"], "gpu": gpu, "Hostname": node}, "exp_annotations": annotations}
 
 
 def run(promtool: str, tmp_path: Path, tests: list[dict]) -> subprocess.CompletedProcess[str]:
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(GPU_RULES))
-    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "30s",
-                                                         "tests": tests}))
-    return subprocess.run([promtool, "test", "rules", "tests.yaml"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120)
+    (tmp_path / "tests.yaml").write_text(
+        yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "30s", "tests": tests})
+    )
+    return subprocess.run(
+        [promtool, "test", "rules", "tests.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_the_rules_load(promtool, tmp_path):
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(GPU_RULES))
-    checked = subprocess.run([promtool, "check", "rules", str(tmp_path / "rules.yaml")], capture_output=True,
-                             text=True, timeout=60)
+    checked = subprocess.run(
+        [promtool, "check", "rules", str(tmp_path / "rules.yaml")], capture_output=True, text=True, timeout=60
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 @pytest.mark.parametrize("code", CRITICAL_XIDS)
 def test_every_fatal_xid_pages_as_critical_and_not_as_a_warning(promtool, tmp_path, code):
-    result = run(promtool, tmp_path, [{
-        "interval": "30s", "input_series": [xid(code)],
-        "alert_rule_test": [alerts("GpuCriticalXid", [fired("GpuCriticalXid", code)]),
-                            alerts("GpuXidCodeReported", [])],
-    }])
+    result = run(
+        promtool,
+        tmp_path,
+        [
+            {
+                "interval": "30s",
+                "input_series": [xid(code)],
+                "alert_rule_test": [
+                    alerts("GpuCriticalXid", [fired("GpuCriticalXid", code)]),
+                    alerts("GpuXidCodeReported", []),
+                ],
+            }
+        ],
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("code", [13, 31, 43])  # application errors: a warning, never a page
 def test_other_xids_warn_and_do_not_page(promtool, tmp_path, code):
     assert code not in CRITICAL_XIDS
-    result = run(promtool, tmp_path, [{
-        "interval": "30s", "input_series": [xid(code)],
-        "alert_rule_test": [alerts("GpuXidCodeReported", [fired("GpuXidCodeReported", code)]),
-                            alerts("GpuCriticalXid", [])],
-    }])
+    result = run(
+        promtool,
+        tmp_path,
+        [
+            {
+                "interval": "30s",
+                "input_series": [xid(code)],
+                "alert_rule_test": [
+                    alerts("GpuXidCodeReported", [fired("GpuXidCodeReported", code)]),
+                    alerts("GpuCriticalXid", []),
+                ],
+            }
+        ],
+    )
     assert RULES["GpuXidCodeReported"]["labels"]["severity"] == "warning"
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_a_healthy_gpu_is_silent(promtool, tmp_path):
-    result = run(promtool, tmp_path, [{
-        "interval": "30s", "input_series": [xid(0)],
-        "alert_rule_test": [alerts("GpuCriticalXid", []), alerts("GpuXidCodeReported", [])],
-    }])
+    result = run(
+        promtool,
+        tmp_path,
+        [
+            {
+                "interval": "30s",
+                "input_series": [xid(0)],
+                "alert_rule_test": [alerts("GpuCriticalXid", []), alerts("GpuXidCodeReported", [])],
+            }
+        ],
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_a_wrong_expectation_fails(promtool, tmp_path):
     """The harness itself can fail: a healthy GPU is not a page."""
-    result = run(promtool, tmp_path, [{
-        "interval": "30s", "input_series": [xid(0)],
-        "alert_rule_test": [alerts("GpuCriticalXid", [fired("GpuCriticalXid", 0)])],
-    }])
+    result = run(
+        promtool,
+        tmp_path,
+        [
+            {
+                "interval": "30s",
+                "input_series": [xid(0)],
+                "alert_rule_test": [alerts("GpuCriticalXid", [fired("GpuCriticalXid", 0)])],
+            }
+        ],
+    )
     assert result.returncode != 0

@@ -37,8 +37,13 @@ def test_no_machine_specific_paths_in_the_json(synthesized):
     for folder in (ROOT, synthesized.outroot, Path.home()):
         assert str(folder) not in text, f"{folder} is written into the synthesized JSON"
     # No value names a file or folder of this machine (device paths inside node images aside).
-    local = sorted({value for value in strings(synthesized.stacks)
-                    if value.startswith("/") and not value.startswith("/dev/") and Path(value).exists()})
+    local = sorted(
+        {
+            value
+            for value in strings(synthesized.stacks)
+            if value.startswith("/") and not value.startswith("/dev/") and Path(value).exists()
+        }
+    )
     assert local == []
 
 
@@ -49,8 +54,11 @@ def test_s3_backend_with_lock_file_and_one_key_per_layer(synthesized):
         backend = stacks[layer]["terraform"]["backend"]
         assert list(backend) == ["s3"]
         assert backend["s3"] == {
-            "bucket": config.state.bucket, "key": f"platform/{config.name}/{layer}.tfstate",
-            "region": config.region, "encrypt": True, "use_lockfile": True,
+            "bucket": config.state.bucket,
+            "key": f"platform/{config.name}/{layer}.tfstate",
+            "region": config.region,
+            "encrypt": True,
+            "use_lockfile": True,
         }
 
 

@@ -12,8 +12,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # Rank of each top-level package: a module may import its own rank or lower ones only.
 RANKS = {"profiles": 0, "toolchain": 0, "components": 1, "stacks": 2, "operate": 3, "manifests": 3, "main": 4}
-BINDINGS = ("cdktf", "constructs", "cdktf_cdktf_provider_aws", "cdktf_cdktf_provider_helm",
-            "cdktf_cdktf_provider_kubernetes")
+BINDINGS = (
+    "cdktf",
+    "constructs",
+    "cdktf_cdktf_provider_aws",
+    "cdktf_cdktf_provider_helm",
+    "cdktf_cdktf_provider_kubernetes",
+)
 
 
 def module_name(path: Path) -> str:
@@ -39,8 +44,9 @@ def imports_of(path: Path, modules: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
             # `from package import module` imports the module, not only the package.
-            found.update(f"{node.module}.{alias.name}" for alias in node.names
-                         if f"{node.module}.{alias.name}" in modules)
+            found.update(
+                f"{node.module}.{alias.name}" for alias in node.names if f"{node.module}.{alias.name}" in modules
+            )
     return found
 
 
@@ -80,7 +86,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for target in sorted(graph[node]):
             if state.get(target) == 1:
-                return [*path[path.index(target):], target]
+                return [*path[path.index(target) :], target]
             if target not in state and (cycle := visit(target)):
                 return cycle
         path.pop()
@@ -107,17 +113,23 @@ def test_the_cycle_finder_finds_cycles() -> None:
 
 def _template_sequences(path: Path) -> list[int]:
     """Lines of string literals (f-string parts included) that hold `${` or `%{`."""
-    return sorted(node.lineno for node in ast.walk(ast.parse(path.read_text()))
-                  if isinstance(node, ast.Constant) and isinstance(node.value, str)
-                  and ("${" in node.value or "%{" in node.value))
+    return sorted(
+        node.lineno
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and ("${" in node.value or "%{" in node.value)
+    )
 
 
 def test_terraform_expressions_are_built_in_one_place() -> None:
     """A hand-written `${...}` in a component or stack escapes its literals its own way (the `\\s`
     that made Terraform refuse the addons layer); components/expressions.py builds them all."""
-    found = {name: lines for name, path in MODULES.items()
-             if name.split(".")[0] in ("components", "stacks") and name != "components.expressions"
-             and (lines := _template_sequences(path))}
+    found = {
+        name: lines
+        for name, path in MODULES.items()
+        if name.split(".")[0] in ("components", "stacks")
+        and name != "components.expressions"
+        and (lines := _template_sequences(path))
+    }
     assert found == {}
 
 
@@ -128,8 +140,10 @@ def test_the_template_finder_finds_templates(tmp_path: Path) -> None:
 
 
 # Where `${` may start an interpolation in synthesized JSON: a reference root or a function call.
-REFERENCE_ROOTS = re.compile(r"^(data|var|local|each|self|count|module|path|terraform)\.|^(aws|kubernetes|helm|http)_"
-                             r"[a-z0-9_]+\.|^[a-z][a-z0-9_]*\(|^\{ for |^\[for |^provider::")
+REFERENCE_ROOTS = re.compile(
+    r"^(data|var|local|each|self|count|module|path|terraform)\.|^(aws|kubernetes|helm|http)_"
+    r"[a-z0-9_]+\.|^[a-z][a-z0-9_]*\(|^\{ for |^\[for |^provider::"
+)
 
 
 def live_interpolations(value: object) -> list[str]:
@@ -146,6 +160,7 @@ def live_interpolations(value: object) -> list[str]:
 
 
 def test_the_interpolation_scan_finds_shell_variables() -> None:
-    scanned = live_interpolations({"a": ["echo ${ROOT}/x $${KEPT}", "${data.x.y}",
-                                         '${{ for d in local.x : "${d.kind}" => d }}']})
+    scanned = live_interpolations(
+        {"a": ["echo ${ROOT}/x $${KEPT}", "${data.x.y}", '${{ for d in local.x : "${d.kind}" => d }}']}
+    )
     assert [s for s in scanned if not REFERENCE_ROOTS.match(s)] == ["ROOT}"]

@@ -27,8 +27,13 @@ def test_the_recorded_facts_match_botocore_and_moto():
 
 def test_names_that_do_not_exist_are_refused_with_what_exists():
     assert_reported(mutated(region="us-west-3"), "region", ["'us-west-3'", "did you mean 'us-west-2'?", "eu-west-1"])
-    assert_reported(mutated(cluster__system_node_group__instance_types=["m6i.xlarg"]),
-                    "cluster.system_node_group.instance_types", ["'m6i.xlarg'", "did you mean 'm6i.xlarge'?"])
-    assert_reported(mutated(cluster__vpc__availability_zones=["us-west-2a", "us-west-2z"]),
-                    "cluster.vpc.availability_zones.1",
-                    ["'us-west-2z'", "us-west-2a, us-west-2b, us-west-2c, us-west-2d"])
+    assert_reported(
+        mutated(cluster__system_node_group__instance_types=["m6i.xlarg"]),
+        "cluster.system_node_group.instance_types",
+        ["'m6i.xlarg'", "did you mean 'm6i.xlarge'?"],
+    )
+    assert_reported(
+        mutated(cluster__vpc__availability_zones=["us-west-2a", "us-west-2z"]),
+        "cluster.vpc.availability_zones.1",
+        ["'us-west-2z'", "us-west-2a, us-west-2b, us-west-2c, us-west-2d"],
+    )

@@ -26,8 +26,10 @@ def node(tmp_path: Path, efa_devices: int) -> Path:
     bin_dir.mkdir()
     for tool in TOOLS:
         # Each stub records its arguments; `ip` answers the default route, lnetctl prints nets.
-        body = {"ip": 'echo "default via 10.0.0.1 dev ens5 proto dhcp"',
-                "lnetctl": 'if [ "$1" = net ] && [ "$2" = show ]; then echo "net type: efa"; fi'}.get(tool, "true")
+        body = {
+            "ip": 'echo "default via 10.0.0.1 dev ens5 proto dhcp"',
+            "lnetctl": 'if [ "$1" = net ] && [ "$2" = show ]; then echo "net type: efa"; fi',
+        }.get(tool, "true")
         (bin_dir / tool).write_text(f'#!/bin/bash\necho "{tool} $*" >> "{tmp_path}/calls"\n{body}\n')
         (bin_dir / tool).chmod(0o755)
     return root

@@ -79,19 +79,27 @@ def test_cdktf_cli_invocation_synthesizes_the_profile_from_the_environment(tmp_p
 def test_synth_warns_when_a_local_state_would_hold_a_secret(tmp_path):
     local = run("synth", "--outdir", str(tmp_path / "local"))
     assert local.returncode == 0, local.stderr
-    assert ("the Grafana admin password and the MLflow admin password in plain text in "
-            "state/gpu-validation/addons.tfstate") in local.stderr
-    remote = run("synth", "--profile", str(ROOT / "tests/fixtures/profiles/s3-state.yaml"), "--outdir",
-                 str(tmp_path / "remote"))
+    assert (
+        "the Grafana admin password and the MLflow admin password in plain text in state/gpu-validation/addons.tfstate"
+    ) in local.stderr
+    remote = run(
+        "synth", "--profile", str(ROOT / "tests/fixtures/profiles/s3-state.yaml"), "--outdir", str(tmp_path / "remote")
+    )
     assert remote.returncode == 0, remote.stderr
     assert "plain text" not in remote.stderr
 
 
 def test_deploy_and_destroy_refuse_without_a_terminal_or_yes(tmp_path):
     for command in ("deploy", "destroy"):
-        result = subprocess.run([sys.executable, str(ROOT / "main.py"), command, "--layer", "build"],
-                                capture_output=True, text=True, cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=120,
-                                env={k: v for k, v in __import__("os").environ.items() if k != "AUTO_APPROVE"})
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "main.py"), command, "--layer", "build"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+            env={k: v for k, v in __import__("os").environ.items() if k != "AUTO_APPROVE"},
+        )
         assert result.returncode == 2, result.stderr
         assert "--yes" in result.stderr and "AUTO_APPROVE=1" in result.stderr
         assert not (tmp_path / "cdktf.out" / "gpu-validation" / "stacks").exists(), "nothing may run"

@@ -23,13 +23,19 @@ def cluster(synthesized, profile):
 
 def gpu_templates(stack) -> dict[str, dict]:
     """GPU launch templates keyed by node group name."""
-    return {path_of(body).split("/")[1].removeprefix("gpu-"): body
-            for body in resources(stack, "aws_launch_template").values() if "/gpu-" in path_of(body)}
+    return {
+        path_of(body).split("/")[1].removeprefix("gpu-"): body
+        for body in resources(stack, "aws_launch_template").values()
+        if "/gpu-" in path_of(body)
+    }
 
 
 def gpu_node_groups(stack) -> dict[str, dict]:
-    return {body["node_group_name"]: body for body in resources(stack, "aws_eks_node_group").values()
-            if body["ami_type"] == "AL2023_x86_64_NVIDIA"}
+    return {
+        body["node_group_name"]: body
+        for body in resources(stack, "aws_eks_node_group").values()
+        if body["ami_type"] == "AL2023_x86_64_NVIDIA"
+    }
 
 
 @pytest.mark.parametrize("profile, expected", [("p5-training", 32), ("p5en-training", 16), ("g6-validation", 1)])
@@ -85,8 +91,12 @@ def test_efa_security_group_references_only_itself(synthesized, profile):
         return
     group_id = by_path(stack, "aws_security_group", "efa-sg/group")[0]
     own = ref("aws_security_group", group_id)
-    rules = [r for kind in ("aws_vpc_security_group_ingress_rule", "aws_vpc_security_group_egress_rule")
-             for r in resources(stack, kind).values() if r["security_group_id"] == own]
+    rules = [
+        r
+        for kind in ("aws_vpc_security_group_ingress_rule", "aws_vpc_security_group_egress_rule")
+        for r in resources(stack, kind).values()
+        if r["security_group_id"] == own
+    ]
     assert len(rules) == 2
     for rule in rules:
         assert rule["referenced_security_group_id"] == own

@@ -15,7 +15,8 @@ def test_constructs_resolves_to_the_library():
 
 def test_no_project_folder_is_named_constructs():
     offenders = [
-        path for path in ROOT.rglob("constructs")
+        path
+        for path in ROOT.rglob("constructs")
         if not {".venv", ".tools", ".cache", "node_modules"} & set(path.relative_to(ROOT).parts)
     ]
     assert offenders == []

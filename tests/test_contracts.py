@@ -39,8 +39,10 @@ def test_every_contract_field_is_documented():
 
 
 def test_the_check_finds_an_undocumented_field():
-    source = ("class XOutputs:\n    a: str = published(description='d')\n    b: str = published()\n"
-              "    c: str\n    d: str\n    '''doc'''\n")
+    source = (
+        "class XOutputs:\n    a: str = published(description='d')\n    b: str = published()\n"
+        "    c: str\n    d: str\n    '''doc'''\n"
+    )
     assert undocumented(source) == ["XOutputs.b", "XOutputs.c"]
 
 
@@ -56,7 +58,10 @@ def test_terraform_outputs_carry_the_contract_descriptions(synthesized, profile)
         for name, output in synthesized.stack(profile, layer).get("output", {}).items():
             if name.startswith("cross-stack-output-"):
                 continue
-            key = name if name in expected else next(
-                (k for k in expected if "{key}" in k and name.endswith(k.split("}")[-1])), None)
+            key = (
+                name
+                if name in expected
+                else next((k for k in expected if "{key}" in k and name.endswith(k.split("}")[-1])), None)
+            )
             assert key is not None, f"{layer}.{name} is not a contract field"
             assert output.get("description") == expected[key], f"{layer}.{name}"

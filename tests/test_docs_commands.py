@@ -35,12 +35,14 @@ def run_snippet(text: str, tmp_path: Path) -> list[list[str]]:
     log = tmp_path / "calls"
     log.write_text("")
     for name in STUBBED:
-        (stubs / name).write_text(f'#!/bin/bash\nprintf "%q " {name} "$@" >> {shlex.quote(str(log))}\necho >> '
-                                  f'{shlex.quote(str(log))}\n')
+        (stubs / name).write_text(
+            f'#!/bin/bash\nprintf "%q " {name} "$@" >> {shlex.quote(str(log))}\necho >> {shlex.quote(str(log))}\n'
+        )
         (stubs / name).chmod(0o755)
     env = {"PATH": f"{stubs}:/usr/bin:/bin", "HOME": str(tmp_path)}
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", text], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     return [shlex.split(line) for line in log.read_text().splitlines()]
 
@@ -73,13 +75,27 @@ def test_every_snippet_runs_as_written(where, text, tmp_path):
 
 def test_the_state_bucket_recipe_works_in_every_region(tmp_path):
     (recipe,) = [text for _, text in SNIPPETS if "create-bucket" in text]
-    for region, constraint in (("us-west-2", ["--create-bucket-configuration", "LocationConstraint=us-west-2"]),
-                               ("us-east-1", [])):
+    for region, constraint in (
+        ("us-west-2", ["--create-bucket-configuration", "LocationConstraint=us-west-2"]),
+        ("us-east-1", []),
+    ):
         calls = run_snippet(recipe.replace("REGION=us-west-2", f"REGION={region}"), tmp_path)
-        assert [call[2] for call in calls] == ["create-bucket", "put-bucket-versioning", "put-bucket-encryption",
-                                               "put-public-access-block"]
-        assert calls[0] == ["aws", "s3api", "create-bucket", "--bucket", "my-org-gpu-platform-state",
-                            "--region", region, *constraint]
+        assert [call[2] for call in calls] == [
+            "create-bucket",
+            "put-bucket-versioning",
+            "put-bucket-encryption",
+            "put-public-access-block",
+        ]
+        assert calls[0] == [
+            "aws",
+            "s3api",
+            "create-bucket",
+            "--bucket",
+            "my-org-gpu-platform-state",
+            "--region",
+            region,
+            *constraint,
+        ]
 
 
 def test_every_make_target_the_docs_name_exists():
@@ -99,6 +115,12 @@ def test_links_between_the_docs_resolve():
 def test_the_readme_is_the_newcomers_page():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) < 200
-    for section in ("## Two commands", "## Before you deploy", "## Profiles", "## Deploy, verify, tear down",
-                    "## Troubleshooting", "## Where to read more"):
+    for section in (
+        "## Two commands",
+        "## Before you deploy",
+        "## Profiles",
+        "## Deploy, verify, tear down",
+        "## Troubleshooting",
+        "## Where to read more",
+    ):
         assert section in readme

@@ -22,8 +22,9 @@ def everything(synthesized, profile: str) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for layer in ("addons", "workloads"):
         stack = synthesized.stack(profile, layer)
-        found += [b["manifest"] for b in resources(stack, "kubernetes_manifest").values()
-                  if isinstance(b["manifest"], dict)]
+        found += [
+            b["manifest"] for b in resources(stack, "kubernetes_manifest").values() if isinstance(b["manifest"], dict)
+        ]
         found += [{"helm-values": yaml.safe_load(r["values"][0])} for r in resources(stack, "helm_release").values()]
     for objects in render(synthesized.configs[profile]).values():
         found += objects
@@ -42,14 +43,20 @@ def keys_with_path(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tupl
 
 def extended_resource_uses(obj: dict[str, Any]) -> list[tuple[str, ...]]:
     # A NodePool's limits cap the GPUs Karpenter launches (from the instance types), they request nothing.
-    return [path for path, key in keys_with_path(obj) if key.endswith("nvidia.com/gpu")
-            and not (obj.get("kind") == "NodePool" and path[:2] == ("spec", "limits"))]
+    return [
+        path
+        for path, key in keys_with_path(obj)
+        if key.endswith("nvidia.com/gpu") and not (obj.get("kind") == "NodePool" and path[:2] == ("spec", "limits"))
+    ]
 
 
 def test_the_dra_fixture_requests_no_extended_gpu_resource(synthesized):
     assert synthesized.configs["jark"].addons.gpu_operator.dra
-    uses = [(obj.get("kind", "helm values"), path) for obj in everything(synthesized, "jark")
-            for path in extended_resource_uses(obj)]
+    uses = [
+        (obj.get("kind", "helm values"), path)
+        for obj in everything(synthesized, "jark")
+        for path in extended_resource_uses(obj)
+    ]
     assert uses == []
 
 
@@ -72,12 +79,15 @@ def claimed_templates(node: Any) -> Iterator[str]:
 
 def test_every_claim_names_a_template_in_its_namespace(synthesized):
     objects = everything(synthesized, "jark")
-    templates = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects
-                 if o.get("kind") == "ResourceClaimTemplate"}
-    assert all(o["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == GPU_DEVICE_CLASS
-               for o in objects if o.get("kind") == "ResourceClaimTemplate")
-    claimed = [(o["metadata"]["namespace"], name) for o in objects if "metadata" in o
-               for name in claimed_templates(o)]
+    templates = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects if o.get("kind") == "ResourceClaimTemplate"
+    }
+    assert all(
+        o["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == GPU_DEVICE_CLASS
+        for o in objects
+        if o.get("kind") == "ResourceClaimTemplate"
+    )
+    claimed = [(o["metadata"]["namespace"], name) for o in objects if "metadata" in o for name in claimed_templates(o)]
     assert claimed, "GPU pods claim their GPUs"
     assert set(claimed) <= templates
     hub = next(o["helm-values"] for o in objects if "helm-values" in o and "singleuser" in o["helm-values"])

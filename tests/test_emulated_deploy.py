@@ -22,9 +22,13 @@ def test_apply_replan_teardown(emulated_cycles, profile, report):
     for line in emulated_cycles[profile].lines():
         report(line)
     assert record["ok"], record.get("error")
-    report(f"emulated deploy of {profile} in {record['seconds']}s "
-           f"({', '.join(f'{phase} {seconds}s' for phase, seconds in record['phases'].items())}):")
+    report(
+        f"emulated deploy of {profile} in {record['seconds']}s "
+        f"({', '.join(f'{phase} {seconds}s' for phase, seconds in record['phases'].items())}):"
+    )
     for layer, counts in record["coverage"].items():
-        report(f"  {layer:8} applied {counts['resources']:3}, excluded {len(counts['excluded'])}"
-               + (f" ({', '.join(counts['excluded'])})" if counts["excluded"] else ""))
+        report(
+            f"  {layer:8} applied {counts['resources']:3}, excluded {len(counts['excluded'])}"
+            + (f" ({', '.join(counts['excluded'])})" if counts["excluded"] else "")
+        )
     assert record["coverage"]["storage"]["resources"] > 0 and record["coverage"]["cluster"]["resources"] > 0

@@ -17,8 +17,13 @@ def emulator():
 
 
 def client(emulator, service):
-    return boto3.client(service, region_name="us-west-2", endpoint_url=emulator.endpoint,
-                        aws_access_key_id="emulator", aws_secret_access_key="emulator")
+    return boto3.client(
+        service,
+        region_name="us-west-2",
+        endpoint_url=emulator.endpoint,
+        aws_access_key_id="emulator",
+        aws_secret_access_key="emulator",
+    )
 
 
 def test_placement_groups(emulator):

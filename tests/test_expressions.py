@@ -9,8 +9,17 @@ import pytest
 
 from components.expressions import Expression, interpolated, matches, quoted_template, string_literal
 
-TEXTS = ["plain", 'quote " and backslash \\ and \\s', "tab\tnewline\ncr\r", "${not.a.ref}", "%{ if x }y%{ endif }",
-         "$${already}", "trailing $", "dollar $ brace {", "\x01 control"]
+TEXTS = [
+    "plain",
+    'quote " and backslash \\ and \\s',
+    "tab\tnewline\ncr\r",
+    "${not.a.ref}",
+    "%{ if x }y%{ endif }",
+    "$${already}",
+    "trailing $",
+    "dollar $ brace {",
+    "\x01 control",
+]
 
 
 def test_terraform_reads_every_built_string_back_as_its_text(terraform, tmp_path):

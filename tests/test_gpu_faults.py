@@ -28,8 +28,9 @@ def addons(synthesized, profile: str) -> dict[str, dict]:
 def helm_values(synthesized, profile: str, release: str) -> dict:
     import yaml
 
-    (body,) = [b for b in resources(synthesized.stack(profile, "addons"), "helm_release").values()
-               if b["name"] == release]
+    (body,) = [
+        b for b in resources(synthesized.stack(profile, "addons"), "helm_release").values() if b["name"] == release
+    ]
     merged: dict = {}
     for document in body.get("values", []):
         merged.update(yaml.safe_load(document) or {})
@@ -90,8 +91,9 @@ def test_the_fatal_xid_alert_pages_for_exactly_the_agents_fatal_xids():
     assert sorted(_codes(critical["expr"])) == sorted(CRITICAL_XIDS)
     assert 79 in CRITICAL_XIDS and 48 in CRITICAL_XIDS  # fallen off the bus; double-bit ECC
     # Every other XID still warns.
-    assert "unless" in rules["GpuXidCodeReported"]["expr"] and sorted(_codes(rules["GpuXidCodeReported"]["expr"])) == \
-        sorted(CRITICAL_XIDS)
+    assert "unless" in rules["GpuXidCodeReported"]["expr"] and sorted(
+        _codes(rules["GpuXidCodeReported"]["expr"])
+    ) == sorted(CRITICAL_XIDS)
 
 
 @pytest.mark.parametrize("profile", WITH_KARPENTER)

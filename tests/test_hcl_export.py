@@ -16,8 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def validated(hcl_exported, terraform, tmp_path_factory) -> dict[str, list[dict]]:
-    stacks = {f"{profile}-{layer}": (hcl_exported / profile / "stacks" / layer / "cdk.tf").read_text()
-              for profile in PROFILES for layer in AWS_LAYERS}
+    stacks = {
+        f"{profile}-{layer}": (hcl_exported / profile / "stacks" / layer / "cdk.tf").read_text()
+        for profile in PROFILES
+        for layer in AWS_LAYERS
+    }
     for hcl in stacks.values():
         assert hcl.lstrip().startswith("terraform {") and 'resource "aws_' in hcl
     return terraform.validate_many(stacks, tmp_path_factory.mktemp("validate-hcl"))
@@ -75,7 +78,8 @@ def test_repair_turns_precondition_lists_into_blocks():
         == 'lifecycle {\n  precondition {\ncondition = "${a == 1}"\nerror_message = "bad"\n  }\n}\n'
     )
     assert repair_cdktf_hcl(broken.replace("precondition", "postcondition")) == (
-        'lifecycle {\n  postcondition {\ncondition = "${a == 1}"\nerror_message = "bad"\n  }\n}\n')
+        'lifecycle {\n  postcondition {\ncondition = "${a == 1}"\nerror_message = "bad"\n  }\n}\n'
+    )
 
 
 def test_repair_unquotes_reference_lists():
@@ -105,6 +109,8 @@ def test_hcl_state_paths_resolve_to_the_profiles_state(hcl_exported, synthesized
         assert backend, f"{layer}: no local backend"
         assert (folder / backend.group(1)).resolve() == state / f"{layer}.tfstate"
         for upstream, path in re.findall(
-                r'data "terraform_remote_state" "cross-stack-reference-input-(\w+)" \{.*?path\s*=\s*"([^"]+)"',
-                hcl, flags=re.DOTALL):
+            r'data "terraform_remote_state" "cross-stack-reference-input-(\w+)" \{.*?path\s*=\s*"([^"]+)"',
+            hcl,
+            flags=re.DOTALL,
+        ):
             assert (folder / path).resolve() == state / f"{upstream}.tfstate", (layer, upstream)

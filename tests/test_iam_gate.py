@@ -29,11 +29,14 @@ POLICY_ATTRIBUTES = {
 }
 READ_ONLY = re.compile(r"^[a-z0-9-]+:(Describe|Get|List)[A-Za-z]*$")
 # Reads that hand out a secret: never "read-only" for the gate.
-SECRET_READS = re.compile(r"^(secretsmanager:GetSecretValue|ssm:GetParameters?(ByPath)?|kms:Decrypt|"
-                          r"ecr:GetAuthorizationToken|sts:GetFederationToken|iam:GetCredentialReport)$")
+SECRET_READS = re.compile(
+    r"^(secretsmanager:GetSecretValue|ssm:GetParameters?(ByPath)?|kms:Decrypt|"
+    r"ecr:GetAuthorizationToken|sts:GetFederationToken|iam:GetCredentialReport)$"
+)
 # Condition keys that only name a region, a time or a transport: they narrow nothing a policy grants.
-NON_SCOPING_KEYS = re.compile(r"^aws:(RequestedRegion|CurrentTime|EpochTime|SecureTransport|ViaAWSService)$",
-                              re.IGNORECASE)
+NON_SCOPING_KEYS = re.compile(
+    r"^aws:(RequestedRegion|CurrentTime|EpochTime|SecureTransport|ViaAWSService)$", re.IGNORECASE
+)
 # Mutating actions AWS documents as taking no resource (or only "*"), each with why it is needed.
 RESOURCELESS = {
     "ecr:GetAuthorizationToken": "CodeBuild logs in to ECR; the token call has no resource (read-only anyway)",
@@ -104,8 +107,10 @@ def _scoping(condition: dict) -> bool:
 # launch names: its image, subnet, security groups, reservation, placement group): no action is
 # taken on them. Karpenter's published controller policy grants these without a condition
 # (AllowScopedEC2InstanceAccessActions); the instance itself is tag-scoped in another statement.
-LAUNCH_INPUTS = re.compile(r"^arn:aws:ec2:[^:]*:[^:]*:(image|snapshot|security-group|subnet|capacity-reservation|"
-                           r"placement-group)/\*$")
+LAUNCH_INPUTS = re.compile(
+    r"^arn:aws:ec2:[^:]*:[^:]*:(image|snapshot|security-group|subnet|capacity-reservation|"
+    r"placement-group)/\*$"
+)
 LAUNCHES = {"ec2:RunInstances", "ec2:CreateFleet"}
 
 
@@ -121,8 +126,11 @@ def _wide_actions(address: str, actions: list[str], resources: list[str], condit
 
 def _negations(address: str, statement: dict) -> list[str]:
     """NotAction, NotResource and NotPrincipal grant everything they do not name."""
-    return [f"{address}: {key} grants everything it does not name" for key in ("NotAction", "NotResource",
-                                                                                  "NotPrincipal") if key in statement]
+    return [
+        f"{address}: {key} grants everything it does not name"
+        for key in ("NotAction", "NotResource", "NotPrincipal")
+        if key in statement
+    ]
 
 
 def _principal_of_this_account(principal: str) -> bool:
@@ -183,8 +191,12 @@ def problems_of(address: str, kind: str, statement: dict, *, platform: str) -> l
         return [*negations, *_trust(address, statement, condition)]
     if kind == "resource":
         return [*negations, *_resource_policy(address, statement, condition)]
-    return [*negations, *_wide_actions(address, actions, resources, condition),
-            *_pass_role(address, actions, resources, condition), *_s3_scope(address, actions, resources, platform)]
+    return [
+        *negations,
+        *_wide_actions(address, actions, resources, condition),
+        *_pass_role(address, actions, resources, condition),
+        *_s3_scope(address, actions, resources, platform),
+    ]
 
 
 def _resource_policy(address: str, statement: dict, condition: dict) -> list[str]:
@@ -198,8 +210,10 @@ def _resource_policy(address: str, statement: dict, condition: dict) -> list[str
                 found.append(f"{address}: grants AWS principal {aws!r}, not this account")
         source = json.dumps(condition)
         if principal.get("Service") and "aws:SourceArn" not in source and "aws:SourceAccount" not in source:
-            found.append(f"{address}: grants {principal['Service']} without aws:SourceArn or aws:SourceAccount "
-                         "(the confused deputy)")
+            found.append(
+                f"{address}: grants {principal['Service']} without aws:SourceArn or aws:SourceAccount "
+                "(the confused deputy)"
+            )
     return found
 
 
@@ -228,33 +242,79 @@ def test_only_known_managed_policies_are_attached(synthesized, profile):
 BAD_STATEMENTS = [
     ("identity", {"Effect": "Allow", "Action": ["ec2:RunInstances"], "Resource": "*"}, "without a scoping condition"),
     ("identity", {"Effect": "Allow", "Action": "iam:PassRole", "Resource": "*"}, "not one role"),
-    ("identity", {"Effect": "Allow", "Action": "iam:PassRole", "Resource": "arn:aws:iam::1:role/x"},
-     "without iam:PassedToService"),
+    (
+        "identity",
+        {"Effect": "Allow", "Action": "iam:PassRole", "Resource": "arn:aws:iam::1:role/x"},
+        "without iam:PassedToService",
+    ),
     ("identity", {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::demo-*/*"}, "S3 access"),
     ("identity", {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::other-data/*"}, "S3 access"),
-    ("trust", {"Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"}, "Action": "sts:AssumeRole"},
-     "without aws:SourceAccount"),
-    ("trust", {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"},
-     "decide whether"),
+    (
+        "trust",
+        {"Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"}, "Action": "sts:AssumeRole"},
+        "without aws:SourceAccount",
+    ),
+    (
+        "trust",
+        {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"},
+        "decide whether",
+    ),
     ("resource", {"Effect": "Allow", "Principal": "*", "Action": "sqs:SendMessage", "Resource": "x"}, "everyone"),
     # admin-equivalent statements that an action/resource check reading only literal '*' lets through
     ("identity", {"Effect": "Allow", "Action": "*", "Resource": "arn:aws:*:*:*:*"}, "the action wildcard '*'"),
     ("identity", {"Effect": "Allow", "Action": "*", "Resource": "arn:aws:*:*:*:*"}, "without a scoping condition"),
-    ("identity", {"Effect": "Allow", "Action": "ec2:TerminateInstances",
-                  "Resource": "arn:aws:ec2:us-west-2:111122223333:instance/*"}, "without a scoping condition"),
-    ("identity", {"Effect": "Allow", "Action": "iam:*", "Resource": "*",
-                  "Condition": {"StringEquals": {"aws:RequestedRegion": "us-west-2"}}}, "the action wildcard 'iam:*'"),
-    ("identity", {"Effect": "Allow", "Action": "iam:CreateRole", "Resource": "*",
-                  "Condition": {"StringEquals": {"aws:RequestedRegion": "us-west-2"}}}, "without a scoping condition"),
-    ("identity", {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": "*"},
-     "without a scoping condition"),
+    (
+        "identity",
+        {
+            "Effect": "Allow",
+            "Action": "ec2:TerminateInstances",
+            "Resource": "arn:aws:ec2:us-west-2:111122223333:instance/*",
+        },
+        "without a scoping condition",
+    ),
+    (
+        "identity",
+        {
+            "Effect": "Allow",
+            "Action": "iam:*",
+            "Resource": "*",
+            "Condition": {"StringEquals": {"aws:RequestedRegion": "us-west-2"}},
+        },
+        "the action wildcard 'iam:*'",
+    ),
+    (
+        "identity",
+        {
+            "Effect": "Allow",
+            "Action": "iam:CreateRole",
+            "Resource": "*",
+            "Condition": {"StringEquals": {"aws:RequestedRegion": "us-west-2"}},
+        },
+        "without a scoping condition",
+    ),
+    (
+        "identity",
+        {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": "*"},
+        "without a scoping condition",
+    ),
     ("identity", {"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"}, "NotAction"),
     ("identity", {"Effect": "Allow", "Action": "s3:ListBucket", "NotResource": "arn:aws:s3:::x"}, "NotResource"),
     ("trust", {"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}, "AWS principal '*'"),
-    ("trust", {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::999988887777:root"}, "Action": "sts:AssumeRole"},
-     "not this account"),
-    ("resource", {"Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"}, "Action": "sqs:SendMessage",
-                  "Resource": "x"}, "confused deputy"),
+    (
+        "trust",
+        {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::999988887777:root"}, "Action": "sts:AssumeRole"},
+        "not this account",
+    ),
+    (
+        "resource",
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "events.amazonaws.com"},
+            "Action": "sqs:SendMessage",
+            "Resource": "x",
+        },
+        "confused deputy",
+    ),
 ]
 
 
@@ -267,11 +327,24 @@ def test_the_gate_refuses(kind, statement, words):
 def test_the_gate_accepts_scoped_statements():
     good = [
         ("identity", {"Effect": "Allow", "Action": ["ec2:DescribeSubnets", "pricing:GetProducts"], "Resource": "*"}),
-        ("identity", {"Effect": "Allow", "Action": "s3:GetObject",
-                      "Resource": "arn:aws:s3:::demo-datasets-${data.aws_caller_identity.a.account_id}/team/*"}),
+        (
+            "identity",
+            {
+                "Effect": "Allow",
+                "Action": "s3:GetObject",
+                "Resource": "arn:aws:s3:::demo-datasets-${data.aws_caller_identity.a.account_id}/team/*",
+            },
+        ),
         ("identity", {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "${aws_s3_bucket.b.arn}/*"}),
-        ("trust", {"Effect": "Allow", "Principal": {"Service": "codebuild.amazonaws.com"}, "Action": "sts:AssumeRole",
-                   "Condition": {"StringEquals": {"aws:SourceAccount": "1"}}}),
+        (
+            "trust",
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "codebuild.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+                "Condition": {"StringEquals": {"aws:SourceAccount": "1"}},
+            },
+        ),
     ]
     for kind, statement in good:
         assert problems_of("aws_x.y", kind, statement, platform="demo") == []
@@ -282,13 +355,17 @@ def test_the_gate_accepts_scoped_statements():
 
 def checkov_iam_checks(checkov: str) -> list[str]:
     """Ids of checkov's Terraform checks on IAM policies (any resource type with a policy)."""
-    listing = subprocess.run([checkov, "--list", "--framework", "terraform"], capture_output=True, text=True,
-                             timeout=300)
+    listing = subprocess.run(
+        [checkov, "--list", "--framework", "terraform"], capture_output=True, text=True, timeout=300
+    )
     ids = set()
     for line in listing.stdout.splitlines():
         cells = [cell.strip() for cell in line.split("|")]
-        if len(cells) > 5 and re.fullmatch(r"CKV2?_AWS_\d+", cells[2] or "") and (
-                "iam" in cells[4].lower() or "IAM" in cells[5]):
+        if (
+            len(cells) > 5
+            and re.fullmatch(r"CKV2?_AWS_\d+", cells[2] or "")
+            and ("iam" in cells[4].lower() or "IAM" in cells[5])
+        ):
             ids.add(cells[2])
     return sorted(ids)
 
@@ -304,9 +381,25 @@ def hcl_iam_findings(hcl_exported) -> list[dict]:
     assert {"CKV_AWS_289", "CKV_AWS_290", "CKV_AWS_355"} <= set(checks)
     failed = []
     for profile in HCL_PROFILES:
-        run = subprocess.run([checkov, "-d", str(hcl_exported / profile / "stacks"), "--framework", "terraform",
-                              "--check", ",".join(checks), "-o", "json", "--compact", "--quiet", "--skip-download"],
-                             capture_output=True, text=True, timeout=600)
+        run = subprocess.run(
+            [
+                checkov,
+                "-d",
+                str(hcl_exported / profile / "stacks"),
+                "--framework",
+                "terraform",
+                "--check",
+                ",".join(checks),
+                "-o",
+                "json",
+                "--compact",
+                "--quiet",
+                "--skip-download",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         reports = json.loads(run.stdout) if run.stdout.strip() else []
         for report in reports if isinstance(reports, list) else [reports]:
             failed += report.get("results", {}).get("failed_checks", [])
@@ -331,7 +424,22 @@ def test_checkov_reads_jsonencode_policies(tmp_path: Path):
         '  policy = jsonencode({ "Version" : "2012-10-17", "Statement" : [{ "Effect" : "Allow", '
         '"Action" : ["ec2:RunInstances", "ec2:CreateTags", "iam:PassRole"], "Resource" : "*" }] })\n}\n'
     )
-    run = subprocess.run([checkov, "-d", str(tmp_path), "--framework", "terraform", "-o", "json", "--compact",
-                          "--quiet", "--skip-download"], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [
+            checkov,
+            "-d",
+            str(tmp_path),
+            "--framework",
+            "terraform",
+            "-o",
+            "json",
+            "--compact",
+            "--quiet",
+            "--skip-download",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     failed = {f["check_id"] for f in json.loads(run.stdout)["results"]["failed_checks"]}
     assert {"CKV_AWS_289", "CKV_AWS_290", "CKV_AWS_355"} <= failed

@@ -24,8 +24,11 @@ def heredocs(text: str) -> dict[str, str]:
 
 
 def drop_in(kind: str) -> str:
-    files = {path: body for path, body in heredocs(NCCL.read_text()).items()
-             if path.startswith(f"/etc/ssh/{kind}_config.d/") and path.endswith(".conf")}
+    files = {
+        path: body
+        for path, body in heredocs(NCCL.read_text()).items()
+        if path.startswith(f"/etc/ssh/{kind}_config.d/") and path.endswith(".conf")
+    }
     assert len(files) == 1, f"one {kind} drop-in expected, got {sorted(files)}"
     return next(iter(files.values()))
 
@@ -43,8 +46,12 @@ def test_the_launchers_ssh_client_asks_nothing(tmp_path):
         pytest.skip("SKIPPING: no ssh client on this machine")
     config = tmp_path / "ssh_config"
     config.write_text(drop_in("ssh"))
-    shown = subprocess.run(["ssh", "-G", "-F", str(config), "nccl-tests-worker-0.nccl-tests.gpu-validation.svc"],
-                           capture_output=True, text=True, timeout=30)
+    shown = subprocess.run(
+        ["ssh", "-G", "-F", str(config), "nccl-tests-worker-0.nccl-tests.gpu-validation.svc"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert shown.returncode == 0, shown.stderr
     effective = dict(line.split(" ", 1) for line in shown.stdout.splitlines() if " " in line)
     for setting in (s for s in MPI_SSH_CONTRACT if s.config == "ssh"):
@@ -52,8 +59,11 @@ def test_the_launchers_ssh_client_asks_nothing(tmp_path):
 
 
 def test_the_workers_sshd_accepts_the_operators_secret_mount():
-    settings = {line.split()[0].lower(): line.split()[1].lower() for line in drop_in("sshd").splitlines()
-                if line.strip() and not line.startswith("#")}
+    settings = {
+        line.split()[0].lower(): line.split()[1].lower()
+        for line in drop_in("sshd").splitlines()
+        if line.strip() and not line.startswith("#")
+    }
     for setting in (s for s in MPI_SSH_CONTRACT if s.config == "sshd"):
         assert settings.get(setting.keyword) == setting.value, f"{setting.keyword}: {setting.why}"
 

@@ -16,31 +16,66 @@ from tests.synth_helpers import path_of, resources
 # EKSIntegration, Interruption and ResourceDiscovery policies), written down once. The platform
 # leaves out only the zonal-shift read, which matters when ARC zonal shift is on (it is not here).
 PUBLISHED_ACTIONS = {
-    "ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate", "ec2:CreateTags",
-    "ec2:TerminateInstances", "ec2:DeleteLaunchTemplate",
-    "ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribeInstances", "ec2:DescribeInstanceStatus",
-    "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplates",
-    "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory",
-    "ec2:DescribeSubnets", "ssm:GetParameter", "pricing:GetProducts",
-    "sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage",
-    "iam:PassRole", "iam:CreateInstanceProfile", "iam:TagInstanceProfile", "iam:AddRoleToInstanceProfile",
-    "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile", "iam:GetInstanceProfile",
-    "iam:ListInstanceProfiles", "eks:DescribeCluster",
+    "ec2:RunInstances",
+    "ec2:CreateFleet",
+    "ec2:CreateLaunchTemplate",
+    "ec2:CreateTags",
+    "ec2:TerminateInstances",
+    "ec2:DeleteLaunchTemplate",
+    "ec2:DescribeCapacityReservations",
+    "ec2:DescribeImages",
+    "ec2:DescribeInstances",
+    "ec2:DescribeInstanceStatus",
+    "ec2:DescribeInstanceTypeOfferings",
+    "ec2:DescribeInstanceTypes",
+    "ec2:DescribeLaunchTemplates",
+    "ec2:DescribePlacementGroups",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DescribeSpotPriceHistory",
+    "ec2:DescribeSubnets",
+    "ssm:GetParameter",
+    "pricing:GetProducts",
+    "sqs:DeleteMessage",
+    "sqs:GetQueueUrl",
+    "sqs:ReceiveMessage",
+    "iam:PassRole",
+    "iam:CreateInstanceProfile",
+    "iam:TagInstanceProfile",
+    "iam:AddRoleToInstanceProfile",
+    "iam:RemoveRoleFromInstanceProfile",
+    "iam:DeleteInstanceProfile",
+    "iam:GetInstanceProfile",
+    "iam:ListInstanceProfiles",
+    "eks:DescribeCluster",
 }
-MUTATING_EC2 = {"ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate", "ec2:CreateTags",
-                "ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"}
+MUTATING_EC2 = {
+    "ec2:RunInstances",
+    "ec2:CreateFleet",
+    "ec2:CreateLaunchTemplate",
+    "ec2:CreateTags",
+    "ec2:TerminateInstances",
+    "ec2:DeleteLaunchTemplate",
+}
 # Launches reference these without creating them: an untagged AMI, subnet or security group must
 # be usable, so these resource types carry no tag condition (as in Karpenter's own policy).
 REFERENCED_ONLY = {"image", "snapshot", "security-group", "subnet", "capacity-reservation", "placement-group"}
-PROFILE_ACTIONS = {"iam:CreateInstanceProfile", "iam:TagInstanceProfile", "iam:AddRoleToInstanceProfile",
-                   "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"}
+PROFILE_ACTIONS = {
+    "iam:CreateInstanceProfile",
+    "iam:TagInstanceProfile",
+    "iam:AddRoleToInstanceProfile",
+    "iam:RemoveRoleFromInstanceProfile",
+    "iam:DeleteInstanceProfile",
+}
 PROFILES = list(SHIPPED + FIXTURES)
 
 
 def controller_statements(synthesized, profile) -> list[dict]:
     stack = synthesized.stack(profile, "addons")
-    (policy,) = [body for body in resources(stack, "aws_iam_role_policy").values()
-                 if path_of(body).endswith("karpenter-identity/controller-role/inline")]
+    (policy,) = [
+        body
+        for body in resources(stack, "aws_iam_role_policy").values()
+        if path_of(body).endswith("karpenter-identity/controller-role/inline")
+    ]
     return json.loads(policy["policy"])["Statement"]
 
 

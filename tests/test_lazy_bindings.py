@@ -36,9 +36,14 @@ def test_this_session_uses_lazy_bindings():
 def test_every_profile_is_byte_identical_with_eager_bindings(synthesized, tmp_path):
     names = SHIPPED + FIXTURES
     args = [arg for name in names for arg in (name, profile_source(name))]
-    run = subprocess.run([sys.executable, "-c", EAGER_SYNTH.replace("{OUT}", str(tmp_path)), *args], cwd=ROOT,
-                         env={**os.environ, "GPU_PLATFORM_EAGER_BINDINGS": "1", "PYTHONPATH": str(ROOT)},
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-c", EAGER_SYNTH.replace("{OUT}", str(tmp_path)), *args],
+        cwd=ROOT,
+        env={**os.environ, "GPU_PLATFORM_EAGER_BINDINGS": "1", "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr
     for name in names:
         lazy, eager = synthesized.outroot / name / "stacks", tmp_path / name / "stacks"

@@ -9,10 +9,12 @@ import pytest
 from profiles import ProfileError, load_profile
 from profiles.loader import MAX_DEPTH
 
-BOMB = ("a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
-        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
-        "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
-        "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]\nh: [*g, *g, *g, *g, *g, *g, *g, *g, *g]\n")
+BOMB = (
+    "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+    "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+    "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+    "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]\nh: [*g, *g, *g, *g, *g, *g, *g, *g, *g]\n"
+)
 
 CASES = [
     ("binary", bytes(range(256)) * 4, "not UTF-8 text"),
@@ -21,8 +23,11 @@ CASES = [
     ("nul", b"name: x\x00\n", "NUL"),
     ("deep", ("a: " + "[" * 2000 + "]" * 2000 + "\n").encode(), f"nested deeper than {MAX_DEPTH} levels"),
     ("bomb", BOMB.encode(), "alias"),
-    ("duplicate", b"name: one\nregion: us-east-1\nname: two\n",
-     "line 3, column 1: duplicate key 'name' (first on line 1)"),
+    (
+        "duplicate",
+        b"name: one\nregion: us-east-1\nname: two\n",
+        "line 3, column 1: duplicate key 'name' (first on line 1)",
+    ),
     ("list", b"- name: x\n", "must be a YAML mapping of settings, not a list"),
     ("empty", b"", "the profile is empty"),
     ("comment-only", b"# nothing here\n", "the profile is empty"),

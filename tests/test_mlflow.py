@@ -43,8 +43,9 @@ def the(items: dict) -> dict:
 
 
 def mlflow_release(synthesized, profile) -> dict:
-    (release,) = [r for r in resources(synthesized.stack(profile, "addons"), "helm_release").values()
-                  if r["name"] == "mlflow"]
+    (release,) = [
+        r for r in resources(synthesized.stack(profile, "addons"), "helm_release").values() if r["name"] == "mlflow"
+    ]
     return release
 
 
@@ -54,8 +55,11 @@ def chart_values(release: dict) -> dict:
 
 
 def addon_objects(synthesized, profile) -> list[dict]:
-    return [b["manifest"] for b in resources(synthesized.stack(profile, "addons"), "kubernetes_manifest").values()
-            if isinstance(b["manifest"], dict) and "kind" in b["manifest"]]
+    return [
+        b["manifest"]
+        for b in resources(synthesized.stack(profile, "addons"), "kubernetes_manifest").values()
+        if isinstance(b["manifest"], dict) and "kind" in b["manifest"]
+    ]
 
 
 def test_shipped_profiles_run_mlflow_and_one_fixture_does_not():
@@ -65,6 +69,7 @@ def test_shipped_profiles_run_mlflow_and_one_fixture_does_not():
 
 
 # --- storage layer -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("profile", WITH_MLFLOW)
 def test_database_is_private_encrypted_backed_up_and_its_password_is_rds_managed(synthesized, profile):
@@ -99,16 +104,22 @@ def test_database_admits_postgres_only_from_cluster_nodes(synthesized, profile):
     group_id = group_ref.removeprefix("${aws_security_group.").removesuffix(".id}")
     group = resources(stack, "aws_security_group")[group_id]
     assert "ingress" not in group and "egress" not in group  # rules are separate resources, listed here
-    rules = [r for r in resources(stack, "aws_vpc_security_group_ingress_rule").values()
-             if r["security_group_id"] == group_ref]
+    rules = [
+        r
+        for r in resources(stack, "aws_vpc_security_group_ingress_rule").values()
+        if r["security_group_id"] == group_ref
+    ]
     assert len(rules) == 1
     (rule,) = rules
     assert (rule["ip_protocol"], rule["from_port"], rule["to_port"]) == ("tcp", 5432, 5432)
     # The nodes (and pods) use the EKS cluster security group.
     assert "cidr_ipv4" not in rule and rule["referenced_security_group_id"].endswith("cluster_security_group_id}")
     # The node group's egress is explicit: one path to the database, nothing wider.
-    (egress,) = [r for r in resources(stack, "aws_vpc_security_group_egress_rule").values()
-                 if r.get("referenced_security_group_id") == group_ref]
+    (egress,) = [
+        r
+        for r in resources(stack, "aws_vpc_security_group_egress_rule").values()
+        if r.get("referenced_security_group_id") == group_ref
+    ]
     assert (egress["from_port"], egress["to_port"]) == (5432, 5432)
 
 
@@ -120,6 +131,7 @@ def test_no_database_and_no_release_without_mlflow(synthesized, profile):
 
 
 # --- addons layer --------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("profile", WITH_MLFLOW)
 def test_release_runs_authenticated_private_server_on_rds_and_s3(synthesized, profile):
@@ -147,7 +159,7 @@ def test_release_runs_authenticated_private_server_on_rds_and_s3(synthesized, pr
     assert sidecar["restartPolicy"] == "Always" and "startupProbe" in sidecar
     env = {e["name"]: e["value"] for e in sidecar["env"]}
     assert env["DB_SECRET_ARN"].startswith(REMOTE_STORAGE) and "master_user_secret" in env["DB_SECRET_ARN"]
-    assert not re.search(r"(?i)password\s*[:=]\s*\S", release["values"][0].replace('passwordKey: password', ""))
+    assert not re.search(r"(?i)password\s*[:=]\s*\S", release["values"][0].replace("passwordKey: password", ""))
 
 
 def test_admin_password_from_variable_is_sensitive_and_checked(synthesized):
@@ -157,8 +169,14 @@ def test_admin_password_from_variable_is_sensitive_and_checked(synthesized):
     assert variable["sensitive"] is True
     rule = re.compile(ADMIN_PASSWORD_RULE)
     assert rule.fullmatch("correct-horse-battery")
-    for bad in ("short-pass", "has/slash-in-it", "has&ampersand1", "percent%sign123", "back\\slash-12345",
-                "with space-1234"):
+    for bad in (
+        "short-pass",
+        "has/slash-in-it",
+        "has&ampersand1",
+        "percent%sign123",
+        "back\\slash-12345",
+        "with space-1234",
+    ):
         assert not rule.fullmatch(bad), bad  # sed (the chart's ini writer) or configparser would corrupt it
     condition = variable["validation"][0]["condition"]
     assert "var.mlflow_admin_password" in condition
@@ -180,19 +198,30 @@ def test_server_role_reaches_its_bucket_and_secret_only(synthesized, profile):
     assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     tags = trust["Condition"]["StringEquals"]
     assert (tags["aws:RequestTag/kubernetes-namespace"], tags["aws:RequestTag/kubernetes-service-account"]) == (
-        "mlflow", "mlflow")
+        "mlflow",
+        "mlflow",
+    )
     (policy,) = [p for key, p in resources(stack, "aws_iam_role_policy").items() if key.startswith("mlflow")]
     statements = json.loads(policy["policy"])["Statement"]
     by_action = {action: s for s in statements for action in s["Action"]}
-    assert set(by_action) == {"s3:ListBucket", "s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject",
-                              "s3:PutObject", "secretsmanager:GetSecretValue", "kms:Decrypt"}
+    assert set(by_action) == {
+        "s3:ListBucket",
+        "s3:AbortMultipartUpload",
+        "s3:DeleteObject",
+        "s3:GetObject",
+        "s3:PutObject",
+        "secretsmanager:GetSecretValue",
+        "kms:Decrypt",
+    }
     assert "mlflow_artifacts" in by_action["s3:ListBucket"]["Resource"]
     assert by_action["s3:GetObject"]["Resource"].endswith("/*")
     assert "master_user_secret" in by_action["secretsmanager:GetSecretValue"]["Resource"]
     assert by_action["kms:Decrypt"]["Condition"] == {
-        "StringEquals": {"kms:ViaService": f"secretsmanager.{synthesized.configs[profile].region}.amazonaws.com"}}
-    association = [a for a in resources(stack, "aws_eks_pod_identity_association").values()
-                   if a["namespace"] == "mlflow"]
+        "StringEquals": {"kms:ViaService": f"secretsmanager.{synthesized.configs[profile].region}.amazonaws.com"}
+    }
+    association = [
+        a for a in resources(stack, "aws_eks_pod_identity_association").values() if a["namespace"] == "mlflow"
+    ]
     assert [(a["service_account"]) for a in association] == ["mlflow"]
     release = mlflow_release(synthesized, profile)
     assert any("aws_eks_pod_identity_association.mlflow" in d for d in release["depends_on"])
@@ -206,8 +235,9 @@ def test_only_client_namespaces_reach_the_server_and_the_server_reaches_only_its
     database_ip = str(next(ipaddress.ip_network(vpc).hosts()))
 
     def ingress(peer: Peer, port: int = 5000) -> bool:
-        return allowed(policies, namespace="mlflow", direction="Ingress", peer=peer, protocol="TCP", port=port,
-                       pod_labels=server)
+        return allowed(
+            policies, namespace="mlflow", direction="Ingress", peer=peer, protocol="TCP", port=port, pod_labels=server
+        )
 
     client = Peer(namespace="team-a", namespace_labels=dict(mlflow_access.CLIENT_LABEL))
     assert ingress(client)
@@ -216,8 +246,9 @@ def test_only_client_namespaces_reach_the_server_and_the_server_reaches_only_its
     assert not ingress(Peer(ip="203.0.113.10"))
 
     def egress(peer: Peer, port: int) -> bool:
-        return allowed(policies, namespace="mlflow", direction="Egress", peer=peer, protocol="TCP", port=port,
-                       pod_labels=server)
+        return allowed(
+            policies, namespace="mlflow", direction="Egress", peer=peer, protocol="TCP", port=port, pod_labels=server
+        )
 
     assert egress(Peer(ip=database_ip), 5432)
     assert egress(Peer(ip="52.94.0.10"), 443)  # Secrets Manager, S3, STS
@@ -227,11 +258,19 @@ def test_only_client_namespaces_reach_the_server_and_the_server_reaches_only_its
 
 
 def test_tenants_get_the_tracking_uri_and_a_way_to_the_server_only_with_mlflow():
-    shared = SharedStorage(region="us-west-2", fsx_file_system_id=None, fsx_dns_name=None, fsx_mount_name=None,
-                           fsx_capacity_gib=1200, fsx_tenant_directories=False, bucket_names={})
+    shared = SharedStorage(
+        region="us-west-2",
+        fsx_file_system_id=None,
+        fsx_dns_name=None,
+        fsx_mount_name=None,
+        fsx_capacity_gib=1200,
+        fsx_tenant_directories=False,
+        bucket_names={},
+    )
     tenant = TenantConfig(name="team-a")
-    with_mlflow = tenant_objects(TenantProps(config=tenant, storage=shared, dra_gpu_counts=(), gpu_quota=8,
-                                             mlflow=True))
+    with_mlflow = tenant_objects(
+        TenantProps(config=tenant, storage=shared, dra_gpu_counts=(), gpu_quota=8, mlflow=True)
+    )
     without = tenant_objects(TenantProps(config=tenant, storage=shared, dra_gpu_counts=(), gpu_quota=8))
     namespace = next(o for o in with_mlflow if o["kind"] == "Namespace")
     assert namespace["metadata"]["labels"].items() >= mlflow_access.CLIENT_LABEL.items()
@@ -240,23 +279,33 @@ def test_tenants_get_the_tracking_uri_and_a_way_to_the_server_only_with_mlflow()
     server = Peer(namespace="mlflow", labels={"app.kubernetes.io/name": "mlflow"})
     policies = [o for o in with_mlflow if o["kind"] == "NetworkPolicy"]
     assert allowed(policies, namespace="team-a", direction="Egress", peer=server, protocol="TCP", port=5000)
-    assert not allowed(policies, namespace="team-a", direction="Egress", peer=Peer(namespace="mlflow",
-                       labels={"app": "other"}), protocol="TCP", port=5000)
+    assert not allowed(
+        policies,
+        namespace="team-a",
+        direction="Egress",
+        peer=Peer(namespace="mlflow", labels={"app": "other"}),
+        protocol="TCP",
+        port=5000,
+    )
     plain = [o for o in without if o["kind"] == "NetworkPolicy"]
     assert not allowed(plain, namespace="team-a", direction="Egress", peer=server, protocol="TCP", port=5000)
     assert not [o for o in without if o["kind"] == "ConfigMap"]
 
 
 def test_notebooks_and_workflows_get_the_tracking_uri(synthesized):
-    by_name = {r["name"]: chart_values(r) for r in resources(synthesized.stack("jark", "addons"),
-                                                               "helm_release").values()}
+    by_name = {
+        r["name"]: chart_values(r) for r in resources(synthesized.stack("jark", "addons"), "helm_release").values()
+    }
     assert by_name["jupyterhub"]["singleuser"]["extraEnv"] == {"MLFLOW_TRACKING_URI": mlflow_access.TRACKING_URI}
     assert by_name["argo-workflows"]["mainContainer"]["env"] == mlflow_access.tracking_env()
     namespaces = {o["metadata"]["name"]: o for o in addon_objects(synthesized, "jark") if o["kind"] == "Namespace"}
     for client in ("jupyterhub", "workflows"):
         assert namespaces[client]["metadata"]["labels"].items() >= mlflow_access.CLIENT_LABEL.items()
-    allows = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in addon_objects(synthesized, "jark")
-              if o["kind"] == "NetworkPolicy"}
+    allows = {
+        (o["metadata"]["namespace"], o["metadata"]["name"])
+        for o in addon_objects(synthesized, "jark")
+        if o["kind"] == "NetworkPolicy"
+    }
     assert {("jupyterhub", "allow-mlflow"), ("workflows", "allow-mlflow")} <= allows
 
 
@@ -274,9 +323,14 @@ def mlflow_allows_host(allowed: list[str], host: str) -> bool:
 def test_the_server_accepts_the_host_headers_its_clients_send(synthesized, profile):
     allowed = chart_values(mlflow_release(synthesized, profile))["serverAllowedHosts"]
     service_host = urlsplit(mlflow_access.TRACKING_URI).hostname
-    for host in (service_host, f"{service_host}:80",  # the tracking URI, with and without its default port
-                 "mlflow.mlflow", "mlflow.mlflow.svc:80",  # short names inside the cluster
-                 "localhost:5000", "127.0.0.1:5000"):  # kubectl port-forward
+    for host in (
+        service_host,
+        f"{service_host}:80",  # the tracking URI, with and without its default port
+        "mlflow.mlflow",
+        "mlflow.mlflow.svc:80",  # short names inside the cluster
+        "localhost:5000",
+        "127.0.0.1:5000",
+    ):  # kubectl port-forward
         assert mlflow_allows_host(allowed, host), host
     for host in ("evil.example.com", "10.0.0.5:5000", "mlflow.other-namespace.svc.cluster.local"):
         assert not mlflow_allows_host(allowed, host), host  # still a DNS-rebinding guard
@@ -284,6 +338,7 @@ def test_the_server_accepts_the_host_headers_its_clients_send(synthesized, profi
 
 
 # --- the database login sidecar ------------------------------------------------------------------
+
 
 def login_module():
     spec = importlib.util.spec_from_file_location("db_login", SCRIPT_SOURCE)
@@ -324,10 +379,15 @@ def test_password_file_is_owner_only_and_escaped_as_libpq_reads_it(tmp_path):
 def test_sidecar_follows_the_secret_and_makes_the_auth_database_once(tmp_path):
     module = login_module()
     client = boto3.client("secretsmanager", region_name="us-west-2")
-    arn = client.create_secret(Name="rds!db-1", SecretString=json.dumps(
-        {"username": "mlflow", "password": "first"}))["ARN"]
-    environ = {"DB_SECRET_ARN": arn, "PGPASSFILE": str(tmp_path / "pgpass"), "READY_FILE": str(tmp_path / "ready"),
-               "AUTH_DATABASE": AUTH_DATABASE}
+    arn = client.create_secret(Name="rds!db-1", SecretString=json.dumps({"username": "mlflow", "password": "first"}))[
+        "ARN"
+    ]
+    environ = {
+        "DB_SECRET_ARN": arn,
+        "PGPASSFILE": str(tmp_path / "pgpass"),
+        "READY_FILE": str(tmp_path / "ready"),
+        "AUTH_DATABASE": AUTH_DATABASE,
+    }
     made: list[str] = []
     module.refresh(client, environ, ensure=made.append)
     assert made == [AUTH_DATABASE] and (tmp_path / "ready").exists()
@@ -338,15 +398,22 @@ def test_sidecar_follows_the_secret_and_makes_the_auth_database_once(tmp_path):
 
 
 def test_sidecar_script_ships_in_a_config_map(synthesized):
-    (script,) = [o for o in addon_objects(synthesized, "g6-validation")
-                 if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "mlflow-db-login-script"]
+    (script,) = [
+        o
+        for o in addon_objects(synthesized, "g6-validation")
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "mlflow-db-login-script"
+    ]
     assert script["data"]["db_login.py"] == Path(SCRIPT_SOURCE).read_text()
-    (secret,) = [o for o in addon_objects(synthesized, "g6-validation")
-                 if o["kind"] == "Secret" and o["metadata"]["name"] == DB_LOGIN_SECRET]
+    (secret,) = [
+        o
+        for o in addon_objects(synthesized, "g6-validation")
+        if o["kind"] == "Secret" and o["metadata"]["name"] == DB_LOGIN_SECRET
+    ]
     assert secret["data"]["password"] == ""  # libpq then reads the password file
 
 
 # --- validation ----------------------------------------------------------------------------------
+
 
 def test_validation_check_logs_and_reads_back_as_the_admin():
     config = load_profile("g6-validation")
@@ -355,7 +422,9 @@ def test_validation_check_logs_and_reads_back_as_the_admin():
     env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
     assert env["MLFLOW_TRACKING_URI"]["value"] == mlflow_access.TRACKING_URI
     assert env["MLFLOW_TRACKING_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
-        "name": mlflow_access.CHART_ADMIN_SECRET, "key": "password"}
+        "name": mlflow_access.CHART_ADMIN_SECRET,
+        "key": "password",
+    }
     jark = load_profile(profile_source("jark"))
     (pod,) = render(jark)["mlflow-tracking-check.yaml"]
     env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
@@ -363,8 +432,12 @@ def test_validation_check_logs_and_reads_back_as_the_admin():
 
 
 def check_line(**changes) -> str:
-    result = {"run_id": "0a1b2c", "metrics": {MLFLOW_CHECK_METRIC[0]: MLFLOW_CHECK_METRIC[1]},
-              "artifact": MLFLOW_CHECK_ARTIFACT[1], **changes}
+    result = {
+        "run_id": "0a1b2c",
+        "metrics": {MLFLOW_CHECK_METRIC[0]: MLFLOW_CHECK_METRIC[1]},
+        "artifact": MLFLOW_CHECK_ARTIFACT[1],
+        **changes,
+    }
     return "2026/11/30 INFO mlflow: created experiment\nMLFLOW_CHECK " + json.dumps(result) + "\n"
 
 

@@ -19,8 +19,11 @@ PSA = "pod-security.kubernetes.io/"
 
 def manifests(synthesized, profile: str, layer: str) -> list[dict]:
     # Objects spelled out in the stack (the MPI Operator's come from its release manifest at plan time).
-    return [b["manifest"] for b in resources(synthesized.stack(profile, layer), "kubernetes_manifest").values()
-            if isinstance(b["manifest"], dict)]
+    return [
+        b["manifest"]
+        for b in resources(synthesized.stack(profile, layer), "kubernetes_manifest").values()
+        if isinstance(b["manifest"], dict)
+    ]
 
 
 def created_namespaces(synthesized, profile: str) -> dict[str, tuple[dict, list[dict]]]:
@@ -30,8 +33,10 @@ def created_namespaces(synthesized, profile: str) -> dict[str, tuple[dict, list[
     for objects in render(synthesized.configs[profile]).values():
         found += objects
     namespaces = {o["metadata"]["name"]: o for o in found if o["kind"] == "Namespace"}
-    return {name: (ns, [o for o in found if o["kind"] == "NetworkPolicy" and o["metadata"]["namespace"] == name])
-            for name, ns in namespaces.items()}
+    return {
+        name: (ns, [o for o in found if o["kind"] == "NetworkPolicy" and o["metadata"]["namespace"] == name])
+        for name, ns in namespaces.items()
+    }
 
 
 @pytest.mark.parametrize("profile", ALL)
@@ -50,16 +55,21 @@ def test_every_created_namespace_is_guarded(synthesized, profile):
         specs = {p["metadata"]["name"]: p["spec"] for p in policies}
         assert specs["default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}, name
         # Nothing from another team's namespace gets in.
-        assert not allowed(policies, namespace=name, direction="Ingress", peer=Peer(namespace="some-team"),
-                           protocol="TCP", port=8080), name
-        assert not allowed(policies, namespace=name, direction="Egress", peer=Peer(ip="169.254.169.254"),
-                           protocol="TCP", port=80), f"{name} reaches IMDS"
+        assert not allowed(
+            policies, namespace=name, direction="Ingress", peer=Peer(namespace="some-team"), protocol="TCP", port=8080
+        ), name
+        assert not allowed(
+            policies, namespace=name, direction="Egress", peer=Peer(ip="169.254.169.254"), protocol="TCP", port=80
+        ), f"{name} reaches IMDS"
 
 
 @pytest.mark.parametrize("profile", ["g6-validation", "jark"])
 def test_only_system_addons_are_privileged_and_say_why(synthesized, profile):
-    privileged = {name for name, (ns, _) in created_namespaces(synthesized, profile).items()
-                  if ns["metadata"]["labels"][f"{PSA}enforce"] == "privileged"}
+    privileged = {
+        name
+        for name, (ns, _) in created_namespaces(synthesized, profile).items()
+        if ns["metadata"]["labels"][f"{PSA}enforce"] == "privileged"
+    }
     assert privileged == {"monitoring", "gpu-operator"}
     assert all(a.privileged_because for a in ADDONS if a.pod_security == "privileged")
 

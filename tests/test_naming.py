@@ -29,8 +29,10 @@ NAMED = {
 }
 ACCOUNT_TOKEN = re.compile(r"\$\{data\.aws_caller_identity\.[\w-]+\.account_id\}")
 # The cluster's name, referenced in its own stack or read from the cluster layer's remote state.
-CLUSTER_NAME_TOKEN = re.compile(r"\$\{(aws_eks_cluster\.[\w-]+\.name|data\.terraform_remote_state\.[^}]*"
-                                r"aws_eks_cluster[\w-]*name)\}")
+CLUSTER_NAME_TOKEN = re.compile(
+    r"\$\{(aws_eks_cluster\.[\w-]+\.name|data\.terraform_remote_state\.[^}]*"
+    r"aws_eks_cluster[\w-]*name)\}"
+)
 
 
 def names_in_json(synthesized, profile: str) -> set[tuple[str, str]]:
@@ -56,8 +58,7 @@ def test_every_synthesized_name_follows_its_rules_and_was_foreseen(synthesized, 
     for rule, name in found:
         assert not name_problems(DerivedName(("name",), name, rule, name)), (rule, name)
     foreseen = {(d.kind, d.name) for d in derived_names(synthesized.configs[profile].name_sources)}
-    unforeseen = {(rule, name) for rule, name in found
-                  if rule != "node_group" or name != "system"} - foreseen
+    unforeseen = {(rule, name) for rule, name in found if rule != "node_group" or name != "system"} - foreseen
     assert unforeseen == set(), "the validator's formulas miss names the stacks create"
 
 

@@ -18,14 +18,20 @@ ALL = SHIPPED + FIXTURES
 API_IP = "172.20.0.1"
 # `default/kubernetes`: no selector (the API server writes its endpoints: the control plane's
 # network interfaces in the VPC), port 443 -> 443.
-KUBERNETES = Service(namespace="default", name="kubernetes", cluster_ip=API_IP, selector=None,
-                     ports=(ServicePort(443, 443),))
+KUBERNETES = Service(
+    namespace="default", name="kubernetes", cluster_ip=API_IP, selector=None, ports=(ServicePort(443, 443),)
+)
 
 
 def kube_dns(cluster_ip: str) -> Service:
     # EKS's CoreDNS Service: kube-system/kube-dns, selector k8s-app=kube-dns, 53 -> 53 (UDP and TCP).
-    return Service(namespace="kube-system", name="kube-dns", cluster_ip=cluster_ip, selector={"k8s-app": "kube-dns"},
-                   ports=(ServicePort(53, 53, "UDP"), ServicePort(53, 53, "TCP")))
+    return Service(
+        namespace="kube-system",
+        name="kube-dns",
+        cluster_ip=cluster_ip,
+        selector={"k8s-app": "kube-dns"},
+        ports=(ServicePort(53, 53, "UDP"), ServicePort(53, 53, "TCP")),
+    )
 
 
 def policy(namespace: str, name: str, spec: dict) -> dict:
@@ -37,26 +43,60 @@ def test_the_clusterip_rule_refuses_what_the_pod_ip_model_allowed():
     server's network interfaces in the VPC) allows it; the data plane judges the ClusterIP and
     refuses it. The new allow (ClusterIP /32 as well) passes both."""
     deny = policy("ns", "default-deny", {"policyTypes": ["Ingress", "Egress"]})
-    old = [deny, policy("ns", "allow-api-server", {"policyTypes": ["Egress"], "egress": [
-        {"to": [{"ipBlock": {"cidr": "10.0.0.0/16"}}], "ports": [{"protocol": "TCP", "port": 443}]}]})]
+    old = [
+        deny,
+        policy(
+            "ns",
+            "allow-api-server",
+            {
+                "policyTypes": ["Egress"],
+                "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/16"}}], "ports": [{"protocol": "TCP", "port": 443}]}],
+            },
+        ),
+    ]
     endpoint_ip = Peer(ip="10.0.12.34")  # where kube-proxy's DNAT would send it
     assert allowed(old, namespace="ns", direction="Egress", peer=endpoint_ip, protocol="TCP", port=443)
     assert not allowed_to_service(old, namespace="ns", service=KUBERNETES, port=443)
-    new = [deny, policy("ns", "allow-api-server", egress_to_api_server(
-        ApiServerAddresses(vpc_cidr="10.0.0.0/16", service_ip=API_IP)))]
+    new = [
+        deny,
+        policy(
+            "ns",
+            "allow-api-server",
+            egress_to_api_server(ApiServerAddresses(vpc_cidr="10.0.0.0/16", service_ip=API_IP)),
+        ),
+    ]
     assert allowed_to_service(new, namespace="ns", service=KUBERNETES, port=443)
     assert not allowed_to_service(new, namespace="ns", service=KUBERNETES, port=6443)
 
 
 def test_selector_peers_reach_a_services_clusterip_only_when_the_selector_matches():
     deny = policy("ns", "default-deny", {"policyTypes": ["Egress"]})
-    dns = policy("ns", "allow-dns", {"policyTypes": ["Egress"], "egress": [{
-        "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-                "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
-        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}]})
+    dns = policy(
+        "ns",
+        "allow-dns",
+        {
+            "policyTypes": ["Egress"],
+            "egress": [
+                {
+                    "to": [
+                        {
+                            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                        }
+                    ],
+                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                }
+            ],
+        },
+    )
     assert allowed_to_service([deny, dns], namespace="ns", service=kube_dns("172.20.0.10"), port=53, protocol="UDP")
-    other = Service(namespace="kube-system", name="metrics", cluster_ip="172.20.0.11", selector={"k8s-app": "m"},
-                    ports=(ServicePort(53, 53, "UDP"),))
+    other = Service(
+        namespace="kube-system",
+        name="metrics",
+        cluster_ip="172.20.0.11",
+        selector={"k8s-app": "m"},
+        ports=(ServicePort(53, 53, "UDP"),),
+    )
     assert not allowed_to_service([deny, dns], namespace="ns", service=other, port=53, protocol="UDP")
     # The 'monitoring works by luck' case: an all-namespaces, all-pods peer matches even the
     # selector-less kubernetes Service (the empty selector matches the empty label set).
@@ -69,16 +109,23 @@ def test_selector_peers_reach_a_services_clusterip_only_when_the_selector_matche
 def test_every_created_namespace_reaches_the_api_and_dns_through_their_clusterips(synthesized, profile):
     config = synthesized.configs[profile].cluster
     service_cidr = ipaddress.IPv4Network(config.service_cidr)
-    api = Service(namespace="default", name="kubernetes", cluster_ip=config.api_service_ip, selector=None,
-                  ports=(ServicePort(443, 443),))
+    api = Service(
+        namespace="default",
+        name="kubernetes",
+        cluster_ip=config.api_service_ip,
+        selector=None,
+        ports=(ServicePort(443, 443),),
+    )
     assert ipaddress.IPv4Address(api.cluster_ip) in service_cidr
     assert not service_cidr.overlaps(ipaddress.IPv4Network(config.vpc.cidr))
     dns = kube_dns(str(service_cidr.network_address + 10))
     unreachable = {}
     for name, (_, policies) in created_namespaces(synthesized, profile).items():
-        paths = {"API ClusterIP": allowed_to_service(policies, namespace=name, service=api, port=443),
-                 "DNS over UDP": allowed_to_service(policies, namespace=name, service=dns, port=53, protocol="UDP"),
-                 "DNS over TCP": allowed_to_service(policies, namespace=name, service=dns, port=53)}
+        paths = {
+            "API ClusterIP": allowed_to_service(policies, namespace=name, service=api, port=443),
+            "DNS over UDP": allowed_to_service(policies, namespace=name, service=dns, port=53, protocol="UDP"),
+            "DNS over TCP": allowed_to_service(policies, namespace=name, service=dns, port=53),
+        }
         if not all(paths.values()):
             unreachable[name] = [path for path, ok in paths.items() if not ok]
     assert unreachable == {}
@@ -90,23 +137,35 @@ def test_paths_that_must_stay_closed(synthesized, profile):
     tenants = [t.name for t in synthesized.configs[profile].workloads.tenants]
     for tenant in tenants:
         policies = namespaces[tenant][1]
-        assert not allowed(policies, namespace=tenant, direction="Egress", peer=Peer(ip="169.254.169.254"),
-                           protocol="TCP", port=80), f"{tenant} reaches IMDS"
+        assert not allowed(
+            policies, namespace=tenant, direction="Egress", peer=Peer(ip="169.254.169.254"), protocol="TCP", port=80
+        ), f"{tenant} reaches IMDS"
         for other in tenants:
             if other != tenant:
-                assert not allowed(policies, namespace=tenant, direction="Ingress", peer=Peer(namespace=other),
-                                   protocol="TCP", port=8265), f"{other} reaches {tenant}"
+                assert not allowed(
+                    policies,
+                    namespace=tenant,
+                    direction="Ingress",
+                    peer=Peer(namespace=other),
+                    protocol="TCP",
+                    port=8265,
+                ), f"{other} reaches {tenant}"
 
 
 def ray_head_service(namespace: str) -> Service:
     # The head Service KubeRay makes for a RayCluster: selects the head pod of that cluster.
-    return Service(namespace=namespace, name="demo-head-svc", cluster_ip="172.20.5.5",
-                   selector={"ray.io/cluster": "demo", "ray.io/node-type": "head", "ray.io/identifier": "demo-head"},
-                   ports=(ServicePort(8265, 8265), ServicePort(8000, 8000), ServicePort(6379, 6379)))
+    return Service(
+        namespace=namespace,
+        name="demo-head-svc",
+        cluster_ip="172.20.5.5",
+        selector={"ray.io/cluster": "demo", "ray.io/node-type": "head", "ray.io/identifier": "demo-head"},
+        ports=(ServicePort(8265, 8265), ServicePort(8000, 8000), ServicePort(6379, 6379)),
+    )
 
 
-WITH_RAY_TENANTS = [p for p in ALL if (c := load_profile(profile_source(p))).addons.kuberay.enabled
-                    and c.workloads.tenants]
+WITH_RAY_TENANTS = [
+    p for p in ALL if (c := load_profile(profile_source(p))).addons.kuberay.enabled and c.workloads.tenants
+]
 
 
 def test_some_profiles_run_ray_for_tenants():
@@ -123,8 +182,22 @@ def test_kuberay_reaches_tenant_ray_heads_and_nothing_else_there(synthesized, pr
         service = ray_head_service(tenant)
         for port in (8265, 8000):  # dashboard (RayJob), Serve (RayService)
             assert allowed_to_service(operator_policies, namespace="ray-system", service=service, port=port)
-            assert allowed(namespaces[tenant][1], namespace=tenant, direction="Ingress", pod_labels=head,
-                           peer=Peer(namespace="ray-system"), protocol="TCP", port=port)
+            assert allowed(
+                namespaces[tenant][1],
+                namespace=tenant,
+                direction="Ingress",
+                pod_labels=head,
+                peer=Peer(namespace="ray-system"),
+                protocol="TCP",
+                port=port,
+            )
         assert not allowed_to_service(operator_policies, namespace="ray-system", service=service, port=6379)
-        assert not allowed(namespaces[tenant][1], namespace=tenant, direction="Ingress", pod_labels={"app": "x"},
-                           peer=Peer(namespace="ray-system"), protocol="TCP", port=8265)
+        assert not allowed(
+            namespaces[tenant][1],
+            namespace=tenant,
+            direction="Ingress",
+            pod_labels={"app": "x"},
+            peer=Peer(namespace="ray-system"),
+            protocol="TCP",
+            port=8265,
+        )

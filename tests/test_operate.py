@@ -65,8 +65,22 @@ def fake_terraform(tmp_path):
     return binary
 
 
-def operator(tmp_path, binary, *, fail=None, lines=None, confirm=None, cleanup=None, slow=None, heartbeat=30,
-             state=None, preflight=None, resources=None, delete_data=False, confirm_data=None):
+def operator(
+    tmp_path,
+    binary,
+    *,
+    fail=None,
+    lines=None,
+    confirm=None,
+    cleanup=None,
+    slow=None,
+    heartbeat=30,
+    state=None,
+    preflight=None,
+    resources=None,
+    delete_data=False,
+    confirm_data=None,
+):
     log = tmp_path / "calls.log"
     env = {"FAKE_TF_LOG": str(log), "FAKE_TF_RESOURCES": json.dumps(resources or {})}
     if state:
@@ -75,18 +89,29 @@ def operator(tmp_path, binary, *, fail=None, lines=None, confirm=None, cleanup=N
         env["FAKE_TF_FAIL"] = fail
     if slow:
         env["FAKE_TF_SLOW"] = str(slow)
-    op = Operator(tmp_path / "stacks", terraform=str(binary), env=env,
-                  log=(lines.append if lines is not None else lambda _: None),
-                  confirm=confirm or (lambda _: True), cleanup=cleanup or (lambda _: None),
-                  heartbeat_seconds=heartbeat, preflight=preflight or (lambda _: []), delete_data=delete_data,
-                  confirm_data=confirm_data or (lambda _: False))
+    op = Operator(
+        tmp_path / "stacks",
+        terraform=str(binary),
+        env=env,
+        log=(lines.append if lines is not None else lambda _: None),
+        confirm=confirm or (lambda _: True),
+        cleanup=cleanup or (lambda _: None),
+        heartbeat_seconds=heartbeat,
+        preflight=preflight or (lambda _: []),
+        delete_data=delete_data,
+        confirm_data=confirm_data or (lambda _: False),
+    )
     return op, log
 
 
 def with_upstreams(tmp_path: Path) -> None:
     """The fake stacks read their upstream layers' state, as the synthesized ones do."""
-    reads = {"storage": ["cluster"], "build": ["cluster"], "addons": ["cluster", "storage", "build"],
-             "workloads": ["cluster", "storage", "addons"]}
+    reads = {
+        "storage": ["cluster"],
+        "build": ["cluster"],
+        "addons": ["cluster", "storage", "build"],
+        "workloads": ["cluster", "storage", "addons"],
+    }
     for layer, upstreams in reads.items():
         data = {f"cross-stack-reference-input-{u}": {"backend": "local"} for u in upstreams}
         (tmp_path / "stacks" / layer / "cdk.tf.json").write_text(json.dumps({"data": {"terraform_remote_state": data}}))
@@ -150,8 +175,9 @@ def test_long_terraform_runs_report_progress(tmp_path, fake_terraform):
 
 def test_destroy_runs_in_reverse_and_cleans_each_kubernetes_layer_after_its_approval(tmp_path, fake_terraform):
     events: list[str] = []
-    op, log = operator(tmp_path, fake_terraform, cleanup=events.append,
-                       confirm=lambda q: events.append(q.split()[-2]) or True)
+    op, log = operator(
+        tmp_path, fake_terraform, cleanup=events.append, confirm=lambda q: events.append(q.split()[-2]) or True
+    )
     results = op.run("destroy", select_layers("all"))
     assert events == ["workloads", "workloads", "addons", "addons", "build", "storage", "cluster"]
     assert [r.layer for r in results] == list(reversed(LAYERS))
@@ -190,35 +216,45 @@ def test_unknown_layer():
 
 
 def test_plan_summary_counts_like_terraform():
-    plan = {"resource_changes": [
-        {"address": "a.b", "change": {"actions": ["update"]}},
-        {"address": "a.c", "change": {"actions": ["no-op"]}},
-        {"address": "a.d", "change": {"actions": ["delete"]}},
-    ]}
+    plan = {
+        "resource_changes": [
+            {"address": "a.b", "change": {"actions": ["update"]}},
+            {"address": "a.c", "change": {"actions": ["no-op"]}},
+            {"address": "a.d", "change": {"actions": ["delete"]}},
+        ]
+    }
     assert summarize_plan(plan) == ["    ~ a.b", "    - a.d", "  Plan: 0 to add, 1 to change, 1 to destroy."]
 
 
 def test_destroy_preview_names_the_data_the_plan_deletes_and_nothing_else():
-    plan = {"resource_changes": [
-        {"address": "aws_s3_bucket.data", "type": "aws_s3_bucket", "change": {"actions": ["delete"]}},
-        {"address": "aws_fsx_lustre_file_system.fs", "type": "aws_fsx_lustre_file_system",
-         "change": {"actions": ["no-op"]}},
-        {"address": "aws_iam_role.r", "type": "aws_iam_role", "change": {"actions": ["delete"]}},
-    ]}
+    plan = {
+        "resource_changes": [
+            {"address": "aws_s3_bucket.data", "type": "aws_s3_bucket", "change": {"actions": ["delete"]}},
+            {
+                "address": "aws_fsx_lustre_file_system.fs",
+                "type": "aws_fsx_lustre_file_system",
+                "change": {"actions": ["no-op"]},
+            },
+            {"address": "aws_iam_role.r", "type": "aws_iam_role", "change": {"actions": ["delete"]}},
+        ]
+    }
     assert destroy_preview(plan) == ["  DELETES aws_s3_bucket.data: the bucket and every object version in it"]
     assert destroy_preview({"resource_changes": []}) == []  # nothing deployed: nothing announced
 
 
 # ------------------------------------------------------------------ kubectl bound to the cluster
 
-TARGET = ClusterTarget(name="gpu-validation", region="us-west-2", endpoint="https://ABC.gr7.us-west-2.eks.amazonaws.com")
+TARGET = ClusterTarget(
+    name="gpu-validation", region="us-west-2", endpoint="https://ABC.gr7.us-west-2.eks.amazonaws.com"
+)
 
 
 class FakeCli:
     """Answers aws / kubectl calls; records them. `server` is what the kubeconfig points at."""
 
-    def __init__(self, *, server: str = TARGET.endpoint, reachable: bool = True,
-                 objects: dict[str, list[dict]] | None = None):
+    def __init__(
+        self, *, server: str = TARGET.endpoint, reachable: bool = True, objects: dict[str, list[dict]] | None = None
+    ):
         self.server, self.reachable, self.objects = server, reachable, objects or {}
         self.calls: list[list[str]] = []
 
@@ -267,23 +303,25 @@ def test_an_unreachable_cluster_is_an_error_not_zero_deletions(tmp_path):
 
 
 def test_cleanup_deletes_only_what_the_platform_owns(tmp_path):
-    cli = FakeCli(objects={
-        "nodepools.karpenter.sh": [{"metadata": {"name": "gpu"}}, {"metadata": {"name": "someone-elses"}}],
-        "nodeclaims.karpenter.sh": [
-            {"metadata": {"name": "gpu-x1", "labels": {"karpenter.sh/nodepool": "gpu"}}},
-            {"metadata": {"name": "other-x1", "labels": {"karpenter.sh/nodepool": "someone-elses"}}},
-        ],
-        "services": [
-            {"metadata": {"name": "proxy-public", "namespace": "jupyterhub"}, "spec": {"type": "LoadBalancer"}},
-            {"metadata": {"name": "shop", "namespace": "default"}, "spec": {"type": "LoadBalancer"}},
-            {"metadata": {"name": "api", "namespace": "jupyterhub"}, "spec": {"type": "ClusterIP"}},
-        ],
-        "persistentvolumeclaims": [
-            {"metadata": {"name": "claim-alice", "namespace": "jupyterhub"}, "spec": {"storageClassName": "gp3"}},
-            {"metadata": {"name": "db", "namespace": "default"}, "spec": {"storageClassName": "gp3"}},
-            {"metadata": {"name": "fsx", "namespace": "ml-team"}, "spec": {"storageClassName": ""}},
-        ],
-    })
+    cli = FakeCli(
+        objects={
+            "nodepools.karpenter.sh": [{"metadata": {"name": "gpu"}}, {"metadata": {"name": "someone-elses"}}],
+            "nodeclaims.karpenter.sh": [
+                {"metadata": {"name": "gpu-x1", "labels": {"karpenter.sh/nodepool": "gpu"}}},
+                {"metadata": {"name": "other-x1", "labels": {"karpenter.sh/nodepool": "someone-elses"}}},
+            ],
+            "services": [
+                {"metadata": {"name": "proxy-public", "namespace": "jupyterhub"}, "spec": {"type": "LoadBalancer"}},
+                {"metadata": {"name": "shop", "namespace": "default"}, "spec": {"type": "LoadBalancer"}},
+                {"metadata": {"name": "api", "namespace": "jupyterhub"}, "spec": {"type": "ClusterIP"}},
+            ],
+            "persistentvolumeclaims": [
+                {"metadata": {"name": "claim-alice", "namespace": "jupyterhub"}, "spec": {"storageClassName": "gp3"}},
+                {"metadata": {"name": "db", "namespace": "default"}, "spec": {"storageClassName": "gp3"}},
+                {"metadata": {"name": "fsx", "namespace": "ml-team"}, "spec": {"storageClassName": ""}},
+            ],
+        }
+    )
     kubectl = bind_kubectl(TARGET, tmp_path / "kubeconfig", aws=cli, kubectl=cli)
     owned = PlatformObjects(namespaces=("jupyterhub", "ml-team"), node_pools=("cpu", "gpu"))
     deleted = pre_destroy_cleanup(kubectl, owned, log=lambda _: None)
@@ -312,8 +350,11 @@ def test_each_layer_cleans_only_the_namespaces_and_pools_it_owns():
     assert set(workloads.namespaces) == {"ml-team", "gpu-validation"} and workloads.node_pools == ("cpu", "gpu")
     for owned in (addons, workloads):
         assert "kube-system" not in owned.namespaces and "default" not in owned.namespaces
-    assert platform_objects(config, "cluster") == platform_objects(config, "storage") == PlatformObjects(
-        namespaces=(), node_pools=())
+    assert (
+        platform_objects(config, "cluster")
+        == platform_objects(config, "storage")
+        == PlatformObjects(namespaces=(), node_pools=())
+    )
 
 
 def test_the_nccl_job_runs_the_image_the_build_layer_built(tmp_path, fake_terraform):
@@ -383,8 +424,9 @@ def test_an_unreadable_upstream_state_fails_the_layer_with_terraforms_reason(tmp
 def test_a_failed_preflight_applies_nothing(tmp_path, fake_terraform):
     lines: list[str] = []
     seen: list[list[str]] = []
-    op, log = operator(tmp_path, fake_terraform, lines=lines,
-                       preflight=lambda layers: seen.append(layers) or ["variable x is not set"])
+    op, log = operator(
+        tmp_path, fake_terraform, lines=lines, preflight=lambda layers: seen.append(layers) or ["variable x is not set"]
+    )
     results = op.run("deploy", select_layers("all"))
     assert seen == [list(LAYERS)] and calls(log) == []
     assert not results[0].ok and "variable x is not set" in results[0].detail
@@ -409,16 +451,20 @@ def test_outputs_of_an_unreadable_state_raise(tmp_path, fake_terraform):
 
 
 def protected_storage(tmp_path: Path) -> None:
-    stack = {"resource": {
-        "aws_s3_bucket": {"data": {"bucket": "b", "force_destroy": False, "lifecycle": {"prevent_destroy": True}}},
-        "aws_db_instance": {"db": {"deletion_protection": True, "lifecycle": {"prevent_destroy": True}}},
-        "aws_iam_role": {"r": {"name": "r"}},
-    }}
+    stack = {
+        "resource": {
+            "aws_s3_bucket": {"data": {"bucket": "b", "force_destroy": False, "lifecycle": {"prevent_destroy": True}}},
+            "aws_db_instance": {"db": {"deletion_protection": True, "lifecycle": {"prevent_destroy": True}}},
+            "aws_iam_role": {"r": {"name": "r"}},
+        }
+    }
     (tmp_path / "stacks" / "storage" / "cdk.tf.json").write_text(json.dumps(stack))
 
 
-STORAGE_DEPLOYED = {"storage": ["aws_s3_bucket.data", "aws_db_instance.db", "aws_iam_role.r"],
-                    "cluster": ["aws_eks_cluster.c"]}
+STORAGE_DEPLOYED = {
+    "storage": ["aws_s3_bucket.data", "aws_db_instance.db", "aws_iam_role.r"],
+    "cluster": ["aws_eks_cluster.c"],
+}
 
 
 def test_protected_data_refuses_a_full_destroy_before_anything_is_deleted(tmp_path, fake_terraform):
@@ -435,8 +481,9 @@ def test_protected_data_refuses_a_full_destroy_before_anything_is_deleted(tmp_pa
 
 def test_a_layer_still_used_above_is_not_destroyed(tmp_path, fake_terraform):
     with_upstreams(tmp_path)
-    op, log = operator(tmp_path, fake_terraform, resources={"workloads": ["kubernetes_namespace.t"],
-                                                            "cluster": ["aws_eks_cluster.c"]})
+    op, log = operator(
+        tmp_path, fake_terraform, resources={"workloads": ["kubernetes_namespace.t"], "cluster": ["aws_eks_cluster.c"]}
+    )
     (result,) = op.run("destroy", ["cluster"])
     assert not result.ok and "still used by workloads" in result.detail
     assert not any(c.endswith((" plan", " apply")) for c in calls(log))
@@ -456,15 +503,24 @@ def test_full_teardown_asks_by_name_then_lifts_protection_then_destroys(tmp_path
             seen.update(json.loads(override.read_text())["resource"])
         return True
 
-    op, log = operator(tmp_path, fake_terraform, lines=lines, resources=STORAGE_DEPLOYED, delete_data=True,
-                       confirm=confirm, confirm_data=lambda q: asked.append(q) or True)
+    op, log = operator(
+        tmp_path,
+        fake_terraform,
+        lines=lines,
+        resources=STORAGE_DEPLOYED,
+        delete_data=True,
+        confirm=confirm,
+        confirm_data=lambda q: asked.append(q) or True,
+    )
     results = op.run("destroy", select_layers("all"))
     assert all(r.ok for r in results), results
     assert asked == ["Delete this data of the storage layer?"]
     storage_calls = [c for c in calls(log) if c.startswith("storage") and c.endswith((" apply", " plan"))]
     assert storage_calls == ["storage apply", "storage plan", "storage apply"]  # lifted, then destroyed
-    assert seen == {"aws_s3_bucket": {"data": {"lifecycle": {"prevent_destroy": False}, "force_destroy": True}},
-                    "aws_db_instance": {"db": {"lifecycle": {"prevent_destroy": False}, "deletion_protection": False}}}
+    assert seen == {
+        "aws_s3_bucket": {"data": {"lifecycle": {"prevent_destroy": False}, "force_destroy": True}},
+        "aws_db_instance": {"db": {"lifecycle": {"prevent_destroy": False}, "deletion_protection": False}},
+    }
     lift = [c for c in calls(log) if c == "storage apply"]
     assert len(lift) == 2  # the targeted lift, then the destroy
     assert not override.exists()  # the next deploy protects the data again
@@ -473,8 +529,9 @@ def test_full_teardown_asks_by_name_then_lifts_protection_then_destroys(tmp_path
 
 def test_full_teardown_declined_by_name_keeps_the_data_and_its_protection(tmp_path, fake_terraform):
     protected_storage(tmp_path)
-    op, log = operator(tmp_path, fake_terraform, resources=STORAGE_DEPLOYED, delete_data=True,
-                       confirm_data=lambda _: False)
+    op, log = operator(
+        tmp_path, fake_terraform, resources=STORAGE_DEPLOYED, delete_data=True, confirm_data=lambda _: False
+    )
     results = op.run("destroy", select_layers("all"))
     assert results[-1].layer == "storage" and not results[-1].ok and "not confirmed" in results[-1].detail
     assert [c for c in calls(log) if c.startswith("storage") and c.endswith("apply")] == []
@@ -483,8 +540,12 @@ def test_full_teardown_declined_by_name_keeps_the_data_and_its_protection(tmp_pa
 
 def test_destroy_says_what_is_left_and_how_to_remove_it(tmp_path, fake_terraform):
     lines: list[str] = []
-    op, _ = operator(tmp_path, fake_terraform, lines=lines,
-                     resources={"cluster": ["aws_eks_cluster.c"], "storage": ["aws_s3_bucket.b"]})
+    op, _ = operator(
+        tmp_path,
+        fake_terraform,
+        lines=lines,
+        resources={"cluster": ["aws_eks_cluster.c"], "storage": ["aws_s3_bucket.b"]},
+    )
     op.run("destroy", ["workloads"])
     assert any(line.startswith("still deployed: cluster, storage (the cluster layer bills") for line in lines)
     assert "  remove: make destroy LAYER=storage (layers go top-down: storage then cluster)" in lines
@@ -509,8 +570,13 @@ def test_full_teardown_lifts_nothing_that_is_not_deployed(tmp_path, fake_terrafo
     data it is about to delete."""
     protected_storage(tmp_path)
     asked: list[str] = []
-    op, log = operator(tmp_path, fake_terraform, resources={"cluster": ["aws_eks_cluster.c"]}, delete_data=True,
-                       confirm_data=lambda q: asked.append(q) or True)
+    op, log = operator(
+        tmp_path,
+        fake_terraform,
+        resources={"cluster": ["aws_eks_cluster.c"]},
+        delete_data=True,
+        confirm_data=lambda q: asked.append(q) or True,
+    )
     op.run("destroy", ["storage"])
     steps = [c for c in calls(log) if c in ("storage plan", "storage apply")]
     assert asked == [] and steps[0] == "storage plan"  # no lifting apply before the destroy plan
@@ -519,12 +585,14 @@ def test_full_teardown_lifts_nothing_that_is_not_deployed(tmp_path, fake_terrafo
 def test_the_lift_targets_only_resources_whose_protection_an_apply_records():
     from operate.layers import needs_apply, protection_override
 
-    stack = {"resource": {
-        "aws_s3_bucket": {"b": {"force_destroy": False, "lifecycle": {"prevent_destroy": True}}},
-        "aws_fsx_lustre_file_system": {"f": {"lifecycle": {"prevent_destroy": True}}},
-        "aws_ecr_repository": {"r": {"name": "r"}},
-        "aws_iam_role": {"x": {}},
-    }}
+    stack = {
+        "resource": {
+            "aws_s3_bucket": {"b": {"force_destroy": False, "lifecycle": {"prevent_destroy": True}}},
+            "aws_fsx_lustre_file_system": {"f": {"lifecycle": {"prevent_destroy": True}}},
+            "aws_ecr_repository": {"r": {"name": "r"}},
+            "aws_iam_role": {"x": {}},
+        }
+    }
     override = protection_override(stack)
     assert override["aws_fsx_lustre_file_system"] == {"f": {"lifecycle": {"prevent_destroy": False}}}
     assert override["aws_ecr_repository"] == {"r": {"force_delete": True}} and "aws_iam_role" not in override

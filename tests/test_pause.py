@@ -33,7 +33,8 @@ def test_pause_stops_karpenter_first_then_gpu_groups_then_the_system_group():
     kubectl, aws = Recorder(), Recorder()
     pause(config, kubectl=kubectl, aws=aws, node_pools=("cpu", "gpu"), log=lambda _: None)
     assert [call[:2] for call in kubectl.calls] == [["patch", "nodepools.karpenter.sh"]] * 2 + [
-        ["delete", "nodeclaims.karpenter.sh"]]
+        ["delete", "nodeclaims.karpenter.sh"]
+    ]
     assert '"cpu": "0"' in kubectl.calls[0][-1] and "--field-manager=gpu-platform-pause" in kubectl.calls[0]
     assert "karpenter.sh/nodepool in (cpu,gpu)" in kubectl.calls[2]
     groups = [scaling(call) for call in aws.calls]
@@ -58,14 +59,18 @@ def test_resume_restores_the_profiles_sizes_system_group_first_and_the_pools_lim
     resume(config, aws=aws, kubectl=kubectl, node_pools=("cpu", "gpu"), log=lambda _: None)
     restored = [scaling(call) for call in aws.calls]
     assert restored[0][0] == "system"
-    assert restored == [(s.name, f"minSize={s.min_size},maxSize={s.max_size},desiredSize={s.desired_size}")
-                        for s in node_group_sizes(config)]
+    assert restored == [
+        (s.name, f"minSize={s.min_size},maxSize={s.max_size},desiredSize={s.desired_size}")
+        for s in node_group_sizes(config)
+    ]
     # The limits exactly as the workloads layer writes them: the GPU pool loses the pause's cpu 0.
     patches = {call[2]: json.loads(call[-1]) for call in kubectl.calls}
-    assert patches["cpu"] == [{"op": "replace", "path": "/spec/limits",
-                               "value": {"cpu": str(config.workloads.cpu_pool.cpu_limit)}}]
-    assert patches["gpu"] == [{"op": "replace", "path": "/spec/limits",
-                               "value": {"nvidia.com/gpu": str(config.workloads.gpu_pool.gpu_limit)}}]
+    assert patches["cpu"] == [
+        {"op": "replace", "path": "/spec/limits", "value": {"cpu": str(config.workloads.cpu_pool.cpu_limit)}}
+    ]
+    assert patches["gpu"] == [
+        {"op": "replace", "path": "/spec/limits", "value": {"nvidia.com/gpu": str(config.workloads.gpu_pool.gpu_limit)}}
+    ]
 
 
 def test_the_pause_question_says_what_stops_and_what_keeps_billing():

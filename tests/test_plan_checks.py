@@ -9,7 +9,7 @@ from profiles.catalog import CATALOG
 from tests.cases import SHIPPED
 from tests.synth_helpers import by_path
 
-MOCKS = '''
+MOCKS = """
 mock_provider "aws" {
   mock_data "aws_iam_session_context" {
     defaults = { issuer_arn = "arn:aws:iam::123456789012:role/deployer" }
@@ -21,7 +21,7 @@ mock_provider "aws" {
     defaults = { version = "v2.8.0-eksbuild.1" }
   }
 }
-'''
+"""
 
 
 def _run(name: str, data_address: str, efa_count: int) -> str:
@@ -74,14 +74,20 @@ run "{name}" {{
 
 def test_an_old_default_mountpoint_addon_fails_the_plan(synthesized, terraform, tmp_path):
     stack = synthesized.stack("g6-validation", "cluster")
-    data_id, _ = by_path(stack, "aws_eks_addon_version", "addon-aws-mountpoint-s3-csi-driver/default-version",
-                         section="data")
+    data_id, _ = by_path(
+        stack, "aws_eks_addon_version", "addon-aws-mountpoint-s3-csi-driver/default-version", section="data"
+    )
     address = f"data.aws_eks_addon_version.{data_id}"
     group = synthesized.configs["g6-validation"].cluster.gpu_node_groups[0]
     type_id, _ = by_path(stack, "aws_ec2_instance_type", f"gpu-{group.name}/instance-type", section="data")
     facts = (f"data.aws_ec2_instance_type.{type_id}", CATALOG[group.instance_type].max_efa_interfaces)
-    result = terraform.test(stack, MOCKS + _addon_run("current", address, "v2.10.0-eksbuild.1", *facts)
-                            + _addon_run("old", address, "v2.7.3-eksbuild.2", *facts), tmp_path)
+    result = terraform.test(
+        stack,
+        MOCKS
+        + _addon_run("current", address, "v2.10.0-eksbuild.1", *facts)
+        + _addon_run("old", address, "v2.7.3-eksbuild.2", *facts),
+        tmp_path,
+    )
     output = result.stdout + result.stderr
     assert 'run "current"... pass' in output and 'run "old"... fail' in output, output[-3000:]
     assert "older than 2.8.0" in " ".join(output.split())

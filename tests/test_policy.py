@@ -34,8 +34,14 @@ def resource_id(finding: dict) -> str:
 
 
 def accepted(finding: dict) -> dict | None:
-    return next((entry for entry in BASELINE if entry["check"] == finding["check_id"]
-                 and fnmatch.fnmatch(resource_id(finding), entry["resource"])), None)
+    return next(
+        (
+            entry
+            for entry in BASELINE
+            if entry["check"] == finding["check_id"] and fnmatch.fnmatch(resource_id(finding), entry["resource"])
+        ),
+        None,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -46,10 +52,15 @@ def findings(synthesized, report) -> dict[tuple[str, str], dict]:
         if IN_CI:
             pytest.fail("CI needs checkov (make installs it into .tools/checkov)")
         pytest.skip("SKIPPING policy gate: checkov not installed (make test installs it)")
+
     def scan(profile: str) -> dict:
         stacks = synthesized.outroot / profile / "stacks"
-        run = subprocess.run([checkov, "-d", str(stacks), "--framework", "terraform_json", "-o", "json",
-                              "--compact", "--skip-download"], capture_output=True, text=True, timeout=600)
+        run = subprocess.run(
+            [checkov, "-d", str(stacks), "--framework", "terraform_json", "-o", "json", "--compact", "--skip-download"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         return json.loads(run.stdout)
 
     with ThreadPoolExecutor(max_workers=len(SHIPPED)) as pool:

@@ -23,9 +23,12 @@ def stacks_with(tmp_path: Path, synthesized, profile: str, env: dict[str, str], 
         folder = tmp_path / "stacks" / layer
         folder.mkdir(parents=True)
         (folder / "cdk.tf.json").write_text(json.dumps(synthesized.stack(profile, layer)))
-    return Operator(tmp_path / "stacks", terraform=terraform.binary if terraform else "terraform",
-                    env={"TF_CLI_CONFIG_FILE": str(terraform.cli_config)} | env if terraform else env,
-                    log=lambda _: None)
+    return Operator(
+        tmp_path / "stacks",
+        terraform=terraform.binary if terraform else "terraform",
+        env={"TF_CLI_CONFIG_FILE": str(terraform.cli_config)} | env if terraform else env,
+        log=lambda _: None,
+    )
 
 
 @pytest.fixture
@@ -38,13 +41,16 @@ def test_unset_passwords_are_named_before_anything_is_applied(tmp_path, synthesi
     operator = stacks_with(tmp_path, synthesized, "g6-validation", {}, terraform)
     problems = variable_problems(operator, ["cluster", "addons"])
     assert [p.split(" is not set")[0] for p in problems] == [
-        "variable grafana_admin_password", "variable mlflow_admin_password"]
+        "variable grafana_admin_password",
+        "variable mlflow_admin_password",
+    ]
     assert all("export TF_VAR_" in p for p in problems)
 
 
 def test_a_bad_password_is_refused_by_terraforms_own_validation(tmp_path, synthesized, terraform, clean_env):
-    operator = stacks_with(tmp_path, synthesized, "g6-validation",
-                           {**GOOD, "TF_VAR_mlflow_admin_password": "has a space 123"}, terraform)
+    operator = stacks_with(
+        tmp_path, synthesized, "g6-validation", {**GOOD, "TF_VAR_mlflow_admin_password": "has a space 123"}, terraform
+    )
     (problem,) = variable_problems(operator, ["cluster", "addons"])
     assert "Invalid value for variable" in problem and "mlflow_admin_password must be" in problem
 
@@ -85,8 +91,10 @@ def test_a_public_endpoint_passes_and_a_deployed_one_must_answer():
 
 def fake_aws(tmp_path: Path, exit_code: int) -> str:
     binary = tmp_path / "aws"
-    binary.write_text(f"#!{sys.executable}\nimport sys\nsys.stderr.write('An error occurred (404) when calling the "
-                      f"HeadBucket operation: Not Found')\nsys.exit({exit_code})\n")
+    binary.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.stderr.write('An error occurred (404) when calling the "
+        f"HeadBucket operation: Not Found')\nsys.exit({exit_code})\n"
+    )
     binary.chmod(0o755)
     return str(binary)
 

@@ -31,13 +31,29 @@ TOP_LEVEL = set(PlatformConfig.model_fields)
 # own namespaces, names one derived name apart; then any name the field pattern allows; then
 # near-misses of the pattern (upper case, dots, underscores, empty, too long).
 NAMEISH = st.one_of(
-    st.sampled_from(["xn--gpu", "sthree-x", "amzn-s3-demo-a", "system", "kube-system", "monitoring", "argo",
-                     "a" * 30, "a" * 32, "x", "x-identity", "x-build", "tenant-x"]),
+    st.sampled_from(
+        [
+            "xn--gpu",
+            "sthree-x",
+            "amzn-s3-demo-a",
+            "system",
+            "kube-system",
+            "monitoring",
+            "argo",
+            "a" * 30,
+            "a" * 32,
+            "x",
+            "x-identity",
+            "x-build",
+            "tenant-x",
+        ]
+    ),
     st.from_regex(r"[a-z][a-z0-9-]{0,30}[a-z0-9]", fullmatch=True),
     st.text(alphabet="abz09-_.A", min_size=0, max_size=40),
 )
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**7), st.text(max_size=12),
-                    st.lists(st.integers(0, 3), max_size=2))
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 10**7), st.text(max_size=12), st.lists(st.integers(0, 3), max_size=2)
+)
 
 
 def leaf_paths(node: Any, path: tuple = ()) -> list[tuple]:
@@ -58,8 +74,9 @@ def set_path(doc: dict, path: tuple, value: Any) -> None:
 @st.composite
 def profiles_near_the_shipped(draw) -> dict:
     doc = copy.deepcopy(SHIPPED_DOCS[draw(st.sampled_from(sorted(SHIPPED_DOCS)))])
-    for change in draw(st.lists(st.sampled_from(["name", "tenants", "node_group", "argo", "reference"]),
-                                min_size=1, max_size=3)):
+    for change in draw(
+        st.lists(st.sampled_from(["name", "tenants", "node_group", "argo", "reference"]), min_size=1, max_size=3)
+    ):
         if change == "name":
             doc["name"] = draw(NAMEISH)
         elif change == "tenants":
@@ -83,8 +100,9 @@ def synthesized_stacks(config: PlatformConfig) -> dict[str, dict]:
         return {layer: json.loads(Path(f"{scratch}/out/stacks/{layer}/cdk.tf.json").read_text()) for layer in LAYERS}
 
 
-@settings(max_examples=100, derandomize=True, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=100, derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(profiles_near_the_shipped())
 def test_a_profile_is_refused_field_by_field_or_synthesizes_valid_names(doc):
     try:

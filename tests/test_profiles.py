@@ -69,8 +69,13 @@ def test_shipped_profiles_load(name):
 
 
 def test_defaults_are_safe_and_cheap():
-    config = validate_profile({"name": "tiny", "region": "us-west-2",
-                               "cluster": {"vpc": {"availability_zones": ["us-west-2a", "us-west-2b"]}}})
+    config = validate_profile(
+        {
+            "name": "tiny",
+            "region": "us-west-2",
+            "cluster": {"vpc": {"availability_zones": ["us-west-2a", "us-west-2b"]}},
+        }
+    )
     assert config.cluster.vpc.nat_gateways == "single"
     assert config.cluster.vpc.interface_endpoints == []
     assert config.cluster.endpoint_public_access_cidrs == []  # API private unless CIDRs are named
@@ -80,9 +85,18 @@ def test_defaults_are_safe_and_cheap():
 
 
 def test_catalog_matches_the_documented_efa_facts():
-    expected = {"p4d.24xlarge": 4, "p5.48xlarge": 32, "p5e.48xlarge": 32, "p5en.48xlarge": 16,
-                "p6-b200.48xlarge": 8, "p6-b300.48xlarge": 16, "g6.8xlarge": 1, "g6.xlarge": 0,
-                "g6e.24xlarge": 2, "g6e.48xlarge": 4}
+    expected = {
+        "p4d.24xlarge": 4,
+        "p5.48xlarge": 32,
+        "p5e.48xlarge": 32,
+        "p5en.48xlarge": 16,
+        "p6-b200.48xlarge": 8,
+        "p6-b300.48xlarge": 16,
+        "g6.8xlarge": 1,
+        "g6.xlarge": 0,
+        "g6e.24xlarge": 2,
+        "g6e.48xlarge": 4,
+    }
     assert {name: CATALOG[name].max_efa_interfaces for name in expected} == expected
     b300 = CATALOG["p6-b300.48xlarge"]
     assert b300.network_cards == 17 and b300.efa_network_cards == tuple(range(1, 17))
@@ -91,17 +105,28 @@ def test_catalog_matches_the_documented_efa_facts():
 # (changes to the default profile, expected field path, words the message must contain)
 BAD_INPUT = [
     # a tenant quota below one node of the largest GPU group (g6-validation: g6.8xlarge, 1 GPU)
-    ({"workloads__tenants": [{"name": "t", "gpu_quota": 0}]}, "workloads.tenants.0.gpu_quota",
-     ["got 0", "smaller than one g6.8xlarge node (1 GPU)", "at least 1 GPU, or unset"]),
-    ({"workloads__tenants": [{"name": "t", "cpu_quota": "16"}]}, "workloads.tenants.0.cpu_quota",
-     ["'16'", "32 vCPUs"]),
-    ({"workloads__tenants": [{"name": "t", "memory_quota": "64Gi"}]}, "workloads.tenants.0.memory_quota",
-     ["'64Gi'", "128Gi"]),
+    (
+        {"workloads__tenants": [{"name": "t", "gpu_quota": 0}]},
+        "workloads.tenants.0.gpu_quota",
+        ["got 0", "smaller than one g6.8xlarge node (1 GPU)", "at least 1 GPU, or unset"],
+    ),
+    ({"workloads__tenants": [{"name": "t", "cpu_quota": "16"}]}, "workloads.tenants.0.cpu_quota", ["'16'", "32 vCPUs"]),
+    (
+        {"workloads__tenants": [{"name": "t", "memory_quota": "64Gi"}]},
+        "workloads.tenants.0.memory_quota",
+        ["'64Gi'", "128Gi"],
+    ),
     # the Service CIDR: EKS's own rules, and never over the VPC (the API's ClusterIP is named by it)
-    ({"cluster__service_ipv4_cidr": "10.0.0.0/20"}, "cluster.service_ipv4_cidr",
-     ["'10.0.0.0/20'", "overlaps the VPC (10.0.0.0/16)", "that does not overlap the VPC"]),
-    ({"cluster__service_ipv4_cidr": "100.64.0.0/16"}, "cluster.service_ipv4_cidr",
-     ["'100.64.0.0/16'", "EKS refuses", "10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"]),
+    (
+        {"cluster__service_ipv4_cidr": "10.0.0.0/20"},
+        "cluster.service_ipv4_cidr",
+        ["'10.0.0.0/20'", "overlaps the VPC (10.0.0.0/16)", "that does not overlap the VPC"],
+    ),
+    (
+        {"cluster__service_ipv4_cidr": "100.64.0.0/16"},
+        "cluster.service_ipv4_cidr",
+        ["'100.64.0.0/16'", "EKS refuses", "10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"],
+    ),
     ({"cluster__service_ipv4_cidr": "172.20.0.0/26"}, "cluster.service_ipv4_cidr", ["'172.20.0.0/26'", "/12 to /24"]),
     ({"cluster__service_ipv4_cidr": "172.20.0.1/16"}, "cluster.service_ipv4_cidr", ["'172.20.0.1/16'", "host bits"]),
     # near-misses get a suggestion: unknown keys, literal choices, union tags, catalog names
@@ -175,10 +200,14 @@ BAD_INPUT = [
     # Names AWS would reject after earlier layers are applied (issue 16's cases).
     ({"name": "a" * 30}, "name", ["EventBridge rule name", "65 characters long; at most 64"]),
     ({"workloads": {"tenants": [{"name": "t" * 60}]}}, "workloads.tenants.0.name", ["IAM role name", "at most 64"]),
-    ({"workloads": {"tenants": [{"name": "x-build"}]},
-      "build": {"reference_implementations": {"tenant-x": {"project_image": "nccl-tests"}}}},
-     "build.reference_implementations.tenant-x", ["derives IAM role name 'gpu-validation-tenant-x-build'",
-                                                  "as workloads.tenants.0.name does"]),
+    (
+        {
+            "workloads": {"tenants": [{"name": "x-build"}]},
+            "build": {"reference_implementations": {"tenant-x": {"project_image": "nccl-tests"}}},
+        },
+        "build.reference_implementations.tenant-x",
+        ["derives IAM role name 'gpu-validation-tenant-x-build'", "as workloads.tenants.0.name does"],
+    ),
     ({"name": "xn--platform"}, "name", ["prefix or suffix S3 reserves"]),
     ({"name": "sthree-data"}, "name", ["prefix or suffix S3 reserves"]),
     ({"name": "a--b"}, "name", ["ECR repository name 'a--b/image' is not a valid name"]),
@@ -187,28 +216,44 @@ BAD_INPUT = [
     ({"cluster__vpc__cidr": "0.0.0.0/0"}, "cluster.vpc.cidr", ["at most a /16"]),
     ({"cluster__vpc__cidr": "52.94.0.0/16"}, "cluster.vpc.cidr", ["not a private address range", "allow_public_cidr"]),
     ({"cluster__vpc__interface_endpoints": ["sts", "sts"]}, "cluster.vpc.interface_endpoints", ["repeated: sts"]),
-    ({"workloads": {"tenants": [{"name": "monitoring"}]}}, "workloads.tenants.0.name",
-     ["a namespace the platform creates"]),
-    ({"workloads": {"tenants": [{"name": "x"}, {"name": "x-identity"}]}}, "workloads.tenants.1.name",
-     ["collides with tenant x's identity"]),
-    ({"addons": {"argo_workflows": {"enabled": True, "namespace": "kube-system"}}}, "addons.argo_workflows.namespace",
-     ["system or platform namespace"]),
+    (
+        {"workloads": {"tenants": [{"name": "monitoring"}]}},
+        "workloads.tenants.0.name",
+        ["a namespace the platform creates"],
+    ),
+    (
+        {"workloads": {"tenants": [{"name": "x"}, {"name": "x-identity"}]}},
+        "workloads.tenants.1.name",
+        ["collides with tenant x's identity"],
+    ),
+    (
+        {"addons": {"argo_workflows": {"enabled": True, "namespace": "kube-system"}}},
+        "addons.argo_workflows.namespace",
+        ["system or platform namespace"],
+    ),
     ({"addons": {"argo_workflows": {"quota_cpu": "banana"}}}, "addons.argo_workflows.quota_cpu", ["'banana'"]),
-    ({"cluster__gpu_node_groups__0__name": "system"}, "cluster.gpu_node_groups.0.name",
-     ["derives launch template name 'gpu-validation-system'"]),
+    (
+        {"cluster__gpu_node_groups__0__name": "system"},
+        "cluster.gpu_node_groups.0.name",
+        ["derives launch template name 'gpu-validation-system'"],
+    ),
     ({"tags": {"aws:owner": "me"}}, "tags.aws:owner", ["aws: prefix is reserved"]),
     ({"tags": {"k" * 200: "v"}}, "tags." + "k" * 200, ["bad key", "at most 128 characters"]),
     ({"tags": {"owner": "v" * 300}}, "tags.owner", ["at most 256 characters"]),
     ({"tags": {"": "v"}}, "tags.", ["bad key", "at least 1 character"]),
     (  # two halves of the internet are the internet
-        {"cluster__endpoint_public_access": True,
-         "cluster__endpoint_public_access_cidrs": ["0.0.0.0/1", "128.0.0.0/1"]},
+        {
+            "cluster__endpoint_public_access": True,
+            "cluster__endpoint_public_access_cidrs": ["0.0.0.0/1", "128.0.0.0/1"],
+        },
         "cluster.endpoint_public_access_cidrs",
         ["4294967296 addresses", "at most 65536"],
     ),
     (  # overlapping blocks count once, but a /15 is still wider than a /16
-        {"cluster__endpoint_public_access": True,
-         "cluster__endpoint_public_access_cidrs": ["198.18.0.0/15", "198.18.0.0/16"]},
+        {
+            "cluster__endpoint_public_access": True,
+            "cluster__endpoint_public_access_cidrs": ["198.18.0.0/15", "198.18.0.0/16"],
+        },
         "cluster.endpoint_public_access_cidrs",
         ["131072 addresses"],
     ),
@@ -550,8 +595,13 @@ ADDON_BAD_INPUT = [
         ["only named client ranges"],
     ),
     (
-        jark(addons__jupyterhub__exposure={"type": "public_nlb_tls", "acm_certificate_arn": CERT,
-                                           "source_cidrs": ["203.0.113.7/24"]}),
+        jark(
+            addons__jupyterhub__exposure={
+                "type": "public_nlb_tls",
+                "acm_certificate_arn": CERT,
+                "source_cidrs": ["203.0.113.7/24"],
+            }
+        ),
         "addons.jupyterhub.exposure.source_cidrs.0",
         ["host bits"],
     ),
@@ -622,14 +672,19 @@ ADDON_BAD_INPUT = [
 
 def test_karpenter_below_1_6_is_fine_without_capacity_blocks():
     assert (
-        validate_profile(mutated(cluster__kubernetes_version="1.32", addons={"karpenter": {"chart_version": "1.5.2"}}))
-        .addons.karpenter.chart_version == "1.5.2"
+        validate_profile(
+            mutated(cluster__kubernetes_version="1.32", addons={"karpenter": {"chart_version": "1.5.2"}})
+        ).addons.karpenter.chart_version
+        == "1.5.2"
     )
 
 
 WORKLOADS_AND_STATE_BAD_INPUT = [
-    (mutated(state={"bucket": "tf-state", "region": "nowhere"}), "state.region",
-     ["'nowhere'", "an AWS region, e.g. us-east-1"]),
+    (
+        mutated(state={"bucket": "tf-state", "region": "nowhere"}),
+        "state.region",
+        ["'nowhere'", "an AWS region, e.g. us-east-1"],
+    ),
     (
         mutated(cluster__gpu_node_groups__0__labels={"bad key!": "x"}),
         "cluster.gpu_node_groups.0.labels.bad key!",
@@ -694,24 +749,37 @@ def mlflow(**database) -> dict:
 MLFLOW_BAD_INPUT = [
     (mlflow(instance_class="db.x9.huge"), "addons.mlflow.database.instance_class", ["'db.x9.huge'"]),
     (mlflow(instance_class="t4g.micro"), "addons.mlflow.database.instance_class", ["'t4g.micro'"]),
-    (mlflow(allocated_storage_gib=10), "addons.mlflow.database.allocated_storage_gib",
-     ["greater than or equal to 20"]),
-    (mlflow(allocated_storage_gib=50, max_allocated_storage_gib=40),
-     "addons.mlflow.database.max_allocated_storage_gib", ["below the allocated storage", "40", "at least"]),
-    (mlflow(backup_retention_days=0), "addons.mlflow.database.backup_retention_days",
-     ["greater than or equal to 1"]),
+    (mlflow(allocated_storage_gib=10), "addons.mlflow.database.allocated_storage_gib", ["greater than or equal to 20"]),
+    (
+        mlflow(allocated_storage_gib=50, max_allocated_storage_gib=40),
+        "addons.mlflow.database.max_allocated_storage_gib",
+        ["below the allocated storage", "40", "at least"],
+    ),
+    (mlflow(backup_retention_days=0), "addons.mlflow.database.backup_retention_days", ["greater than or equal to 1"]),
     (mlflow(backup_retention_days=36), "addons.mlflow.database.backup_retention_days", ["less than or equal to 35"]),
     (mlflow(multi_az="sometimes"), "addons.mlflow.database.multi_az", ["'sometimes'"]),
     (mlflow(iops=3000), "addons.mlflow.database.iops", ["unknown setting", "instance_class"]),
-    (mutated(addons={"mlflow": {"enabled": True, "admin_password_from": "envvar"}}),
-     "addons.mlflow.admin_password_from", ["'envvar'", "variable", "existing_secret"]),
-    (mutated(addons={"mlflow": {"enabled": True, "admin_secret_name": "Admin_Secret"}}),
-     "addons.mlflow.admin_secret_name", ["'Admin_Secret'"]),
-    (mutated(addons={"mlflow": {"enabled": True, "default_permission": "WRITE"}}),
-     "addons.mlflow.default_permission", ["'WRITE'", "NO_PERMISSIONS", "MANAGE"]),
+    (
+        mutated(addons={"mlflow": {"enabled": True, "admin_password_from": "envvar"}}),
+        "addons.mlflow.admin_password_from",
+        ["'envvar'", "variable", "existing_secret"],
+    ),
+    (
+        mutated(addons={"mlflow": {"enabled": True, "admin_secret_name": "Admin_Secret"}}),
+        "addons.mlflow.admin_secret_name",
+        ["'Admin_Secret'"],
+    ),
+    (
+        mutated(addons={"mlflow": {"enabled": True, "default_permission": "WRITE"}}),
+        "addons.mlflow.default_permission",
+        ["'WRITE'", "NO_PERMISSIONS", "MANAGE"],
+    ),
     (mutated(addons={"mlflow": {"enabled": "sometimes"}}), "addons.mlflow.enabled", ["'sometimes'"]),
-    (mutated(addons={"mlflow": {"enabled": True, "chart_version": "latest"}}),
-     "addons.mlflow.chart_version", ["'latest'"]),
+    (
+        mutated(addons={"mlflow": {"enabled": True, "chart_version": "latest"}}),
+        "addons.mlflow.chart_version",
+        ["'latest'"],
+    ),
 ]
 
 
@@ -785,8 +853,9 @@ def _documents() -> dict[str, dict]:
 TEMPLATE_CASES = [(name, path) for name, doc in _documents().items() for path in _string_paths(doc)]
 
 
-@pytest.mark.parametrize(("profile", "path"), TEMPLATE_CASES, ids=[f"{n}:{'.'.join(map(str, p))}"
-                                                                   for n, p in TEMPLATE_CASES])
+@pytest.mark.parametrize(
+    ("profile", "path"), TEMPLATE_CASES, ids=[f"{n}:{'.'.join(map(str, p))}" for n, p in TEMPLATE_CASES]
+)
 def test_no_profile_string_can_become_a_terraform_expression(profile, path):
     """Every string any shipped or fixture profile sets, with `${...}` or `%{...}` in it, is refused
     naming that field (the plan would otherwise evaluate it on the planning machine)."""

@@ -19,8 +19,10 @@ CHART_CONTAINERS = {"argo-workflows": ("controller", "server", "executor")}
 def objects(stack: dict) -> list[dict]:
     """Kubernetes objects of a stack, whether written as kubernetes_manifest or as typed resources."""
     found = [b["manifest"] for b in resources(stack, "kubernetes_manifest").values() if isinstance(b["manifest"], dict)]
-    for kind, resource_type in (("ResourceQuota", "kubernetes_resource_quota_v1"),
-                                ("LimitRange", "kubernetes_limit_range_v1")):
+    for kind, resource_type in (
+        ("ResourceQuota", "kubernetes_resource_quota_v1"),
+        ("LimitRange", "kubernetes_limit_range_v1"),
+    ):
         found += [{"kind": kind, **body} for body in resources(stack, resource_type).values()]
     return found
 
@@ -37,9 +39,18 @@ def memory_mib(quantity: str) -> float:
 def quota_namespaces(synthesized, profile: str) -> dict[str, tuple[dict, list[dict]]]:
     """namespace -> (its ResourceQuota's hard limits, its LimitRanges)."""
     found = objects(synthesized.stack(profile, "addons")) + objects(synthesized.stack(profile, "workloads"))
-    return {q["metadata"]["namespace"]: (q["spec"]["hard"], [
-        o for o in found if o["kind"] == "LimitRange" and o["metadata"]["namespace"] == q["metadata"]["namespace"]])
-        for q in found if q["kind"] == "ResourceQuota"}
+    return {
+        q["metadata"]["namespace"]: (
+            q["spec"]["hard"],
+            [
+                o
+                for o in found
+                if o["kind"] == "LimitRange" and o["metadata"]["namespace"] == q["metadata"]["namespace"]
+            ],
+        )
+        for q in found
+        if q["kind"] == "ResourceQuota"
+    }
 
 
 @pytest.mark.parametrize("profile", ALL)
@@ -48,8 +59,13 @@ def test_every_quota_namespace_gives_containers_default_requests(synthesized, pr
     assert namespaces, "every profile has at least one tenant"
     for namespace, (hard, limit_ranges) in namespaces.items():
         counted = {key.removeprefix("requests.") for key in hard if key in ("requests.cpu", "requests.memory")}
-        defaults = {key for lr in limit_ranges for limit in lr["spec"]["limits"] if limit["type"] == "Container"
-                    for key in limit.get("defaultRequest", {})}
+        defaults = {
+            key
+            for lr in limit_ranges
+            for limit in lr["spec"]["limits"]
+            if limit["type"] == "Container"
+            for key in limit.get("defaultRequest", {})
+        }
         assert counted <= defaults, f"{namespace}: the quota counts {counted} but no default request covers them"
 
 

@@ -19,15 +19,21 @@ def matches() -> list[dict[str, str]]:
     found = []
     for manager in CONFIG["customManagers"]:
         files = [re.compile(p.strip("/")) for p in manager["managerFilePatterns"]]
-        paths = [path for path in ROOT.rglob("*.py") if ".venv" not in path.parts and ".tools" not in path.parts
-                 and any(f.search(str(path.relative_to(ROOT))) for f in files)]
+        paths = [
+            path
+            for path in ROOT.rglob("*.py")
+            if ".venv" not in path.parts
+            and ".tools" not in path.parts
+            and any(f.search(str(path.relative_to(ROOT))) for f in files)
+        ]
         for pattern in manager["matchStrings"]:
             regex = re.compile(pattern.replace("(?<", "(?P<"))
             for path in paths:
                 for match in regex.finditer(path.read_text()):
                     groups = {k: v for k, v in match.groupdict().items() if v is not None}
-                    found.append({"datasource": manager.get("datasourceTemplate", groups.get("datasource", "")),
-                                  **groups})
+                    found.append(
+                        {"datasource": manager.get("datasourceTemplate", groups.get("datasource", "")), **groups}
+                    )
     return found
 
 

@@ -25,7 +25,7 @@ def storage(synthesized, profile):
 def cluster_output_for(synthesized, profile, reference: str) -> str:
     """The cluster-stack expression behind a cross-stack reference in a consumer stack."""
     assert reference.startswith(REMOTE_CLUSTER), reference
-    output_name = reference[len(REMOTE_CLUSTER):-1]
+    output_name = reference[len(REMOTE_CLUSTER) : -1]
     return synthesized.stack(profile, "cluster")["output"][output_name]["value"]
 
 
@@ -68,8 +68,11 @@ def test_fsx_security_group_allows_lustre_ports_from_nodes_and_itself_only(synth
 def rule_set(stack: dict, owner: str, kind: str) -> set[tuple[str, object, object, str]]:
     """(protocol, from, to, peer) of the rules of one group."""
     rules = resources(stack, f"aws_vpc_security_group_{kind}_rule").values()
-    return {(r["ip_protocol"], r.get("from_port"), r.get("to_port"), r["referenced_security_group_id"])
-            for r in rules if r["security_group_id"] == owner}
+    return {
+        (r["ip_protocol"], r.get("from_port"), r.get("to_port"), r["referenced_security_group_id"])
+        for r in rules
+        if r["security_group_id"] == owner
+    }
 
 
 @pytest.mark.parametrize("profile", fsx_profiles())
@@ -144,12 +147,16 @@ def test_fsx_links_s3_only_through_associations(synthesized, profile):
     assert not {"import_path", "export_path", "auto_import_policy", "imported_file_chunk_size"} & set(fsx)
     config = synthesized.configs[profile]
     cfg, tenants = config.storage.fsx, [t.name for t in config.workloads.tenants]
-    associations = {body["file_system_path"]: body
-                    for body in resources(stack, "aws_fsx_data_repository_association").values()}
+    associations = {
+        body["file_system_path"]: body for body in resources(stack, "aws_fsx_data_repository_association").values()
+    }
     # With tenants every association is made per tenant, under /<tenant> and the tenant's S3 prefix
     # (the prefix its IAM role is limited to); without tenants at the root.
-    expected = {(f"/{t}{a.file_system_path}" if t else a.file_system_path, f"{t}/{a.s3_prefix}" if t else a.s3_prefix)
-                for t in (tenants or [None]) for a in cfg.data_repository_associations}
+    expected = {
+        (f"/{t}{a.file_system_path}" if t else a.file_system_path, f"{t}/{a.s3_prefix}" if t else a.s3_prefix)
+        for t in (tenants or [None])
+        for a in cfg.data_repository_associations
+    }
     assert {path for path, _ in expected} == set(associations)
     for path, prefix in expected:
         body = associations[path]
@@ -242,7 +249,8 @@ def test_the_nccl_test_image_is_built_from_the_projects_dockerfile(synthesized):
     assert variables["IMAGE_TAG"] == project_image_tag("nccl-tests")
     assert stack["output"]["image_tags"]["value"] == {"nccl-tests": project_image_tag("nccl-tests")}
     assert stack["output"]["build_commands"]["value"]["nccl-tests"].startswith(
-        "(cd images/nccl-tests && zip -qr ../../nccl-tests.zip .)")
+        "(cd images/nccl-tests && zip -qr ../../nccl-tests.zip .)"
+    )
     dockerfile = (ROOT / "images" / "nccl-tests" / "Dockerfile").read_text()
     for pinned in ("EFA_INSTALLER_VERSION=", "AWS_OFI_NCCL_VERSION=", "NCCL_VERSION=", "NCCL_TESTS_VERSION="):
         assert f"ARG {pinned}" in dockerfile

@@ -30,8 +30,17 @@ VARIABLE_EXAMPLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "mlflow_admin_password": (
         ("Abcdefgh1234", "pa$$-word-#+=!?", "${not-a-template}"),
-        ("", "short-1", "has space 1234", "slash/1234567890", "amp&12345678901", "pct%123456789",
-         "back\\slash12345", "tab\there1234567", "newline\n1234567"),
+        (
+            "",
+            "short-1",
+            "has space 1234",
+            "slash/1234567890",
+            "amp&12345678901",
+            "pct%123456789",
+            "back\\slash12345",
+            "tab\there1234567",
+            "newline\n1234567",
+        ),
     ),
 }
 
@@ -108,12 +117,21 @@ def test_every_variable_validation_is_evaluated_by_terraform(synthesized, terraf
 def test_make_validate_runs_terraform_validate_apart_from_the_deploy_folder(synthesized, terraform, tmp_path):
     from operate.layers import Operator
 
-    for name, stack in (("build", synthesized.stack("g6-validation", "build")), ("broken", {
-            **synthesized.stack("g6-validation", "build"), "resource": {"aws_s3_bucket": {"b": {"bucketz": "x"}}}})):
+    for name, stack in (
+        ("build", synthesized.stack("g6-validation", "build")),
+        (
+            "broken",
+            {**synthesized.stack("g6-validation", "build"), "resource": {"aws_s3_bucket": {"b": {"bucketz": "x"}}}},
+        ),
+    ):
         (tmp_path / "stacks" / name).mkdir(parents=True)
         (tmp_path / "stacks" / name / "cdk.tf.json").write_text(json.dumps(stack))
-    operator = Operator(tmp_path / "stacks", terraform=terraform.binary,
-                        env={"TF_CLI_CONFIG_FILE": str(terraform.cli_config)}, log=lambda _: None)
+    operator = Operator(
+        tmp_path / "stacks",
+        terraform=terraform.binary,
+        env={"TF_CLI_CONFIG_FILE": str(terraform.cli_config)},
+        log=lambda _: None,
+    )
     assert operator.validate("build") == (True, "Success! The configuration is valid.")
     ok, detail = operator.validate("broken")
     assert not ok and "bucketz" in detail

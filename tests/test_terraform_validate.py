@@ -24,8 +24,10 @@ def validated(synthesized, terraform, tmp_path_factory) -> dict:
 
 
 def _describe(diagnostics: list[dict]) -> str:
-    return "\n".join(f"{d['severity']}: {d['summary']}: {d.get('detail', '')} at {d.get('range', {}).get('filename')}"
-                     for d in diagnostics)
+    return "\n".join(
+        f"{d['severity']}: {d['summary']}: {d.get('detail', '')} at {d.get('range', {}).get('filename')}"
+        for d in diagnostics
+    )
 
 
 @pytest.mark.parametrize("layer", AWS_LAYERS)

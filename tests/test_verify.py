@@ -91,27 +91,44 @@ class FakeKubectl:
             self.applied.append(Path(args[2]).name)
         elif args[0] == "logs":
             target = args[-1] if not args[-1].startswith("--") else "launcher"
-            out = {"pod/gpu-smoke-test": log("gpu-smoke-good.log"), "pod/topology-check": log("topology-good-p5.log"),
-                   "pod/container-test": "GPU 0: ...\ncontainer-ok\n",
-                   "pod/mlflow-tracking-check": log("mlflow-check-good.log")}.get(target, self.nccl_log)
+            out = {
+                "pod/gpu-smoke-test": log("gpu-smoke-good.log"),
+                "pod/topology-check": log("topology-good-p5.log"),
+                "pod/container-test": "GPU 0: ...\ncontainer-ok\n",
+                "pod/mlflow-tracking-check": log("mlflow-check-good.log"),
+            }.get(target, self.nccl_log)
         return subprocess.CompletedProcess(args, 0, out, "")
 
 
 def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
     kubectl = FakeKubectl(log("nccl-good-p5.log"))
     results = run_checks(load_profile("p5-training"), kubectl=kubectl, image="repo/img:v1")
-    assert [r.name for r in results] == ["gpu-smoke-test", "topology-check", "container-test", "nccl-allreduce",
-                                         "mlflow-tracking-check"]
+    assert [r.name for r in results] == [
+        "gpu-smoke-test",
+        "topology-check",
+        "container-test",
+        "nccl-allreduce",
+        "mlflow-tracking-check",
+    ]
     assert all(r.passed for r in results), results
-    assert kubectl.applied == ["00-namespace.yaml", "gpu-smoke-test.yaml", "topology-check.yaml",
-                               "container-test.yaml", "mlflow-tracking-check.yaml", "nccl-allreduce.yaml"]
+    assert kubectl.applied == [
+        "00-namespace.yaml",
+        "gpu-smoke-test.yaml",
+        "topology-check.yaml",
+        "container-test.yaml",
+        "mlflow-tracking-check.yaml",
+        "nccl-allreduce.yaml",
+    ]
 
 
 def test_the_mpijob_starts_after_the_single_node_checks_finished_and_waits_for_its_workers():
     kubectl = FakeKubectl(log("nccl-good-p5.log"))
     run_checks(load_profile("p5-training"), kubectl=kubectl, image="repo/img:v1")
-    steps = [call[0] + " " + (Path(call[2]).name if call[0] == "apply" else call[3]) for call in kubectl.calls
-             if call[0] in ("apply", "wait")]
+    steps = [
+        call[0] + " " + (Path(call[2]).name if call[0] == "apply" else call[3])
+        for call in kubectl.calls
+        if call[0] in ("apply", "wait")
+    ]
     mpijob = steps.index("apply nccl-allreduce.yaml")
     for pod in ("pod/gpu-smoke-test", "pod/topology-check", "pod/container-test"):
         assert steps.index(f"wait {pod}") < mpijob, steps
@@ -126,8 +143,13 @@ def test_a_second_run_checks_anew():
     run_checks(load_profile("p5-training"), kubectl=kubectl, image="repo/img:v1")
     first_apply = next(i for i, call in enumerate(kubectl.calls) if call[0] == "apply")
     deleted = [call[3] for call in kubectl.calls[:first_apply] if call[0] == "delete"]
-    assert deleted == ["pod/gpu-smoke-test", "pod/topology-check", "pod/container-test", "mpijob/nccl-allreduce",
-                       "pod/mlflow-tracking-check"]
+    assert deleted == [
+        "pod/gpu-smoke-test",
+        "pod/topology-check",
+        "pod/container-test",
+        "mpijob/nccl-allreduce",
+        "pod/mlflow-tracking-check",
+    ]
     assert all("--ignore-not-found" in call for call in kubectl.calls if call[0] == "delete")
     assert not any(call[0] == "delete" for call in kubectl.calls[first_apply:])
 

@@ -63,8 +63,9 @@ def test_the_karpenter_matrix_is_enforced():
     assert "addons.karpenter.chart_version: karpenter 1.8.1 does not support Kubernetes 1.35" in found
     found = problem(mutated(cluster__kubernetes_version="1.36", addons={"karpenter": {"chart_version": "1.12.0"}}))
     assert "allowed: karpenter 1.13.0 or later for Kubernetes 1.36" in found
-    assert validate_profile(mutated(cluster__kubernetes_version="1.34",
-                                    addons={"karpenter": {"chart_version": "1.8.1"}}))
+    assert validate_profile(
+        mutated(cluster__kubernetes_version="1.34", addons={"karpenter": {"chart_version": "1.8.1"}})
+    )
 
 
 def test_the_gpu_operator_matrix_is_enforced():

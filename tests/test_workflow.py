@@ -15,8 +15,12 @@ WORKFLOW = Path(__file__).resolve().parents[1] / ".github" / "workflows" / "plat
 
 
 def test_workflow_matches_the_github_schema():
-    result = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows",
-                             str(WORKFLOW)], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -176,10 +176,17 @@ def assert_tenant_flows(policies, tenant: str, config) -> None:
         "S3 (gateway endpoint: public ranges)": egress(Peer(ip="52.217.10.20"), 443),
         "STS interface endpoint in the VPC": egress(Peer(ip=node_ip), 443),
         "own pods, any port": egress(Peer(namespace=tenant), 29500),
-        "ingress from own pods": allowed(policies, namespace=tenant, direction="Ingress",
-                                         peer=Peer(namespace=tenant), protocol="TCP", port=2222),
-        "Prometheus scrapes": allowed(policies, namespace=tenant, direction="Ingress",
-                                      peer=Peer(namespace="monitoring"), protocol="TCP", port=8080),
+        "ingress from own pods": allowed(
+            policies, namespace=tenant, direction="Ingress", peer=Peer(namespace=tenant), protocol="TCP", port=2222
+        ),
+        "Prometheus scrapes": allowed(
+            policies,
+            namespace=tenant,
+            direction="Ingress",
+            peer=Peer(namespace="monitoring"),
+            protocol="TCP",
+            port=8080,
+        ),
     }
     must_not = {
         "IMDS": egress(Peer(ip="169.254.169.254"), 80),
@@ -188,8 +195,14 @@ def assert_tenant_flows(policies, tenant: str, config) -> None:
         "plain HTTP to the internet": egress(Peer(ip="93.184.216.34"), 80),
         "SSH to a node": egress(Peer(ip=node_ip), 22),
         "kubelet on a node": egress(Peer(ip=node_ip), 10250),
-        "ingress from another namespace": allowed(policies, namespace=tenant, direction="Ingress",
-                                                  peer=Peer(namespace="other-team"), protocol="TCP", port=8080),
+        "ingress from another namespace": allowed(
+            policies,
+            namespace=tenant,
+            direction="Ingress",
+            peer=Peer(namespace="other-team"),
+            protocol="TCP",
+            port=8080,
+        ),
     }
     assert [flow for flow, ok in must.items() if not ok] == [], "flows a tenant needs are blocked"
     assert [flow for flow, ok in must_not.items() if ok] == [], "flows a tenant must not have are open"
@@ -284,6 +297,7 @@ def test_gpu_pool_nodes_are_never_replaced_for_drift_while_busy(synthesized):
 
 # ------------------------------------------------------------------ a tenant's first multi-node job
 
+
 def sample_worker(name: str, gpus: int, efa: int) -> dict:
     """A worker written like the public training samples (AWS's FSDP and NCCL examples): only GPUs
     and EFA interfaces, as limits; nothing about CPU or memory."""
@@ -292,8 +306,11 @@ def sample_worker(name: str, gpus: int, efa: int) -> dict:
 
 
 def _tenant_objects(synthesized, profile: str, tenant: str, kind: str) -> list[dict]:
-    return [b["manifest"] for b in resources(synthesized.stack(profile, "workloads"), "kubernetes_manifest").values()
-            if b["manifest"].get("kind") == kind and b["manifest"]["metadata"].get("namespace") == tenant]
+    return [
+        b["manifest"]
+        for b in resources(synthesized.stack(profile, "workloads"), "kubernetes_manifest").values()
+        if b["manifest"].get("kind") == kind and b["manifest"]["metadata"].get("namespace") == tenant
+    ]
 
 
 @pytest.mark.parametrize("profile", SHIPPED)
@@ -306,8 +323,11 @@ def test_a_two_node_job_like_the_public_samples_is_admitted_without_an_oom_sized
     efa = entry.max_efa_interfaces if group.efa_enabled else 0
     for tenant in config.workloads.tenants:
         workers = [sample_worker(f"worker-{i}", entry.gpu_count, efa) for i in range(2)]
-        admitted = admit(workers, limit_ranges=_tenant_objects(synthesized, profile, tenant.name, "LimitRange"),
-                         quotas=_tenant_objects(synthesized, profile, tenant.name, "ResourceQuota"))
+        admitted = admit(
+            workers,
+            limit_ranges=_tenant_objects(synthesized, profile, tenant.name, "LimitRange"),
+            quotas=_tenant_objects(synthesized, profile, tenant.name, "ResourceQuota"),
+        )
         assert admitted.refused is None, admitted.refused
         for pod in admitted.pods:
             limits = pod["spec"]["containers"][0]["resources"]["limits"]
@@ -315,18 +335,35 @@ def test_a_two_node_job_like_the_public_samples_is_admitted_without_an_oom_sized
         # A worker that asks for most of a node's CPUs, without a limit, is admitted too.
         big = sample_worker("cpu-heavy", entry.gpu_count, efa)
         big["spec"]["containers"][0]["resources"]["requests"] = {"cpu": str(entry.vcpus // 2)}
-        assert admit([big], limit_ranges=_tenant_objects(synthesized, profile, tenant.name, "LimitRange"),
-                     quotas=_tenant_objects(synthesized, profile, tenant.name, "ResourceQuota")).refused is None
+        assert (
+            admit(
+                [big],
+                limit_ranges=_tenant_objects(synthesized, profile, tenant.name, "LimitRange"),
+                quotas=_tenant_objects(synthesized, profile, tenant.name, "ResourceQuota"),
+            ).refused
+            is None
+        )
 
 
 def test_the_admission_model_refuses_what_the_old_tenant_defaults_refused():
     """The old defaults: quota 8 GPUs / 64 CPUs, and a LimitRange default limit of 2 CPU / 4Gi."""
     from tests.admission import admit
 
-    old_range = {"spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
-                                      "default": {"cpu": "2", "memory": "4Gi"}}]}}
-    old_quota = {"metadata": {"name": "compute"},
-                 "spec": {"hard": {"requests.cpu": "64", "requests.memory": "256Gi", "requests.nvidia.com/gpu": "8"}}}
+    old_range = {
+        "spec": {
+            "limits": [
+                {
+                    "type": "Container",
+                    "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
+                    "default": {"cpu": "2", "memory": "4Gi"},
+                }
+            ]
+        }
+    }
+    old_quota = {
+        "metadata": {"name": "compute"},
+        "spec": {"hard": {"requests.cpu": "64", "requests.memory": "256Gi", "requests.nvidia.com/gpu": "8"}},
+    }
     two_nodes = [sample_worker(f"worker-{i}", 8, 32) for i in range(2)]
     refused = admit(two_nodes, limit_ranges=[old_range], quotas=[old_quota])
     assert refused.refused is not None and "requests.nvidia.com/gpu 16 > 8" in refused.refused
@@ -353,8 +390,9 @@ def _mime_parts(document: str) -> dict[str, str]:
     return {part.get_content_type(): part.get_payload() for part in message.walk() if not part.is_multipart()}
 
 
-WITH_KARPENTER_AND_GPU_GROUPS = [p for p in ALL if (c := load_profile(profile_source(p))).addons.karpenter.enabled
-                                 and c.cluster.gpu_node_groups]
+WITH_KARPENTER_AND_GPU_GROUPS = [
+    p for p in ALL if (c := load_profile(profile_source(p))).addons.karpenter.enabled and c.cluster.gpu_node_groups
+]
 
 
 @pytest.mark.parametrize("profile", WITH_KARPENTER_AND_GPU_GROUPS)

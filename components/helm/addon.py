@@ -116,9 +116,13 @@ class AddonSpec(Generic[AnySettingsT]):
     def namespace_guard(self, ctx: AddonContext) -> NamespaceGuard:
         settings = self.settings(ctx.config)
         mlflow_labels, mlflow_allows = client_access(self.logs_to_mlflow and ctx.config.addons.mlflow.enabled)
-        return NamespaceGuard(name=self.release_namespace(settings), pod_security=self.pod_security,
-                              privileged_because=self.privileged_because, labels=mlflow_labels,
-                              allow={**self.network_allows(ctx, settings), **mlflow_allows})
+        return NamespaceGuard(
+            name=self.release_namespace(settings),
+            pod_security=self.pod_security,
+            privileged_because=self.privileged_because,
+            labels=mlflow_labels,
+            allow={**self.network_allows(ctx, settings), **mlflow_allows},
+        )
 
     def guarded_namespace(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         """Create the add-on's namespace with its labels and policies (before any pod starts)."""
@@ -126,8 +130,11 @@ class AddonSpec(Generic[AnySettingsT]):
             return ()
         guard = self.namespace_guard(ctx)
         extras = self.namespace_objects(ctx, self.settings(ctx.config))
-        objects = KubernetesObjects(ctx.scope, f"{self.key.replace('_', '-')}-namespace", props=KubernetesObjectsProps(
-            objects=(*namespace_objects(guard, api=ctx.api_server), *extras)))
+        objects = KubernetesObjects(
+            ctx.scope,
+            f"{self.key.replace('_', '-')}-namespace",
+            props=KubernetesObjectsProps(objects=(*namespace_objects(guard, api=ctx.api_server), *extras)),
+        )
         return tuple(objects.resources.values())
 
     def install(self, ctx: AddonContext) -> InstalledAddon:
@@ -162,12 +169,20 @@ class HelmAddonSpec(AddonSpec[SettingsT]):
         settings = self.settings(ctx.config)
         companions = self.companions(ctx, settings)
         namespace = self.guarded_namespace(ctx)
-        release = HelmAddon(ctx.scope, self.key.replace("_", "-"), props=HelmAddonProps(
-            release_name=self.release_name, namespace=self.release_namespace(settings),
-            chart=self.chart(ctx.config), values=self.values(ctx, settings), timeout_seconds=self.timeout_seconds,
-            create_namespace=False, depends_on=(*self.depends_on(ctx), *namespace, *companions),
-            sensitive_values=self.sensitive_values(ctx, settings),
-        ))
+        release = HelmAddon(
+            ctx.scope,
+            self.key.replace("_", "-"),
+            props=HelmAddonProps(
+                release_name=self.release_name,
+                namespace=self.release_namespace(settings),
+                chart=self.chart(ctx.config),
+                values=self.values(ctx, settings),
+                timeout_seconds=self.timeout_seconds,
+                create_namespace=False,
+                depends_on=(*self.depends_on(ctx), *namespace, *companions),
+                sensitive_values=self.sensitive_values(ctx, settings),
+            ),
+        )
         return InstalledAddon(name=release.release.name, ready=(release.release,))
 
 

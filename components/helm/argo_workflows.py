@@ -42,13 +42,15 @@ def argo_workflows_values(cfg: ArgoWorkflowsConfig, *, mlflow: bool = False) -> 
             "workflowNamespaces": [cfg.namespace],
             "nodeSelector": dict(SYSTEM_NODES),
             "resources": CONTROLLER_RESOURCES,
-            "workflowDefaults": {"spec": {
-                "serviceAccountName": WORKFLOW_SERVICE_ACCOUNT,
-                "activeDeadlineSeconds": cfg.default_active_deadline_seconds,
-                "parallelism": cfg.default_parallelism,
-                "podGC": {"strategy": "OnPodSuccess"},
-                "ttlStrategy": {"secondsAfterCompletion": 86400},
-            }},
+            "workflowDefaults": {
+                "spec": {
+                    "serviceAccountName": WORKFLOW_SERVICE_ACCOUNT,
+                    "activeDeadlineSeconds": cfg.default_active_deadline_seconds,
+                    "parallelism": cfg.default_parallelism,
+                    "podGC": {"strategy": "OnPodSuccess"},
+                    "ttlStrategy": {"secondsAfterCompletion": 86400},
+                }
+            },
         },
         # "client": callers present their own Kubernetes token; "server" mode would act as the
         # server's service account for anyone who can reach the UI.
@@ -74,7 +76,6 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
     def values(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> ArgoWorkflowsValues:
         return argo_workflows_values(settings, mlflow=ctx.config.addons.mlflow.enabled)
 
-
     def network_allows(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> dict[str, dict[str, Any]]:
         # Workflow steps run here and use AWS through Pod Identity, like a tenant's pods.
         return {"allow-pod-identity": egress_to_pod_identity_agent(), "allow-aws-apis": egress_https_outside_the_node()}
@@ -84,12 +85,18 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
         # so workflow steps (and the controller after a reschedule) are admitted.
         return [
             container_defaults(settings.namespace),
-            {"apiVersion": "v1", "kind": "ResourceQuota",
-             "metadata": {"name": "workflow-quota", "namespace": settings.namespace},
-             "spec": {"hard": {
-                 "requests.cpu": settings.quota_cpu, "requests.memory": settings.quota_memory,
-                 **gpu_quota(settings.quota_gpus, dra=dra_mode(ctx.config)),
-             }}},
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": "workflow-quota", "namespace": settings.namespace},
+                "spec": {
+                    "hard": {
+                        "requests.cpu": settings.quota_cpu,
+                        "requests.memory": settings.quota_memory,
+                        **gpu_quota(settings.quota_gpus, dra=dra_mode(ctx.config)),
+                    }
+                },
+            },
             # In DRA mode workflow steps take GPUs through these claim templates.
             *(claim_template(settings.namespace, count) for count in dra_claim_counts(ctx.config)),
             *([tracking_config_map(settings.namespace)] if ctx.config.addons.mlflow.enabled else []),

@@ -70,8 +70,11 @@ class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
     privileged_because = "the device plugin, DCGM exporter and feature discovery run privileged to reach the GPUs"
 
     def values(self, ctx: AddonContext, settings: GpuOperatorConfig) -> GpuOperatorValues:
-        return gpu_operator_values(dra=settings.dra, service_monitor=ctx.config.addons.monitoring.enabled,
-                                   shared_host_engine=bool(ctx.config.cluster.gpu_node_groups))
+        return gpu_operator_values(
+            dra=settings.dra,
+            service_monitor=ctx.config.addons.monitoring.enabled,
+            shared_host_engine=bool(ctx.config.cluster.gpu_node_groups),
+        )
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         # The DCGM ServiceMonitor needs the Prometheus operator's CRDs.

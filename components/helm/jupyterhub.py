@@ -81,8 +81,9 @@ class JupyterHubValues(Values):
     proxy: ProxyValues
     singleuser: SingleUserValues
     # User pods are scheduled by the default scheduler onto Karpenter nodes; no placeholder pods.
-    scheduling: dict[str, Any] = Field(default_factory=lambda: {"userScheduler": {"enabled": False},
-                                                                 "userPlaceholder": {"enabled": False}})
+    scheduling: dict[str, Any] = Field(
+        default_factory=lambda: {"userScheduler": {"enabled": False}, "userPlaceholder": {"enabled": False}}
+    )
 
 
 def _image(reference: str) -> dict[str, str]:
@@ -97,14 +98,19 @@ def _one_gpu(*, dra: bool) -> dict[str, Any]:
     """KubeSpawner settings for one GPU: the extended resource, or (DRA mode) a claim from the
     namespace's gpu-1 ResourceClaimTemplate, added to the pod and its notebook container."""
     if not dra:
-        return {"extra_resource_guarantees": {GPU_EXTENDED_RESOURCE: "1"},
-                "extra_resource_limits": {GPU_EXTENDED_RESOURCE: "1"}}
-    return {"extra_pod_config": {"resourceClaims": pod_claims(1)},
-            "extra_container_config": {"resources": {"claims": container_claims()}}}
+        return {
+            "extra_resource_guarantees": {GPU_EXTENDED_RESOURCE: "1"},
+            "extra_resource_limits": {GPU_EXTENDED_RESOURCE: "1"},
+        }
+    return {
+        "extra_pod_config": {"resourceClaims": pod_claims(1)},
+        "extra_container_config": {"resources": {"claims": container_claims()}},
+    }
 
 
-def jupyterhub_values(cfg: JupyterHubConfig, *, storage_class: str, dra: bool = False,
-                      mlflow: bool = False) -> JupyterHubValues:
+def jupyterhub_values(
+    cfg: JupyterHubConfig, *, storage_class: str, dra: bool = False, mlflow: bool = False
+) -> JupyterHubValues:
     oidc = cfg.oidc
     assert oidc is not None  # the profile model guarantees it for an enabled hub
     authenticator = {
@@ -133,21 +139,38 @@ def jupyterhub_values(cfg: JupyterHubConfig, *, storage_class: str, dra: bool = 
             extra_env={env["name"]: env["value"] for env in tracking_env()} if mlflow else {},
             start_timeout=cfg.start_timeout_seconds,
             # Per-user volumes live in the hub's namespace, next to the pods that mount them.
-            storage={"type": "dynamic", "capacity": f"{cfg.user_storage_gib}Gi",
-                     "dynamic": {"storageClass": storage_class}},
+            storage={
+                "type": "dynamic",
+                "capacity": f"{cfg.user_storage_gib}Gi",
+                "dynamic": {"storageClass": storage_class},
+            },
             profile_list=[
-                {"display_name": "CPU", "description": "CPU notebook", "default": True,
-                 "kubespawner_override": {"node_selector": {NODE_POOL_LABEL: "cpu"},
-                                          "cpu_guarantee": 1, "cpu_limit": 4,
-                                          "mem_guarantee": "4G", "mem_limit": "16G"}},
-                {"display_name": "1 GPU", "description": "One NVIDIA GPU on a GPU pool node",
-                 "kubespawner_override": {
-                     "image": cfg.gpu_image,
-                     "node_selector": {NODE_POOL_LABEL: "gpu"},
-                     "tolerations": [dict(GPU_TOLERATION)],
-                     "cpu_guarantee": 4, "cpu_limit": 8, "mem_guarantee": "16G", "mem_limit": "32G",
-                     **_one_gpu(dra=dra),
-                 }},
+                {
+                    "display_name": "CPU",
+                    "description": "CPU notebook",
+                    "default": True,
+                    "kubespawner_override": {
+                        "node_selector": {NODE_POOL_LABEL: "cpu"},
+                        "cpu_guarantee": 1,
+                        "cpu_limit": 4,
+                        "mem_guarantee": "4G",
+                        "mem_limit": "16G",
+                    },
+                },
+                {
+                    "display_name": "1 GPU",
+                    "description": "One NVIDIA GPU on a GPU pool node",
+                    "kubespawner_override": {
+                        "image": cfg.gpu_image,
+                        "node_selector": {NODE_POOL_LABEL: "gpu"},
+                        "tolerations": [dict(GPU_TOLERATION)],
+                        "cpu_guarantee": 4,
+                        "cpu_limit": 8,
+                        "mem_guarantee": "16G",
+                        "mem_limit": "32G",
+                        **_one_gpu(dra=dra),
+                    },
+                },
             ],
         ),
     )
@@ -161,8 +184,9 @@ class JupyterHubAddon(HelmAddonSpec[JupyterHubConfig]):
     logs_to_mlflow = True
 
     def values(self, ctx: AddonContext, settings: JupyterHubConfig) -> JupyterHubValues:
-        return jupyterhub_values(settings, storage_class=ctx.storage_class, dra=dra_mode(ctx.config),
-                                 mlflow=ctx.config.addons.mlflow.enabled)
+        return jupyterhub_values(
+            settings, storage_class=ctx.storage_class, dra=dra_mode(ctx.config), mlflow=ctx.config.addons.mlflow.enabled
+        )
 
     def namespace_objects(self, ctx: AddonContext, settings: JupyterHubConfig) -> list[dict[str, Any]]:
         # The GPU notebook profile's claim template (DRA mode).

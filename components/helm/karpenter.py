@@ -33,12 +33,16 @@ class KarpenterValues(Values):
 
 def karpenter_values(*, cluster_name: str, cluster_endpoint: str, queue_name: str, region: str) -> KarpenterValues:
     return KarpenterValues(
-        settings={"clusterName": cluster_name, "clusterEndpoint": cluster_endpoint, "interruptionQueue": queue_name,
-                  # Replace nodes whose conditions (the EKS node monitoring agent's, e.g.
-                  # AcceleratedHardwareReady) stay unhealthy, as managed groups' auto-repair does.
-                  # An alpha gate (off in the chart's values): its behaviour may change between
-                  # Karpenter minors; read the release notes before moving the pin.
-                  "featureGates": {"nodeRepair": True}},
+        settings={
+            "clusterName": cluster_name,
+            "clusterEndpoint": cluster_endpoint,
+            "interruptionQueue": queue_name,
+            # Replace nodes whose conditions (the EKS node monitoring agent's, e.g.
+            # AcceleratedHardwareReady) stay unhealthy, as managed groups' auto-repair does.
+            # An alpha gate (off in the chart's values): its behaviour may change between
+            # Karpenter minors; read the release notes before moving the pin.
+            "featureGates": {"nodeRepair": True},
+        },
         controller=KarpenterController(env=[{"name": "AWS_REGION", "value": region}]),
     )
 
@@ -51,24 +55,46 @@ class KarpenterAddon(HelmAddonSpec[KarpenterConfig]):
 
     def install(self, ctx: AddonContext) -> InstalledAddon:
         config = ctx.config
-        identity = KarpenterIdentity(ctx.scope, "karpenter-identity", props=KarpenterIdentityProps(
-            name=config.name, region=config.region, cluster_name=ctx.cluster_name,
-            namespace=NAMESPACE, service_account=SERVICE_ACCOUNT,
-            handles_reservation_interruptions=version_tuple(self.chart(config).version)
-            >= KARPENTER_HANDLES_RESERVATION_INTERRUPTIONS,
-        ))
-        release = HelmAddon(ctx.scope, "karpenter", props=HelmAddonProps(
-            release_name=self.release_name, namespace=NAMESPACE, chart=self.chart(config),
-            values=karpenter_values(cluster_name=ctx.cluster_name, cluster_endpoint=ctx.cluster_endpoint,
-                                    queue_name=identity.queue_name, region=config.region),
-            timeout_seconds=self.timeout_seconds, create_namespace=False,
-            # The controller starts only once its role, access entry and queue exist.
-            depends_on=identity.ready,
-        ))
-        return InstalledAddon(name=release.release.name, ready=(release.release,), exports={
-            "karpenter_node_role_name": identity.node_role_name,
-            "karpenter_interruption_queue": identity.queue_name,
-        })
+        identity = KarpenterIdentity(
+            ctx.scope,
+            "karpenter-identity",
+            props=KarpenterIdentityProps(
+                name=config.name,
+                region=config.region,
+                cluster_name=ctx.cluster_name,
+                namespace=NAMESPACE,
+                service_account=SERVICE_ACCOUNT,
+                handles_reservation_interruptions=version_tuple(self.chart(config).version)
+                >= KARPENTER_HANDLES_RESERVATION_INTERRUPTIONS,
+            ),
+        )
+        release = HelmAddon(
+            ctx.scope,
+            "karpenter",
+            props=HelmAddonProps(
+                release_name=self.release_name,
+                namespace=NAMESPACE,
+                chart=self.chart(config),
+                values=karpenter_values(
+                    cluster_name=ctx.cluster_name,
+                    cluster_endpoint=ctx.cluster_endpoint,
+                    queue_name=identity.queue_name,
+                    region=config.region,
+                ),
+                timeout_seconds=self.timeout_seconds,
+                create_namespace=False,
+                # The controller starts only once its role, access entry and queue exist.
+                depends_on=identity.ready,
+            ),
+        )
+        return InstalledAddon(
+            name=release.release.name,
+            ready=(release.release,),
+            exports={
+                "karpenter_node_role_name": identity.node_role_name,
+                "karpenter_interruption_queue": identity.queue_name,
+            },
+        )
 
 
 ADDON = KarpenterAddon()

@@ -52,8 +52,13 @@ REFRESH_SECONDS = 300
 # The MLflow image runs as 1001 (the chart's pod security context): the sidecar matches it, so the
 # password file is the server's own and owner-only.
 CONTAINER_SECURITY = {
-    "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True,
-    "runAsNonRoot": True, "runAsUser": 1001, "runAsGroup": 1001, "seccompProfile": {"type": "RuntimeDefault"},
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True,
+    "runAsUser": 1001,
+    "runAsGroup": 1001,
+    "seccompProfile": {"type": "RuntimeDefault"},
 }
 SERVER_RESOURCES = {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
 SIDECAR_RESOURCES = {"requests": {"cpu": "10m", "memory": "96Mi"}, "limits": {"memory": "256Mi"}}
@@ -66,21 +71,35 @@ def db_login_sidecar(backend: MlflowBackend, region: str) -> dict[str, Any]:
     """A native sidecar (restartPolicy Always): it starts before the server, whose start waits for
     its startup probe (the first password file and the auth database), and keeps running."""
     environment = {
-        "DB_SECRET_ARN": backend.secret_arn, "PGPASSFILE": PASSFILE, "READY_FILE": READY_FILE,
-        "AUTH_DATABASE": AUTH_DATABASE, "REFRESH_SECONDS": str(REFRESH_SECONDS),
-        "PGHOST": backend.address, "PGPORT": str(POSTGRES_PORT), "PGDATABASE": backend.database,
-        "PGUSER": backend.username, "PGSSLMODE": "require", "AWS_REGION": region,
+        "DB_SECRET_ARN": backend.secret_arn,
+        "PGPASSFILE": PASSFILE,
+        "READY_FILE": READY_FILE,
+        "AUTH_DATABASE": AUTH_DATABASE,
+        "REFRESH_SECONDS": str(REFRESH_SECONDS),
+        "PGHOST": backend.address,
+        "PGPORT": str(POSTGRES_PORT),
+        "PGDATABASE": backend.database,
+        "PGUSER": backend.username,
+        "PGSSLMODE": "require",
+        "AWS_REGION": region,
     }
     return {
-        "name": "db-login", "image": MLFLOW_IMAGE, "restartPolicy": "Always",
+        "name": "db-login",
+        "image": MLFLOW_IMAGE,
+        "restartPolicy": "Always",
         "command": ["python", "/opt/db-login/db_login.py"],
         "env": [{"name": name, "value": value} for name, value in environment.items()],
-        "startupProbe": {"exec": {"command": ["python", "-c", f"import os; assert os.path.exists({READY_FILE!r})"]},
-                         "periodSeconds": 5, "failureThreshold": 60},
+        "startupProbe": {
+            "exec": {"command": ["python", "-c", f"import os; assert os.path.exists({READY_FILE!r})"]},
+            "periodSeconds": 5,
+            "failureThreshold": 60,
+        },
         "securityContext": dict(CONTAINER_SECURITY),
         "resources": SIDECAR_RESOURCES,
-        "volumeMounts": [{"name": "db-login", "mountPath": DB_LOGIN_DIR},
-                         {"name": "db-login-script", "mountPath": "/opt/db-login", "readOnly": True}],
+        "volumeMounts": [
+            {"name": "db-login", "mountPath": DB_LOGIN_DIR},
+            {"name": "db-login-script", "mountPath": "/opt/db-login", "readOnly": True},
+        ],
     }
 
 
@@ -107,21 +126,25 @@ def mlflow_values(settings: MlflowConfig, backend: MlflowBackend, *, region: str
     database = {"enabled": True, "host": backend.address, "port": POSTGRES_PORT}
     login_secret = {"name": DB_LOGIN_SECRET, "usernameKey": "username", "passwordKey": "password"}
     auth: dict[str, Any] = {
-        "enabled": True, "appName": "basic-auth", "defaultPermission": settings.default_permission,
+        "enabled": True,
+        "appName": "basic-auth",
+        "defaultPermission": settings.default_permission,
         "postgres": {**database, "database": AUTH_DATABASE, "existingSecret": login_secret},
     }
     if settings.admin_password_from == "variable":
         auth["adminUsername"] = ADMIN_USERNAME  # the password is set at apply time (sensitive)
     else:
-        auth["existingAdminSecret"] = {"name": settings.admin_secret_name, "usernameKey": "username",
-                                       "passwordKey": "password"}
+        auth["existingAdminSecret"] = {
+            "name": settings.admin_secret_name,
+            "usernameKey": "username",
+            "passwordKey": "password",
+        }
     return MlflowValues(
         image={"repository": repository, "tag": tag},
         # The server never calls the Kubernetes API; Pod Identity mounts its own token.
         service_account={"create": True, "name": SERVICE_ACCOUNT, "automount": False},
         service={"type": "ClusterIP", "port": SERVICE_PORT, "containerPort": SERVER_PORT},
-        backend_store={"postgres": {**database, "database": backend.database},
-                       "existingDatabaseSecret": login_secret},
+        backend_store={"postgres": {**database, "database": backend.database}, "existingDatabaseSecret": login_secret},
         # Clients upload and download through the server: only its role reaches the bucket.
         artifact_root={"proxiedArtifactStorage": True, "s3": {"enabled": True, "bucket": backend.bucket_name}},
         auth=auth,
@@ -148,18 +171,30 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
             # Secrets Manager, S3 and STS.
             "allow-aws-apis": egress_https_outside_the_node(),
             # The database's interfaces sit in the VPC's private subnets.
-            "allow-postgres": {"policyTypes": ["Egress"], "egress": [{
-                "to": [{"ipBlock": {"cidr": ctx.vpc_cidr}}], "ports": [{"protocol": "TCP", "port": POSTGRES_PORT}]}]},
+            "allow-postgres": {
+                "policyTypes": ["Egress"],
+                "egress": [
+                    {"to": [{"ipBlock": {"cidr": ctx.vpc_cidr}}], "ports": [{"protocol": "TCP", "port": POSTGRES_PORT}]}
+                ],
+            },
         }
 
     def namespace_objects(self, ctx: AddonContext, settings: MlflowConfig) -> list[dict[str, Any]]:
         backend = self._backend(ctx)
         return [
-            {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-             "metadata": {"name": DB_LOGIN_SECRET, "namespace": NAMESPACE},
-             "data": {"username": base64.b64encode(backend.username.encode()).decode(), "password": ""}},
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": DB_LOGIN_SCRIPT, "namespace": NAMESPACE},
-             "data": {"db_login.py": SCRIPT_SOURCE.read_text()}},
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": "Opaque",
+                "metadata": {"name": DB_LOGIN_SECRET, "namespace": NAMESPACE},
+                "data": {"username": base64.b64encode(backend.username.encode()).decode(), "password": ""},
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": DB_LOGIN_SCRIPT, "namespace": NAMESPACE},
+                "data": {"db_login.py": SCRIPT_SOURCE.read_text()},
+            },
         ]
 
     def values(self, ctx: AddonContext, settings: MlflowConfig) -> MlflowValues:
@@ -173,23 +208,37 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
         if settings.admin_password_from != "variable":
             return ()
         password = TerraformVariable(
-            ctx.scope, "mlflow_admin_password", type="string", sensitive=True, nullable=False,
+            ctx.scope,
+            "mlflow_admin_password",
+            type="string",
+            sensitive=True,
+            nullable=False,
             description="MLflow admin password (set TF_VAR_mlflow_admin_password); stored only in a Secret.",
-            validation=[TerraformVariableValidationConfig(
-                condition=matches(ADMIN_PASSWORD_RULE, "var.mlflow_admin_password"),
-                error_message="mlflow_admin_password must be at least 12 characters, without whitespace, "
-                "'/', '&', '%' or backslashes.",
-            )],
+            validation=[
+                TerraformVariableValidationConfig(
+                    condition=matches(ADMIN_PASSWORD_RULE, "var.mlflow_admin_password"),
+                    error_message="mlflow_admin_password must be at least 12 characters, without whitespace, "
+                    "'/', '&', '%' or backslashes.",
+                )
+            ],
         )
         return (SensitiveValue(path="auth.adminPassword", value=password.string_value),)
 
     def companions(self, ctx: AddonContext, settings: MlflowConfig) -> tuple[ITerraformDependable, ...]:
         # The server starts once its role is bound (and, as for every add-on, once its namespace,
         # login Secret and script exist).
-        return MlflowIdentity(ctx.scope, "mlflow-identity", props=MlflowIdentityProps(
-            platform_name=ctx.config.name, region=ctx.config.region, cluster_name=ctx.cluster_name,
-            namespace=NAMESPACE, service_account=SERVICE_ACCOUNT, backend=self._backend(ctx),
-        )).ready
+        return MlflowIdentity(
+            ctx.scope,
+            "mlflow-identity",
+            props=MlflowIdentityProps(
+                platform_name=ctx.config.name,
+                region=ctx.config.region,
+                cluster_name=ctx.cluster_name,
+                namespace=NAMESPACE,
+                service_account=SERVICE_ACCOUNT,
+                backend=self._backend(ctx),
+            ),
+        ).ready
 
     @staticmethod
     def _backend(ctx: AddonContext) -> MlflowBackend:

@@ -47,7 +47,8 @@ GPU_RULES: dict[str, Any] = {
                 {
                     "alert": "GpuXidCodeReported",
                     "expr": "DCGM_FI_DEV_XID_ERRORS != 0 unless ("
-                    + " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in CRITICAL_XIDS) + ")",
+                    + " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in CRITICAL_XIDS)
+                    + ")",
                     "for": "1m",
                     "labels": {"severity": "warning"},
                     "annotations": {
@@ -77,9 +78,12 @@ class PrometheusValues(Values):
 def controller_monitor(name: str, namespace: str, app: str, port: str) -> dict[str, Any]:
     """A ServiceMonitor for a controller's metrics Service. Created by this chart, so it exists
     only once the Prometheus operator's CRDs do (in the same release)."""
-    return {"name": name, "namespaceSelector": {"matchNames": [namespace]},
-            "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
-            "endpoints": [{"port": port, "path": "/metrics", "interval": "30s"}]}
+    return {
+        "name": name,
+        "namespaceSelector": {"matchNames": [namespace]},
+        "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
+        "endpoints": [{"port": port, "path": "/metrics", "interval": "30s"}],
+    }
 
 
 class GrafanaAdmin(Values):
@@ -101,7 +105,11 @@ class MonitoringValues(Values):
 
 
 def monitoring_values(
-    *, retention_days: int, storage_gib: int, storage_class: str, grafana_secret: str | None,
+    *,
+    retention_days: int,
+    storage_gib: int,
+    storage_class: str,
+    grafana_secret: str | None,
     monitors: tuple[dict[str, Any], ...] = (),
 ) -> MonitoringValues:
     return MonitoringValues(
@@ -155,11 +163,17 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
     def network_allows(self, ctx: AddonContext, settings: MonitoringConfig) -> dict[str, dict[str, Any]]:
         return {
             # Prometheus scrapes pods in every namespace and the nodes (kubelet, node-exporter).
-            "allow-scrape-targets": {"policyTypes": ["Egress"], "egress": [
-                {"to": [{"namespaceSelector": {}}]}, {"to": [{"ipBlock": {"cidr": ctx.vpc_cidr}}]}]},
+            "allow-scrape-targets": {
+                "policyTypes": ["Egress"],
+                "egress": [{"to": [{"namespaceSelector": {}}]}, {"to": [{"ipBlock": {"cidr": ctx.vpc_cidr}}]}],
+            },
             # The API server calls the Prometheus operator's admission webhook (PrometheusRule checks).
-            "allow-admission-webhook": {"policyTypes": ["Ingress"], "ingress": [{
-                "from": [{"ipBlock": {"cidr": ctx.vpc_cidr}}], "ports": [{"protocol": "TCP", "port": 10250}]}]},
+            "allow-admission-webhook": {
+                "policyTypes": ["Ingress"],
+                "ingress": [
+                    {"from": [{"ipBlock": {"cidr": ctx.vpc_cidr}}], "ports": [{"protocol": "TCP", "port": 10250}]}
+                ],
+            },
         }
 
     def values(self, ctx: AddonContext, settings: MonitoringConfig) -> MonitoringValues:

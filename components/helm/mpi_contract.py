@@ -30,8 +30,12 @@ class SshSetting:
 
 
 MPI_SSH_CONTRACT = (
-    SshSetting("ssh", "stricthostkeychecking", "false",
-               "mpirun passes only ConnectionAttempts: an unknown worker host key must not stop it"),
+    SshSetting(
+        "ssh",
+        "stricthostkeychecking",
+        "false",
+        "mpirun passes only ConnectionAttempts: an unknown worker host key must not stop it",
+    ),
     SshSetting("ssh", "userknownhostsfile", "/dev/null", "/root/.ssh is a read-only Secret mount"),
     SshSetting("sshd", "strictmodes", "no", "the Secret's files fail sshd's ownership and mode checks"),
 )

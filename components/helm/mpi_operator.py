@@ -23,20 +23,32 @@ class MpiOperatorAddon(AddonSpec[AddonConfig]):
     def install(self, ctx: AddonContext) -> InstalledAddon:
         artifact = ARTIFACTS[self.key]
         TerraformStack.of(ctx.scope).add_override(
-            "terraform.required_providers.http", {"source": "hashicorp/http", "version": HTTP_PROVIDER_VERSION})
+            "terraform.required_providers.http", {"source": "hashicorp/http", "version": HTTP_PROVIDER_VERSION}
+        )
         download = TerraformDataSource(ctx.scope, "mpi-operator-manifest", terraform_resource_type="http")
         download.add_override("url", artifact.url)
         # A changed or truncated download fails the plan instead of installing something unreviewed.
-        download.add_override("lifecycle", {"postcondition": [{
-            "condition": expression(f"sha256(self.response_body) == {string_literal(artifact.sha256)}"),
-            "error_message": f"{artifact.url} is not the reviewed {artifact.tag} manifest (SHA-256 differs).",
-        }]})
+        download.add_override(
+            "lifecycle",
+            {
+                "postcondition": [
+                    {
+                        "condition": expression(f"sha256(self.response_body) == {string_literal(artifact.sha256)}"),
+                        "error_message": (
+                            f"{artifact.url} is not the reviewed {artifact.tag} manifest (SHA-256 differs)."
+                        ),
+                    }
+                ]
+            },
+        )
         namespace = self.guarded_namespace(ctx)
         documents = f"provider::kubernetes::manifest_decode_multi({download.fqn}.response_body)"
         objects = Manifest(ctx.scope, "mpi-operator", manifest={}, depends_on=[*namespace])
         key = quoted_template(Expression("doc.kind"), "/", Expression("doc.metadata.name"))
-        objects.add_override("for_each", expression(
-            f"{{ for doc in {documents} : {key} => doc if doc.kind != {string_literal('Namespace')} }}"))
+        objects.add_override(
+            "for_each",
+            expression(f"{{ for doc in {documents} : {key} => doc if doc.kind != {string_literal('Namespace')} }}"),
+        )
         objects.add_override("manifest", expression("each.value"))
         return InstalledAddon(name=self.release_name, ready=(objects,))
 

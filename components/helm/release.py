@@ -68,7 +68,8 @@ class HelmAddon(Construct):
         values = props.values
         self._values_yaml = values.render() if isinstance(values, Values) else render_yaml(values)
         self._release = Release(
-            self, "release",
+            self,
+            "release",
             name=props.release_name,
             namespace=props.namespace,
             create_namespace=props.create_namespace,

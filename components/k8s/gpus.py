@@ -19,11 +19,20 @@ def claim_template_name(count: int) -> str:
 
 def claim_template(namespace: str, count: int) -> dict[str, Any]:
     """A ResourceClaimTemplate for `count` GPUs: every pod using it gets its own claim."""
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-            "metadata": {"name": claim_template_name(count), "namespace": namespace},
-            "spec": {"spec": {"devices": {"requests": [
-                {"name": CLAIM_NAME, "exactly": {"deviceClassName": GPU_DEVICE_CLASS, "count": count}},
-            ]}}}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": claim_template_name(count), "namespace": namespace},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {"name": CLAIM_NAME, "exactly": {"deviceClassName": GPU_DEVICE_CLASS, "count": count}},
+                    ]
+                }
+            }
+        },
+    }
 
 
 def gpu_quota(count: int, *, dra: bool) -> dict[str, str]:

@@ -56,16 +56,28 @@ class KarpenterPoolsProps:
     """The platform's FSx for Lustre file system is EFA-enabled: EFA nodes configure LNet over EFA."""
 
 
-def _pool(name: str, requirements: list[Requirement], *, taints: list[Taint] | None, expire_hours: int,
-          disruption: Disruption, limits: dict[str, str], node_class: str = NODE_CLASS) -> NodePool:
+def _pool(
+    name: str,
+    requirements: list[Requirement],
+    *,
+    taints: list[Taint] | None,
+    expire_hours: int,
+    disruption: Disruption,
+    limits: dict[str, str],
+    node_class: str = NODE_CLASS,
+) -> NodePool:
     """A NodePool whose nodes carry the label platform/node-pool=<name>."""
     return NodePool(
         metadata=ObjectMeta(name=name),
         spec=NodePoolSpec(
             template=NodeClaimTemplate(
                 metadata=NodeClaimTemplateMeta(labels={NODE_POOL_LABEL: name}),
-                spec=NodeClaimSpec(node_class_ref=NodeClassRef(name=node_class), requirements=requirements,
-                                   taints=taints, expire_after=f"{expire_hours}h"),
+                spec=NodeClaimSpec(
+                    node_class_ref=NodeClassRef(name=node_class),
+                    requirements=requirements,
+                    taints=taints,
+                    expire_after=f"{expire_hours}h",
+                ),
             ),
             disruption=disruption,
             limits=limits,
@@ -88,15 +100,17 @@ def _node_class(name: str, props: KarpenterPoolsProps, *, gpu: bool) -> Ec2NodeC
             subnet_selector_terms=[SelectorTerm(tags={"karpenter.sh/discovery": props.cluster_name})],
             security_group_selector_terms=[SelectorTerm(id=props.node_security_group_id)],
             metadata_options=MetadataOptions(http_tokens="required", http_put_response_hop_limit=IMDS_HOP_LIMIT),
-            block_device_mappings=[BlockDeviceMapping(
-                device_name=ROOT_DEVICE_NAME, ebs=Ebs(volume_size="200Gi", encrypted=True))],
+            block_device_mappings=[
+                BlockDeviceMapping(device_name=ROOT_DEVICE_NAME, ebs=Ebs(volume_size="200Gi", encrypted=True))
+            ],
             # GPU nodes: the managed groups' set-up. Karpenter merges these nodeadm MIME parts with its
             # own NodeConfig; it sets up the instance-store RAID0 itself (instanceStorePolicy; on
             # types without instance store it does nothing), so the document leaves that part out.
             instance_store_policy="RAID0" if gpu else None,
             # Plain text in the Terraform JSON is a template: the script's own ${VAR}s stay shell.
             user_data=template_text(gpu_node_mime(raid0_local_nvme=False, lustre_over_efa=props.lustre_over_efa))
-            if gpu else None,
+            if gpu
+            else None,
             tags={"karpenter.sh/discovery": props.cluster_name},
         ),
     )
@@ -133,7 +147,8 @@ def karpenter_objects(props: KarpenterPoolsProps) -> list[dict[str, Any]]:
         expire_hours=props.gpu.expire_after_hours,
         # GPU nodes leave only when empty: consolidation must not evict running training.
         disruption=Disruption(
-            consolidation_policy="WhenEmpty", consolidate_after=f"{props.gpu.consolidate_after_minutes}m",
+            consolidation_policy="WhenEmpty",
+            consolidate_after=f"{props.gpu.consolidate_after_minutes}m",
             # A new AMI release (al2023@latest) drifts every node: never replace a GPU node for that
             # while it runs work. Drifted nodes leave once empty, or at expireAfter.
             budgets=[Budget(nodes="0", reasons=["Drifted"])],

@@ -19,8 +19,14 @@ SERVER_SELECTOR = {"app.kubernetes.io/name": "mlflow"}
 # for `kubectl port-forward`. Exact names or fnmatch patterns, as MLflow matches them.
 SERVER_ALLOWED_HOSTS = tuple(
     pattern
-    for host in (f"{SERVICE}.{NAMESPACE}.svc.cluster.local", f"{SERVICE}.{NAMESPACE}.svc", f"{SERVICE}.{NAMESPACE}",
-                 SERVICE, "localhost", "127.0.0.1")
+    for host in (
+        f"{SERVICE}.{NAMESPACE}.svc.cluster.local",
+        f"{SERVICE}.{NAMESPACE}.svc",
+        f"{SERVICE}.{NAMESPACE}",
+        SERVICE,
+        "localhost",
+        "127.0.0.1",
+    )
     for pattern in (host, f"{host}:*")
 )
 # Namespaces carrying this label may call the server (the server admits no one else).
@@ -44,26 +50,44 @@ def tracking_env() -> list[dict[str, str]]:
 def tracking_config_map(namespace: str) -> dict[str, Any]:
     """The tracking URI as a ConfigMap, for pods the platform does not template (Ray clusters, MPI
     jobs): `envFrom: [{configMapRef: {name: mlflow-tracking}}]`."""
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": TRACKING_CONFIG_MAP, "namespace": namespace},
-            "data": {env["name"]: env["value"] for env in tracking_env()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": TRACKING_CONFIG_MAP, "namespace": namespace},
+        "data": {env["name"]: env["value"] for env in tracking_env()},
+    }
 
 
 def egress_to_mlflow() -> dict[str, Any]:
     """A client namespace's allow: to the tracking server's pods, on the server's port only."""
-    return {"policyTypes": ["Egress"], "egress": [{
-        "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
-                "podSelector": {"matchLabels": dict(SERVER_SELECTOR)}}],
-        "ports": [{"protocol": "TCP", "port": SERVER_PORT}],
-    }]}
+    return {
+        "policyTypes": ["Egress"],
+        "egress": [
+            {
+                "to": [
+                    {
+                        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
+                        "podSelector": {"matchLabels": dict(SERVER_SELECTOR)},
+                    }
+                ],
+                "ports": [{"protocol": "TCP", "port": SERVER_PORT}],
+            }
+        ],
+    }
 
 
 def ingress_from_clients() -> dict[str, Any]:
     """The server namespace's allow: from labelled client namespaces, to the server's port only."""
-    return {"policyTypes": ["Ingress"], "podSelector": {"matchLabels": dict(SERVER_SELECTOR)}, "ingress": [{
-        "from": [{"namespaceSelector": {"matchLabels": dict(CLIENT_LABEL)}}],
-        "ports": [{"protocol": "TCP", "port": SERVER_PORT}],
-    }]}
+    return {
+        "policyTypes": ["Ingress"],
+        "podSelector": {"matchLabels": dict(SERVER_SELECTOR)},
+        "ingress": [
+            {
+                "from": [{"namespaceSelector": {"matchLabels": dict(CLIENT_LABEL)}}],
+                "ports": [{"protocol": "TCP", "port": SERVER_PORT}],
+            }
+        ],
+    }
 
 
 def client_access(enabled: bool) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:

@@ -68,29 +68,46 @@ def pod_security_labels(level: PodSecurityLevel) -> dict[str, str]:
 
 
 def _policy(namespace: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": name, "namespace": namespace}, "spec": {"podSelector": {}, **spec}}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"podSelector": {}, **spec},
+    }
 
 
 def egress_to_api_server(api: ApiServerAddresses) -> dict[str, Any]:
     """The EKS API server on 443: its ClusterIP and the private endpoint's network interfaces."""
-    return {"policyTypes": ["Egress"], "egress": [{
-        "to": [{"ipBlock": {"cidr": f"{api.service_ip}/32"}}, {"ipBlock": {"cidr": api.vpc_cidr}}],
-        "ports": [{"protocol": "TCP", "port": 443}]}]}
+    return {
+        "policyTypes": ["Egress"],
+        "egress": [
+            {
+                "to": [{"ipBlock": {"cidr": f"{api.service_ip}/32"}}, {"ipBlock": {"cidr": api.vpc_cidr}}],
+                "ports": [{"protocol": "TCP", "port": 443}],
+            }
+        ],
+    }
 
 
 def egress_https_outside_the_node() -> dict[str, Any]:
     """HTTPS to AWS APIs (S3 through the gateway endpoint's public ranges, STS, ECR, ...), by NAT,
     endpoints or the internet; IMDS and the rest of the link-local range stay out of reach."""
-    return {"policyTypes": ["Egress"], "egress": [{
-        "to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": [LINK_LOCAL]}}],
-        "ports": [{"protocol": "TCP", "port": 443}],
-    }]}
+    return {
+        "policyTypes": ["Egress"],
+        "egress": [
+            {
+                "to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": [LINK_LOCAL]}}],
+                "ports": [{"protocol": "TCP", "port": 443}],
+            }
+        ],
+    }
 
 
 def egress_to_pod_identity_agent() -> dict[str, Any]:
-    return {"policyTypes": ["Egress"], "egress": [{"to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT}}],
-                                                   "ports": [{"protocol": "TCP", "port": 80}]}]}
+    return {
+        "policyTypes": ["Egress"],
+        "egress": [{"to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT}}], "ports": [{"protocol": "TCP", "port": 80}]}],
+    }
 
 
 def container_defaults(namespace: str) -> dict[str, Any]:
@@ -99,11 +116,19 @@ def container_defaults(namespace: str) -> dict[str, Any]:
     LIMIT: a training container written like the public samples (only GPUs and EFA set) would get
     it and be OOM-killed loading its model, and one that requests more CPU than that limit without
     a limit of its own would be refused (a request above its limit is invalid)."""
-    return {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults", "namespace": namespace},
-            "spec": {"limits": [{
-                "type": "Container",
-                "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
-            }]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "defaults", "namespace": namespace},
+        "spec": {
+            "limits": [
+                {
+                    "type": "Container",
+                    "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
+                }
+            ]
+        },
+    }
 
 
 def namespace_objects(guard: NamespaceGuard, *, api: ApiServerAddresses | None) -> list[dict[str, Any]]:
@@ -112,19 +137,57 @@ def namespace_objects(guard: NamespaceGuard, *, api: ApiServerAddresses | None) 
     what `guard.allow` adds."""
     ns = guard.name
     objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {
-            "name": ns, "labels": {**guard.labels, **pod_security_labels(guard.pod_security)}}},
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": ns, "labels": {**guard.labels, **pod_security_labels(guard.pod_security)}},
+        },
         _policy(ns, "default-deny", {"policyTypes": ["Ingress", "Egress"]}),
-        _policy(ns, "allow-same-namespace", {"policyTypes": ["Ingress", "Egress"],
-                                             "ingress": [{"from": [{"podSelector": {}}]}],
-                                             "egress": [{"to": [{"podSelector": {}}]}]}),
-        _policy(ns, "allow-dns", {"policyTypes": ["Egress"], "egress": [{
-            "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-                    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
-            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-        }]}),
-        _policy(ns, "allow-metrics-scrape", {"policyTypes": ["Ingress"], "ingress": [{"from": [
-            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}}}]}]}),
+        _policy(
+            ns,
+            "allow-same-namespace",
+            {
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [{"from": [{"podSelector": {}}]}],
+                "egress": [{"to": [{"podSelector": {}}]}],
+            },
+        ),
+        _policy(
+            ns,
+            "allow-dns",
+            {
+                "policyTypes": ["Egress"],
+                "egress": [
+                    {
+                        "to": [
+                            {
+                                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                                "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                            }
+                        ],
+                        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                    }
+                ],
+            },
+        ),
+        _policy(
+            ns,
+            "allow-metrics-scrape",
+            {
+                "policyTypes": ["Ingress"],
+                "ingress": [
+                    {
+                        "from": [
+                            {
+                                "namespaceSelector": {
+                                    "matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}
+                                }
+                            }
+                        ]
+                    }
+                ],
+            },
+        ),
     ]
     if api is not None:
         objects.append(_policy(ns, "allow-api-server", egress_to_api_server(api)))

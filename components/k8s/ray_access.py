@@ -29,16 +29,36 @@ def operator_to_ray_heads(tenants: tuple[str, ...]) -> dict[str, dict[str, Any]]
     """ray-system's egress: the head pods (and their Services) of every tenant namespace."""
     if not tenants:
         return {}
-    return {"allow-ray-heads": {"policyTypes": ["Egress"], "egress": [{
-        "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": tenant}},
-                "podSelector": {"matchLabels": HEAD_POD}} for tenant in tenants],
-        "ports": _ports(),
-    }]}}
+    return {
+        "allow-ray-heads": {
+            "policyTypes": ["Egress"],
+            "egress": [
+                {
+                    "to": [
+                        {
+                            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": tenant}},
+                            "podSelector": {"matchLabels": HEAD_POD},
+                        }
+                        for tenant in tenants
+                    ],
+                    "ports": _ports(),
+                }
+            ],
+        }
+    }
 
 
 def heads_from_operator() -> dict[str, dict[str, Any]]:
     """A tenant's ingress: the KubeRay operator may reach its Ray heads' dashboard and Serve."""
-    return {"allow-kuberay-operator": {"podSelector": {"matchLabels": HEAD_POD}, "policyTypes": ["Ingress"],
-                                       "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {
-                                           "kubernetes.io/metadata.name": RAY_NAMESPACE}}}],
-                                                    "ports": _ports()}]}}
+    return {
+        "allow-kuberay-operator": {
+            "podSelector": {"matchLabels": HEAD_POD},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": RAY_NAMESPACE}}}],
+                    "ports": _ports(),
+                }
+            ],
+        }
+    }

@@ -73,18 +73,29 @@ def _static_volume(
     """A PV bound to exactly one PVC in the consuming namespace (a PVC cannot cross namespaces)."""
     pv_name = f"{namespace}-{name}"
     pv = {
-        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": _meta(pv_name),
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": _meta(pv_name),
         "spec": {
-            "capacity": {"storage": capacity}, "accessModes": ["ReadWriteMany"],
-            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
-            "claimRef": {"namespace": namespace, "name": name}, "csi": csi,
+            "capacity": {"storage": capacity},
+            "accessModes": ["ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "claimRef": {"namespace": namespace, "name": name},
+            "csi": csi,
             **({"mountOptions": mount_options} if mount_options else {}),
         },
     }
     pvc = {
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(name, namespace),
-        "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": pv_name,
-                 "resources": {"requests": {"storage": capacity}}},
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": _meta(name, namespace),
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "",
+            "volumeName": pv_name,
+            "resources": {"requests": {"storage": capacity}},
+        },
     }
     return [pv, pvc]
 
@@ -93,22 +104,33 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
     cfg, storage = props.config, props.storage
     ns = cfg.name
     mlflow_labels, mlflow_allows = client_access(props.mlflow)
-    guard = NamespaceGuard(name=ns, labels={"platform/tenant": ns, **mlflow_labels}, allow={
-        # Pod Identity: the agent hands out credentials, then the role is used against AWS APIs.
-        "allow-pod-identity": egress_to_pod_identity_agent(),
-        "allow-aws-apis": egress_https_outside_the_node(),
-        **mlflow_allows,
-        **(heads_from_operator() if props.kuberay else {}),
-    })
+    guard = NamespaceGuard(
+        name=ns,
+        labels={"platform/tenant": ns, **mlflow_labels},
+        allow={
+            # Pod Identity: the agent hands out credentials, then the role is used against AWS APIs.
+            "allow-pod-identity": egress_to_pod_identity_agent(),
+            "allow-aws-apis": egress_https_outside_the_node(),
+            **mlflow_allows,
+            **(heads_from_operator() if props.kuberay else {}),
+        },
+    )
     objects: list[dict[str, Any]] = [
         # No separate API-server allow: HTTPS outside the node already reaches its endpoint.
         *namespace_objects(guard, api=None),
-        {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": _meta("compute", ns), "spec": {"hard": {
-            **({"requests.cpu": cfg.cpu_quota} if cfg.cpu_quota is not None else {}),
-            **({"requests.memory": cfg.memory_quota} if cfg.memory_quota is not None else {}),
-            **gpu_quota(props.gpu_quota, dra=bool(props.dra_gpu_counts)),
-            "persistentvolumeclaims": str(cfg.max_persistent_volume_claims),
-        }}},
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": _meta("compute", ns),
+            "spec": {
+                "hard": {
+                    **({"requests.cpu": cfg.cpu_quota} if cfg.cpu_quota is not None else {}),
+                    **({"requests.memory": cfg.memory_quota} if cfg.memory_quota is not None else {}),
+                    **gpu_quota(props.gpu_quota, dra=bool(props.dra_gpu_counts)),
+                    "persistentvolumeclaims": str(cfg.max_persistent_volume_claims),
+                }
+            },
+        },
         # Defaults for containers that state nothing; GPU pods set their own requests and limits.
         container_defaults(ns),
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(SERVICE_ACCOUNT, ns)},
@@ -116,16 +138,30 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
     if storage.fsx_file_system_id and storage.fsx_tenant_directories:
         # A Lustre fileset mount of the tenant's own directory (/<tenant>, which the tenant's data
         # repository associations create): the rest of the file system is not visible through it.
-        objects += _static_volume(ns, "fsx", f"{storage.fsx_capacity_gib}Gi", {
-            "driver": "fsx.csi.aws.com", "volumeHandle": storage.fsx_file_system_id,
-            "volumeAttributes": {"dnsname": storage.fsx_dns_name, "mountname": f"{storage.fsx_mount_name}/{ns}"},
-        }, mount_options=["flock"])
+        objects += _static_volume(
+            ns,
+            "fsx",
+            f"{storage.fsx_capacity_gib}Gi",
+            {
+                "driver": "fsx.csi.aws.com",
+                "volumeHandle": storage.fsx_file_system_id,
+                "volumeAttributes": {"dnsname": storage.fsx_dns_name, "mountname": f"{storage.fsx_mount_name}/{ns}"},
+            },
+            mount_options=["flock"],
+        )
     for purpose, bucket in sorted(storage.bucket_names.items()):
         # Mountpoint for S3 supports static provisioning only; the tenant sees its own prefix.
-        objects += _static_volume(ns, f"s3-{purpose}", "1200Gi", {
-            "driver": "s3.csi.aws.com", "volumeHandle": f"s3-{ns}-{purpose}",
-            "volumeAttributes": {"bucketName": bucket},
-        }, mount_options=["allow-delete", f"region {storage.region}", f"prefix {ns}/"])
+        objects += _static_volume(
+            ns,
+            f"s3-{purpose}",
+            "1200Gi",
+            {
+                "driver": "s3.csi.aws.com",
+                "volumeHandle": f"s3-{ns}-{purpose}",
+                "volumeAttributes": {"bucketName": bucket},
+            },
+            mount_options=["allow-delete", f"region {storage.region}", f"prefix {ns}/"],
+        )
     objects += [claim_template(ns, count) for count in props.dra_gpu_counts]
     if props.mlflow:
         # Ray clusters and MPI jobs read the tracking URI with envFrom.

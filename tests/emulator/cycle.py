@@ -57,8 +57,10 @@ def run_cycle(stacks_dir: Path, profile: str, *, protected: bool, env: dict[str,
     try:
         coverage = prepare(stacks_dir, ["cluster", *INDEPENDENT], emulator.endpoint)
         full_env = {**env, "AWS_ACCESS_KEY_ID": "emulator", "AWS_SECRET_ACCESS_KEY": "emulator"}
-        operators = {layer: Operator(stacks_dir, log=_printer(f"{profile}/{layer}"), env=full_env)
-                     for layer in ("cluster", *INDEPENDENT)}
+        operators = {
+            layer: Operator(stacks_dir, log=_printer(f"{profile}/{layer}"), env=full_env)
+            for layer in ("cluster", *INDEPENDENT)
+        }
         independent = {layer: operators[layer] for layer in INDEPENDENT}
         phases: dict[str, float] = {}
         started = time.monotonic()
@@ -88,11 +90,22 @@ def run_cycle(stacks_dir: Path, profile: str, *, protected: bool, env: dict[str,
         phase("teardown", _together(independent, "destroy") + operators["cluster"].run("destroy", ["cluster"]))
         left = whole.deployed_layers()
         leaked = emulator.extensions
-        if left or leaked.placement_groups or leaked.access_entries or leaked.addons or leaked.pod_identities \
-                or leaked.cluster_security_groups:
+        if (
+            left
+            or leaked.placement_groups
+            or leaked.access_entries
+            or leaked.addons
+            or leaked.pod_identities
+            or leaked.cluster_security_groups
+        ):
             raise AssertionError(f"left after the teardown: layers {left}, emulator {leaked}")
-        return {"profile": profile, "ok": True, "seconds": round(time.monotonic() - started), "phases": phases,
-                "coverage": coverage}
+        return {
+            "profile": profile,
+            "ok": True,
+            "seconds": round(time.monotonic() - started),
+            "phases": phases,
+            "coverage": coverage,
+        }
     finally:
         emulator.stop()
 

@@ -15,8 +15,10 @@ ACCOUNT = "123456789012"
 
 def _json(start_response, status: int, body: dict | None):
     payload = json.dumps(body or {}).encode()
-    start_response(f"{status} {'OK' if status < 400 else 'Error'}",
-                   [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
+    start_response(
+        f"{status} {'OK' if status < 400 else 'Error'}",
+        [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))],
+    )
     return [payload]
 
 
@@ -28,8 +30,10 @@ def _xml(start_response, body: str):
 
 def _eks_error(start_response, status: int, kind: str, message: str):
     payload = json.dumps({"message": message}).encode()
-    start_response(f"{status} Error", [("Content-Type", "application/json"), ("x-amzn-ErrorType", kind),
-                                       ("Content-Length", str(len(payload)))])
+    start_response(
+        f"{status} Error",
+        [("Content-Type", "application/json"), ("x-amzn-ErrorType", kind), ("Content-Length", str(len(payload)))],
+    )
     return [payload]
 
 
@@ -63,6 +67,7 @@ class EmulatorExtensions:
             if form.get("Action", "").endswith("PlacementGroup") or form.get("Action") == "DescribePlacementGroups":
                 return self._placement(start_response, form)
             import io
+
             environ["wsgi.input"] = io.BytesIO(raw)
         return self.moto_app(environ, start_response)
 
@@ -93,8 +98,10 @@ class EmulatorExtensions:
                     if name not in self.cluster_security_groups:
                         subnet = backend.get_subnet(cluster["resourcesVpcConfig"]["subnetIds"][0])
                         group = backend.create_security_group(
-                            name=f"eks-cluster-sg-{name}", description="EKS cluster security group",
-                            vpc_id=subnet.vpc_id)
+                            name=f"eks-cluster-sg-{name}",
+                            description="EKS cluster security group",
+                            vpc_id=subnet.vpc_id,
+                        )
                         self.cluster_security_groups[name] = group.id
                     cluster["resourcesVpcConfig"]["clusterSecurityGroupId"] = self.cluster_security_groups[name]
                 self.calls.append(f"{method} cluster-security-group")
@@ -110,13 +117,23 @@ class EmulatorExtensions:
         ns = 'xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"'
         if action == "CreatePlacementGroup":
             name = form["GroupName"]
-            tags = {form[k]: form.get(k.replace(".Key", ".Value"), "") for k in form
-                    if re.match(r"TagSpecification\.1\.Tag\.\d+\.Key$", k)}
-            group = {"name": name, "strategy": form.get("Strategy", "cluster"), "id": f"pg-{uuid.uuid4().hex[:17]}",
-                     "tags": tags}
+            tags = {
+                form[k]: form.get(k.replace(".Key", ".Value"), "")
+                for k in form
+                if re.match(r"TagSpecification\.1\.Tag\.\d+\.Key$", k)
+            }
+            group = {
+                "name": name,
+                "strategy": form.get("Strategy", "cluster"),
+                "id": f"pg-{uuid.uuid4().hex[:17]}",
+                "tags": tags,
+            }
             self.placement_groups[name] = group
-            return _xml(start_response, f"<CreatePlacementGroupResponse {ns}><requestId>x</requestId>"
-                                        f"{self._pg_xml(group, 'placementGroup')}</CreatePlacementGroupResponse>")
+            return _xml(
+                start_response,
+                f"<CreatePlacementGroupResponse {ns}><requestId>x</requestId>"
+                f"{self._pg_xml(group, 'placementGroup')}</CreatePlacementGroupResponse>",
+            )
         if action == "DeletePlacementGroup":
             self.placement_groups.pop(form["GroupName"], None)
             return _xml(
@@ -173,13 +190,30 @@ class EmulatorExtensions:
         name, kubernetes = query.get("addonName", ""), query.get("kubernetesVersion", "")
         self.calls.append("GET addon-versions")
         version = self.DEFAULT_ADDON_VERSIONS.get(name, "v1.0.0-eksbuild.1")
-        return _json(start_response, 200, {"addons": [{
-            "addonName": name, "type": "networking", "owner": "aws", "publisher": "eks",
-            "addonVersions": [{"addonVersion": version, "architecture": ["amd64", "arm64"],
-                               "compatibilities": [{"clusterVersion": kubernetes, "platformVersions": ["*"],
-                                                    "defaultVersion": True}],
-                               "requiresConfiguration": False}],
-        }]})
+        return _json(
+            start_response,
+            200,
+            {
+                "addons": [
+                    {
+                        "addonName": name,
+                        "type": "networking",
+                        "owner": "aws",
+                        "publisher": "eks",
+                        "addonVersions": [
+                            {
+                                "addonVersion": version,
+                                "architecture": ["amd64", "arm64"],
+                                "compatibilities": [
+                                    {"clusterVersion": kubernetes, "platformVersions": ["*"], "defaultVersion": True}
+                                ],
+                                "requiresConfiguration": False,
+                            }
+                        ],
+                    }
+                ]
+            },
+        )
 
     def _access_entries(self, environ, start_response, method, cluster, rest):
         if method == "POST" and not rest:

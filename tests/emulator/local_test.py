@@ -32,20 +32,43 @@ KNOWN_EMULATOR_DRIFT = {
     "aws_vpc_security_group_egress_rule": {"description", "referenced_security_group_id"},
 }
 
-SERVICES = ("codebuild", "ec2", "ecr", "eks", "events", "fsx", "iam", "kms", "logs", "rds", "s3", "secretsmanager",
-            "sqs", "sts")
+SERVICES = (
+    "codebuild",
+    "ec2",
+    "ecr",
+    "eks",
+    "events",
+    "fsx",
+    "iam",
+    "kms",
+    "logs",
+    "rds",
+    "s3",
+    "secretsmanager",
+    "sqs",
+    "sts",
+)
 
 
 def provider_override(endpoint: str) -> dict:
-    return {"provider": {"aws": [{
-        "access_key": "emulator", "secret_key": "emulator",
-        "skip_credentials_validation": True, "skip_metadata_api_check": True, "skip_region_validation": True,
-        "s3_use_path_style": True,
-        # Low: an API the emulator lacks fails fast instead of retrying for minutes; 3 still rides
-        # out a dropped local connection on a busy machine.
-        "max_retries": 3,
-        "endpoints": [{service: endpoint for service in SERVICES}],
-    }]}}
+    return {
+        "provider": {
+            "aws": [
+                {
+                    "access_key": "emulator",
+                    "secret_key": "emulator",
+                    "skip_credentials_validation": True,
+                    "skip_metadata_api_check": True,
+                    "skip_region_validation": True,
+                    "s3_use_path_style": True,
+                    # Low: an API the emulator lacks fails fast instead of retrying for minutes; 3 still rides
+                    # out a dropped local connection on a busy machine.
+                    "max_retries": 3,
+                    "endpoints": [{service: endpoint for service in SERVICES}],
+                }
+            ]
+        }
+    }
 
 
 def _references(value, address: str) -> bool:
@@ -98,12 +121,18 @@ def known_differences(before, after, unknown, path: tuple = ()) -> list[tuple]:
         return []
     if isinstance(before, dict) and isinstance(after, dict):
         unknown = unknown if isinstance(unknown, dict) else {}
-        return [p for key in set(before) | set(after)
-                for p in known_differences(before.get(key), after.get(key), unknown.get(key), (*path, key))]
+        return [
+            p
+            for key in set(before) | set(after)
+            for p in known_differences(before.get(key), after.get(key), unknown.get(key), (*path, key))
+        ]
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         unknown = unknown if isinstance(unknown, list) else [None] * len(after)
-        return [p for i, (b, a) in enumerate(zip(before, after, strict=True))
-                for p in known_differences(b, a, unknown[i] if i < len(unknown) else None, (*path, i))]
+        return [
+            p
+            for i, (b, a) in enumerate(zip(before, after, strict=True))
+            for p in known_differences(b, a, unknown[i] if i < len(unknown) else None, (*path, i))
+        ]
     return [] if before == after or (before in (None, "", [], {}) and after in (None, "", [], {})) else [path]
 
 
@@ -116,8 +145,12 @@ def unexpected_drift(plan: dict) -> list[str]:
             continue
         allowed = KNOWN_EMULATOR_DRIFT.get(change["type"], set())
         roots = {path[0] for path in change["change"].get("replace_paths") or []}
-        roots |= {path[0] for path in known_differences(change["change"]["before"], change["change"]["after"],
-                                                        change["change"].get("after_unknown"))}
+        roots |= {
+            path[0]
+            for path in known_differences(
+                change["change"]["before"], change["change"]["after"], change["change"].get("after_unknown")
+            )
+        }
         if actions in (["create"], ["delete"]) or not roots <= allowed:
             problems.append(f"{change['address']} {actions}: {sorted(roots - allowed) or 'created/deleted'}")
     return problems
