@@ -12,7 +12,7 @@ from cdktf_cdktf_provider_aws.eks_pod_identity_association import EksPodIdentity
 from constructs import Construct
 
 from components.iam import PodIdentityBinding, allow, pod_identity_role, policy_document
-from components.mlflow_store import MlflowBackend
+from components.mlflow_backend import MlflowBackend
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,6 +18,7 @@ from constructs import Construct
 
 from components.expressions import Expression, interpolated
 from components.kms import account_administered_key
+from components.mlflow_backend import MlflowBackend
 from components.s3 import SecureBucket, SecureBucketProps
 from profiles.addons import MlflowDatabaseConfig
 from profiles.versions import MLFLOW_POSTGRES_MAJOR_VERSION
@@ -29,26 +30,6 @@ MASTER_USERNAME = "mlflow"
 
 def artifact_bucket_name(platform_name: str, account_id: str) -> str:
     return f"{platform_name}-mlflow-artifacts-{account_id}"
-
-
-@dataclass(frozen=True, kw_only=True)
-class MlflowBackend:
-    """Where MLflow keeps its data, as the addons layer needs it to run the server."""
-
-    address: str
-    """The database's host name (private DNS)."""
-    database: str
-    """The database MLflow's tracking tables live in."""
-    username: str
-    """The master user MLflow connects as."""
-    secret_arn: str
-    """The RDS-managed Secrets Manager secret holding the master user's password."""
-    kms_key_arn: str
-    """The key that encrypts the database and that secret."""
-    bucket_name: str
-    """The artifact bucket."""
-    bucket_arn: str
-    """The artifact bucket's ARN."""
 
 
 @dataclass(frozen=True, kw_only=True)

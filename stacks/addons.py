@@ -9,7 +9,6 @@ from constructs import Construct
 from components.helm.addon import AddonContext, InstalledAddon
 from components.helm.registry import ADDONS
 from components.k8s.namespaces import ApiServerAddresses
-from components.mlflow_store import MlflowBackend
 from profiles import PlatformConfig
 from stacks.contracts import AddonsOutputs, ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack, StateLocation
@@ -46,7 +45,6 @@ class AddonsStack(LayerStack):
             parameters={"type": "gp3", "encrypted": "true"},
         )
         installed: dict[str, InstalledAddon] = {}
-        mlflow = mlflow_backend(storage)
         api_server = ApiServerAddresses(vpc_cidr=cluster.vpc_cidr, service_ip=config.cluster.api_service_ip)
         for addon in ADDONS:
             if addon.enabled(config):
@@ -60,7 +58,7 @@ class AddonsStack(LayerStack):
                         storage_class_ready=storage_class,
                         vpc_cidr=cluster.vpc_cidr,
                         api_server=api_server,
-                        mlflow_backend=mlflow,
+                        records=(storage.mlflow,) if storage.mlflow else (),
                         installed=installed,
                     )
                 )
@@ -73,27 +71,3 @@ class AddonsStack(LayerStack):
             karpenter_interruption_queue=exports.get("karpenter_interruption_queue"),
         )
         self.publish(self.outputs)
-
-
-def mlflow_backend(storage: StorageOutputs) -> MlflowBackend | None:
-    """MLflow's stores as the storage layer published them, or None when MLflow is off."""
-    s = storage
-    if (
-        s.mlflow_db_address is None
-        or s.mlflow_db_name is None
-        or s.mlflow_db_username is None
-        or s.mlflow_db_secret_arn is None
-        or s.mlflow_kms_key_arn is None
-        or s.mlflow_artifact_bucket_name is None
-        or s.mlflow_artifact_bucket_arn is None
-    ):
-        return None
-    return MlflowBackend(
-        address=s.mlflow_db_address,
-        database=s.mlflow_db_name,
-        username=s.mlflow_db_username,
-        secret_arn=s.mlflow_db_secret_arn,
-        kms_key_arn=s.mlflow_kms_key_arn,
-        bucket_name=s.mlflow_artifact_bucket_name,
-        bucket_arn=s.mlflow_artifact_bucket_arn,
-    )

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from components.mlflow_backend import MlflowBackend
+
 
 @dataclass(frozen=True, kw_only=True)
 class Output:
@@ -31,11 +33,22 @@ def published(*, description: str, sensitive: bool = False, per_key: str | None 
     return field(metadata={"output": Output(sensitive=sensitive, description=description, per_key=per_key)})
 
 
+def published_record(*, prefix: str, outputs: dict[str, tuple[str, str]]) -> Any:
+    """A contract field holding a typed record (None when its feature is off), each of whose fields
+    `outputs` publishes as `<prefix><name>` with a description: attribute -> (name, description)."""
+    return field(metadata={"record": (prefix, outputs)})
+
+
 def terraform_outputs(contract: object) -> Iterator[tuple[str, Any, Output]]:
     """(output name, value, how) for every published field of a contract that has a value."""
     for spec in fields(contract):  # type: ignore[arg-type]
         how = spec.metadata.get("output")
         value = getattr(contract, spec.name)
+        if "record" in spec.metadata and value is not None:
+            prefix, outputs = spec.metadata["record"]
+            for attribute, (name, description) in outputs.items():
+                yield f"{prefix}{name}", getattr(value, attribute), Output(description=description)
+            continue
         if how is None or value is None:
             continue
         if how.per_key is None:
@@ -79,15 +92,21 @@ class StorageOutputs:
     fsx_file_system_id: str | None = published(description="The FSx for Lustre file system")
     fsx_dns_name: str | None = published(description="The file system's DNS name (for mounts)")
     fsx_mount_name: str | None = published(description="The file system's Lustre mount name")
-    mlflow_db_address: str | None = published(description="MLflow's PostgreSQL host (private)")
-    mlflow_db_name: str | None = published(description="MLflow's database name")
-    mlflow_db_username: str | None = published(description="MLflow's database user")
-    mlflow_db_secret_arn: str | None = published(
-        description="The RDS-managed secret with MLflow's database password (read it in Secrets Manager)"
+    mlflow: MlflowBackend | None = published_record(
+        prefix="mlflow_",
+        outputs={
+            "address": ("db_address", "MLflow's PostgreSQL host (private)"),
+            "database": ("db_name", "MLflow's database name"),
+            "username": ("db_username", "MLflow's database user"),
+            "secret_arn": (
+                "db_secret_arn",
+                "The RDS-managed secret with MLflow's database password (read it in Secrets Manager)",
+            ),
+            "kms_key_arn": ("kms_key_arn", "The KMS key of MLflow's database and its secret"),
+            "bucket_name": ("artifact_bucket_name", "The bucket MLflow keeps artifacts in"),
+            "bucket_arn": ("artifact_bucket_arn", "That bucket's ARN"),
+        },
     )
-    mlflow_kms_key_arn: str | None = published(description="The KMS key of MLflow's database and its secret")
-    mlflow_artifact_bucket_name: str | None = published(description="The bucket MLflow keeps artifacts in")
-    mlflow_artifact_bucket_arn: str | None = published(description="That bucket's ARN")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -71,12 +71,6 @@ class StorageStack(LayerStack):
             fsx_file_system_id=fsx.id if fsx else None,
             fsx_dns_name=fsx.dns_name if fsx else None,
             fsx_mount_name=fsx.mount_name if fsx else None,
-            mlflow_db_address=mlflow.address if mlflow else None,
-            mlflow_db_name=mlflow.database if mlflow else None,
-            mlflow_db_username=mlflow.username if mlflow else None,
-            mlflow_db_secret_arn=mlflow.secret_arn if mlflow else None,
-            mlflow_kms_key_arn=mlflow.kms_key_arn if mlflow else None,
-            mlflow_artifact_bucket_name=mlflow.bucket_name if mlflow else None,
-            mlflow_artifact_bucket_arn=mlflow.bucket_arn if mlflow else None,
+            mlflow=mlflow,
         )
         self.publish(self.outputs)

@@ -26,8 +26,12 @@ def undocumented(source: str) -> list[str]:
                 continue
             following = node.body[index + 1] if index + 1 < len(node.body) else None
             has_docstring = isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
-            published = isinstance(item.value, ast.Call) and getattr(item.value.func, "id", "") == "published"
-            described = published and any(k.arg == "description" for k in item.value.keywords)
+            call = getattr(item.value, "func", None)
+            published = isinstance(item.value, ast.Call) and getattr(call, "id", "") in (
+                "published",
+                "published_record",
+            )
+            described = published and any(k.arg in ("description", "outputs") for k in item.value.keywords)
             if not (described or (not published and has_docstring)):
                 missing.append(f"{node.name}.{item.target.id}")  # type: ignore[attr-defined]
     return missing
@@ -54,6 +58,9 @@ def test_terraform_outputs_carry_the_contract_descriptions(synthesized, profile)
             how = spec.metadata.get("output")
             if how is not None:
                 expected[spec.name if how.per_key is None else how.per_key] = how.description
+            if "record" in spec.metadata:
+                prefix, outputs = spec.metadata["record"]
+                expected.update({f"{prefix}{name}": description for name, description in outputs.values()})
     for layer in ("cluster", "storage", "build", "addons"):
         for name, output in synthesized.stack(profile, layer).get("output", {}).items():
             if name.startswith("cross-stack-output-"):

@@ -22,10 +22,11 @@ from components.helm.release import HelmAddon, HelmAddonProps, SensitiveValue, V
 from components.k8s.mlflow_access import client_access
 from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, PodSecurityLevel, namespace_objects
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
-from components.mlflow_store import MlflowBackend
 from profiles import PlatformConfig
 from profiles.addons import AddonConfig, ReleaseConfig
 from profiles.versions import CHARTS, ChartRef
+
+RecordT = TypeVar("RecordT")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,10 +49,15 @@ class AddonContext:
     """The VPC's CIDR (the API server's private endpoint and the nodes live there)."""
     api_server: ApiServerAddresses
     """Where the add-on's pods reach the API server (its ClusterIP and the private endpoint)."""
-    mlflow_backend: MlflowBackend | None = None
-    """MLflow's database and artifact bucket from the storage layer (when MLflow is enabled)."""
+    records: tuple[object, ...] = ()
+    """Typed records earlier layers hand the add-ons (e.g. the storage layer's stores for an
+    add-on that keeps data there); an add-on asks for its own with `record()`."""
     installed: Mapping[str, InstalledAddon] = field(default_factory=dict)
     """Add-ons installed before this one, by key (registry order)."""
+
+    def record(self, kind: type[RecordT]) -> RecordT | None:
+        """The earlier layers' record of this type, or None when they made none."""
+        return next((r for r in self.records if isinstance(r, kind)), None)
 
 
 @dataclass(frozen=True, kw_only=True)

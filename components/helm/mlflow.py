@@ -33,8 +33,9 @@ from components.k8s.mlflow_access import (
 )
 from components.k8s.namespaces import egress_https_outside_the_node, egress_to_pod_identity_agent
 from components.labels import SYSTEM_NODES
+from components.mlflow_backend import MlflowBackend
 from components.mlflow_identity import MlflowIdentity, MlflowIdentityProps
-from components.mlflow_store import POSTGRES_PORT, MlflowBackend
+from components.mlflow_store import POSTGRES_PORT
 from profiles.addons import MlflowConfig
 from profiles.versions import MLFLOW_IMAGE
 
@@ -242,9 +243,10 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
 
     @staticmethod
     def _backend(ctx: AddonContext) -> MlflowBackend:
-        if ctx.mlflow_backend is None:
+        backend = ctx.record(MlflowBackend)
+        if backend is None:
             raise ValueError("MLflow is enabled but the storage layer provided no database (storage outputs missing)")
-        return ctx.mlflow_backend
+        return backend
 
 
 ADDON = MlflowAddon()

@@ -1,0 +1,26 @@
+"""MLflow's stores as the storage layer makes them and the addons layer reads them: one typed
+record passed between the layers (binding-free)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class MlflowBackend:
+    """Where MLflow keeps its data, as the addons layer needs it to run the server."""
+
+    address: str
+    """The database's host name (private DNS)."""
+    database: str
+    """The database MLflow's tracking tables live in."""
+    username: str
+    """The master user MLflow connects as."""
+    secret_arn: str
+    """The RDS-managed Secrets Manager secret holding the master user's password."""
+    kms_key_arn: str
+    """The key that encrypts the database and that secret."""
+    bucket_name: str
+    """The artifact bucket."""
+    bucket_arn: str
+    """The artifact bucket's ARN."""
