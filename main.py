@@ -345,7 +345,9 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
         confirm_data=lambda question: args.yes or ask_for_name(question, config.name),
     )
     operator.cleanup = lambda layer: cleanup_profile_cluster(config, operator, outdir / "kubeconfig", layer)
-    operator.preflight = deploy_preflight(config, operator)
+    operator.preflight = deploy_preflight(
+        config, operator, kubectl=lambda: profile_kubectl(config, operator, outdir / "kubeconfig")
+    )
     try:
         results = operator.run(args.command, layers)
     except ClusterAccessError as error:

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
+from operate.cluster_access import ClusterAccessError
+from operate.kubectl import Kubectl
 from operate.layers import KUBERNETES_LAYERS, StateUnreadable
 
 if TYPE_CHECKING:
@@ -120,16 +122,63 @@ def api_problems(
     return []
 
 
+def user_secret_problems(
+    config: PlatformConfig, operator: Operator, layers: list[str], kubectl: Callable[[], Kubectl]
+) -> list[str]:
+    """The Secrets a user creates for the add-ons (an OIDC client secret, admin passwords kept out
+    of Terraform) exist where the addons layer will read them."""
+    if "addons" not in layers:
+        return []
+    from components.helm.registry import ADDONS
+
+    wanted = [
+        (addon.release_namespace(addon.settings(config)), name)
+        for addon in ADDONS
+        if addon.enabled(config)
+        for name in addon.user_secrets(addon.settings(config))
+    ]
+    if not wanted:
+        return []
+    try:
+        deployed = bool(operator.outputs("cluster").get("endpoint"))
+    except StateUnreadable as error:
+        return [str(error)]
+    if not deployed:
+        return [
+            f"the addons layer reads Secrets you create first ({', '.join(f'{ns}/{n}' for ns, n in wanted)}), "
+            "which can only exist once the cluster does: deploy LAYER=cluster first, create them, then deploy "
+            "the rest"
+        ]
+    try:
+        run = kubectl()
+    except ClusterAccessError as error:
+        return [f"cannot check the Secrets the addons layer reads: {error}"]
+    missing = [
+        f"{ns}/{name}" for ns, name in wanted if run(["get", "secret", name, "-n", ns, "-o", "name"]).returncode != 0
+    ]
+    return [
+        f"Secret {secret} does not exist: create it before the addons layer (see the setting's description)"
+        for secret in missing
+    ]
+
+
 def deploy_preflight(
-    config: PlatformConfig, operator: Operator, aws: str = "aws", reachable: Callable[[str], bool] = endpoint_reachable
+    config: PlatformConfig,
+    operator: Operator,
+    aws: str = "aws",
+    reachable: Callable[[str], bool] = endpoint_reachable,
+    kubectl: Callable[[], Kubectl] | None = None,
 ) -> Callable[[list[str]], list[str]]:
-    """The check `Operator.run("deploy", ...)` makes before its first apply."""
+    """The check `Operator.run("deploy", ...)` makes before its first apply. `kubectl` binds
+    kubectl to the profile's cluster (only called when that cluster exists)."""
 
     def check(layers: list[str]) -> list[str]:
+        api = api_problems(config, operator, layers, reachable)
         return [
             *state_bucket_problems(config, aws, operator.env),
             *variable_problems(operator, layers),
-            *api_problems(config, operator, layers, reachable),
+            *api,
+            *(user_secret_problems(config, operator, layers, kubectl) if kubectl and not api else []),
         ]
 
     return check

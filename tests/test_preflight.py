@@ -106,3 +106,37 @@ def test_a_missing_state_bucket_stops_the_deploy(tmp_path):
     assert "docs/operations.md (State)" in problem
     assert state_bucket_problems(config, fake_aws(tmp_path, 0)) == []
     assert state_bucket_problems(load_profile("g6-validation"), "no-such-aws") == []  # local state: nothing to check
+
+
+class Kube:
+    def __init__(self, existing: set[str]):
+        self.existing, self.calls = existing, []
+
+    def __call__(self, args: list[str]):
+        import subprocess
+
+        self.calls.append(args)
+        found = f"{args[4]}/{args[2]}" in self.existing  # get secret NAME -n NS
+        return subprocess.CompletedProcess(args, 0 if found else 1, "", "" if found else "NotFound")
+
+
+def test_secrets_the_user_creates_are_checked_before_the_addons_layer():
+    from operate.preflight import user_secret_problems
+
+    jark = load_profile(str(FIXTURE_PROFILES / "jark.yaml"))  # OIDC hub, Grafana and MLflow admins from Secrets
+    secrets = {
+        "jupyterhub/" + jark.addons.jupyterhub.oidc.client_secret_name,
+        "monitoring/" + jark.addons.monitoring.grafana_admin_secret_name,
+        "mlflow/" + jark.addons.mlflow.admin_secret_name,
+    }
+    kube = Kube(existing=set())
+    problems = user_secret_problems(jark, Outputs(ENDPOINT), ["addons"], lambda: kube)  # type: ignore[arg-type]
+    assert sorted(p.split()[1] for p in problems) == sorted(secrets)
+    assert all("does not exist" in p for p in problems)
+    assert user_secret_problems(jark, Outputs(ENDPOINT), ["addons"], lambda: Kube(secrets)) == []  # type: ignore[arg-type]
+    (fresh,) = user_secret_problems(jark, Outputs({}), ["cluster", "addons"], lambda: kube)  # type: ignore[arg-type]
+    assert "deploy LAYER=cluster first" in fresh and all(secret in fresh for secret in secrets)
+    assert user_secret_problems(jark, Outputs(ENDPOINT), ["cluster"], lambda: kube) == []  # type: ignore[arg-type]
+    # A profile whose add-ons need no Secret of the user's asks nothing.
+    g6 = load_profile("g6-validation")
+    assert user_secret_problems(g6, Outputs({}), ["addons"], lambda: kube) == []  # type: ignore[arg-type]

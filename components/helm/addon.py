@@ -111,6 +111,10 @@ class AddonSpec(Generic[AnySettingsT]):
         """Secrets the add-on writes into the addons layer's Terraform state (to warn about)."""
         return ()
 
+    def user_secrets(self, settings: AnySettingsT) -> tuple[str, ...]:
+        """Secrets the user creates in the add-on's namespace before it is installed (by name)."""
+        return ()
+
     def network_allows(self, ctx: AddonContext, settings: AnySettingsT) -> dict[str, dict[str, Any]]:
         """NetworkPolicies the add-on needs beyond the namespace defaults (name -> spec)."""
         return {}

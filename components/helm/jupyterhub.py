@@ -183,6 +183,9 @@ class JupyterHubAddon(HelmAddonSpec[JupyterHubConfig]):
     timeout_seconds = 1200
     logs_to_mlflow = True
 
+    def user_secrets(self, settings: JupyterHubConfig) -> tuple[str, ...]:
+        return (settings.oidc.client_secret_name,) if settings.oidc else ()
+
     def values(self, ctx: AddonContext, settings: JupyterHubConfig) -> JupyterHubValues:
         return jupyterhub_values(
             settings, storage_class=ctx.storage_class, dra=dra_mode(ctx.config), mlflow=ctx.config.addons.mlflow.enabled

@@ -165,6 +165,9 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
     release_name = "mlflow"
     namespace = NAMESPACE
 
+    def user_secrets(self, settings: MlflowConfig) -> tuple[str, ...]:
+        return (settings.admin_secret_name,) if settings.admin_password_from == "existing_secret" else ()
+
     def network_allows(self, ctx: AddonContext, settings: MlflowConfig) -> dict[str, dict[str, Any]]:
         return {
             "allow-tracking-clients": ingress_from_clients(),

@@ -158,6 +158,11 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
     namespace = MONITORING_NAMESPACE
     timeout_seconds = 900
     pod_security = "privileged"
+
+    def user_secrets(self, settings: MonitoringConfig) -> tuple[str, ...]:
+        existing = settings.grafana_admin_password_from == "existing_secret"
+        return (settings.grafana_admin_secret_name,) if existing else ()
+
     privileged_because = "node-exporter reads the host's /proc and /sys with hostNetwork and hostPID"
 
     def network_allows(self, ctx: AddonContext, settings: MonitoringConfig) -> dict[str, dict[str, Any]]:
