@@ -9,6 +9,7 @@ from constructs import Construct
 from components.helm.addon import AddonContext, InstalledAddon
 from components.helm.registry import ADDONS
 from components.k8s.namespaces import ApiServerAddresses
+from components.karpenter_nodes import KarpenterNodes
 from profiles import PlatformConfig
 from stacks.contracts import AddonsOutputs, ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack, StateLocation
@@ -63,11 +64,10 @@ class AddonsStack(LayerStack):
                     )
                 )
         self.installed = installed
-        exports = {name: value for addon in installed.values() for name, value in addon.exports.items()}
+        records = [record for addon in installed.values() for record in addon.records]
         self.outputs = AddonsOutputs(
             releases={key: addon.name for key, addon in installed.items()},
             storage_class=STORAGE_CLASS,
-            karpenter_node_role_name=exports.get("karpenter_node_role_name"),
-            karpenter_interruption_queue=exports.get("karpenter_interruption_queue"),
+            karpenter=next((r for r in records if isinstance(r, KarpenterNodes)), None),
         )
         self.publish(self.outputs)

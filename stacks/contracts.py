@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from components.karpenter_nodes import KarpenterNodes
 from components.mlflow_backend import MlflowBackend
 
 
@@ -129,7 +130,10 @@ class AddonsOutputs:
     releases: dict[str, str] = published(description="The installed add-ons' release names, by add-on")
     storage_class: str
     """The default StorageClass's name (plain text)."""
-    karpenter_node_role_name: str | None = published(description="The IAM role Karpenter's nodes run as")
-    karpenter_interruption_queue: str | None = published(
-        description="The SQS queue of EC2 interruption warnings Karpenter reads"
+    karpenter: KarpenterNodes | None = published_record(
+        prefix="karpenter_",
+        outputs={
+            "node_role_name": ("node_role_name", "The IAM role Karpenter's nodes run as"),
+            "interruption_queue": ("interruption_queue", "The SQS queue of EC2 interruption warnings Karpenter reads"),
+        },
     )

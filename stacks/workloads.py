@@ -37,7 +37,7 @@ class WorkloadsStack(LayerStack):
         account_id = DataAwsCallerIdentity(self, "account").account_id
         self.objects: list[dict[str, Any]] = []
 
-        if addons.karpenter_node_role_name is not None:
+        if addons.karpenter is not None:
             pools = KubernetesObjects(
                 self,
                 "karpenter",
@@ -46,7 +46,7 @@ class WorkloadsStack(LayerStack):
                         karpenter_objects(
                             KarpenterPoolsProps(
                                 cluster_name=config.name,
-                                node_role_name=addons.karpenter_node_role_name,
+                                node_role_name=addons.karpenter.node_role_name,
                                 node_security_group_id=cluster.node_security_group_id,
                                 cpu=workloads.cpu_pool,
                                 gpu=workloads.gpu_pool,

@@ -68,8 +68,8 @@ class InstalledAddon:
     """What the addons layer reports it as (the Helm release's name)."""
     ready: tuple[ITerraformDependable, ...]
     """What later add-ons depend on to run after this one."""
-    exports: Mapping[str, str] = field(default_factory=dict)
-    """Values the addons layer publishes for later layers, by contract field name."""
+    records: tuple[object, ...] = ()
+    """Typed records the add-on hands later layers (the addons layer publishes them)."""
 
 
 AnySettingsT = TypeVar("AnySettingsT", bound=AddonConfig)

@@ -10,6 +10,7 @@ from pydantic import Field
 from components.helm.addon import AddonContext, HelmAddonSpec, InstalledAddon
 from components.helm.release import HelmAddon, HelmAddonProps, Values
 from components.karpenter import KarpenterIdentity, KarpenterIdentityProps
+from components.karpenter_nodes import KarpenterNodes
 from components.labels import SYSTEM_NODES
 from profiles.addons import KarpenterConfig
 from profiles.versions import KARPENTER_HANDLES_RESERVATION_INTERRUPTIONS, version_tuple
@@ -90,10 +91,7 @@ class KarpenterAddon(HelmAddonSpec[KarpenterConfig]):
         return InstalledAddon(
             name=release.release.name,
             ready=(release.release,),
-            exports={
-                "karpenter_node_role_name": identity.node_role_name,
-                "karpenter_interruption_queue": identity.queue_name,
-            },
+            records=(KarpenterNodes(node_role_name=identity.node_role_name, interruption_queue=identity.queue_name),),
         )
 
 
