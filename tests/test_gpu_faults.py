@@ -103,3 +103,17 @@ def test_karpenter_replaces_nodes_with_unhealthy_conditions(synthesized, profile
 
 def test_the_profile_lists_are_not_empty():
     assert WITH_GPU_OPERATOR and WITH_KARPENTER
+
+
+@pytest.mark.parametrize("profile", [p for p, c in CONFIGS.items() if c.addons.monitoring.enabled])
+def test_no_target_that_eks_never_exposes_and_ray_is_scraped(synthesized, profile):
+    values = helm_values(synthesized, profile, "monitoring")
+    for component in ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy"):
+        assert values[component] == {"enabled": False}, component
+    monitors = {m["name"]: m for m in values["prometheus"].get("additionalPodMonitors", [])}
+    if CONFIGS[profile].addons.kuberay.enabled:
+        ray = monitors["ray"]
+        assert ray["namespaceSelector"] == {"any": True}
+        assert ray["podMetricsEndpoints"] == [{"port": "metrics", "interval": "30s"}]
+    else:
+        assert "ray" not in monitors

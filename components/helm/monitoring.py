@@ -11,7 +11,7 @@ from pydantic import Field
 from components.expressions import expression
 from components.helm import karpenter, kuberay
 from components.helm.addon import AddonContext, HelmAddonSpec
-from components.helm.common import Placement
+from components.helm.common import Placement, Toggle
 from components.helm.release import SensitiveValue, Values
 from components.k8s.namespaces import MONITORING_NAMESPACE
 from components.labels import SYSTEM_NODES
@@ -73,6 +73,17 @@ GPU_RULES: dict[str, Any] = {
 class PrometheusValues(Values):
     prometheus_spec: dict[str, Any]
     additional_service_monitors: list[dict[str, Any]] = Field(default_factory=list)
+    additional_pod_monitors: list[dict[str, Any]] = Field(default_factory=list)
+
+
+# Ray's head and worker pods (KubeRay names their metrics container port `metrics`, 8080) in any
+# namespace: tenants admit the monitoring namespace's scrapes.
+RAY_POD_MONITOR: dict[str, Any] = {
+    "name": "ray",
+    "namespaceSelector": {"any": True},
+    "selector": {"matchExpressions": [{"key": "ray.io/node-type", "operator": "Exists"}]},
+    "podMetricsEndpoints": [{"port": "metrics", "interval": "30s"}],
+}
 
 
 def controller_monitor(name: str, namespace: str, app: str, port: str) -> dict[str, Any]:
@@ -102,6 +113,13 @@ class MonitoringValues(Values):
     grafana: GrafanaValues
     prometheus_operator: Placement = Placement()
     additional_prometheus_rules_map: dict[str, Any]
+    # EKS runs the control plane out of the cluster's reach (no controller-manager, scheduler or
+    # etcd endpoints to scrape) and kube-proxy serves its metrics on 127.0.0.1 only: their targets
+    # would be down forever, and their Down alerts would fire forever.
+    kube_controller_manager: Toggle = Toggle(enabled=False)
+    kube_scheduler: Toggle = Toggle(enabled=False)
+    kube_etcd: Toggle = Toggle(enabled=False)
+    kube_proxy: Toggle = Toggle(enabled=False)
 
 
 def monitoring_values(
@@ -111,6 +129,7 @@ def monitoring_values(
     storage_class: str,
     grafana_secret: str | None,
     monitors: tuple[dict[str, Any], ...] = (),
+    pod_monitors: tuple[dict[str, Any], ...] = (),
 ) -> MonitoringValues:
     return MonitoringValues(
         prometheus=PrometheusValues(
@@ -133,6 +152,7 @@ def monitoring_values(
                 },
             },
             additional_service_monitors=list(monitors),
+            additional_pod_monitors=list(pod_monitors),
         ),
         grafana=GrafanaValues(admin=GrafanaAdmin(existing_secret=grafana_secret) if grafana_secret else None),
         additional_prometheus_rules_map={"gpu-platform": GPU_RULES},
@@ -189,6 +209,7 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
             storage_class=ctx.storage_class,
             grafana_secret=None if from_variable else settings.grafana_admin_secret_name,
             monitors=controller_monitors(ctx.config),
+            pod_monitors=(RAY_POD_MONITOR,) if ctx.config.addons.kuberay.enabled else (),
         )
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
