@@ -182,7 +182,16 @@ def emulated_cycles(synthesis, terraform, tmp_path_factory):
     from stacks import AWS_ONLY_LAYERS
 
     root = tmp_path_factory.mktemp("emulated")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CLI_CONFIG_FILE": str(terraform.cli_config)}
+    from tests.emulator.cycle import SLOTS_DIR_ENV
+
+    slots = root / "terraform-slots"
+    slots.mkdir()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TF_CLI_CONFIG_FILE": str(terraform.cli_config),
+        SLOTS_DIR_ENV: str(slots),
+    }
     cycles = {}
     for profile in EMULATED_PROFILES:
         stacks = root / profile / "stacks"
@@ -201,9 +210,20 @@ def emulated_cycles(synthesis, terraform, tmp_path_factory):
             cycle.process.kill()
 
 
+# Tests that start a jsii runtime of their own (~1.2-1.7 GiB each): run after the rest, when the
+# emulated cycles are past their busiest phase, so the session's peak memory stays lower.
+OWN_JSII_RUNTIME = ("tests/test_lazy_bindings.py", "tests/test_cli.py")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The emulated cycles run in the background from the start; the tests that collect them last."""
-    items.sort(key=lambda item: item.get_closest_marker("emulator") is not None)
+    """The emulated cycles run in the background from the start; the tests that collect them last,
+    and the tests that start their own jsii runtime just before those."""
+
+    def order(item: pytest.Item) -> tuple[bool, bool]:
+        own_runtime = "hcl_exported" in getattr(item, "fixturenames", ()) or item.nodeid.startswith(OWN_JSII_RUNTIME)
+        return item.get_closest_marker("emulator") is not None, own_runtime
+
+    items.sort(key=order)
 
 
 @pytest.fixture(scope="session", autouse=True)
