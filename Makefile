@@ -88,13 +88,15 @@ verify: $(STAMP)  ## run the validation workloads on the profile's cluster
 hcl: $(STAMP)  ## write the stacks as HCL (leaving cdktf)
 	$(PY) main.py hcl --profile $(PROFILE)
 
-# deploy and destroy show each layer's plan and ask; AUTO_APPROVE=1 approves (needed without a terminal).
+# deploy and destroy show each layer's plan and ask; AUTO_APPROVE=1 on the make command line approves
+# (needed without a terminal). An AUTO_APPROVE exported in the shell approves nothing.
+APPROVE = $(if $(and $(filter command line,$(origin AUTO_APPROVE)),$(filter 1 true,$(AUTO_APPROVE))),--yes)
 plan deploy destroy: $(STAMP)  ## plan / deploy / destroy LAYER of PROFILE, plans shown (DELETE_DATA=1: with the data)
-	AUTO_APPROVE=$(AUTO_APPROVE) $(PY) main.py $@ --profile $(PROFILE) --layer $(LAYER) \
+	$(PY) main.py $@ --profile $(PROFILE) --layer $(LAYER) $(APPROVE) \
 		$(if $(and $(filter destroy,$@),$(DELETE_DATA)),--delete-data)
 
 pause resume: $(STAMP)  ## stop every node and keep data and cluster / scale the nodes back
-	AUTO_APPROVE=$(AUTO_APPROVE) $(PY) main.py $@ --profile $(PROFILE)
+	$(PY) main.py $@ --profile $(PROFILE) $(APPROVE)
 
 validate: $(STAMP)  ## terraform validate LAYER of PROFILE with the real providers (needs the registry)
 	$(PY) main.py validate --profile $(PROFILE) --layer $(LAYER)

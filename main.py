@@ -102,8 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--yes",
             action="store_true",
-            default=os.environ.get("AUTO_APPROVE", "") in ("1", "true"),
-            help="do it without asking (AUTO_APPROVE=1 through make)",
+            help="do it without asking (make ... AUTO_APPROVE=1 on the command line passes it)",
         )
     commands.add_parser("outputs", parents=[with_profile], help="print the deployed layers' outputs")
     validate = commands.add_parser(
@@ -136,8 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--yes",
             action="store_true",
-            default=os.environ.get("AUTO_APPROVE", "") in ("1", "true"),
-            help="apply without asking (AUTO_APPROVE=1 does the same through make)",
+            help="apply without asking (make ... AUTO_APPROVE=1 on the command line passes it)",
         )
         if name == "destroy":
             sub.add_argument(

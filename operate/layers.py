@@ -156,7 +156,10 @@ class Operator:
     ):
         self.stacks_dir = stacks_dir
         self.terraform = terraform
-        self.env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1", **(env or {})}
+        # TF_WORKSPACE and TF_CLI_ARGS* from the caller's shell would change which state a layer
+        # uses or what a reviewed plan's apply does (-target, -auto-approve): never passed on.
+        inherited = {k: v for k, v in os.environ.items() if k != "TF_WORKSPACE" and not k.startswith("TF_CLI_ARGS")}
+        self.env = {**inherited, "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1", **(env or {})}
         self.log = log
         self.confirm = confirm
         self.cleanup = cleanup

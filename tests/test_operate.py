@@ -597,3 +597,13 @@ def test_the_lift_targets_only_resources_whose_protection_an_apply_records():
     assert override["aws_fsx_lustre_file_system"] == {"f": {"lifecycle": {"prevent_destroy": False}}}
     assert override["aws_ecr_repository"] == {"r": {"force_delete": True}} and "aws_iam_role" not in override
     assert sorted(needs_apply(override)) == ["aws_ecr_repository.r", "aws_s3_bucket.b"]
+
+
+def test_terraform_never_inherits_a_workspace_or_extra_arguments(tmp_path, monkeypatch):
+    monkeypatch.setenv("TF_WORKSPACE", "someone-elses")
+    monkeypatch.setenv("TF_CLI_ARGS_apply", "-auto-approve")
+    monkeypatch.setenv("TF_CLI_ARGS", "-target=aws_vpc.x")
+    monkeypatch.setenv("AWS_PROFILE", "kept")
+    env = Operator(tmp_path).env
+    assert not any(k == "TF_WORKSPACE" or k.startswith("TF_CLI_ARGS") for k in env)
+    assert env["AWS_PROFILE"] == "kept" and env["TF_INPUT"] == "0"

@@ -77,3 +77,32 @@ def test_every_action_is_pinned_by_commit():
 
     uses = re.findall(r"uses:\s*(\S+)", WORKFLOW.read_text())
     assert uses and all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", use) for use in uses), uses
+
+
+def test_only_an_auto_approve_on_the_make_command_line_approves(tmp_path):
+    """An AUTO_APPROVE exported in a shell session must not turn every later deploy into --yes."""
+    import os
+    import shutil
+    import subprocess
+
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    for name in ("pyproject.toml", "uv.lock"):
+        (tmp_path / name).touch()
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / ".synced").touch()
+
+    def dry_run(*args: str, env: dict[str, str] | None = None) -> str:
+        done = subprocess.run(
+            ["make", "-n", "-o", ".venv/.synced", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, **(env or {})},
+        )
+        return done.stdout
+
+    assert "--yes" in dry_run("deploy", "AUTO_APPROVE=1")
+    assert "--yes" not in dry_run("deploy", env={"AUTO_APPROVE": "1"})
+    assert "--yes" not in dry_run("destroy")
+    assert "--delete-data" in dry_run("destroy", "DELETE_DATA=1") and "--delete-data" not in dry_run("deploy")
