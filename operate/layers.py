@@ -426,13 +426,17 @@ class Operator:
     def synthesized_layers(self) -> list[str]:
         return [layer for layer in LAYERS if (self.stacks_dir / layer / "cdk.tf.json").is_file()]
 
+    def _initialised(self, layer: str) -> None:
+        """`terraform init` once, before the first read of a layer's state (raises StateUnreadable)."""
+        if not (self.stacks_dir / layer / ".terraform").is_dir():
+            init = self._tf(layer, "init", "-input=false")
+            if init.returncode != 0:
+                raise StateUnreadable(f"{layer}: terraform init failed: {(init.stderr or init.stdout).strip()}")
+
     def resources(self, layer: str) -> list[str]:
         """The managed resources in the layer's state (none before its first apply)."""
         if layer not in self._resources:
-            if not (self.stacks_dir / layer / ".terraform").is_dir():
-                init = self._tf(layer, "init", "-input=false")
-                if init.returncode != 0:
-                    raise StateUnreadable(f"{layer}: terraform init failed: {(init.stderr or init.stdout).strip()}")
+            self._initialised(layer)
             listed = self._tf(layer, "state", "list")
             if listed.returncode != 0 and "No state file was found" not in listed.stderr:
                 raise StateUnreadable(f"{layer}: cannot read its state: {(listed.stderr or listed.stdout).strip()}")
@@ -471,10 +475,7 @@ class Operator:
         """The layer's outputs (name -> {value, sensitive}); empty before its first apply. Raises
         StateUnreadable when Terraform cannot read the state. Read once per run and layer."""
         if layer not in self._outputs:
-            if not (self.stacks_dir / layer / ".terraform").is_dir():
-                init = self._tf(layer, "init", "-input=false")
-                if init.returncode != 0:
-                    raise StateUnreadable(f"{layer}: terraform init failed: {(init.stderr or init.stdout).strip()}")
+            self._initialised(layer)
             shown = self._tf(layer, "output", "-json")
             if shown.returncode != 0:
                 raise StateUnreadable(f"{layer}: cannot read its state: {(shown.stderr or shown.stdout).strip()}")

@@ -24,11 +24,10 @@ from dataclasses import dataclass
 
 from components.k8s.karpenter_pools import pool_limits
 from operate.cleanup import NO_SUCH_KIND
-from operate.cluster_access import ClusterAccessError
+from operate.cluster_access import AwsCli, ClusterAccessError
 from operate.kubectl import Kubectl
 from profiles import PlatformConfig
 
-AwsCli = Callable[[list[str]], subprocess.CompletedProcess[str]]
 SYSTEM_NODE_GROUP = "system"
 # What a paused platform still bills for (nothing here stops with the nodes).
 FIELD_MANAGER = "gpu-platform-pause"

@@ -10,12 +10,11 @@ cannot be claimed by a copy at all (profiles/loader.py refuses it).
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
-AwsCli = Callable[[list[str]], subprocess.CompletedProcess[str]]
+from operate.cluster_access import AwsCli
+
 LOCAL_MARKER = ".profile-source"
 S3_MARKER = "profile-source"
 
