@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from profiles import available_profiles
+from profiles import PlatformConfig, available_profiles, load_profile
 from stacks import AWS_ONLY_LAYERS
 
 FIXTURE_PROFILES = Path(__file__).parent / "fixtures" / "profiles"
@@ -34,3 +36,15 @@ TEST_SECRETS = {
 
 def profile_source(name: str) -> str:
     return name if name in available_profiles() else str(FIXTURE_PROFILES / f"{name}.yaml")
+
+
+@functools.cache
+def profile_config(name: str) -> PlatformConfig:
+    """A shipped or fixture profile, validated once per session (no synthesis)."""
+    return load_profile(profile_source(name))
+
+
+def profiles_where(predicate: Callable[[PlatformConfig], bool]) -> tuple[str, ...]:
+    """The profiles the tests run over for which `predicate` holds (for parametrizing a test by
+    what it checks, instead of passing silently on the profiles it does not apply to)."""
+    return tuple(name for name in SHIPPED + FIXTURES if predicate(profile_config(name)))

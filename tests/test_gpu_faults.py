@@ -10,15 +10,14 @@ import re
 import pytest
 
 from components.node_monitoring import AGENT_ADDON, CRITICAL_XIDS, DCGM_INSTANCE_TYPES, HOST_ENGINE
-from profiles import load_profile
 from profiles.catalog import CATALOG
-from tests.cases import FIXTURES, SHIPPED, profile_source
+from tests.cases import FIXTURES, SHIPPED, profile_config, profiles_where
 from tests.synth_helpers import resources
 
 ALL = SHIPPED + FIXTURES
-CONFIGS = {name: load_profile(profile_source(name)) for name in ALL}
-WITH_GPU_OPERATOR = [p for p, c in CONFIGS.items() if c.cluster.gpu_node_groups and c.addons.gpu_operator.enabled]
-WITH_KARPENTER = [p for p, c in CONFIGS.items() if c.addons.karpenter.enabled]
+CONFIGS = {name: profile_config(name) for name in ALL}
+WITH_GPU_OPERATOR = profiles_where(lambda c: bool(c.cluster.gpu_node_groups) and c.addons.gpu_operator.enabled)
+WITH_KARPENTER = profiles_where(lambda c: c.addons.karpenter.enabled)
 
 
 def addons(synthesized, profile: str) -> dict[str, dict]:

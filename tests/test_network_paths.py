@@ -9,8 +9,7 @@ import ipaddress
 import pytest
 
 from components.k8s.namespaces import ApiServerAddresses, egress_to_api_server
-from profiles import load_profile
-from tests.cases import FIXTURES, SHIPPED, profile_source
+from tests.cases import FIXTURES, SHIPPED, profiles_where
 from tests.netpol import Peer, Service, ServicePort, allowed, allowed_to_service
 from tests.test_namespaces import created_namespaces
 
@@ -163,9 +162,7 @@ def ray_head_service(namespace: str) -> Service:
     )
 
 
-WITH_RAY_TENANTS = [
-    p for p in ALL if (c := load_profile(profile_source(p))).addons.kuberay.enabled and c.workloads.tenants
-]
+WITH_RAY_TENANTS = profiles_where(lambda c: c.addons.kuberay.enabled and bool(c.workloads.tenants))
 
 
 def test_some_profiles_run_ray_for_tenants():

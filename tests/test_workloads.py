@@ -17,7 +17,7 @@ from manifests.render import render
 from profiles import load_profile
 from profiles.catalog import CATALOG
 from profiles.models import gpu_capacity, tenant_gpu_quota
-from tests.cases import FIXTURES, SHIPPED, profile_source
+from tests.cases import FIXTURES, SHIPPED, profiles_where
 from tests.k8s_validation import validate_object
 from tests.netpol import Peer, allowed
 from tests.synth_helpers import resources
@@ -374,7 +374,6 @@ def test_the_admission_model_refuses_what_the_old_tenant_defaults_refused():
 
 
 def test_tenant_gpu_quota_defaults_to_the_profiles_capacity():
-    from profiles import load_profile
 
     config = load_profile("p5-training")
     (group,) = config.cluster.gpu_node_groups
@@ -390,9 +389,7 @@ def _mime_parts(document: str) -> dict[str, str]:
     return {part.get_content_type(): part.get_payload() for part in message.walk() if not part.is_multipart()}
 
 
-WITH_KARPENTER_AND_GPU_GROUPS = [
-    p for p in ALL if (c := load_profile(profile_source(p))).addons.karpenter.enabled and c.cluster.gpu_node_groups
-]
+WITH_KARPENTER_AND_GPU_GROUPS = profiles_where(lambda c: c.addons.karpenter.enabled and bool(c.cluster.gpu_node_groups))
 
 
 @pytest.mark.parametrize("profile", WITH_KARPENTER_AND_GPU_GROUPS)
