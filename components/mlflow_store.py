@@ -16,12 +16,11 @@ from cdktf_cdktf_provider_aws.vpc_security_group_egress_rule import VpcSecurityG
 from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
+from addons.mlflow import POSTGRES_MAJOR_VERSION, MlflowDatabaseConfig
 from components.expressions import Expression, interpolated
 from components.kms import account_administered_key
 from components.mlflow_backend import MlflowBackend
 from components.s3 import SecureBucket, SecureBucketProps
-from profiles.addons import MlflowDatabaseConfig
-from profiles.versions import MLFLOW_POSTGRES_MAJOR_VERSION
 
 POSTGRES_PORT = 5432
 DATABASE_NAME = "mlflow"
@@ -104,7 +103,7 @@ class MlflowStore(Construct):
             "database",
             identifier=name,
             engine="postgres",
-            engine_version=MLFLOW_POSTGRES_MAJOR_VERSION,
+            engine_version=POSTGRES_MAJOR_VERSION,
             auto_minor_version_upgrade=True,
             instance_class=cfg.instance_class,
             multi_az=cfg.multi_az,

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from addons.mlflow import DEFINITION as MLFLOW
+from addons.mlflow import IMAGE as MLFLOW_IMAGE
 from components.k8s import mlflow_access
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
@@ -21,10 +23,9 @@ from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, namesp
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
 from profiles.catalog import GpuInstanceType
 from profiles.cluster import GpuNodeGroupConfig
-from profiles.models import PlatformConfig, dra_mode
-from profiles.versions import MLFLOW_IMAGE
+from profiles.models import VALIDATION_NAMESPACE, PlatformConfig, dra_mode
 
-NAMESPACE = "gpu-validation"
+NAMESPACE = VALIDATION_NAMESPACE
 # Pinned images. The NCCL image must carry the EFA installer, aws-ofi-nccl and nccl-tests.
 # renovate: datasource=docker depName=nvcr.io/nvidia/cuda
 CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
@@ -187,7 +188,7 @@ def render(
             )
         ]
     files["nccl-allreduce.yaml"] = [nccl_mpijob(target, nccl_image, nodes)]
-    if config.addons.mlflow.enabled:
+    if MLFLOW.enabled(config):
         files["mlflow-tracking-check.yaml"] = [mlflow_check_pod(config)]
     return files
 
@@ -195,7 +196,7 @@ def render(
 def mlflow_check_pod(config: PlatformConfig) -> dict[str, Any]:
     """The tracking check runs in MLflow's namespace, where the admin's Secret is (it is never
     copied elsewhere); tenants reach the same Service through their own NetworkPolicy allow."""
-    secret = mlflow_access.admin_secret(config.addons.mlflow)
+    secret = mlflow_access.admin_secret(MLFLOW.settings(config))
     login = [
         {"name": f"MLFLOW_TRACKING_{key.upper()}", "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
         for key in ("username", "password")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from addons.mlflow import DEFINITION as MLFLOW
 from components.k8s import mlflow_access
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
 from manifests.render import (
@@ -288,7 +289,7 @@ def run_checks(
         if waited.returncode == 0
         else CheckResult("nccl-allreduce", False, f"the MPIJob did not succeed: {waited.stderr.strip()}")
     )
-    if config.addons.mlflow.enabled:
+    if MLFLOW.enabled(config):
         done, log = pod_log(MLFLOW_CHECK, mlflow_access.NAMESPACE)
         results.append(
             check_mlflow(log)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from addons.karpenter import DEFINITION as KARPENTER
 from operate.cluster_access import ClusterAccessError
 from operate.kubectl import Kubectl
 from profiles import PlatformConfig
@@ -78,16 +79,16 @@ def platform_objects(config: PlatformConfig, layer: str) -> PlatformObjects:
     """The namespaces and NodePools the profile's `layer` creates: the addons layer owns the
     add-ons' namespaces; the workloads layer owns the tenants' namespaces, Karpenter's NodePools and
     the validation namespace that verify runs in."""
-    from components.helm.registry import ADDONS
+    from addons.catalog import DEFINITIONS
     from components.k8s.karpenter_pools import NODE_POOLS
     from manifests.render import NAMESPACE as VALIDATION_NAMESPACE
 
     if layer == "addons":
         return PlatformObjects(
             namespaces=tuple(
-                addon.release_namespace(addon.settings(config))
-                for addon in ADDONS
-                if addon.enabled(config) and addon.create_namespace
+                definition.namespace_of(definition.settings(config))
+                for definition in DEFINITIONS
+                if definition.enabled(config) and definition.creates_namespace
             ),
             node_pools=(),
         )
@@ -96,6 +97,4 @@ def platform_objects(config: PlatformConfig, layer: str) -> PlatformObjects:
     namespaces = [tenant.name for tenant in config.workloads.tenants]
     if config.cluster.gpu_node_groups:
         namespaces.append(VALIDATION_NAMESPACE)
-    return PlatformObjects(
-        namespaces=tuple(namespaces), node_pools=NODE_POOLS if config.addons.karpenter.enabled else ()
-    )
+    return PlatformObjects(namespaces=tuple(namespaces), node_pools=NODE_POOLS if KARPENTER.enabled(config) else ())

@@ -129,7 +129,7 @@ def user_secret_problems(
     of Terraform) exist where the addons layer will read them."""
     if "addons" not in layers:
         return []
-    from components.helm.registry import ADDONS
+    from addons.registry import ADDONS
 
     wanted = [
         (addon.release_namespace(addon.settings(config)), name)

@@ -19,27 +19,23 @@ from collections.abc import Iterator
 
 from pydantic import Field, model_validator
 
+from addons import gpu_operator, karpenter, mlflow
+from addons.catalog import ADDON_NAMESPACES, DEFINITIONS
 from profiles.addons import AddonsConfig
 from profiles.aws_facts import zones
 from profiles.base import FieldProblem, Name, Region, Strict, TagKey, TagValue, quantity_value, raise_all
 from profiles.build import BuildConfig
-from profiles.cluster import CapacityBlock, ClusterConfig
+from profiles.cluster import ClusterConfig
 from profiles.naming import RULES, NameSources, derived_names, name_problems
 from profiles.state import StateConfig
 from profiles.storage import MAX_DATA_REPOSITORY_ASSOCIATIONS, StorageConfig
-from profiles.versions import CHARTS, KUBERNETES_MINIMUMS, MIN_VERSIONS, version_tuple
+from profiles.versions import version_tuple
 from profiles.workloads import RESERVED_NAMESPACES, TenantConfig, WorkloadsConfig
 
-# Namespaces the add-ons and the validation manifests create (tested against the add-on registry).
-PLATFORM_NAMESPACES = (
-    "monitoring",
-    "gpu-operator",
-    "ray-system",
-    "mpi-operator",
-    "jupyterhub",
-    "gpu-validation",
-    "mlflow",
-)
+# The namespace the validation manifests (manifests/render.py) run in.
+VALIDATION_NAMESPACE = "gpu-validation"
+# Namespaces the add-ons and the validation manifests create at fixed names.
+PLATFORM_NAMESPACES = (*ADDON_NAMESPACES, VALIDATION_NAMESPACE)
 
 
 TEMPLATE_SEQUENCES = ("${", "%{")
@@ -68,7 +64,7 @@ def gpu_capacity(config: PlatformConfig) -> int:
     """Every GPU the profile can run at once: the GPU node groups at their maximum size, plus the
     Karpenter GPU pool's limit."""
     managed = sum(group.max_size * group.catalog_entry.gpu_count for group in config.cluster.gpu_node_groups)
-    return managed + (config.workloads.gpu_pool.gpu_limit if config.addons.karpenter.enabled else 0)
+    return managed + (config.workloads.gpu_pool.gpu_limit if karpenter.DEFINITION.enabled(config) else 0)
 
 
 def tenant_gpu_quota(config: PlatformConfig, tenant: TenantConfig) -> int:
@@ -78,7 +74,8 @@ def tenant_gpu_quota(config: PlatformConfig, tenant: TenantConfig) -> int:
 
 def dra_mode(config: PlatformConfig) -> bool:
     """GPUs are allocated through DRA claims instead of the device plugin's extended resource."""
-    return config.addons.gpu_operator.enabled and config.addons.gpu_operator.dra
+    settings = gpu_operator.DEFINITION.settings(config)
+    return settings.enabled and settings.dra
 
 
 def dra_claim_counts(config: PlatformConfig) -> tuple[int, ...]:
@@ -135,8 +132,8 @@ class PlatformConfig(Strict):
         return self
 
     def _dra_needs_resource_api_v1(self) -> Iterator[FieldProblem]:
-        gpu_operator, version = self.addons.gpu_operator, self.cluster.kubernetes_version
-        if gpu_operator.enabled and gpu_operator.dra and version_tuple(version) < (1, 34):
+        version = self.cluster.kubernetes_version
+        if dra_mode(self) and version_tuple(version) < (1, 34):
             yield FieldProblem(
                 ("addons", "gpu_operator", "dra"),
                 True,
@@ -145,37 +142,37 @@ class PlatformConfig(Strict):
             )
 
     def _components_support_kubernetes(self) -> Iterator[FieldProblem]:
-        """The compatibility matrices: every enabled component supports the cluster's version."""
+        """The compatibility matrices: every enabled add-on supports the cluster's version."""
         kubernetes = self.cluster.kubernetes_version
-        for key, table in KUBERNETES_MINIMUMS.items():
-            release = getattr(self.addons, key)
-            needed = table.get(kubernetes)
-            version = release.chart_version or CHARTS[key].version
-            if release.enabled and needed and version_tuple(version) < needed:
-                field = ("addons", key, "chart_version") if release.chart_version else ("cluster", "kubernetes_version")
-                value = version if release.chart_version else kubernetes
+        for definition in DEFINITIONS:
+            key, settings = definition.key, definition.settings(self)
+            needed = definition.kubernetes_minimums.get(kubernetes)
+            version = definition.version(settings)
+            if settings.enabled and needed and version_tuple(version) < needed:
+                overridden = getattr(settings, "chart_version", None) is not None
+                field = ("addons", key, "chart_version") if overridden else ("cluster", "kubernetes_version")
                 yield FieldProblem(
                     field,
-                    value,
+                    version if overridden else kubernetes,
                     f"{key} {version} does not support Kubernetes {kubernetes}",
                     allowed=f"{key} {'.'.join(map(str, needed))} or later for Kubernetes {kubernetes}, "
                     "or an older cluster.kubernetes_version",
                 )
 
     def _charts_meet_minimums(self) -> Iterator[FieldProblem]:
-        uses_blocks = any(isinstance(group.capacity, CapacityBlock) for group in self.cluster.gpu_node_groups)
-        # Karpenter's minimum is about Capacity Blocks: it binds only where the profile uses them.
-        needed = {"karpenter": uses_blocks, "efa_device_plugin": True}
-        for key, minimum in MIN_VERSIONS.items():
-            release = getattr(self.addons, key)
-            version = release.chart_version or CHARTS[key].version
-            if release.enabled and needed[key] and version_tuple(version) < minimum.version:
-                yield FieldProblem(
-                    ("addons", key, "chart_version"),
-                    version,
-                    minimum.why,
-                    allowed=f"{'.'.join(map(str, minimum.version))} or later",
-                )
+        """Each enabled add-on's minimums that apply to this profile (e.g. Karpenter's is about
+        Capacity Blocks, so it binds only where the profile uses them)."""
+        for definition in DEFINITIONS:
+            settings = definition.settings(self)
+            version = definition.version(settings)
+            for minimum in definition.minimums:
+                if settings.enabled and minimum.applies(self) and version_tuple(version) < minimum.version:
+                    yield FieldProblem(
+                        ("addons", definition.key, "chart_version"),
+                        version,
+                        minimum.why,
+                        allowed=f"{'.'.join(map(str, minimum.version))} or later",
+                    )
 
     def _associations_per_tenant_fit(self) -> Iterator[FieldProblem]:
         """With tenants, every association is made once per tenant (their isolation on FSx)."""
@@ -197,7 +194,7 @@ class PlatformConfig(Strict):
             gpu_node_groups=tuple(g.name for g in self.cluster.gpu_node_groups),
             tenants=tuple(t.name for t in self.workloads.tenants),
             reference_implementations=tuple(self.build.reference_implementations),
-            mlflow=self.addons.mlflow.enabled,
+            mlflow=mlflow.DEFINITION.enabled(self),
         )
 
     def _derived_names_are_valid(self) -> Iterator[FieldProblem]:
@@ -236,7 +233,12 @@ class PlatformConfig(Strict):
                     f"collides with tenant {tenant}'s identity (index {index})",
                     allowed="a tenant name not ending in -identity",
                 )
-        reserved = {*PLATFORM_NAMESPACES, self.addons.argo_workflows.namespace}
+        chosen = {
+            definition.key: definition.namespace_of(definition.settings(self))
+            for definition in DEFINITIONS
+            if definition.namespace_setting
+        }
+        reserved = {*PLATFORM_NAMESPACES, *chosen.values()}
         for index, tenant in enumerate(tenants):
             if tenant in reserved:
                 yield FieldProblem(
@@ -245,14 +247,15 @@ class PlatformConfig(Strict):
                     "is a namespace the platform creates for an add-on",
                     allowed=f"a team name other than {', '.join(sorted(reserved))}",
                 )
-        argo = self.addons.argo_workflows.namespace
-        if argo in PLATFORM_NAMESPACES or argo in RESERVED_NAMESPACES or argo.startswith("kube-"):
-            yield FieldProblem(
-                ("addons", "argo_workflows", "namespace"),
-                argo,
-                "is a system or platform namespace; workflows need one of their own",
-                allowed="e.g. argo or workflows",
-            )
+        for key, namespace in chosen.items():
+            if namespace in PLATFORM_NAMESPACES or namespace in RESERVED_NAMESPACES or namespace.startswith("kube-"):
+                setting = next(d.namespace_setting for d in DEFINITIONS if d.key == key)
+                yield FieldProblem(
+                    ("addons", key, str(setting)),
+                    namespace,
+                    f"is a system or platform namespace; {key} needs one of its own",
+                    allowed=f"a namespace other than {', '.join(sorted({*PLATFORM_NAMESPACES, *RESERVED_NAMESPACES}))}",
+                )
 
     def _tenant_quotas_fit_a_node(self) -> Iterator[FieldProblem]:
         """A tenant quota below one node of the largest GPU group could never admit a job there."""

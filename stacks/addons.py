@@ -6,8 +6,8 @@ from __future__ import annotations
 from cdktf_cdktf_provider_kubernetes.storage_class_v1 import StorageClassV1, StorageClassV1Metadata
 from constructs import Construct
 
-from components.helm.addon import AddonContext, InstalledAddon
-from components.helm.registry import ADDONS
+from addons.registry import ADDONS
+from components.helm.addon import AddonContext, InstalledAddon, Monitors
 from components.k8s.namespaces import ApiServerAddresses
 from components.karpenter_nodes import KarpenterNodes
 from profiles import PlatformConfig
@@ -45,24 +45,31 @@ class AddonsStack(LayerStack):
             reclaim_policy="Delete",
             parameters={"type": "gp3", "encrypted": "true"},
         )
+        enabled = [addon for addon in ADDONS if addon.enabled(config)]
+        # Each add-on declares its own monitors; the monitoring add-on (installed first) creates them.
+        declared = [addon.monitors(addon.settings(config)) for addon in enabled]
+        monitors = Monitors(
+            service_monitors=tuple(sorted((m for d in declared for m in d.service_monitors), key=lambda m: m["name"])),
+            pod_monitors=tuple(sorted((m for d in declared for m in d.pod_monitors), key=lambda m: m["name"])),
+        )
         installed: dict[str, InstalledAddon] = {}
         api_server = ApiServerAddresses(vpc_cidr=cluster.vpc_cidr, service_ip=config.cluster.api_service_ip)
-        for addon in ADDONS:
-            if addon.enabled(config):
-                installed[addon.key] = addon.install(
-                    AddonContext(
-                        scope=self,
-                        config=config,
-                        cluster_name=cluster.cluster_name,
-                        cluster_endpoint=cluster.endpoint,
-                        storage_class=STORAGE_CLASS,
-                        storage_class_ready=storage_class,
-                        vpc_cidr=cluster.vpc_cidr,
-                        api_server=api_server,
-                        records=(storage.mlflow,) if storage.mlflow else (),
-                        installed=installed,
-                    )
+        for addon in enabled:
+            installed[addon.key] = addon.install(
+                AddonContext(
+                    scope=self,
+                    config=config,
+                    cluster_name=cluster.cluster_name,
+                    cluster_endpoint=cluster.endpoint,
+                    storage_class=STORAGE_CLASS,
+                    storage_class_ready=storage_class,
+                    vpc_cidr=cluster.vpc_cidr,
+                    api_server=api_server,
+                    records=storage.records(),
+                    installed=installed,
+                    monitors=monitors,
                 )
+            )
         self.installed = installed
         records = [record for addon in installed.values() for record in addon.records]
         self.outputs = AddonsOutputs(

@@ -109,6 +109,10 @@ class StorageOutputs:
         },
     )
 
+    def records(self) -> tuple[object, ...]:
+        """The typed records add-ons may ask for (`AddonContext.record`): those the layer made."""
+        return tuple(record for record in (self.mlflow,) if record is not None)
+
 
 @dataclass(frozen=True, kw_only=True)
 class BuildOutputs:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cdktf import App
 
-from components.helm.registry import ADDONS
+from addons.registry import ADDONS
 from profiles import PlatformConfig
 from stacks.addons import AddonsStack
 from stacks.build import BuildStack

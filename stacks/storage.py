@@ -6,6 +6,7 @@ from __future__ import annotations
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from constructs import Construct
 
+from addons.mlflow import DEFINITION as MLFLOW
 from components.fsx import LustreFileSystem, LustreProps
 from components.mlflow_store import MlflowStore, MlflowStoreProps
 from components.s3 import DATA_BUCKETS, SecureBucket, SecureBucketProps, data_bucket_name
@@ -51,7 +52,7 @@ class StorageStack(LayerStack):
                 ),
             )
         mlflow = None
-        if config.addons.mlflow.enabled:
+        if MLFLOW.enabled(config):
             mlflow = MlflowStore(
                 self,
                 "mlflow",
@@ -61,7 +62,7 @@ class StorageStack(LayerStack):
                     vpc_id=cluster.vpc_id,
                     subnet_ids=cluster.private_subnet_ids,
                     client_security_group_id=cluster.node_security_group_id,
-                    config=config.addons.mlflow.database,
+                    config=MLFLOW.settings(config).database,
                     protect=storage.protect_from_destroy,
                 ),
             ).backend

@@ -8,6 +8,8 @@ from typing import Any
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from constructs import Construct
 
+from addons.kuberay import DEFINITION as KUBERAY
+from addons.mlflow import DEFINITION as MLFLOW
 from components.k8s.karpenter_pools import KarpenterPoolsProps, karpenter_objects
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, tenant_objects
@@ -79,8 +81,8 @@ class WorkloadsStack(LayerStack):
                                 storage=shared,
                                 gpu_quota=tenant_gpu_quota(config, tenant),
                                 dra_gpu_counts=dra_claim_counts(config),
-                                mlflow=config.addons.mlflow.enabled,
-                                kuberay=config.addons.kuberay.enabled,
+                                mlflow=MLFLOW.enabled(config),
+                                kuberay=KUBERAY.enabled(config),
                             )
                         )
                     )

@@ -7,13 +7,13 @@ import json
 import pytest
 import yaml
 
-from components.helm.jupyterhub import proxy_values
+from addons.catalog import ARTIFACTS, CHARTS
+from addons.jupyterhub import JupyterHubExposure
+from addons.jupyterhub.install import proxy_values
 from components.k8s.mpi import MPIJOB_API_VERSION, MPIJOB_KIND, launcher_selector
 from components.labels import EFA_LABEL, NODE_POOL_LABEL
 from manifests.render import render
 from profiles import load_profile
-from profiles.addons import JupyterHubExposure
-from profiles.versions import ARTIFACTS, CHARTS
 from tests.cases import FIXTURES, SHIPPED, TEST_SECRETS
 from tests.synth_helpers import resources
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.helm.monitoring import GPU_RULES
+from addons.monitoring.install import GPU_RULES
 from components.node_monitoring import CRITICAL_XIDS
 from tests.cases import IN_CI
 

@@ -1,5 +1,6 @@
 """The app's layering, read from its source with ast (no provider binding is loaded):
-main -> operate / manifests -> stacks -> components -> profiles, and no import cycles."""
+main -> operate / manifests -> stacks -> add-on installers -> components -> profiles and add-on
+definitions, and no import cycles."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # Rank of each top-level package: a module may import its own rank or lower ones only.
 RANKS = {"profiles": 0, "toolchain": 0, "components": 1, "stacks": 2, "operate": 3, "manifests": 3, "main": 4}
+# addons/ holds both sides of an add-on: its definition (binding-free, read by profiles/) and its
+# installer (built on components/, used by stacks/).
+ADDON_INSTALLERS_RANK = 1.5
 BINDINGS = (
     "cdktf",
     "constructs",
@@ -30,7 +34,7 @@ def module_name(path: Path) -> str:
 
 def app_modules() -> dict[str, Path]:
     files = [ROOT / "main.py", ROOT / "toolchain.py"]
-    for package in ("profiles", "components", "stacks", "operate", "manifests"):
+    for package in ("profiles", "addons", "components", "stacks", "operate", "manifests"):
         files += sorted((ROOT / package).rglob("*.py"))
     return {module_name(path): path for path in files}
 
@@ -54,12 +58,19 @@ MODULES = app_modules()
 GRAPH = {name: {i for i in imports_of(path, MODULES) if i in MODULES} for name, path in MODULES.items()}
 
 
-def rank(module: str) -> int:
+def is_addon_installer(module: str) -> bool:
+    return module.startswith("addons.") and (module.endswith(".install") or module == "addons.registry")
+
+
+def rank(module: str) -> float:
+    if module.split(".", maxsplit=1)[0] == "addons":
+        return ADDON_INSTALLERS_RANK if is_addon_installer(module) else RANKS["profiles"]
     return RANKS[module.split(".", maxsplit=1)[0]]
 
 
 def test_the_walk_sees_the_whole_app() -> None:
     assert {"profiles.models", "components.helm.release", "stacks.addons", "operate.layers", "main"} <= set(MODULES)
+    assert {"addons.catalog", "addons.registry", "addons.mlflow.install"} <= set(MODULES)
     assert "profiles.versions" in GRAPH["profiles.models"]
 
 
@@ -70,9 +81,11 @@ def test_imports_point_down_the_layering(module: str) -> None:
 
 
 def test_profiles_load_no_bindings() -> None:
-    """Validation must stay fast and usable without the jsii bindings."""
+    """Validation must stay fast and usable without the jsii bindings: profiles/ and every add-on
+    definition it reads."""
+    assert {"addons.catalog", "addons.definition", "addons.mlflow"} <= {m for m in MODULES if rank(m) == 0}
     for name, path in MODULES.items():
-        if name.startswith("profiles"):
+        if rank(name) == 0:
             loaded = sorted(i for i in imports_of(path, MODULES) if i.split(".")[0] in BINDINGS)
             assert not loaded, f"{name} imports bindings: {loaded}"
 
@@ -126,7 +139,7 @@ def test_terraform_expressions_are_built_in_one_place() -> None:
     found = {
         name: lines
         for name, path in MODULES.items()
-        if name.split(".")[0] in ("components", "stacks")
+        if name.split(".")[0] in ("addons", "components", "stacks")
         and name != "components.expressions"
         and (lines := _template_sequences(path))
     }

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from profiles.versions import CHARTS
+from addons.catalog import CHARTS
 from tests.cases import FIXTURES, SHIPPED
 from tests.synth_helpers import path_of, resources
 

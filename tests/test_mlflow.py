@@ -19,13 +19,15 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from components.helm.mlflow import ADMIN_PASSWORD_RULE, AUTH_DATABASE, DB_LOGIN_SECRET, PASSFILE, SCRIPT_SOURCE
+from addons.catalog import CHARTS
+from addons.mlflow import IMAGE as MLFLOW_IMAGE
+from addons.mlflow import POSTGRES_MAJOR_VERSION as MLFLOW_POSTGRES_MAJOR_VERSION
+from addons.mlflow.install import ADMIN_PASSWORD_RULE, AUTH_DATABASE, DB_LOGIN_SECRET, PASSFILE, SCRIPT_SOURCE
 from components.k8s import mlflow_access
 from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
 from manifests.render import MLFLOW_CHECK, MLFLOW_CHECK_ARTIFACT, MLFLOW_CHECK_METRIC, render
 from manifests.verify import check_mlflow
 from profiles import available_profiles, load_profile
-from profiles.versions import CHARTS, MLFLOW_IMAGE, MLFLOW_POSTGRES_MAJOR_VERSION
 from profiles.workloads import TenantConfig
 from tests.cases import ALL_PROFILES, FIXTURES, SHIPPED, profile_source
 from tests.netpol import Peer, allowed

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.helm.registry import ADDONS
+from addons.registry import ADDONS
 from components.k8s.namespaces import NamespaceGuard
 from manifests.render import NAMESPACE as VALIDATION_NAMESPACE
 from manifests.render import render
@@ -44,7 +44,9 @@ def test_every_created_namespace_is_guarded(synthesized, profile):
     namespaces = created_namespaces(synthesized, profile)
     config = synthesized.configs[profile]
     expected = {t.name for t in config.workloads.tenants}
-    expected |= {a.release_namespace(a.settings(config)) for a in ADDONS if a.enabled(config) and a.create_namespace}
+    expected |= {
+        a.release_namespace(a.settings(config)) for a in ADDONS if a.enabled(config) and a.definition.creates_namespace
+    }
     if config.cluster.gpu_node_groups:
         expected.add(VALIDATION_NAMESPACE)
     assert set(namespaces) == expected

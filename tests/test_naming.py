@@ -7,12 +7,13 @@ import re
 
 import pytest
 
-from components.helm.registry import ADDONS
+from addons.registry import ADDONS
 from manifests.render import NAMESPACE as VALIDATION_NAMESPACE
 from profiles.models import PLATFORM_NAMESPACES
 from profiles.naming import ACCOUNT, RULES, DerivedName, derived_names, name_problems
 from tests.cases import FIXTURES, SHIPPED
 from tests.synth_helpers import resources
+from tests.test_profiles import mutated, problems
 
 # resource type -> (attribute holding its name, naming rule)
 NAMED = {
@@ -70,9 +71,25 @@ def test_the_rules_refuse_what_aws_refuses():
     assert name_problems(DerivedName(("name",), "x", "s3_bucket", "xn--data-123"))
 
 
-def test_the_platform_namespaces_are_the_registrys():
-    registry = {a.namespace for a in ADDONS if a.create_namespace and a.key != "argo_workflows"}
-    assert set(PLATFORM_NAMESPACES) == registry | {VALIDATION_NAMESPACE}
+@pytest.mark.parametrize("profile", SHIPPED + FIXTURES)
+def test_every_namespace_the_platform_creates_is_closed_to_tenants(synthesized, profile):
+    """Read from the synthesized addons layer, not from the catalog the list is built from: a
+    namespace an add-on creates that a tenant could also claim would be found here."""
+    config = synthesized.configs[profile]
+    created = {
+        obj["manifest"]["metadata"]["name"]
+        for obj in resources(synthesized.stack(profile, "addons"), "kubernetes_manifest").values()
+        if isinstance(obj.get("manifest"), dict) and obj["manifest"].get("kind") == "Namespace"
+    }
+    chosen = {a.release_namespace(a.settings(config)) for a in ADDONS if a.definition.namespace_setting}
+    assert created and created - chosen <= set(PLATFORM_NAMESPACES), created - set(PLATFORM_NAMESPACES)
+    assert VALIDATION_NAMESPACE in PLATFORM_NAMESPACES
+
+
+@pytest.mark.parametrize("namespace", PLATFORM_NAMESPACES)
+def test_a_tenant_cannot_take_a_platform_namespace(namespace):
+    found = "\n".join(problems(mutated(workloads__tenants=[{"name": namespace}])))
+    assert "workloads.tenants.0.name" in found and "namespace the platform creates" in found
 
 
 def test_rds_identifiers_refuse_what_rds_refuses():

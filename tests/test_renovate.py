@@ -1,5 +1,5 @@
-"""Renovate keeps the pins current: every pin in profiles/versions.py (and every annotated image or
-provider pin) is matched by one of renovate.json's managers, with the version it really has."""
+"""Renovate keeps the pins current: every add-on's pin (addons/<key>/__init__.py) and every annotated
+image or provider pin is matched by one of renovate.json's managers, with the version it really has."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import json
 import re
 from pathlib import Path
 
+from addons.catalog import ARTIFACTS, CHARTS
 from manifests.render import CUDA_IMAGE
-from profiles.versions import ARTIFACTS, CHARTS, HTTP_PROVIDER_VERSION
+from profiles.versions import HTTP_PROVIDER_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = json.loads((ROOT / "renovate.json").read_text())

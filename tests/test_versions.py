@@ -9,18 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from addons.catalog import ARTIFACTS, CHARTS, DEFINITIONS
+from addons.efa_device_plugin import PLUGIN_MINIMUM as EFA_PLUGIN_MINIMUM
+from addons.karpenter import HANDLES_RESERVATION_INTERRUPTIONS as KARPENTER_HANDLES_RESERVATION_INTERRUPTIONS
 from profiles import ProfileError, validate_profile
-from profiles.versions import (
-    ARTIFACTS,
-    CHARTS,
-    DEFAULT_KUBERNETES_VERSION,
-    EFA_PLUGIN_MINIMUM,
-    EKS_STANDARD_SUPPORT_ENDS,
-    KARPENTER_HANDLES_RESERVATION_INTERRUPTIONS,
-    KUBERNETES_MINIMUMS,
-    MIN_VERSIONS,
-    version_tuple,
-)
+from profiles.versions import DEFAULT_KUBERNETES_VERSION, EKS_STANDARD_SUPPORT_ENDS, version_tuple
 from tests.synth_helpers import resources
 from tests.test_profiles import mutated
 
@@ -33,15 +26,16 @@ def test_the_default_kubernetes_is_the_newest_in_standard_support():
     assert EKS_STANDARD_SUPPORT_ENDS[DEFAULT_KUBERNETES_VERSION] > "2026-11-30"
 
 
-@pytest.mark.parametrize("key", sorted(KUBERNETES_MINIMUMS))
-def test_every_pinned_component_supports_the_default(key):
-    needed = KUBERNETES_MINIMUMS[key].get(DEFAULT_KUBERNETES_VERSION, ())
-    assert version_tuple(CHARTS[key].version) >= needed
+@pytest.mark.parametrize("definition", [d for d in DEFINITIONS if d.kubernetes_minimums], ids=lambda d: d.key)
+def test_every_pinned_component_supports_the_default(definition):
+    needed = definition.kubernetes_minimums.get(DEFAULT_KUBERNETES_VERSION, ())
+    assert version_tuple(CHARTS[definition.key].version) >= needed
 
 
 def test_pins_meet_the_minimums_and_the_efa_guard_reads_the_plugin():
-    for key, minimum in MIN_VERSIONS.items():
-        assert version_tuple(CHARTS[key].version) >= minimum.version, key
+    for definition in DEFINITIONS:
+        for minimum in definition.minimums:
+            assert version_tuple(CHARTS[definition.key].version) >= minimum.version, definition.key
     assert version_tuple(CHARTS["efa_device_plugin"].app_version) >= EFA_PLUGIN_MINIMUM
     assert all(chart.app_version for chart in CHARTS.values())
 

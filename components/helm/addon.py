@@ -1,32 +1,40 @@
-"""The shape of one add-on: everything about it in one object, as cdk-eks-blueprints keeps each
-add-on beside its defaults.
+"""The shape of an add-on's installer, knowing no particular add-on.
 
-An add-on module defines a subclass of `HelmAddonSpec` (a pinned Helm chart: release name,
-namespace, timeout, the profile settings it reads, its values builder, what it must be installed
-after, any resources it needs beside the release), or of `AddonSpec` when it installs otherwise
-(the MPI Operator's release manifest), and one instance of it, which `components.helm.registry`
-lists. Its pin and minimum version live in `profiles.versions`, because the profile validator
-checks them.
+An add-on's `install.py` (`addons/<key>/install.py`) defines a subclass of `HelmAddonSpec` (a
+pinned Helm chart: release name, timeout, values, what it must be installed after, any resources
+it needs beside the release), or of `AddonSpec` when it installs otherwise (the MPI Operator's
+release manifest), and one instance of it, `ADDON`. Its `definition` (the binding-free part in
+`addons/<key>/__init__.py`: settings, pin, minimums, namespace) is what the profile validator reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, TypeVar
 
 from cdktf import ITerraformDependable
 from constructs import Construct
 
+from addons.definition import AddonConfig, AddonDefinition, ReleaseConfig
 from components.helm.release import HelmAddon, HelmAddonProps, SensitiveValue, Values
-from components.k8s.mlflow_access import client_access
 from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, PodSecurityLevel, namespace_objects
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from profiles import PlatformConfig
-from profiles.addons import AddonConfig, ReleaseConfig
-from profiles.versions import CHARTS, ChartRef
+from profiles.versions import ChartRef
 
 RecordT = TypeVar("RecordT")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Monitors:
+    """Prometheus monitors an add-on brings for its own pods (the add-on that runs Prometheus creates them
+    with its chart, so they exist only once the Prometheus operator's CRDs do)."""
+
+    service_monitors: tuple[dict[str, Any], ...] = ()
+    """ServiceMonitor specs (kube-prometheus-stack's additionalServiceMonitors entries)."""
+    pod_monitors: tuple[dict[str, Any], ...] = ()
+    """PodMonitor specs (additionalPodMonitors entries)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,10 +62,23 @@ class AddonContext:
     add-on that keeps data there); an add-on asks for its own with `record()`."""
     installed: Mapping[str, InstalledAddon] = field(default_factory=dict)
     """Add-ons installed before this one, by key (registry order)."""
+    monitors: Monitors = Monitors()
+    """Every enabled add-on's monitors, each list sorted by name (for the add-on that runs Prometheus)."""
 
     def record(self, kind: type[RecordT]) -> RecordT | None:
         """The earlier layers' record of this type, or None when they made none."""
         return next((r for r in self.records if isinstance(r, kind)), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Companions:
+    """What an add-on creates beside its release."""
+
+    ready: tuple[ITerraformDependable, ...] = ()
+    """What the release waits for (e.g. its Pod Identity association)."""
+    records: tuple[object, ...] = ()
+    """Typed records about them: the add-on's values read them with `ctx.record()`, and the
+    addons layer hands them to later layers."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,32 +98,35 @@ SettingsT = TypeVar("SettingsT", bound=ReleaseConfig)
 
 
 class AddonSpec(Generic[AnySettingsT]):
-    """One add-on's whole identity. Subclasses set the class attributes and override what differs."""
+    """One add-on's installer. Subclasses set the class attributes and override what differs."""
 
-    key: ClassVar[str]
-    """Field under `addons:` in the profile, its pin's key in profiles.versions, and (with - for _) construct id."""
+    definition: ClassVar[AddonDefinition[Any]]
+    """The add-on's binding-free definition (its package's `DEFINITION`)."""
     release_name: ClassVar[str]
     """The name the add-on is installed (and reported) under."""
-    namespace: ClassVar[str]
-    create_namespace: ClassVar[bool] = True
-    """The platform creates (and guards) the namespace; off for kube-system."""
     pod_security: ClassVar[PodSecurityLevel] = "baseline"
     """Pod Security Standard enforced on the add-on's namespace."""
     privileged_because: ClassVar[str] = ""
     """Why the namespace must admit privileged pods (required for privileged)."""
-    logs_to_mlflow: ClassVar[bool] = False
-    """Its pods log to MLflow: with MLflow on, the namespace gets the client label and an egress
-    allow to the tracking server."""
+
+    @property
+    def key(self) -> str:
+        """Field under `addons:` in the profile; with - for _, its construct ids."""
+        return self.definition.key
+
+    @property
+    def namespace(self) -> str:
+        return self.definition.namespace
 
     def settings(self, config: PlatformConfig) -> AnySettingsT:
-        settings: AnySettingsT = getattr(config.addons, self.key)
+        settings: AnySettingsT = self.definition.settings(config)
         return settings
 
     def enabled(self, config: PlatformConfig) -> bool:
         return self.settings(config).enabled
 
     def release_namespace(self, settings: AnySettingsT) -> str:
-        return self.namespace
+        return self.definition.namespace_of(settings)
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         return ()
@@ -119,24 +143,32 @@ class AddonSpec(Generic[AnySettingsT]):
         """NetworkPolicies the add-on needs beyond the namespace defaults (name -> spec)."""
         return {}
 
+    def namespace_labels(self, ctx: AddonContext, settings: AnySettingsT) -> dict[str, str]:
+        """Labels on the add-on's namespace beyond the guard's own (e.g. a client label another
+        add-on's policy admits)."""
+        return {}
+
     def namespace_objects(self, ctx: AddonContext, settings: AnySettingsT) -> list[dict[str, Any]]:
         """More objects in the add-on's namespace, created with it before any pod (quotas, limits)."""
         return []
 
+    def monitors(self, settings: AnySettingsT) -> Monitors:
+        """The Prometheus monitors for the add-on's own pods."""
+        return Monitors()
+
     def namespace_guard(self, ctx: AddonContext) -> NamespaceGuard:
         settings = self.settings(ctx.config)
-        mlflow_labels, mlflow_allows = client_access(self.logs_to_mlflow and ctx.config.addons.mlflow.enabled)
         return NamespaceGuard(
             name=self.release_namespace(settings),
             pod_security=self.pod_security,
             privileged_because=self.privileged_because,
-            labels=mlflow_labels,
-            allow={**self.network_allows(ctx, settings), **mlflow_allows},
+            labels=self.namespace_labels(ctx, settings),
+            allow=self.network_allows(ctx, settings),
         )
 
     def guarded_namespace(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         """Create the add-on's namespace with its labels and policies (before any pod starts)."""
-        if not self.create_namespace:
+        if not self.definition.creates_namespace:
             return ()
         guard = self.namespace_guard(ctx)
         extras = self.namespace_objects(ctx, self.settings(ctx.config))
@@ -158,7 +190,9 @@ class HelmAddonSpec(AddonSpec[SettingsT]):
 
     def chart(self, config: PlatformConfig) -> ChartRef:
         """The pinned chart, or the version the profile overrides it with."""
-        pinned = CHARTS[self.key]
+        pinned = self.definition.pin
+        if not isinstance(pinned, ChartRef):
+            raise TypeError(f"{self.key} is a Helm add-on but its pin is not a chart")
         override = self.settings(config).chart_version
         if override is None:
             return pinned
@@ -170,14 +204,14 @@ class HelmAddonSpec(AddonSpec[SettingsT]):
     def sensitive_values(self, ctx: AddonContext, settings: SettingsT) -> tuple[SensitiveValue, ...]:
         return ()
 
-    def companions(self, ctx: AddonContext, settings: SettingsT) -> tuple[ITerraformDependable, ...]:
-        """Create what the release needs beside it (e.g. its Pod Identity role); returns what the
-        release waits for."""
-        return ()
+    def companions(self, ctx: AddonContext, settings: SettingsT) -> Companions:
+        """Create what the release needs beside it (e.g. its Pod Identity role)."""
+        return Companions()
 
     def install(self, ctx: AddonContext) -> InstalledAddon:
         settings = self.settings(ctx.config)
         companions = self.companions(ctx, settings)
+        ctx = replace(ctx, records=(*ctx.records, *companions.records))
         namespace = self.guarded_namespace(ctx)
         release = HelmAddon(
             ctx.scope,
@@ -189,11 +223,11 @@ class HelmAddonSpec(AddonSpec[SettingsT]):
                 values=self.values(ctx, settings),
                 timeout_seconds=self.timeout_seconds,
                 create_namespace=False,
-                depends_on=(*self.depends_on(ctx), *namespace, *companions),
+                depends_on=(*self.depends_on(ctx), *namespace, *companions.ready),
                 sensitive_values=self.sensitive_values(ctx, settings),
             ),
         )
-        return InstalledAddon(name=release.release.name, ready=(release.release,))
+        return InstalledAddon(name=release.release.name, ready=(release.release,), records=companions.records)
 
 
 def installed_release(ctx: AddonContext, key: str) -> tuple[ITerraformDependable, ...]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from profiles.addons import MlflowConfig
+from addons.mlflow import DEFINITION, MlflowConfig
 
-NAMESPACE = "mlflow"
+NAMESPACE = DEFINITION.namespace
 SERVICE = "mlflow"  # the chart's full name for a release named mlflow
 SERVICE_PORT = 80
 SERVER_PORT = 5000  # the container port NetworkPolicies see

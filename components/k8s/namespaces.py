@@ -7,13 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from addons import monitoring
+
 PodSecurityLevel = Literal["baseline", "privileged"]
 # The EKS Pod Identity agent's link-local address: pods fetch credentials there (port 80).
 POD_IDENTITY_AGENT = "169.254.170.23/32"
 # EC2's link-local range (IMDS, the Pod Identity agent, the time service): never reachable through
 # the general egress allows; the Pod Identity agent gets its own, narrower one.
 LINK_LOCAL = "169.254.0.0/16"
-MONITORING_NAMESPACE = "monitoring"
+MONITORING_NAMESPACE = monitoring.DEFINITION.namespace
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-RAY_NAMESPACE = "ray-system"
+from addons import kuberay
+
+RAY_NAMESPACE = kuberay.DEFINITION.namespace
 HEAD_POD = {"ray.io/node-type": "head"}
 DASHBOARD_PORT = 8265
 SERVE_PORT = 8000

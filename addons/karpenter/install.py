@@ -7,16 +7,17 @@ from typing import Any
 
 from pydantic import Field
 
-from components.helm.addon import AddonContext, HelmAddonSpec, InstalledAddon
-from components.helm.release import HelmAddon, HelmAddonProps, Values
+from addons.karpenter import DEFINITION, HANDLES_RESERVATION_INTERRUPTIONS, KarpenterConfig
+from components.helm.addon import AddonContext, Companions, HelmAddonSpec, Monitors
+from components.helm.monitors import service_monitor
+from components.helm.release import Values
 from components.karpenter import KarpenterIdentity, KarpenterIdentityProps
 from components.karpenter_nodes import KarpenterNodes
 from components.labels import SYSTEM_NODES
-from profiles.addons import KarpenterConfig
-from profiles.versions import KARPENTER_HANDLES_RESERVATION_INTERRUPTIONS, version_tuple
+from profiles.versions import version_tuple
 
 SERVICE_ACCOUNT = "karpenter"
-NAMESPACE = "kube-system"
+NAMESPACE = DEFINITION.namespace
 
 
 class KarpenterController(Values):
@@ -49,12 +50,11 @@ def karpenter_values(*, cluster_name: str, cluster_endpoint: str, queue_name: st
 
 
 class KarpenterAddon(HelmAddonSpec[KarpenterConfig]):
-    key = "karpenter"
+    definition = DEFINITION
     release_name = "karpenter"
-    namespace = NAMESPACE
-    create_namespace = False
 
-    def install(self, ctx: AddonContext) -> InstalledAddon:
+    def companions(self, ctx: AddonContext, settings: KarpenterConfig) -> Companions:
+        # The controller starts only once its role, access entry and queue exist.
         config = ctx.config
         identity = KarpenterIdentity(
             ctx.scope,
@@ -66,33 +66,24 @@ class KarpenterAddon(HelmAddonSpec[KarpenterConfig]):
                 namespace=NAMESPACE,
                 service_account=SERVICE_ACCOUNT,
                 handles_reservation_interruptions=version_tuple(self.chart(config).version)
-                >= KARPENTER_HANDLES_RESERVATION_INTERRUPTIONS,
+                >= HANDLES_RESERVATION_INTERRUPTIONS,
             ),
         )
-        release = HelmAddon(
-            ctx.scope,
-            "karpenter",
-            props=HelmAddonProps(
-                release_name=self.release_name,
-                namespace=NAMESPACE,
-                chart=self.chart(config),
-                values=karpenter_values(
-                    cluster_name=ctx.cluster_name,
-                    cluster_endpoint=ctx.cluster_endpoint,
-                    queue_name=identity.queue_name,
-                    region=config.region,
-                ),
-                timeout_seconds=self.timeout_seconds,
-                create_namespace=False,
-                # The controller starts only once its role, access entry and queue exist.
-                depends_on=identity.ready,
-            ),
+        nodes = KarpenterNodes(node_role_name=identity.node_role_name, interruption_queue=identity.queue_name)
+        return Companions(ready=identity.ready, records=(nodes,))
+
+    def values(self, ctx: AddonContext, settings: KarpenterConfig) -> KarpenterValues:
+        nodes = ctx.record(KarpenterNodes)
+        assert nodes is not None, "companions() records the node identity"
+        return karpenter_values(
+            cluster_name=ctx.cluster_name,
+            cluster_endpoint=ctx.cluster_endpoint,
+            queue_name=nodes.interruption_queue,
+            region=ctx.config.region,
         )
-        return InstalledAddon(
-            name=release.release.name,
-            ready=(release.release,),
-            records=(KarpenterNodes(node_role_name=identity.node_role_name, interruption_queue=identity.queue_name),),
-        )
+
+    def monitors(self, settings: KarpenterConfig) -> Monitors:
+        return Monitors(service_monitors=(service_monitor("karpenter", NAMESPACE, "karpenter", "http-metrics"),))
 
 
 ADDON = KarpenterAddon()

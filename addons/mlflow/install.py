@@ -18,11 +18,12 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
+from cdktf import TerraformVariable, TerraformVariableValidationConfig
 from pydantic import Field
 
+from addons.mlflow import DEFINITION, IMAGE, MlflowConfig
 from components.expressions import matches
-from components.helm.addon import AddonContext, HelmAddonSpec
+from components.helm.addon import AddonContext, Companions, HelmAddonSpec
 from components.helm.release import SensitiveValue, Values
 from components.k8s.mlflow_access import (
     NAMESPACE,
@@ -36,8 +37,6 @@ from components.labels import SYSTEM_NODES
 from components.mlflow_backend import MlflowBackend
 from components.mlflow_identity import MlflowIdentity, MlflowIdentityProps
 from components.mlflow_store import POSTGRES_PORT
-from profiles.addons import MlflowConfig
-from profiles.versions import MLFLOW_IMAGE
 
 SERVICE_ACCOUNT = "mlflow"
 ADMIN_USERNAME = "admin"
@@ -86,7 +85,7 @@ def db_login_sidecar(backend: MlflowBackend, region: str) -> dict[str, Any]:
     }
     return {
         "name": "db-login",
-        "image": MLFLOW_IMAGE,
+        "image": IMAGE,
         "restartPolicy": "Always",
         "command": ["python", "/opt/db-login/db_login.py"],
         "env": [{"name": name, "value": value} for name, value in environment.items()],
@@ -123,7 +122,7 @@ class MlflowValues(Values):
 
 
 def mlflow_values(settings: MlflowConfig, backend: MlflowBackend, *, region: str) -> MlflowValues:
-    repository, tag = MLFLOW_IMAGE.rsplit(":", 1)
+    repository, tag = IMAGE.rsplit(":", 1)
     database = {"enabled": True, "host": backend.address, "port": POSTGRES_PORT}
     login_secret = {"name": DB_LOGIN_SECRET, "usernameKey": "username", "passwordKey": "password"}
     auth: dict[str, Any] = {
@@ -161,9 +160,8 @@ def mlflow_values(settings: MlflowConfig, backend: MlflowBackend, *, region: str
 
 
 class MlflowAddon(HelmAddonSpec[MlflowConfig]):
-    key = "mlflow"
+    definition = DEFINITION
     release_name = "mlflow"
-    namespace = NAMESPACE
 
     def user_secrets(self, settings: MlflowConfig) -> tuple[str, ...]:
         return (settings.admin_secret_name,) if settings.admin_password_from == "existing_secret" else ()
@@ -228,10 +226,10 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
         )
         return (SensitiveValue(path="auth.adminPassword", value=password.string_value),)
 
-    def companions(self, ctx: AddonContext, settings: MlflowConfig) -> tuple[ITerraformDependable, ...]:
+    def companions(self, ctx: AddonContext, settings: MlflowConfig) -> Companions:
         # The server starts once its role is bound (and, as for every add-on, once its namespace,
         # login Secret and script exist).
-        return MlflowIdentity(
+        identity = MlflowIdentity(
             ctx.scope,
             "mlflow-identity",
             props=MlflowIdentityProps(
@@ -242,7 +240,8 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
                 service_account=SERVICE_ACCOUNT,
                 backend=self._backend(ctx),
             ),
-        ).ready
+        )
+        return Companions(ready=identity.ready)
 
     @staticmethod
     def _backend(ctx: AddonContext) -> MlflowBackend:

@@ -9,19 +9,19 @@ from __future__ import annotations
 from cdktf import TerraformDataSource, TerraformStack
 from cdktf_cdktf_provider_kubernetes.manifest import Manifest
 
+from addons.mpi_operator import DEFINITION, MpiOperatorConfig
 from components.expressions import Expression, expression, quoted_template, string_literal
 from components.helm.addon import AddonContext, AddonSpec, InstalledAddon
-from profiles.addons import AddonConfig
-from profiles.versions import ARTIFACTS, HTTP_PROVIDER_VERSION
+from profiles.versions import HTTP_PROVIDER_VERSION, ReleaseArtifact
 
 
-class MpiOperatorAddon(AddonSpec[AddonConfig]):
-    key = "mpi_operator"
+class MpiOperatorAddon(AddonSpec[MpiOperatorConfig]):
+    definition = DEFINITION
     release_name = "mpi-operator"
-    namespace = "mpi-operator"
 
     def install(self, ctx: AddonContext) -> InstalledAddon:
-        artifact = ARTIFACTS[self.key]
+        artifact = self.definition.pin
+        assert isinstance(artifact, ReleaseArtifact)
         TerraformStack.of(ctx.scope).add_override(
             "terraform.required_providers.http", {"source": "hashicorp/http", "version": HTTP_PROVIDER_VERSION}
         )

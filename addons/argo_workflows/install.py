@@ -6,17 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from addons import mlflow
+from addons.argo_workflows import DEFINITION, ArgoWorkflowsConfig
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import Values
 from components.k8s.gpus import claim_template, gpu_quota
-from components.k8s.mlflow_access import tracking_config_map, tracking_env
+from components.k8s.mlflow_access import client_access, tracking_config_map, tracking_env
 from components.k8s.namespaces import (
     container_defaults,
     egress_https_outside_the_node,
     egress_to_pod_identity_agent,
 )
 from components.labels import SYSTEM_NODES
-from profiles.addons import ArgoWorkflowsConfig
 from profiles.models import dra_claim_counts, dra_mode
 
 WORKFLOW_SERVICE_ACCOUNT = "argo-workflow"
@@ -65,20 +66,23 @@ def argo_workflows_values(cfg: ArgoWorkflowsConfig, *, mlflow: bool = False) -> 
 class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
     """The release, and a ResourceQuota with container defaults in the namespace workflows run in."""
 
-    key = "argo_workflows"
+    definition = DEFINITION
     release_name = "argo-workflows"
-    namespace = "argo"
-    logs_to_mlflow = True
-
-    def release_namespace(self, settings: ArgoWorkflowsConfig) -> str:
-        return settings.namespace
 
     def values(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> ArgoWorkflowsValues:
-        return argo_workflows_values(settings, mlflow=ctx.config.addons.mlflow.enabled)
+        return argo_workflows_values(settings, mlflow=mlflow.DEFINITION.enabled(ctx.config))
 
     def network_allows(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> dict[str, dict[str, Any]]:
-        # Workflow steps run here and use AWS through Pod Identity, like a tenant's pods.
-        return {"allow-pod-identity": egress_to_pod_identity_agent(), "allow-aws-apis": egress_https_outside_the_node()}
+        # Workflow steps run here and use AWS through Pod Identity, like a tenant's pods, and log to
+        # MLflow when it is on.
+        return {
+            "allow-pod-identity": egress_to_pod_identity_agent(),
+            "allow-aws-apis": egress_https_outside_the_node(),
+            **client_access(mlflow.DEFINITION.enabled(ctx.config))[1],
+        }
+
+    def namespace_labels(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> dict[str, str]:
+        return client_access(mlflow.DEFINITION.enabled(ctx.config))[0]
 
     def namespace_objects(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> list[dict[str, Any]]:
         # The quota counts requests; the LimitRange gives every container that states none a request,
@@ -99,7 +103,7 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
             },
             # In DRA mode workflow steps take GPUs through these claim templates.
             *(claim_template(settings.namespace, count) for count in dra_claim_counts(ctx.config)),
-            *([tracking_config_map(settings.namespace)] if ctx.config.addons.mlflow.enabled else []),
+            *([tracking_config_map(settings.namespace)] if mlflow.DEFINITION.enabled(ctx.config) else []),
         ]
 
 

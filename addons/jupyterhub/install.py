@@ -13,13 +13,14 @@ from typing import Any
 from cdktf import ITerraformDependable
 from pydantic import Field
 
+from addons import mlflow
+from addons.jupyterhub import DEFINITION, JupyterHubConfig, JupyterHubExposure
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import Values
 from components.image_reference import parse_image_reference
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
-from components.k8s.mlflow_access import tracking_env
+from components.k8s.mlflow_access import client_access, tracking_env
 from components.labels import GPU_TOLERATION, NODE_POOL_LABEL, SYSTEM_NODES
-from profiles.addons import JupyterHubConfig, JupyterHubExposure
 from profiles.models import dra_mode
 
 SECRET_MOUNT = "/run/secrets/oidc"
@@ -177,19 +178,27 @@ def jupyterhub_values(
 
 
 class JupyterHubAddon(HelmAddonSpec[JupyterHubConfig]):
-    key = "jupyterhub"
+    definition = DEFINITION
     release_name = "jupyterhub"
-    namespace = "jupyterhub"
     timeout_seconds = 1200
-    logs_to_mlflow = True
 
     def user_secrets(self, settings: JupyterHubConfig) -> tuple[str, ...]:
         return (settings.oidc.client_secret_name,) if settings.oidc else ()
 
     def values(self, ctx: AddonContext, settings: JupyterHubConfig) -> JupyterHubValues:
         return jupyterhub_values(
-            settings, storage_class=ctx.storage_class, dra=dra_mode(ctx.config), mlflow=ctx.config.addons.mlflow.enabled
+            settings,
+            storage_class=ctx.storage_class,
+            dra=dra_mode(ctx.config),
+            mlflow=mlflow.DEFINITION.enabled(ctx.config),
         )
+
+    # Notebooks log to MLflow when it is on: the client label and egress to the tracking server.
+    def namespace_labels(self, ctx: AddonContext, settings: JupyterHubConfig) -> dict[str, str]:
+        return client_access(mlflow.DEFINITION.enabled(ctx.config))[0]
+
+    def network_allows(self, ctx: AddonContext, settings: JupyterHubConfig) -> dict[str, dict[str, Any]]:
+        return client_access(mlflow.DEFINITION.enabled(ctx.config))[1]
 
     def namespace_objects(self, ctx: AddonContext, settings: JupyterHubConfig) -> list[dict[str, Any]]:
         # The GPU notebook profile's claim template (DRA mode).

@@ -8,16 +8,13 @@ from typing import Any
 from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
 from pydantic import Field
 
+from addons.monitoring import DEFINITION, MonitoringConfig
 from components.expressions import expression
-from components.helm import karpenter, kuberay
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.common import Placement, Toggle
 from components.helm.release import SensitiveValue, Values
-from components.k8s.namespaces import MONITORING_NAMESPACE
 from components.labels import SYSTEM_NODES
 from components.node_monitoring import CRITICAL_XIDS
-from profiles import PlatformConfig
-from profiles.addons import MonitoringConfig
 
 # DCGM exporter semantics: DCGM_FI_DEV_XID_ERRORS is the last XID code seen (a gauge), not a
 # count, so alerts look at its current value; increase() over it would be meaningless.
@@ -74,27 +71,6 @@ class PrometheusValues(Values):
     prometheus_spec: dict[str, Any]
     additional_service_monitors: list[dict[str, Any]] = Field(default_factory=list)
     additional_pod_monitors: list[dict[str, Any]] = Field(default_factory=list)
-
-
-# Ray's head and worker pods (KubeRay names their metrics container port `metrics`, 8080) in any
-# namespace: tenants admit the monitoring namespace's scrapes.
-RAY_POD_MONITOR: dict[str, Any] = {
-    "name": "ray",
-    "namespaceSelector": {"any": True},
-    "selector": {"matchExpressions": [{"key": "ray.io/node-type", "operator": "Exists"}]},
-    "podMetricsEndpoints": [{"port": "metrics", "interval": "30s"}],
-}
-
-
-def controller_monitor(name: str, namespace: str, app: str, port: str) -> dict[str, Any]:
-    """A ServiceMonitor for a controller's metrics Service. Created by this chart, so it exists
-    only once the Prometheus operator's CRDs do (in the same release)."""
-    return {
-        "name": name,
-        "namespaceSelector": {"matchNames": [namespace]},
-        "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
-        "endpoints": [{"port": port, "path": "/metrics", "interval": "30s"}],
-    }
 
 
 class GrafanaAdmin(Values):
@@ -159,23 +135,11 @@ def monitoring_values(
     )
 
 
-def controller_monitors(config: PlatformConfig) -> tuple[dict[str, Any], ...]:
-    """ServiceMonitors for the controllers the profile runs (Karpenter's and KubeRay's charts
-    expose metrics Services; their own monitor options would race the CRDs)."""
-    addons, monitors = config.addons, []
-    if addons.karpenter.enabled:
-        monitors.append(controller_monitor("karpenter", karpenter.NAMESPACE, "karpenter", "http-metrics"))
-    if addons.kuberay.enabled:
-        monitors.append(controller_monitor("kuberay-operator", kuberay.ADDON.namespace, "kuberay-operator", "http"))
-    return tuple(monitors)
-
-
 class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
     """Installed first: its CRDs (ServiceMonitor, PrometheusRule) are what later charts template."""
 
-    key = "monitoring"
+    definition = DEFINITION
     release_name = "monitoring"
-    namespace = MONITORING_NAMESPACE
     timeout_seconds = 900
     pod_security = "privileged"
 
@@ -208,8 +172,8 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
             storage_gib=settings.prometheus_storage_gib,
             storage_class=ctx.storage_class,
             grafana_secret=None if from_variable else settings.grafana_admin_secret_name,
-            monitors=controller_monitors(ctx.config),
-            pod_monitors=(RAY_POD_MONITOR,) if ctx.config.addons.kuberay.enabled else (),
+            monitors=ctx.monitors.service_monitors,
+            pod_monitors=ctx.monitors.pod_monitors,
         )
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from addons.efa_device_plugin import DEFINITION, EfaDevicePluginConfig
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.common import GPU_TOLERATIONS, Toleration
 from components.helm.release import Values
 from components.labels import EFA_NODES
-from profiles.addons import ReleaseConfig
 
 
 class EfaDevicePluginValues(Values):
@@ -18,13 +18,11 @@ def efa_device_plugin_values() -> EfaDevicePluginValues:
     return EfaDevicePluginValues(node_selector=dict(EFA_NODES), tolerations=GPU_TOLERATIONS)
 
 
-class EfaDevicePluginAddon(HelmAddonSpec[ReleaseConfig]):
-    key = "efa_device_plugin"
+class EfaDevicePluginAddon(HelmAddonSpec[EfaDevicePluginConfig]):
+    definition = DEFINITION
     release_name = "efa-device-plugin"
-    namespace = "kube-system"
-    create_namespace = False
 
-    def values(self, ctx: AddonContext, settings: ReleaseConfig) -> EfaDevicePluginValues:
+    def values(self, ctx: AddonContext, settings: EfaDevicePluginConfig) -> EfaDevicePluginValues:
         return efa_device_plugin_values()
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 from cdktf import ITerraformDependable
 from pydantic import Field
 
+from addons import monitoring
+from addons.gpu_operator import DEFINITION, GpuOperatorConfig
 from components.helm.addon import AddonContext, HelmAddonSpec, installed_release
 from components.helm.common import GPU_TOLERATIONS, Placement, Toggle, Toleration
 from components.helm.release import Values
 from components.node_monitoring import DCGM_REMOTE_HOSTENGINE_ENV, HOST_ENGINE
-from profiles.addons import GpuOperatorConfig
 
 
 class DeployCr(Values):
@@ -62,9 +63,8 @@ def gpu_operator_values(*, dra: bool, service_monitor: bool, shared_host_engine:
 
 
 class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
-    key = "gpu_operator"
+    definition = DEFINITION
     release_name = "gpu-operator"
-    namespace = "gpu-operator"
     timeout_seconds = 900
     pod_security = "privileged"
     privileged_because = "the device plugin, DCGM exporter and feature discovery run privileged to reach the GPUs"
@@ -72,7 +72,7 @@ class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
     def values(self, ctx: AddonContext, settings: GpuOperatorConfig) -> GpuOperatorValues:
         return gpu_operator_values(
             dra=settings.dra,
-            service_monitor=ctx.config.addons.monitoring.enabled,
+            service_monitor=monitoring.DEFINITION.enabled(ctx.config),
             shared_host_engine=bool(ctx.config.cluster.gpu_node_groups),
         )
 

@@ -1,0 +1,106 @@
+"""What an add-on is before anything is installed: its profile settings, its pin, the versions
+it needs and the namespace it owns. Binding-free, so the profile validator can read every add-on
+without loading a provider binding.
+
+Each add-on package (`addons/<key>/__init__.py`) defines one `AddonDefinition`; its installer
+(`addons/<key>/install.py`) builds on it. `addons/catalog.py` lists the definitions in install
+order, and everything that spans add-ons (the profile's `addons:` model, the pin table, the
+minimum-version checks, the namespaces tenants may not take) is derived from that list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Generic, Protocol, TypeVar, cast
+
+from pydantic import Field
+
+from profiles.base import Strict
+from profiles.cluster import ClusterConfig
+from profiles.versions import ChartRef, ReleaseArtifact
+
+ChartVersion = Annotated[str, Field(pattern=r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")]
+
+
+class AddonConfig(Strict):
+    enabled: bool = True
+    """Install this add-on."""
+
+
+class ReleaseConfig(AddonConfig):
+    """A Helm add-on's settings: on or off, and its chart version."""
+
+    chart_version: ChartVersion | None = Field(
+        None, description="Override the pinned chart version (the add-on's pin). Unset: the pinned one."
+    )
+
+
+SettingsT = TypeVar("SettingsT", bound=AddonConfig)
+
+
+class PlatformConfig(Protocol):
+    """What a definition reads of a validated profile (profiles.models.PlatformConfig, which
+    itself is built from the definitions, so it is named here by shape)."""
+
+    @property
+    def cluster(self) -> ClusterConfig: ...
+
+    @property
+    def addons(self) -> Strict: ...
+
+
+def always(config: PlatformConfig) -> bool:
+    return True
+
+
+@dataclass(frozen=True, kw_only=True)
+class Minimum:
+    """The oldest chart version the platform works with, what breaks below it, and when it binds."""
+
+    version: tuple[int, ...]
+    """A chart version (for charts whose app version differs, the first chart shipping the app fix)."""
+    why: str
+    """What breaks below it, in the words the validation error shows."""
+    applies: Callable[[PlatformConfig], bool] = always
+    """Whether the profile uses what the minimum is about (e.g. Capacity Blocks)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AddonDefinition(Generic[SettingsT]):
+    """One add-on's binding-free identity."""
+
+    key: str
+    """Its field under `addons:` in the profile; with - for _, its construct ids."""
+    settings_type: type[SettingsT]
+    """The pydantic model of its profile settings (defaults are the safe, cheap choice)."""
+    description: str
+    """What the add-on is, as the profile schema shows it."""
+    pin: ChartRef | ReleaseArtifact
+    """The chart (or release manifest) it installs, pinned."""
+    namespace: str
+    """Where it runs (unless `namespace_setting` names a setting that moves it)."""
+    creates_namespace: bool = True
+    """The platform creates and guards the namespace (off for kube-system)."""
+    namespace_setting: str | None = None
+    """A settings field that chooses the namespace instead (Argo Workflows)."""
+    minimums: tuple[Minimum, ...] = ()
+    """Chart versions the platform needs, each with its reason and when it applies."""
+    kubernetes_minimums: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """Its compatibility matrix: Kubernetes version -> the oldest chart version that supports it."""
+
+    def settings(self, config: PlatformConfig) -> SettingsT:
+        """This add-on's validated settings in the profile."""
+        return cast(SettingsT, getattr(config.addons, self.key))
+
+    def enabled(self, config: PlatformConfig) -> bool:
+        return self.settings(config).enabled
+
+    def namespace_of(self, settings: SettingsT) -> str:
+        """The namespace the add-on runs in with these settings."""
+        return str(getattr(settings, self.namespace_setting)) if self.namespace_setting else self.namespace
+
+    def version(self, settings: SettingsT) -> str:
+        """The chart version installed: the profile's override, else the pin."""
+        override = settings.chart_version if isinstance(settings, ReleaseConfig) else None
+        return override or (self.pin.version if isinstance(self.pin, ChartRef) else self.pin.tag)

@@ -1,0 +1,29 @@
+"""NVIDIA GPU Operator: the device plugin, DCGM exporter and GPU feature discovery on GPU nodes."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from addons.definition import AddonDefinition, ReleaseConfig
+from profiles.versions import ChartRef
+
+
+class GpuOperatorConfig(ReleaseConfig):
+    dra: bool = Field(
+        False,
+        description="Opt-in DRA mode: GPU Operator deploys the GPUCluster singleton instead of the "
+        "ClusterPolicy. Needs Kubernetes 1.34 or later (resource.k8s.io/v1).",
+    )
+
+
+DEFINITION = AddonDefinition(
+    key="gpu_operator",
+    settings_type=GpuOperatorConfig,
+    description="NVIDIA GPU Operator (uses the driver the AL2023 NVIDIA AMI ships).",
+    pin=ChartRef(
+        repository="https://helm.ngc.nvidia.com/nvidia", chart="gpu-operator", version="v26.7.0", app_version="v26.7.0"
+    ),
+    namespace="gpu-operator",
+    # GPU Operator platform support: Kubernetes 1.36 from 26.3.2.
+    kubernetes_minimums={"1.36": (26, 3, 2)},
+)

@@ -1,0 +1,136 @@
+"""JupyterHub: notebooks for signed-in users, on CPU or GPU nodes."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from addons.definition import AddonDefinition, ReleaseConfig
+from profiles.base import FieldProblem, HttpsUrl, K8sName, Strict, check_cidr
+from profiles.versions import ChartRef
+
+
+class OidcConfig(Strict):
+    """An OIDC client for JupyterHub (e.g. a Cognito app client). The client secret is never in the
+    profile: it is read from a Secret mounted into the hub at /run/secrets/oidc."""
+
+    client_id: str = Field(..., min_length=1)
+    """The OAuth client id registered with the identity provider."""
+    client_secret_name: K8sName = Field(
+        "jupyterhub-oidc", description="Secret with key client-secret, in the hub namespace."
+    )
+    callback_url: HttpsUrl
+    """JupyterHub's OAuth callback URL, e.g. https://hub.example.com/hub/oauth_callback."""
+    authorize_url: HttpsUrl
+    """The identity provider's authorization endpoint (https)."""
+    token_url: HttpsUrl
+    """The identity provider's token endpoint (https)."""
+    userdata_url: HttpsUrl
+    """The identity provider's user-info endpoint (https)."""
+    scopes: list[str] = Field(["openid", "profile", "email"], min_length=1)
+    """OAuth scopes requested at sign-in."""
+    username_claim: str = Field("sub", description="A stable claim: sub never changes, unlike email.")
+
+
+AcmCertificateArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+$")]
+
+
+class JupyterHubExposure(Strict):
+    """How users reach the hub. Never a plain-HTTP endpoint on the internet."""
+
+    type: Literal["cluster_ip", "internal_nlb", "public_nlb_tls"] = Field(
+        "cluster_ip",
+        description="cluster_ip (default): no load balancer; reach the hub with kubectl port-forward or your own "
+        "ingress. internal_nlb: a Network Load Balancer inside the VPC. public_nlb_tls: an internet-facing NLB "
+        "that terminates TLS with acm_certificate_arn and admits only source_cidrs.",
+    )
+    acm_certificate_arn: AcmCertificateArn | None = Field(
+        None, description="ACM certificate for the hub's host name (public_nlb_tls; optional for internal_nlb)."
+    )
+    source_cidrs: list[str] = Field(
+        default_factory=list, description="public_nlb_tls: the client CIDRs the load balancer admits."
+    )
+
+    @model_validator(mode="after")
+    def _tls_on_the_internet(self) -> JupyterHubExposure:
+        if self.type == "public_nlb_tls":
+            if self.acm_certificate_arn is None:
+                raise FieldProblem(
+                    "acm_certificate_arn",
+                    None,
+                    "an internet-facing hub needs TLS: name the ACM certificate for its host name",
+                    allowed="arn:aws:acm:<region>:<account>:certificate/<id>",
+                )
+            if not self.source_cidrs:
+                raise FieldProblem(
+                    "source_cidrs",
+                    [],
+                    "an internet-facing hub admits only named client ranges",
+                    allowed="one or more CIDRs, e.g. [203.0.113.0/24]",
+                )
+            for index, cidr in enumerate(self.source_cidrs):
+                try:
+                    check_cidr(cidr)
+                except ValueError as error:
+                    raise FieldProblem(("source_cidrs", index), cidr, str(error)) from None
+        elif self.source_cidrs:
+            raise FieldProblem(
+                "source_cidrs",
+                self.source_cidrs,
+                f"{self.type} has no public listener to restrict",
+                allowed="empty, or type public_nlb_tls",
+            )
+        return self
+
+
+class JupyterHubConfig(ReleaseConfig):
+    enabled: bool = False
+    """Install JupyterHub (off by default; needs oidc and allowed_users)."""
+    oidc: OidcConfig | None = None
+    """The OpenID Connect identity provider users sign in with; required when enabled."""
+    allowed_users: list[str] = Field(
+        default_factory=list, description="Values of the username claim allowed to log in."
+    )
+    cpu_image: str = Field("quay.io/jupyter/scipy-notebook:2025-12-01", description="Pinned CPU notebook image.")
+    gpu_image: str = Field(
+        "quay.io/jupyter/pytorch-notebook:cuda12-2025-12-01", description="Pinned CUDA notebook image."
+    )
+    start_timeout_seconds: int = Field(
+        1200, ge=300, description="GPU images are large: starts of many minutes are normal."
+    )
+    user_storage_gib: int = Field(20, ge=1)
+    """Size of each user's home volume, in GiB."""
+    exposure: JupyterHubExposure = Field(
+        default_factory=JupyterHubExposure, description="How users reach the hub; private (ClusterIP) by default."
+    )
+
+    @model_validator(mode="after")
+    def _authentication(self) -> JupyterHubConfig:
+        if self.enabled and self.oidc is None:
+            raise FieldProblem(
+                "oidc",
+                None,
+                "JupyterHub needs OIDC settings: it never runs without authentication",
+                allowed="client_id, callback_url, authorize_url, token_url, userdata_url",
+            )
+        if self.enabled and not self.allowed_users:
+            raise FieldProblem(
+                "allowed_users",
+                [],
+                "with allow_all false an empty allow-list lets nobody in",
+                allowed="one or more values of the username claim",
+            )
+        return self
+
+
+DEFINITION = AddonDefinition(
+    key="jupyterhub",
+    settings_type=JupyterHubConfig,
+    description="JupyterHub for interactive notebooks (off by default).",
+    # The newest chart release when this was pinned (4.4.2 was not yet published).
+    pin=ChartRef(
+        repository="https://hub.jupyter.org/helm-chart/", chart="jupyterhub", version="4.4.0", app_version="5.5.0"
+    ),
+    namespace="jupyterhub",
+)

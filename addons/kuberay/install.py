@@ -1,0 +1,40 @@
+"""KubeRay operator: RayCluster / RayJob controllers, run on the system nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from addons.kuberay import DEFINITION, KubeRayConfig
+from components.helm.addon import AddonContext, HelmAddonSpec, Monitors
+from components.helm.common import Placement
+from components.helm.monitors import service_monitor
+from components.k8s.ray_access import operator_to_ray_heads
+
+# Ray's head and worker pods (KubeRay names their metrics container port `metrics`, 8080) in any
+# namespace: tenants admit the monitoring namespace's scrapes.
+RAY_POD_MONITOR: dict[str, Any] = {
+    "name": "ray",
+    "namespaceSelector": {"any": True},
+    "selector": {"matchExpressions": [{"key": "ray.io/node-type", "operator": "Exists"}]},
+    "podMetricsEndpoints": [{"port": "metrics", "interval": "30s"}],
+}
+
+
+class KubeRayAddon(HelmAddonSpec[KubeRayConfig]):
+    definition = DEFINITION
+    release_name = "kuberay-operator"
+
+    def network_allows(self, ctx: AddonContext, settings: KubeRayConfig) -> dict[str, dict[str, Any]]:
+        # RayJob status and submission (dashboard) and RayService health (Serve) on tenant heads.
+        return operator_to_ray_heads(tuple(tenant.name for tenant in ctx.config.workloads.tenants))
+
+    def values(self, ctx: AddonContext, settings: KubeRayConfig) -> Placement:
+        return Placement()
+
+    def monitors(self, settings: KubeRayConfig) -> Monitors:
+        # The operator's chart has its own ServiceMonitor option, but it would race the CRDs.
+        operator = service_monitor("kuberay-operator", self.namespace, "kuberay-operator", "http")
+        return Monitors(service_monitors=(operator,), pod_monitors=(RAY_POD_MONITOR,))
+
+
+ADDON = KubeRayAddon()

@@ -1,0 +1,40 @@
+"""kube-prometheus-stack: Prometheus, Alertmanager, Grafana and the Prometheus operator."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from addons.definition import AddonDefinition, ReleaseConfig
+from profiles.base import K8sName
+from profiles.versions import ChartRef
+
+
+class MonitoringConfig(ReleaseConfig):
+    grafana_admin_password_from: Literal["variable", "existing_secret"] = Field(
+        "variable",
+        description="variable: the sensitive Terraform variable grafana_admin_password (TF_VAR_grafana_admin_password) "
+        "at apply time; existing_secret: a Secret you create in the monitoring namespace.",
+    )
+    grafana_admin_secret_name: K8sName = Field(
+        "grafana-admin", description="With existing_secret: Secret holding keys admin-user and admin-password."
+    )
+    prometheus_retention_days: int = Field(15, ge=1, le=365)
+    """How many days Prometheus keeps metrics."""
+    prometheus_storage_gib: int = Field(50, ge=10)
+    """Size of Prometheus' persistent volume, in GiB."""
+
+
+DEFINITION = AddonDefinition(
+    key="monitoring",
+    settings_type=MonitoringConfig,
+    description="kube-prometheus-stack with DCGM exporter scraping.",
+    pin=ChartRef(
+        repository="https://prometheus-community.github.io/helm-charts",
+        chart="kube-prometheus-stack",
+        version="88.5.3",
+        app_version="v0.93.1",
+    ),
+    namespace="monitoring",
+)
