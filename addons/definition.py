@@ -19,6 +19,7 @@ from pydantic import Field
 from profiles.base import Strict
 from profiles.cluster import ClusterConfig
 from profiles.versions import ChartRef, ReleaseArtifact
+from profiles.workloads import WorkloadsConfig
 
 ChartVersion = Annotated[str, Field(pattern=r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")]
 
@@ -48,6 +49,9 @@ class PlatformConfig(Protocol):
 
     @property
     def addons(self) -> Strict: ...
+
+    @property
+    def workloads(self) -> WorkloadsConfig: ...
 
 
 def always(config: PlatformConfig) -> bool:

@@ -17,6 +17,8 @@ EFA_NODES = {EFA_LABEL: "true"}
 NODE_GROUP_LABEL = "platform/gpu-node-group"
 # Karpenter pools label their nodes with this key (values: cpu, gpu).
 NODE_POOL_LABEL = "platform/node-pool"
+# A tenant's namespace carries this label (value: the tenant's name); Kueue manages jobs there.
+TENANT_LABEL = "platform/tenant"
 
 # Every node, managed or Karpenter-launched: IMDSv2 only, with a PUT response hop limit of 1, so
 # the token never reaches a pod's own network namespace and no pod can read the node role's

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 from pydantic import Field, model_validator
 
-from addons import gpu_operator, karpenter, mlflow
+from addons import gpu_operator, karpenter, kueue, mlflow
 from addons.catalog import ADDON_NAMESPACES, DEFINITIONS
 from profiles.addons import AddonsConfig
 from profiles.aws_facts import zones
@@ -127,6 +127,8 @@ class PlatformConfig(Strict):
             self._names_do_not_collide,
             self._azs_in_region,
             self._tenant_quotas_fit_a_node,
+            self._kueue_counts_extended_gpus,
+            self._tenant_quotas_hold_their_queues,
         )
         raise_all([problem for check in checks for problem in check()], title="PlatformConfig")
         return self
@@ -282,6 +284,33 @@ class PlatformConfig(Strict):
                         f"smaller than one {node.name} node ({words}): no job on that group could ever be admitted",
                         allowed=f"at least {words}, or unset",
                     )
+
+    def _kueue_counts_extended_gpus(self) -> Iterator[FieldProblem]:
+        if kueue.DEFINITION.enabled(self) and dra_mode(self):
+            yield FieldProblem(
+                ("addons", "kueue", "enabled"),
+                True,
+                "Kueue's queues count GPUs as the device plugin's nvidia.com/gpu; in DRA mode GPUs are claims, "
+                "which the platform's queues do not count",
+                allowed="addons.kueue.enabled: false, or addons.gpu_operator.dra: false",
+            )
+
+    def _tenant_quotas_hold_their_queues(self) -> Iterator[FieldProblem]:
+        """With Kueue, a tenant's ResourceQuota must hold every GPU its queue can admit: pods of an
+        admitted job that the quota refuses would never start."""
+        if not kueue.DEFINITION.enabled(self):
+            return
+        planned = kueue.shares(self)
+        for index, tenant in enumerate(self.workloads.tenants):
+            most = sum(share.most_gpus for share in planned[tenant.name])
+            if tenant.gpu_quota is not None and tenant.gpu_quota < most:
+                yield FieldProblem(
+                    ("workloads", "tenants", index, "gpu_quota"),
+                    tenant.gpu_quota,
+                    f"its Kueue queue can admit jobs holding {most} GPUs (its share plus what it may borrow), "
+                    "and pods beyond the quota would never start",
+                    allowed=f"at least {most}, or a gpu_borrowing_limit that keeps share plus borrowing within it",
+                )
 
     def _azs_in_region(self) -> Iterator[FieldProblem]:
         # Zone names map to different physical zones in each account (the zone IDs do not); the

@@ -74,6 +74,18 @@ class TenantConfig(Strict):
     )
     max_persistent_volume_claims: int = Field(20, ge=0)
     """Most PersistentVolumeClaims the tenant may create."""
+    gpu_borrowing_limit: int | None = Field(
+        None,
+        ge=0,
+        description="With Kueue: most GPUs of each GPU flavour the tenant's queue may borrow beyond its own share "
+        "while other tenants' shares are idle. Unset: all of the flavour's idle GPUs; 0: never borrows.",
+    )
+    gpu_lending_limit: int | None = Field(
+        None,
+        ge=0,
+        description="With Kueue: most GPUs of its own share (per flavour) other tenants may borrow while it is idle. "
+        "Unset: all of it; 0: its share is always kept free for it.",
+    )
 
     @field_validator("name")
     @classmethod

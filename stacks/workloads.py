@@ -1,5 +1,5 @@
 """Workloads layer: Karpenter node class and pools, tenant namespaces with quotas, policies,
-identities and static volumes, and DRA claim templates."""
+identities and static volumes, DRA claim templates, and Kueue's per-tenant queues."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdent
 from constructs import Construct
 
 from addons.kuberay import DEFINITION as KUBERAY
+from addons.kueue import DEFINITION as KUEUE
+from addons.kueue.queues import queue_objects
 from addons.mlflow import DEFINITION as MLFLOW
 from components.k8s.karpenter_pools import KarpenterPoolsProps, karpenter_objects
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
@@ -69,6 +71,7 @@ class WorkloadsStack(LayerStack):
             fsx_tenant_directories=bool(config.storage.fsx.data_repository_associations),
             bucket_names=storage.bucket_names,
         )
+        tenant_namespaces = []
         for tenant in workloads.tenants:
             objects = KubernetesObjects(
                 self,
@@ -89,6 +92,7 @@ class WorkloadsStack(LayerStack):
                 ),
             )
             self.objects += objects.objects
+            tenant_namespaces.append(objects.resources[f"namespace-{tenant.name}"])
             TenantIdentity(
                 self,
                 f"tenant-{tenant.name}-identity",
@@ -101,3 +105,11 @@ class WorkloadsStack(LayerStack):
                     bucket_arns=tuple(storage.bucket_arns[p] for p in sorted(storage.bucket_arns)),
                 ),
             )
+        if KUEUE.enabled(config):
+            queues = KubernetesObjects(
+                self,
+                "queues",
+                # Each LocalQueue lives in its tenant's namespace.
+                props=KubernetesObjectsProps(objects=tuple(queue_objects(config)), depends_on=tuple(tenant_namespaces)),
+            )
+            self.objects += queues.objects

@@ -294,12 +294,16 @@ def test_rendered_values_are_visible_yaml(synthesized):
 
 
 @pytest.mark.parametrize("profile", ["p5-training", "g6-validation"])
-def test_karpenter_and_kuberay_are_scraped(synthesized, profile):
+def test_the_controllers_are_scraped(synthesized, profile):
     config = synthesized.configs[profile]
     monitoring = values(releases(synthesized, profile)["monitoring"])
     monitors = {m["name"]: m for m in monitoring["prometheus"]["additionalServiceMonitors"]}
-    expected = {"karpenter"} | ({"kuberay-operator"} if config.addons.kuberay.enabled else set())
+    expected = {"karpenter", "kueue"} | ({"kuberay-operator"} if config.addons.kuberay.enabled else set())
     assert set(monitors) == expected
+    # Kueue serves metrics over HTTPS behind Kubernetes authorization (its chart's own monitor does the same).
+    kueue = monitors["kueue"]["endpoints"][0]
+    assert (kueue["port"], kueue["scheme"], kueue["tlsConfig"]) == ("https", "https", {"insecureSkipVerify": True})
+    assert kueue["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
     assert monitors["karpenter"]["namespaceSelector"] == {"matchNames": ["kube-system"]}
     assert monitors["karpenter"]["endpoints"][0]["port"] == "http-metrics"
     if "kuberay-operator" in monitors:

@@ -59,7 +59,9 @@ GRAPH = {name: {i for i in imports_of(path, MODULES) if i in MODULES} for name, 
 
 
 def is_addon_installer(module: str) -> bool:
-    return module.startswith("addons.") and (module.endswith(".install") or module == "addons.registry")
+    """addons.registry and every module inside an add-on's package (addons.<key>.install, ...);
+    the package itself (addons.<key>) is the add-on's binding-free definition."""
+    return module == "addons.registry" or module.count(".") >= 2
 
 
 def rank(module: str) -> float:

@@ -16,6 +16,7 @@ from components.k8s.namespaces import (
     namespace_objects,
 )
 from components.k8s.ray_access import heads_from_operator
+from components.labels import TENANT_LABEL
 from profiles.workloads import TenantConfig
 
 SERVICE_ACCOUNT = "workload"
@@ -106,7 +107,7 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
     mlflow_labels, mlflow_allows = client_access(props.mlflow)
     guard = NamespaceGuard(
         name=ns,
-        labels={"platform/tenant": ns, **mlflow_labels},
+        labels={TENANT_LABEL: ns, **mlflow_labels},
         allow={
             # Pod Identity: the agent hands out credentials, then the role is used against AWS APIs.
             "allow-pod-identity": egress_to_pod_identity_agent(),

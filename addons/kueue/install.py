@@ -1,0 +1,135 @@
+"""Kueue's controller from its published chart, on the system nodes, with the platform's
+configuration: which job kinds it manages, where a job without a queue name is queued, and the
+all-or-nothing admission of multi-node jobs.
+
+The API server calls Kueue's admission webhooks (failurePolicy Fail: a Job cannot be created while
+they are unreachable) and its visibility API, so the namespace admits both from the VPC, where the
+control plane's network interfaces are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from addons.kueue import DEFINITION, KueueConfig
+from components.helm.addon import AddonContext, HelmAddonSpec, Monitors
+from components.helm.release import Values, render_yaml
+from components.labels import SYSTEM_NODES, TENANT_LABEL
+
+WEBHOOK_PORT = 9443
+VISIBILITY_PORT = 8082
+METRICS_PORT = 8443
+# The namespaces Kueue manages jobs in: the tenants'.
+TENANT_NAMESPACES = {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]}
+# The job kinds the platform offers tenants (Kueue sets an integration up once its CRD exists).
+# Argo workflow steps and notebooks are plain pods, which Kueue leaves alone (no pod integration):
+# their GPUs are bounded by their namespace's ResourceQuota instead.
+FRAMEWORKS = (
+    "batch/job",
+    "kubeflow.org/mpijob",
+    "ray.io/rayjob",
+    "ray.io/raycluster",
+    "trainer.kubeflow.org/trainjob",
+)
+
+
+def manager_configuration(settings: KueueConfig) -> dict[str, Any]:
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2), replacing the chart's default."""
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        # The chart's own settings for probes, metrics, webhook and leader election.
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": f":{METRICS_PORT}"},
+        "webhook": {"port": WEBHOOK_PORT},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        # Jobs without a queue name are not suspended by the flag; in tenant namespaces the
+        # LocalQueue named `default` takes them (Kueue's LocalQueue defaulting), elsewhere
+        # (platform namespaces, validation) they run unmanaged.
+        "manageJobsWithoutQueueName": False,
+        "managedJobsNamespaceSelector": TENANT_NAMESPACES,
+        "waitForPodsReady": {
+            # All or nothing: an admitted job whose pods are not all running in time gives its
+            # quota back and is queued again; blockAdmission admits the next job only once the
+            # previous one runs, so two multi-node jobs never each hold part of the nodes.
+            "timeout": f"{settings.pods_ready_timeout_minutes}m",
+            "blockAdmission": True,
+            "requeuingStrategy": {
+                "timestamp": "Eviction",
+                "backoffLimitCount": settings.requeue_limit,
+                "backoffBaseSeconds": 60,
+                "backoffMaxSeconds": 1800,
+            },
+        },
+        # Count only what the ClusterQueues declare (GPUs, EFA interfaces).
+        "resources": {"quotaCheckStrategy": "IgnoreUndeclared"},
+        "integrations": {"frameworks": list(FRAMEWORKS)},
+    }
+
+
+class Manager(Values):
+    node_selector: dict[str, str]
+
+
+class ManagerConfig(Values):
+    controller_manager_config_yaml: str
+
+
+class KueueValues(Values):
+    controller_manager: Manager
+    manager_config: ManagerConfig
+
+
+class KueueAddon(HelmAddonSpec[KueueConfig]):
+    definition = DEFINITION
+    release_name = "kueue"
+
+    def values(self, ctx: AddonContext, settings: KueueConfig) -> KueueValues:
+        return KueueValues(
+            controller_manager=Manager(node_selector=dict(SYSTEM_NODES)),
+            manager_config=ManagerConfig(controller_manager_config_yaml=render_yaml(manager_configuration(settings))),
+        )
+
+    def network_allows(self, ctx: AddonContext, settings: KueueConfig) -> dict[str, dict[str, Any]]:
+        from_control_plane = [{"ipBlock": {"cidr": ctx.vpc_cidr}}]
+        return {
+            "allow-admission-webhooks": {
+                "policyTypes": ["Ingress"],
+                "ingress": [{"from": from_control_plane, "ports": [{"protocol": "TCP", "port": WEBHOOK_PORT}]}],
+            },
+            "allow-visibility-api": {
+                "policyTypes": ["Ingress"],
+                "ingress": [{"from": from_control_plane, "ports": [{"protocol": "TCP", "port": VISIBILITY_PORT}]}],
+            },
+        }
+
+    def monitors(self, settings: KueueConfig) -> Monitors:
+        # The metrics endpoint is HTTPS behind Kubernetes authorization: Prometheus sends its
+        # service account's token (its role may GET /metrics); the certificate is self-signed.
+        return Monitors(
+            service_monitors=(
+                {
+                    "name": "kueue",
+                    "namespaceSelector": {"matchNames": [self.namespace]},
+                    "selector": {
+                        "matchLabels": {
+                            "app.kubernetes.io/name": "kueue",
+                            "app.kubernetes.io/component": "metrics-service",
+                        }
+                    },
+                    "endpoints": [
+                        {
+                            "port": "https",
+                            "scheme": "https",
+                            "path": "/metrics",
+                            "interval": "30s",
+                            "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                            "tlsConfig": {"insecureSkipVerify": True},
+                        }
+                    ],
+                },
+            )
+        )
+
+
+ADDON = KueueAddon()

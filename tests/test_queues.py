@@ -1,0 +1,288 @@
+"""Kueue's queues: the objects validate against Kueue's own CRDs at the pinned version (recorded in
+tests/fixtures/crds/), the quota arithmetic never promises GPUs the flavours do not hold, every
+flavour's labels and tolerations lead to nodes that exist, a tenant's jobs of every kind are
+queued, a 2-node job fits, and the API server reaches Kueue's webhooks."""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+
+import jsonschema
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from addons.kueue import DEFINITION as KUEUE
+from addons.kueue import EFA_RESOURCE, GPU_RESOURCE, flavors, shares
+from addons.kueue.install import FRAMEWORKS, TENANT_NAMESPACES, VISIBILITY_PORT, WEBHOOK_PORT
+from addons.kueue.queues import LOCAL_QUEUE, queue_objects
+from components.labels import NODE_GROUP_LABEL, NODE_POOL_LABEL
+from profiles import ProfileError, validate_profile
+from tests.cases import FIXTURES, SHIPPED, profile_config, profiles_where
+from tests.k8s_validation import validate_object
+from tests.netpol import Peer, allowed
+from tests.synth_helpers import resources
+from tests.test_namespaces import created_namespaces
+from tests.test_profiles import mutated
+
+ALL = SHIPPED + FIXTURES
+QUEUED = profiles_where(KUEUE.enabled)
+
+
+def queue_manifests(synthesized, profile: str) -> dict[str, list[dict]]:
+    found: dict[str, list[dict]] = {}
+    for body in resources(synthesized.stack(profile, "workloads"), "kubernetes_manifest").values():
+        if body["manifest"]["apiVersion"].startswith("kueue.x-k8s.io/"):
+            found.setdefault(body["manifest"]["kind"], []).append(body["manifest"])
+    return found
+
+
+def test_the_recorded_crds_refuse_what_a_loose_model_accepts():
+    """v1beta1 named the cohort `cohort`; v1beta2 (the version the platform writes) `cohortName`.
+    A model that only checks that the YAML is a mapping accepts both; the pinned CRD refuses the
+    old name and a misspelled field, and a quota that is not a quantity."""
+    good = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "team"},
+        "spec": {
+            "cohortName": "lab",
+            "resourceGroups": [
+                {
+                    "coveredResources": [GPU_RESOURCE],
+                    "flavors": [{"name": "f", "resources": [{"name": GPU_RESOURCE, "nominalQuota": "8"}]}],
+                }
+            ],
+        },
+    }
+    validate_object(good, "1.35")
+    for broken in (
+        {"cohort": "lab"},
+        {"cohortName": "lab", "queueingStratgy": "BestEffortFIFO"},
+        {"cohortName": "lab", "queueingStrategy": "Fastest"},
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            validate_object({**good, "spec": broken}, "1.35")
+    quota = copy.deepcopy(good)
+    quota["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "eight"
+    with pytest.raises(jsonschema.ValidationError):
+        validate_object(quota, "1.35")
+
+
+@pytest.mark.parametrize("profile", QUEUED)
+def test_every_tenant_has_a_cluster_queue_in_one_cohort_and_a_default_local_queue(synthesized, profile):
+    config = synthesized.configs[profile]
+    found = queue_manifests(synthesized, profile)
+    tenants = [tenant.name for tenant in config.workloads.tenants]
+    queues = {q["metadata"]["name"]: q for q in found["ClusterQueue"]}
+    assert set(queues) == set(tenants)
+    assert {q["spec"]["cohortName"] for q in queues.values()} == {config.name}
+    local = {
+        (q["metadata"]["namespace"], q["metadata"]["name"]): q["spec"]["clusterQueue"] for q in found["LocalQueue"]
+    }
+    assert local == {(tenant, LOCAL_QUEUE): tenant for tenant in tenants}
+    for tenant, queue in queues.items():
+        # A ClusterQueue serves its own tenant's namespace only.
+        assert queue["spec"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": tenant}}
+        assert queue["spec"]["preemption"]["reclaimWithinCohort"] == "Any"
+        for flavor in queue["spec"]["resourceGroups"][0]["flavors"]:
+            assert [r["name"] for r in flavor["resources"]] == [GPU_RESOURCE, EFA_RESOURCE]
+
+
+@pytest.mark.parametrize("profile", profiles_where(lambda c: not KUEUE.enabled(c)))
+def test_no_queues_without_kueue(synthesized, profile):
+    assert queue_manifests(synthesized, profile) == {}
+
+
+@pytest.mark.parametrize("profile", QUEUED)
+def test_every_flavour_leads_to_nodes_that_exist_and_admit_its_pods(synthesized, profile):
+    """Kueue adds a flavour's nodeLabels and tolerations to the pods it admits there: they must
+    select the GPU nodes the quota was counted on, and tolerate their taints."""
+    found = queue_manifests(synthesized, profile)
+    groups = {
+        body["node_group_name"].removeprefix(f"{synthesized.configs[profile].name}-"): body
+        for body in resources(synthesized.stack(profile, "cluster"), "aws_eks_node_group").values()
+    }
+    pools = {
+        body["manifest"]["metadata"]["name"]: body["manifest"]
+        for body in resources(synthesized.stack(profile, "workloads"), "kubernetes_manifest").values()
+        if body["manifest"]["kind"] == "NodePool"
+    }
+    for flavor in found["ResourceFlavor"]:
+        labels, tolerations = flavor["spec"]["nodeLabels"], flavor["spec"]["tolerations"]
+        if NODE_GROUP_LABEL in labels:
+            group = next(
+                g for g in groups.values() if g.get("labels", {}).get(NODE_GROUP_LABEL) == labels[NODE_GROUP_LABEL]
+            )
+            node_labels = group["labels"]
+            taints = [{"key": t["key"], "effect": {"NO_SCHEDULE": "NoSchedule"}[t["effect"]]} for t in group["taint"]]
+        else:
+            template = pools[labels[NODE_POOL_LABEL]]["spec"]["template"]
+            node_labels = template["metadata"]["labels"]
+            taints = template["spec"]["taints"]
+        assert labels.items() <= node_labels.items(), flavor["metadata"]["name"]
+        for taint in taints:
+            assert any(
+                t["key"] == taint["key"] and t["operator"] == "Exists" and t["effect"] == taint["effect"]
+                for t in tolerations
+            ), (flavor["metadata"]["name"], taint)
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_shares_add_up_to_what_each_flavour_holds(profile):
+    check_shares(profile_config(profile))
+
+
+def check_shares(config) -> None:
+    planned = shares(config)
+    for index, flavor in enumerate(flavors(config)):
+        tenant_shares = [found[index] for found in planned.values()]
+        if tenant_shares:
+            assert sum(s.gpus for s in tenant_shares) == flavor.gpus, flavor.name
+            assert sum(s.efa for s in tenant_shares) <= flavor.efa, flavor.name
+        for share in tenant_shares:
+            assert share.most_gpus <= flavor.gpus
+            if flavor.node_group:
+                # Whole nodes: a share never splits a node between two tenants.
+                assert share.gpus % flavor.gpus_per_node == 0
+                assert share.efa == share.gpus // flavor.gpus_per_node * flavor.efa_per_node
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tenants=st.integers(min_value=1, max_value=7),
+    max_size=st.integers(min_value=1, max_value=9),
+    borrowing=st.none() | st.integers(min_value=0, max_value=40),
+)
+def test_shares_never_promise_more_than_exists(tenants, max_size, borrowing):
+    doc = mutated(
+        cluster__gpu_node_groups__0__max_size=max_size,
+        cluster__gpu_node_groups__0__desired_size=0,
+        workloads__tenants=[{"name": f"team-{i}", "gpu_borrowing_limit": borrowing} for i in range(tenants)],
+    )
+    check_shares(validate_profile(doc))
+
+
+def kueue_manages(job_kind_framework: str, namespace_labels: dict[str, str], local_queues: set[str]) -> bool:
+    """Does Kueue give a job without a queue name a queue? Its LocalQueue defaulting
+    (kueue v0.19.2 pkg/controller/jobframework/defaults.go, ApplyDefaultLocalQueueWithManagedJobsNamespaceSelector):
+    only for an enabled integration, only where a LocalQueue named `default` exists in the job's
+    namespace, and only where the namespace matches managedJobsNamespaceSelector."""
+    if job_kind_framework not in FRAMEWORKS or LOCAL_QUEUE not in local_queues:
+        return False
+    for expression in TENANT_NAMESPACES["matchExpressions"]:
+        assert expression["operator"] == "Exists", "this evaluator reads Exists only"
+        if expression["key"] not in namespace_labels:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("profile", QUEUED)
+@pytest.mark.parametrize("framework", ["batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster"])
+def test_a_tenants_job_of_every_kind_is_queued_and_the_platforms_are_not(synthesized, profile, framework):
+    namespaces = created_namespaces(synthesized, profile)
+    local = {}
+    for queue in queue_manifests(synthesized, profile)["LocalQueue"]:
+        local.setdefault(queue["metadata"]["namespace"], set()).add(queue["metadata"]["name"])
+    for tenant in synthesized.configs[profile].workloads.tenants:
+        labels = namespaces[tenant.name][0]["metadata"]["labels"]
+        assert kueue_manages(framework, labels, local.get(tenant.name, set()))
+    # The platform's own namespaces (the validation jobs among them) are left alone.
+    for name, (namespace, _) in namespaces.items():
+        if name not in {t.name for t in synthesized.configs[profile].workloads.tenants}:
+            assert not kueue_manages(framework, namespace["metadata"].get("labels", {}), local.get(name, set()))
+
+
+MULTI_NODE = profiles_where(lambda c: KUEUE.enabled(c) and any(g.max_size >= 2 for g in c.cluster.gpu_node_groups))
+
+
+def test_every_shipped_profile_can_run_a_two_node_job():
+    assert set(SHIPPED) <= set(MULTI_NODE)
+
+
+@pytest.mark.parametrize("profile", MULTI_NODE)
+def test_a_two_node_job_fits_its_tenants_queue(profile):
+    """The largest EFA group's 2-node job (each worker a whole node's GPUs and EFA interfaces):
+    admitted from the tenant's share, borrowing what the other tenants leave idle."""
+    config = profile_config(profile)
+    planned = shares(config)
+    groups = [f for f in flavors(config) if f.node_group and f.gpus >= 2 * f.gpus_per_node]
+    flavor = max(groups, key=lambda f: f.gpus_per_node)
+    for tenant in config.workloads.tenants:
+        share = next(s for s in planned[tenant.name] if s.flavor == flavor)
+        assert share.most_gpus >= 2 * flavor.gpus_per_node
+        assert flavor.efa >= 2 * flavor.efa_per_node
+
+
+def test_two_tenants_split_the_nodes_and_borrow_the_idle_ones():
+    doc = mutated(
+        cluster__gpu_node_groups__0__max_size=3,
+        cluster__gpu_node_groups__0__desired_size=0,
+        workloads__tenants=[{"name": "vision"}, {"name": "speech", "gpu_borrowing_limit": 0}],
+    )
+    config = validate_profile(doc)
+    group = flavors(config)[0]
+    vision, speech = (shares(config)[name][0] for name in ("vision", "speech"))
+    # Three nodes: the first tenant takes the odd one.
+    assert (vision.gpus, speech.gpus) == (2 * group.gpus_per_node, group.gpus_per_node)
+    assert vision.most_gpus == group.gpus and speech.most_gpus == speech.gpus
+    queue = next(o for o in queue_objects(config) if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "speech")
+    gpu = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+    assert gpu == {"name": GPU_RESOURCE, "nominalQuota": str(speech.gpus), "borrowingLimit": "0"}
+
+
+def test_a_quota_below_what_the_queue_admits_is_refused():
+    doc = mutated(workloads__tenants=[{"name": "vision", "gpu_quota": 1}])
+    with pytest.raises(ProfileError) as error:
+        validate_profile(doc)
+    found = "\n".join(error.value.problems)
+    assert "workloads.tenants.0.gpu_quota" in found and "Kueue queue can admit" in found
+    # Limiting what the queue may borrow (and a quota that holds the share) is accepted.
+    config = validate_profile(
+        mutated(addons={"kueue": {"enabled": False}}, workloads__tenants=[{"name": "v", "gpu_quota": 1}])
+    )
+    assert not KUEUE.enabled(config)
+
+
+def test_kueue_and_dra_are_refused_together():
+    with pytest.raises(ProfileError) as error:
+        validate_profile(mutated(cluster__kubernetes_version="1.35", addons={"gpu_operator": {"dra": True}}))
+    assert "addons.kueue.enabled" in "\n".join(error.value.problems)
+
+
+@pytest.mark.parametrize("profile", QUEUED)
+def test_the_api_server_reaches_kueues_webhooks_and_visibility_api(synthesized, profile):
+    namespaces = created_namespaces(synthesized, profile)
+    _, policies = namespaces[KUEUE.namespace]
+    vpc = synthesized.configs[profile].cluster.vpc.cidr
+    control_plane = Peer(ip=str(next(ipaddress.ip_network(vpc).hosts())))
+    for port in (WEBHOOK_PORT, VISIBILITY_PORT):
+        assert allowed(
+            policies, namespace=KUEUE.namespace, direction="Ingress", peer=control_plane, protocol="TCP", port=port
+        )
+    # Nothing else from the VPC: the guard still denies other ports.
+    assert not allowed(
+        policies, namespace=KUEUE.namespace, direction="Ingress", peer=control_plane, protocol="TCP", port=8080
+    )
+
+
+@pytest.mark.parametrize("profile", QUEUED)
+def test_kueues_configuration_is_the_platforms(synthesized, profile):
+    release = next(
+        body
+        for body in resources(synthesized.stack(profile, "addons"), "helm_release").values()
+        if body["name"] == "kueue"
+    )
+    values = yaml.safe_load(release["values"][0])
+    configuration = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    assert configuration["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert configuration["waitForPodsReady"]["blockAdmission"] is True
+    assert (
+        configuration["waitForPodsReady"]["timeout"]
+        == f"{KUEUE.settings(synthesized.configs[profile]).pods_ready_timeout_minutes}m"
+    )
+    assert configuration["resources"] == {"quotaCheckStrategy": "IgnoreUndeclared"}
+    assert set(configuration["integrations"]["frameworks"]) == set(FRAMEWORKS)
+    assert values["controllerManager"]["nodeSelector"] == {"role": "system"}
