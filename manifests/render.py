@@ -21,7 +21,7 @@ from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, Run
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
 from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, namespace_objects
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
-from profiles.catalog import GpuInstanceType
+from profiles.catalog import EFA_RESOURCE, GpuInstanceType
 from profiles.cluster import GpuNodeGroupConfig
 from profiles.models import VALIDATION_NAMESPACE, PlatformConfig, dra_mode
 
@@ -31,7 +31,6 @@ NAMESPACE = VALIDATION_NAMESPACE
 CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.42.0-ofiv1.16.0-ncclv2.27.5-1-testsv2.16.4"
 HUGEPAGES = "5120Mi"
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
 EFA_ENV = [{"name": "FI_PROVIDER", "value": "efa"}, {"name": "FI_EFA_FORK_SAFE", "value": "1"}]
 NCCL_JOB = "nccl-allreduce"
 MLFLOW_CHECK = "mlflow-tracking-check"

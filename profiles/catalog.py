@@ -13,6 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+# The extended resources the device plugins advertise on these instances: NVIDIA's for GPUs, the
+# EFA plugin's for EFA interfaces (what pods request, quotas limit and Kueue counts).
+GPU_RESOURCE = "nvidia.com/gpu"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+
 GpuModel = Literal["A10G", "L4", "L40S", "A100", "H100", "H200", "B200", "B300"]
 # CUDA compute capability of each GPU (NVIDIA, "CUDA GPUs - Compute Capability",
 # developer.nvidia.com/cuda-gpus): the architectures the project's images are built for.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+import re
 
 import jsonschema
 import pytest
@@ -15,11 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from addons.kueue import DEFINITION as KUEUE
-from addons.kueue import EFA_RESOURCE, GPU_RESOURCE, flavors, shares
+from addons.kueue import flavors, shares
 from addons.kueue.install import FRAMEWORKS, TENANT_NAMESPACES, VISIBILITY_PORT, WEBHOOK_PORT
 from addons.kueue.queues import LOCAL_QUEUE, queue_objects
 from components.labels import NODE_GROUP_LABEL, NODE_POOL_LABEL
 from profiles import ProfileError, validate_profile
+from profiles.catalog import CATALOG, EFA_RESOURCE, GPU_RESOURCE
 from tests.cases import FIXTURES, SHIPPED, profile_config, profiles_where
 from tests.k8s_validation import validate_object
 from tests.netpol import Peer, allowed
@@ -286,3 +288,34 @@ def test_kueues_configuration_is_the_platforms(synthesized, profile):
     assert configuration["resources"] == {"quotaCheckStrategy": "IgnoreUndeclared"}
     assert set(configuration["integrations"]["frameworks"]) == set(FRAMEWORKS)
     assert values["controllerManager"]["nodeSelector"] == {"role": "system"}
+
+
+FRAMEWORK_OF = {"Job": "batch/job", "MPIJob": "kubeflow.org/mpijob", "RayJob": "ray.io/rayjob"}
+
+
+def test_the_tenant_guide_examples_are_valid_and_queued_by_default(synthesized):
+    """docs/queues.md: each example validates, lands in a tenant namespace without naming a queue
+    (so Kueue's defaulting gives it the tenant's LocalQueue), and the MPIJob fits a p5 node."""
+    from pathlib import Path
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "queues.md").read_text()
+    examples = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", guide, flags=re.DOTALL)]
+    assert {example["kind"] for example in examples} == set(FRAMEWORK_OF)
+    config = synthesized.configs["p5-training"]
+    namespaces = created_namespaces(synthesized, "p5-training")
+    for example in examples:
+        namespace = example["metadata"]["namespace"]
+        assert namespace in {tenant.name for tenant in config.workloads.tenants}
+        assert "kueue.x-k8s.io/queue-name" not in example["metadata"].get("labels", {})
+        labels = namespaces[namespace][0]["metadata"]["labels"]
+        assert kueue_manages(FRAMEWORK_OF[example["kind"]], labels, {LOCAL_QUEUE})
+        if example["kind"] != "RayJob":  # no RayJob schema is recorded; KubeRay's own tests cover it
+            validate_object(example, config.cluster.kubernetes_version)
+    mpijob = next(example for example in examples if example["kind"] == "MPIJob")
+    node = CATALOG["p5.48xlarge"]
+    worker = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]
+    limits = worker["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert (int(limits[GPU_RESOURCE]), int(limits[EFA_RESOURCE])) == (node.gpu_count, node.max_efa_interfaces)
+    assert mpijob["spec"]["slotsPerWorker"] == node.gpu_count
+    command = mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+    assert int(command[command.index("-np") + 1]) == worker["replicas"] * node.gpu_count

@@ -44,8 +44,6 @@ DEFINITION = AddonDefinition(
 
 # The queue plan: which GPU flavours exist, what each holds, and each tenant's share of them.
 # Binding-free arithmetic, so the profile validator can check tenants' quotas against it.
-GPU_RESOURCE = "nvidia.com/gpu"
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
 
 
 @dataclass(frozen=True, kw_only=True)

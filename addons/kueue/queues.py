@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from addons.kueue import EFA_RESOURCE, GPU_RESOURCE, Flavor, Share, flavors, shares
+from addons.kueue import Flavor, Share, flavors, shares
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, NODE_POOL_LABEL
 from profiles import PlatformConfig
+from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 # Kueue gives a job without a queue name the LocalQueue of this name in its namespace, if one exists.

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.labels import GPU_TAINT_KEY
+from profiles.catalog import GPU_RESOURCE
 
-GPU_EXTENDED_RESOURCE = GPU_TAINT_KEY  # nvidia.com/gpu: the device plugin's resource (and the taint's key)
+GPU_EXTENDED_RESOURCE = GPU_RESOURCE  # the device plugin's resource
 GPU_DEVICE_CLASS = "gpu.nvidia.com"  # the NVIDIA DRA driver's DeviceClass
 CLAIM_NAME = "gpu"
 
