@@ -477,7 +477,7 @@ def nccl_test_image(config: PlatformConfig, operator: Operator | None, override:
     """The image the NCCL MPIJob runs: --nccl-image / NCCL_IMAGE, else the one the build layer
     built from images/nccl-tests (its repository and the Dockerfile's tag), else the public one."""
     from components.images import project_image_tag
-    from manifests.render import NCCL_TESTS_IMAGE
+    from profiles.versions import NCCL_TESTS_IMAGE
 
     if override:
         return override

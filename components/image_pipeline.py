@@ -25,6 +25,7 @@ from cdktf_cdktf_provider_aws.ecr_repository import (
 from constructs import Construct
 
 from components.iam import ServiceRole, ServiceRoleProps, allow, policy_document
+from profiles.versions import CODEBUILD_IMAGE
 
 # The project's own build steps, inline: nothing is expected from the source but its Dockerfile.
 # (No "${" in it: Terraform would read that as an interpolation.)
@@ -47,7 +48,7 @@ phases:
 @dataclass(frozen=True)
 class ImagePipelineDefaults:
     # Docker-in-Docker capable standard image; privileged mode is needed to run `docker build`.
-    build_image: str = "aws/codebuild/amazonlinux2-x86_64-standard:5.0"
+    build_image: str = CODEBUILD_IMAGE
     log_retention_days: int = 30
 
 

@@ -43,12 +43,13 @@ from components.labels import (
 )
 from components.user_data import gpu_node_user_data
 from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, SystemNodeGroupConfig
+from profiles.versions import GPU_AMI_TYPE, SYSTEM_AMI_TYPE
 
 
 @dataclass(frozen=True)
 class NodeGroupDefaults:
-    gpu_ami_type: str = "AL2023_x86_64_NVIDIA"
-    system_ami_type: str = "AL2023_x86_64_STANDARD"
+    gpu_ami_type: str = GPU_AMI_TYPE
+    system_ami_type: str = SYSTEM_AMI_TYPE
 
 
 DEFAULTS = NodeGroupDefaults()

@@ -24,12 +24,9 @@ from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
 from profiles.catalog import EFA_RESOURCE, GpuInstanceType
 from profiles.cluster import GpuNodeGroupConfig
 from profiles.models import VALIDATION_NAMESPACE, PlatformConfig, dra_mode
+from profiles.versions import CUDA_IMAGE, NCCL_TESTS_IMAGE
 
 NAMESPACE = VALIDATION_NAMESPACE
-# Pinned images. The NCCL image must carry the EFA installer, aws-ofi-nccl and nccl-tests.
-# renovate: datasource=docker depName=nvcr.io/nvidia/cuda
-CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
-NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.42.0-ofiv1.16.0-ncclv2.27.5-1-testsv2.16.4"
 HUGEPAGES = "5120Mi"
 EFA_ENV = [{"name": "FI_PROVIDER", "value": "efa"}, {"name": "FI_EFA_FORK_SAFE", "value": "1"}]
 NCCL_JOB = "nccl-allreduce"

@@ -25,12 +25,12 @@ from manifests.render import (
     MLFLOW_CHECK_METRIC,
     NAMESPACE,
     NCCL_JOB,
-    NCCL_TESTS_IMAGE,
     ValidationTarget,
     render,
 )
 from operate.kubectl import Kubectl
 from profiles.models import PlatformConfig
+from profiles.versions import NCCL_TESTS_IMAGE
 
 # Validation objects that run to completion and are judged by their output.
 RUN_ONCE_KINDS = ("Pod", MPIJOB_KIND)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-AWS_PROVIDER_VERSION = "5.100.0"
+from profiles.versions import AWS_PROVIDER_VERSION
+
 AWS_PROVIDER = "registry.terraform.io/hashicorp/aws"
 _SEARCH_ROOTS = ("/opt", "/usr/local/share", "/usr/share", "~/.terraform.d", "~/.local/share/terraform")
 

@@ -51,6 +51,28 @@ class MinimumVersion:
     why: str
 
 
+# hashicorp/aws: the version the cdktf bindings (cdktf-cdktf-provider-aws in pyproject.toml) were
+# generated for; the offline provider mirror and `make provider-mirror` use it. Move both together.
+# renovate: datasource=terraform-provider depName=hashicorp/aws
+AWS_PROVIDER_VERSION = "5.100.0"
+
+# The CUDA base image of the validation pods' GPU checks (the NCCL image builds from its own
+# Dockerfile, images/nccl-tests, which pins its base there).
+# renovate: datasource=docker depName=nvcr.io/nvidia/cuda
+CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
+
+# The NCCL test image the validation MPIJob runs when the build layer's own is not given: it carries
+# the EFA installer, aws-ofi-nccl and nccl-tests (a compound tag Renovate cannot order; by hand).
+NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.42.0-ofiv1.16.0-ncclv2.27.5-1-testsv2.16.4"
+
+# CodeBuild's Docker-capable managed image for the build layer (AWS updates it in place per major).
+CODEBUILD_IMAGE = "aws/codebuild/amazonlinux2-x86_64-standard:5.0"
+
+# EKS AMI types of the managed node groups: the AL2023 NVIDIA AMI brings the driver and the
+# container toolkit; EKS picks the release for the cluster's version at creation and on update.
+GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+
 # hashicorp/http, which downloads release manifests at plan time (the MPI Operator).
 # renovate: datasource=terraform-provider depName=hashicorp/http
 HTTP_PROVIDER_VERSION = "3.5.0"

@@ -16,7 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from operate.providers import AWS_PROVIDER_VERSION, find_provider_mirror, mirror_cli_config
+from operate.providers import find_provider_mirror, mirror_cli_config
+from profiles.versions import AWS_PROVIDER_VERSION
 
 # What `terraform init` reports when a provider has no binary here (no mirror, no registry): the
 # configuration was loaded in full before Terraform looked for providers.

@@ -361,7 +361,7 @@ def test_the_nccl_job_runs_the_image_the_build_layer_built(tmp_path, fake_terraf
     """The build layer's nccl-tests repository and the Dockerfile's tag, unless overridden."""
     import main
     from components.images import project_image_tag
-    from manifests.render import NCCL_TESTS_IMAGE
+    from profiles.versions import NCCL_TESTS_IMAGE
 
     config = load_profile("g6-validation")
 

@@ -8,8 +8,7 @@ import re
 from pathlib import Path
 
 from addons.catalog import ARTIFACTS, CHARTS
-from manifests.render import CUDA_IMAGE
-from profiles.versions import HTTP_PROVIDER_VERSION
+from profiles.versions import CUDA_IMAGE, HTTP_PROVIDER_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = json.loads((ROOT / "renovate.json").read_text())

@@ -5,6 +5,7 @@ tables, and docs/versions.md lists what is pinned."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,41 @@ def test_the_versions_page_lists_every_pin():
     for artifact in ARTIFACTS.values():
         assert artifact.tag in section and artifact.repository in section
     assert f"Kubernetes {DEFAULT_KUBERNETES_VERSION}" in section
+
+
+# Literals that pin something: a container image with a tag, an EKS AMI type, a chart version field.
+PIN_LITERAL = re.compile(r"""["'](?:[a-z0-9.-]+(?:/[a-z0-9._-]+)+:v?\d[\w.-]*|AL20\d\d_[A-Za-z0-9_]+)["']""")
+
+
+def pin_homes(path: Path) -> bool:
+    """Where pins may be written: profiles/versions.py, and an add-on's own package definition."""
+    relative = path.relative_to(ROOT)
+    return relative == Path("profiles/versions.py") or (
+        relative.parts[0] == "addons" and len(relative.parts) == 3 and relative.name == "__init__.py"
+    )
+
+
+def test_every_pin_is_written_in_one_of_its_homes():
+    sources = [
+        ROOT / "main.py",
+        *(
+            p
+            for d in ("addons", "components", "profiles", "stacks", "operate", "manifests")
+            for p in (ROOT / d).rglob("*.py")
+        ),
+    ]
+    stray = {
+        f"{path.relative_to(ROOT)}:{number}": line.strip()
+        for path in sources
+        if not pin_homes(path)
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if PIN_LITERAL.search(line)
+    }
+    assert stray == {}
+
+
+def test_the_pin_scan_finds_pins():
+    assert PIN_LITERAL.search('IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"')
+    assert PIN_LITERAL.search('ami_type="AL2023_x86_64_NVIDIA"')
+    assert PIN_LITERAL.search("'burakince/mlflow:3.15.1'")
+    assert not PIN_LITERAL.search('"https://example.com/a:b"') and not PIN_LITERAL.search('"kube-system"')

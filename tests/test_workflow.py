@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from operate.providers import AWS_PROVIDER_VERSION
+from profiles.versions import AWS_PROVIDER_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = Path(__file__).resolve().parents[1] / ".github" / "workflows" / "platform.yml"
