@@ -20,6 +20,7 @@ from cdktf_cdktf_provider_aws.vpc_security_group_egress_rule import VpcSecurityG
 from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
+from profiles import tenancy
 from profiles.storage import DataRepositoryAssociation, FsxConfig
 
 # Lustre: 988 for the management service, 1018-1023 for the data path.
@@ -193,8 +194,7 @@ class LustreFileSystem(Construct):
         bucket_names: dict[str, str],
         tenant: str | None,
     ) -> None:
-        prefix = f"{tenant}/{association.s3_prefix}" if tenant else association.s3_prefix
-        path = f"/{tenant}{association.file_system_path}" if tenant else association.file_system_path
+        path, prefix = tenancy.association(tenant, association.file_system_path, association.s3_prefix)
         imports, exports = association.import_events, association.export_events
         FsxDataRepositoryAssociation(
             self,

@@ -30,10 +30,9 @@ from cdktf_cdktf_provider_aws.s3_bucket_versioning import S3BucketVersioningA, S
 from constructs import Construct
 
 from components.iam import deny_insecure_transport, policy_document
-from profiles.storage import BucketLifecycle
+from profiles.storage import DATA_BUCKET_PURPOSES, BucketLifecycle
 
-# The storage layer's data buckets, by purpose.
-DATA_BUCKETS = ("datasets", "checkpoints")
+DATA_BUCKETS = DATA_BUCKET_PURPOSES
 
 
 def data_bucket_name(platform_name: str, purpose: str, account_id: str) -> str:

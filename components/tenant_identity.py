@@ -8,6 +8,7 @@ from cdktf_cdktf_provider_aws.eks_pod_identity_association import EksPodIdentity
 from constructs import Construct
 
 from components.iam import PodIdentityBinding, allow, pod_identity_role, policy_document
+from profiles import tenancy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,11 +32,11 @@ class TenantIdentity(Construct):
 
     def __init__(self, scope: Construct, id_: str, *, props: TenantIdentityProps):
         super().__init__(scope, id_)
-        prefix = f"{props.namespace}/"
+        prefix = tenancy.s3_prefix(props.namespace)
         role = pod_identity_role(
             self,
             "role",
-            name=f"{props.platform_name}-tenant-{props.namespace}",
+            name=tenancy.role_name(props.platform_name, props.namespace),
             binding=PodIdentityBinding(
                 account_id=props.account_id,
                 cluster_name=props.platform_name,

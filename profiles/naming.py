@@ -11,6 +11,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from profiles import tenancy
+from profiles.storage import DATA_BUCKET_PURPOSES
+
 # The longest account id an AWS name may carry (12 digits).
 ACCOUNT = "123456789012"
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -148,9 +151,9 @@ def derived_names(sources: NameSources) -> Iterator[DerivedName]:
         yield DerivedName(field, group, "launch_template", f"{name}-{group}")
     for index, tenant in enumerate(sources.tenants):
         field = ("workloads", "tenants", index, "name")
-        yield DerivedName(field, tenant, "iam_role", f"{name}-tenant-{tenant}")
-        for volume in ("fsx", "s3-datasets", "s3-checkpoints"):
-            yield DerivedName(field, tenant, "dns_subdomain", f"{tenant}-{volume}")
+        yield DerivedName(field, tenant, "iam_role", tenancy.role_name(name, tenant))
+        for volume in (tenancy.FSX_VOLUME, *(tenancy.s3_volume(purpose) for purpose in DATA_BUCKET_PURPOSES)):
+            yield DerivedName(field, tenant, "dns_subdomain", tenancy.persistent_volume(tenant, volume))
     for impl in sources.reference_implementations:
         field = ("build", "reference_implementations", impl)
         yield DerivedName(field, impl, "iam_role", f"{name}-{impl}-build")

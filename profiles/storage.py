@@ -8,6 +8,10 @@ from pydantic import Field, model_validator
 
 from profiles.base import FieldProblem, Strict
 
+# The storage layer's data buckets, by purpose (each tenant has a prefix and a volume in each).
+DataBucketPurpose = Literal["datasets", "checkpoints"]
+DATA_BUCKET_PURPOSES: tuple[DataBucketPurpose, ...] = ("datasets", "checkpoints")
+
 FsxDeploymentType = Literal["SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"]
 THROUGHPUT_MBPS_PER_TIB: dict[str, tuple[int, ...]] = {
     "SCRATCH_2": (),
@@ -32,7 +36,7 @@ class DataRepositoryAssociation(Strict):
     """Links a directory of the file system to an S3 prefix of one of the platform's buckets."""
 
     file_system_path: str = Field(..., pattern=r"^/[A-Za-z0-9_.\-/]+$", description="e.g. /datasets")
-    bucket: Literal["datasets", "checkpoints"]
+    bucket: DataBucketPurpose
     """Which platform bucket this association links to the file system."""
     s3_prefix: str = Field("", pattern=r"^([A-Za-z0-9_.\-]+/)*$", description="Prefix ending in '/', or empty.")
     import_events: list[FsxEvent] = Field(["NEW", "CHANGED", "DELETED"], description="S3 changes FSx picks up.")

@@ -179,3 +179,18 @@ def test_the_interpolation_scan_finds_shell_variables() -> None:
         {"a": ["echo ${ROOT}/x $${KEPT}", "${data.x.y}", '${{ for d in local.x : "${d.kind}" => d }}']}
     )
     assert [s for s in scanned if not REFERENCE_ROOTS.match(s)] == ["ROOT}"]
+
+
+def test_the_tenancy_rule_is_written_once() -> None:
+    """Tenant paths and prefixes (`/<tenant>`, `<tenant>/`) are built only by profiles/tenancy.py:
+    a layer that spelled them itself could drift from the role's scope or the volume's mount."""
+    # `{ns}/{name}` (a namespace/object reference in a message) is not a path.
+    spelled = re.compile(
+        r"f[\"'][^\"']*(?:/\{(?:tenant|ns|namespace|props\.namespace)\}|\{(?:tenant|ns|props\.namespace)\}/(?!\{(?:n|name)\}))"
+    )
+    found = {
+        name: [number for number, line in enumerate(path.read_text().splitlines(), 1) if spelled.search(line)]
+        for name, path in MODULES.items()
+        if name != "profiles.tenancy"
+    }
+    assert {name: lines for name, lines in found.items() if lines} == {}

@@ -17,6 +17,7 @@ from components.k8s.namespaces import (
 )
 from components.k8s.ray_access import heads_from_operator
 from components.labels import TENANT_LABEL
+from profiles import tenancy
 from profiles.workloads import TenantConfig
 
 SERVICE_ACCOUNT = "workload"
@@ -72,7 +73,7 @@ def _static_volume(
     namespace: str, name: str, capacity: str, csi: dict[str, Any], mount_options: list[str] | None = None
 ) -> list[dict[str, Any]]:
     """A PV bound to exactly one PVC in the consuming namespace (a PVC cannot cross namespaces)."""
-    pv_name = f"{namespace}-{name}"
+    pv_name = tenancy.persistent_volume(namespace, name)
     pv = {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
@@ -136,17 +137,20 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
         container_defaults(ns),
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(SERVICE_ACCOUNT, ns)},
     ]
-    if storage.fsx_file_system_id and storage.fsx_tenant_directories:
+    if storage.fsx_file_system_id and storage.fsx_mount_name and storage.fsx_tenant_directories:
         # A Lustre fileset mount of the tenant's own directory (/<tenant>, which the tenant's data
         # repository associations create): the rest of the file system is not visible through it.
         objects += _static_volume(
             ns,
-            "fsx",
+            tenancy.FSX_VOLUME,
             f"{storage.fsx_capacity_gib}Gi",
             {
                 "driver": "fsx.csi.aws.com",
                 "volumeHandle": storage.fsx_file_system_id,
-                "volumeAttributes": {"dnsname": storage.fsx_dns_name, "mountname": f"{storage.fsx_mount_name}/{ns}"},
+                "volumeAttributes": {
+                    "dnsname": storage.fsx_dns_name,
+                    "mountname": tenancy.fileset_mount_name(storage.fsx_mount_name, ns),
+                },
             },
             mount_options=["flock"],
         )
@@ -154,14 +158,14 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
         # Mountpoint for S3 supports static provisioning only; the tenant sees its own prefix.
         objects += _static_volume(
             ns,
-            f"s3-{purpose}",
+            tenancy.s3_volume(purpose),
             "1200Gi",
             {
                 "driver": "s3.csi.aws.com",
                 "volumeHandle": f"s3-{ns}-{purpose}",
                 "volumeAttributes": {"bucketName": bucket},
             },
-            mount_options=["allow-delete", f"region {storage.region}", f"prefix {ns}/"],
+            mount_options=["allow-delete", f"region {storage.region}", f"prefix {tenancy.s3_prefix(ns)}"],
         )
     objects += [claim_template(ns, count) for count in props.dra_gpu_counts]
     if props.mlflow:
