@@ -32,9 +32,8 @@ class AddonConfig(Strict):
 class ReleaseConfig(AddonConfig):
     """A Helm add-on's settings: on or off, and its chart version."""
 
-    chart_version: ChartVersion | None = Field(
-        None, description="Override the pinned chart version (the add-on's pin). Unset: the pinned one."
-    )
+    chart_version: ChartVersion | None = Field(None)
+    """Override the pinned chart version (the add-on's pin). Unset: the pinned one."""
 
 
 SettingsT = TypeVar("SettingsT", bound=AddonConfig)

@@ -60,7 +60,7 @@ def _known_region(region: str) -> str:
 
 Region = Annotated[
     str,
-    Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$", description="AWS region, e.g. us-east-1."),
+    Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$"),
     AfterValidator(_known_region),
 ]
 # Kubernetes label: optional DNS-subdomain prefix and a name of up to 63 characters; value up to 63.
@@ -68,7 +68,8 @@ LabelKey = Annotated[
     str, Field(pattern=r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 ]
 LabelValue = Annotated[str, Field(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")]
-Cidr = Annotated[str, Field(description="An IPv4 CIDR block, e.g. 10.0.0.0/16")]
+# An IPv4 CIDR block, e.g. 10.0.0.0/16 (checked by check_cidr where used).
+Cidr = str
 IamPrincipalArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")]
 
 

@@ -26,18 +26,14 @@ class ReferenceImplementation(Strict):
     Dockerfile. The build steps (buildspec) are the project's own either way: nothing is expected
     from the source but the Dockerfile."""
 
-    project_image: str | None = Field(
-        None, description="Build images/<project_image>/Dockerfile from this project (e.g. nccl-tests)."
-    )
-    repository_url: str | None = Field(
-        None, pattern=r"^https://\S+$", description="Git repository the image is built from (with its Dockerfile)."
-    )
-    ref: str = Field("main", pattern=r"^[A-Za-z0-9._/-]+$", description="Branch or tag to build (repository_url).")
-    dockerfile: str = Field(
-        "Dockerfile",
-        pattern=r"^[A-Za-z0-9._/-]+$",
-        description="The Dockerfile's path in the repository (repository_url).",
-    )
+    project_image: str | None = Field(None)
+    """Build images/<project_image>/Dockerfile from this project (e.g. nccl-tests)."""
+    repository_url: str | None = Field(None, pattern=r"^https://\S+$")
+    """Git repository the image is built from (with its Dockerfile)."""
+    ref: str = Field("main", pattern=r"^[A-Za-z0-9._/-]+$")
+    """Branch or tag to build (repository_url)."""
+    dockerfile: str = Field("Dockerfile", pattern=r"^[A-Za-z0-9._/-]+$")
+    """The Dockerfile's path in the repository (repository_url)."""
 
     @model_validator(mode="after")
     def _one_source(self) -> ReferenceImplementation:
@@ -68,13 +64,12 @@ CodeBuildComputeType = Literal[
 
 
 class BuildConfig(Strict):
-    reference_implementations: dict[str, ReferenceImplementation] = Field(
-        default_factory=dict, description="Name -> source. Each gets an ECR repository and a CodeBuild project."
-    )
-    compute_type: CodeBuildComputeType = Field(
-        "BUILD_GENERAL1_LARGE", description="CodeBuild machine; CUDA images need disk and memory."
-    )
-    keep_images: int = Field(20, ge=1, le=1000, description="ECR keeps the newest N images per repository.")
+    reference_implementations: dict[str, ReferenceImplementation] = Field(default_factory=dict)
+    """Name -> source. Each gets an ECR repository and a CodeBuild project."""
+    compute_type: CodeBuildComputeType = Field("BUILD_GENERAL1_LARGE")
+    """CodeBuild machine; CUDA images need disk and memory."""
+    keep_images: int = Field(20, ge=1, le=1000)
+    """ECR keeps the newest N images per repository."""
     build_timeout_minutes: int = Field(120, ge=5, le=2160)
     """How long one CodeBuild image build may run, in minutes."""
 

@@ -33,7 +33,7 @@ from profiles.versions import (
 
 # A public API endpoint may be open to at most this many addresses (a /16): a company's egress or
 # VPN ranges fit; more is the internet in effect (0.0.0.0/1 plus 128.0.0.0/1 is all of it).
-MAX_PUBLIC_API_ADDRESSES = 65536
+MAX_PUBLIC_API_ADDRESSES = 65536  # a /16; endpoint_public_access_cidrs' docstring names it
 PRIVATE_RANGES = tuple(
     ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
 )
@@ -48,28 +48,22 @@ InterfaceEndpoint = Literal["ecr.api", "ecr.dkr", "sts", "ec2", "eks-auth", "ssm
 
 
 class VpcConfig(Strict):
-    cidr: Cidr = Field("10.0.0.0/16", description="VPC CIDR; subnets are carved from it per AZ.")
-    availability_zones: list[str] = Field(
-        ...,
-        min_length=2,
-        max_length=4,
-        description="AZ names the VPC spans (at least two, as EKS requires). Named explicitly so "
-        "synthesis is deterministic and GPU capacity can be pinned to a known AZ.",
-    )
-    gpu_availability_zone: str | None = Field(
-        None, description="AZ of the GPU subnet (EFA does not cross AZs). Default: the first AZ."
-    )
-    nat_gateways: Literal["single", "per_az"] = Field(
-        "single", description="One shared NAT gateway (cheap) or one per AZ (survives an AZ outage)."
-    )
-    allow_public_cidr: bool = Field(
-        False, description="Allow a VPC CIDR outside the private ranges (RFC 1918 and 100.64.0.0/10). Default: refused."
-    )
-    interface_endpoints: list[InterfaceEndpoint] = Field(
-        default_factory=list,
-        description="Interface VPC endpoints in the private subnets. Default: none (each costs "
-        "per hour per AZ); the S3 gateway endpoint is always created (free).",
-    )
+    cidr: Cidr = Field("10.0.0.0/16")
+    """VPC CIDR; subnets are carved from it per AZ."""
+    availability_zones: list[str] = Field(..., min_length=2, max_length=4)
+    """AZ names the VPC spans (at least two, as EKS requires). Named explicitly so synthesis is deterministic and GPU
+    capacity can be pinned to a known AZ.
+    """
+    gpu_availability_zone: str | None = Field(None)
+    """AZ of the GPU subnet (EFA does not cross AZs). Default: the first AZ."""
+    nat_gateways: Literal["single", "per_az"] = Field("single")
+    """One shared NAT gateway (cheap) or one per AZ (survives an AZ outage)."""
+    allow_public_cidr: bool = Field(False)
+    """Allow a VPC CIDR outside the private ranges (RFC 1918 and 100.64.0.0/10). Default: refused."""
+    interface_endpoints: list[InterfaceEndpoint] = Field(default_factory=list)
+    """Interface VPC endpoints in the private subnets. Default: none (each costs per hour per AZ); the S3 gateway
+    endpoint is always created (free).
+    """
 
     @field_validator("cidr")
     @classmethod
@@ -123,14 +117,16 @@ class VpcConfig(Strict):
 
 
 class SystemNodeGroupConfig(Strict):
-    instance_types: list[str] = Field(["m6i.xlarge"], min_length=1, description="Instance types for cluster services.")
+    instance_types: list[str] = Field(["m6i.xlarge"], min_length=1)
+    """Instance types for cluster services."""
     min_size: int = Field(2, ge=1)
     """Fewest system nodes."""
     desired_size: int = Field(2, ge=1)
     """System nodes to start with."""
     max_size: int = Field(4, ge=1)
     """Most system nodes."""
-    disk_size_gib: int = Field(100, ge=20, le=16384, description="Encrypted gp3 root volume.")
+    disk_size_gib: int = Field(100, ge=20, le=16384)
+    """Encrypted gp3 root volume."""
 
     @field_validator("instance_types")
     @classmethod
@@ -168,7 +164,8 @@ class OdcrCapacity(Strict):
         None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$"
     )
     """ARN of a resource group of reservations; give this or reservation_id."""
-    availability_zone: str = Field(..., description="The AZ the reservation was made in.")
+    availability_zone: str = Field(...)
+    """The AZ the reservation was made in."""
 
     @model_validator(mode="after")
     def _one_target(self) -> OdcrCapacity:
@@ -188,9 +185,12 @@ class CapacityBlock(Strict):
 
     type: Literal["capacity_block"]
     """EC2 Capacity Block for ML: a reservation bought for a fixed window."""
-    reservation_id: str | None = Field(None, description="The Capacity Block's reservation id (cr-...).")
-    instance_count: int = Field(..., ge=1, description="Instances in the block; node group sizes stay within it.")
-    availability_zone: str = Field(..., description="The AZ the block was bought in.")
+    reservation_id: str | None = Field(None)
+    """The Capacity Block's reservation id (cr-...)."""
+    instance_count: int = Field(..., ge=1)
+    """Instances in the block; node group sizes stay within it."""
+    availability_zone: str = Field(...)
+    """The AZ the block was bought in."""
 
     @model_validator(mode="after")
     def _has_reservation(self) -> CapacityBlock:
@@ -218,36 +218,33 @@ Capacity = Annotated[OnDemandCapacity | OdcrCapacity | CapacityBlock, Field(disc
 class GpuNodeGroupConfig(Strict):
     name: Name
     """Node group name, unique in the profile and not 'system'."""
-    instance_type: str = Field(
-        ...,
-        description="A type from the GPU instance catalog (profiles/catalog.py).",
-        json_schema_extra={"enum": list(INSTANCE_TYPES)},
-    )
-    efa_enabled: bool = Field(
-        False, description="Attach one EFA interface per EFA-capable network card. Only on types with EFA."
-    )
+    instance_type: str = Field(..., json_schema_extra={"enum": list(INSTANCE_TYPES)})
+    """A type from the GPU instance catalog (profiles/catalog.py)."""
+    efa_enabled: bool = Field(False)
+    """Attach one EFA interface per EFA-capable network card. Only on types with EFA."""
     min_size: int = Field(0, ge=0)
     """Fewest nodes the group scales to."""
-    desired_size: int = Field(
-        0,
-        ge=0,
-        description="Nodes the group runs, applied on every deploy (no autoscaler manages GPU groups). "
-        "Lowering it removes nodes: the jobs on them end. make pause scales it to 0 until the next resume or deploy.",
-    )
+    desired_size: int = Field(0, ge=0)
+    """Nodes the group runs, applied on every deploy (no autoscaler manages GPU groups). Lowering it removes nodes: the
+    jobs on them end. make pause scales it to 0 until the next resume or deploy.
+    """
     max_size: int = Field(2, ge=1)
     """Most nodes the group scales to."""
-    root_volume_size_gib: int = Field(200, ge=50, le=16384, description="Encrypted gp3 root volume (images are large).")
+    root_volume_size_gib: int = Field(200, ge=50, le=16384)
+    """Encrypted gp3 root volume (images are large)."""
     capacity: Capacity = Field(default_factory=OnDemandCapacity)
     """How the instances are bought: on_demand, odcr or capacity_block."""
-    placement_group: Literal["cluster", "none", "reservation"] | None = Field(
-        None,
-        description="cluster: a new cluster placement group; none: no placement group; reservation: "
-        "the one named in existing_placement_group. Default: cluster for on-demand capacity, none for "
-        "reserved capacity (forcing a group onto a reservation bought without one fails to launch).",
-    )
-    existing_placement_group: str | None = Field(None, description="Placement group that came with the reservation.")
-    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Extra Kubernetes node labels.")
-    max_unavailable: int = Field(1, ge=1, description="Nodes replaced at once during an update.")
+    placement_group: Literal["cluster", "none", "reservation"] | None = None
+    """cluster: a new cluster placement group; none: no placement group; reservation: the one named in
+    existing_placement_group. Default: cluster for on-demand capacity, none for reserved capacity (forcing a group
+    onto a reservation bought without one fails to launch).
+    """
+    existing_placement_group: str | None = Field(None)
+    """Placement group that came with the reservation."""
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    """Extra Kubernetes node labels."""
+    max_unavailable: int = Field(1, ge=1)
+    """Nodes replaced at once during an update."""
 
     @field_validator("instance_type")
     @classmethod
@@ -308,43 +305,33 @@ class GpuNodeGroupConfig(Strict):
 
 
 class ClusterConfig(Strict):
-    kubernetes_version: KubernetesVersion = Field(
-        DEFAULT_KUBERNETES_VERSION,
-        description="EKS Kubernetes version. Default: the newest EKS version in standard support that every pinned "
-        "component supports (profiles/versions.py lists the compatibility tables).",
-    )
+    kubernetes_version: KubernetesVersion = DEFAULT_KUBERNETES_VERSION
+    """EKS Kubernetes version. Default: the newest EKS version in standard support that every pinned component supports
+    (profiles/versions.py lists the compatibility tables).
+    """
     vpc: VpcConfig
     """The VPC the cluster runs in."""
-    endpoint_public_access: bool = Field(
-        False,
-        description="Open the public API endpoint to endpoint_public_access_cidrs. Default: off; the API is "
-        "reachable only from inside the VPC (VPN, SSM port forwarding or a bastion; see docs/operations.md). "
-        "The private endpoint is always on.",
-    )
-    endpoint_public_access_cidrs: list[Cidr] = Field(
-        default_factory=list,
-        description="Your own egress CIDRs that may reach the public endpoint (with endpoint_public_access). "
-        f"Together at most {MAX_PUBLIC_API_ADDRESSES} addresses (a /16): wider is the internet in effect.",
-    )
-    service_ipv4_cidr: Cidr | None = Field(
-        None,
-        description="The Kubernetes Service CIDR (ClusterIPs; the API server's `kubernetes` Service is its first "
-        "address). Unset: 172.20.0.0/16 for a VPC in 10.0.0.0/8, else 10.100.0.0/16, as EKS itself picks. "
-        "A /12 to /24 block in 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16, apart from the VPC. Changing it "
-        "replaces the cluster.",
-    )
-    admin_principal_arns: list[IamPrincipalArn] = Field(
-        default_factory=list,
-        description="IAM roles/users granted cluster admin through access entries, besides the deploying principal.",
-    )
-    control_plane_log_types: list[ControlPlaneLogType] = Field(
-        ["api", "audit", "authenticator"], description="Control-plane logs sent to CloudWatch."
-    )
-    addon_versions: dict[ManagedAddonName, AddonVersion] = Field(
-        default_factory=dict,
-        description="Pin an EKS managed add-on to a version, e.g. {aws-mountpoint-s3-csi-driver: v2.8.0-eksbuild.1}. "
-        "Unset: EKS's default version for the cluster's Kubernetes version, read at plan time.",
-    )
+    endpoint_public_access: bool = False
+    """Open the public API endpoint to endpoint_public_access_cidrs. Default: off; the API is reachable only from
+    inside the VPC (VPN, SSM port forwarding or a bastion; see docs/operations.md). The private endpoint is always
+    on.
+    """
+    endpoint_public_access_cidrs: list[Cidr] = Field(default_factory=list)
+    """Your own egress CIDRs that may reach the public endpoint (with endpoint_public_access). Together at most
+    65536 addresses (a /16): wider is the internet in effect."""
+    service_ipv4_cidr: Cidr | None = None
+    """The Kubernetes Service CIDR (ClusterIPs; the API server's `kubernetes` Service is its first address). Unset:
+    172.20.0.0/16 for a VPC in 10.0.0.0/8, else 10.100.0.0/16, as EKS itself picks. A /12 to /24 block in
+    10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16, apart from the VPC. Changing it replaces the cluster.
+    """
+    admin_principal_arns: list[IamPrincipalArn] = Field(default_factory=list)
+    """IAM roles/users granted cluster admin through access entries, besides the deploying principal."""
+    control_plane_log_types: list[ControlPlaneLogType] = Field(["api", "audit", "authenticator"])
+    """Control-plane logs sent to CloudWatch."""
+    addon_versions: dict[ManagedAddonName, AddonVersion] = Field(default_factory=dict)
+    """Pin an EKS managed add-on to a version, e.g. {aws-mountpoint-s3-csi-driver: v2.8.0-eksbuild.1}. Unset: EKS's
+    default version for the cluster's Kubernetes version, read at plan time.
+    """
     system_node_group: SystemNodeGroupConfig = Field(default_factory=SystemNodeGroupConfig)
     """CPU nodes for the platform's controllers."""
     gpu_node_groups: list[GpuNodeGroupConfig] = Field(default_factory=list)

@@ -86,11 +86,12 @@ def dra_claim_counts(config: PlatformConfig) -> tuple[int, ...]:
 class PlatformConfig(Strict):
     """One instance profile: the whole platform for one cluster."""
 
-    name: Name = Field(..., description="Cluster name and prefix of every resource name.")
+    name: Name = Field(...)
+    """Cluster name and prefix of every resource name."""
     region: Region
-    tags: dict[TagKey, TagValue] = Field(
-        default_factory=dict, description="Tags on every AWS resource (provider default tags)."
-    )
+    """The AWS region every layer deploys to, e.g. us-east-1."""
+    tags: dict[TagKey, TagValue] = Field(default_factory=dict)
+    """Tags on every AWS resource (provider default tags)."""
     state: StateConfig = Field(default_factory=StateConfig)
     """Where Terraform keeps each layer's state: local files (default) or an S3 bucket."""
     cluster: ClusterConfig

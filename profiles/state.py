@@ -10,11 +10,11 @@ from profiles.base import Region, Strict
 class StateConfig(Strict):
     """Where each layer keeps its Terraform state (one state per layer)."""
 
-    bucket: str | None = Field(
-        None,
-        description="S3 bucket for remote state with native S3 lock files. Unset: a local "
-        "backend writes state/<layer>.tfstate next to the project.",
-        pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
-    )
-    key_prefix: str = Field("gpu-platform", description="Keys are <key_prefix>/<profile name>/<layer>.tfstate.")
-    region: Region | None = Field(None, description="Region of the state bucket; default: the profile's region.")
+    bucket: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+    """S3 bucket for remote state with native S3 lock files. Unset: a local backend writes state/<layer>.tfstate next
+    to the project.
+    """
+    key_prefix: str = Field("gpu-platform")
+    """Keys are <key_prefix>/<profile name>/<layer>.tfstate."""
+    region: Region | None = Field(None)
+    """Region of the state bucket; default: the profile's region."""

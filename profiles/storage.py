@@ -35,37 +35,39 @@ def _nearest_steps(value: int, first: tuple[int, ...], step: int) -> list[int]:
 class DataRepositoryAssociation(Strict):
     """Links a directory of the file system to an S3 prefix of one of the platform's buckets."""
 
-    file_system_path: str = Field(..., pattern=r"^/[A-Za-z0-9_.\-/]+$", description="e.g. /datasets")
+    file_system_path: str = Field(..., pattern=r"^/[A-Za-z0-9_.\-/]+$")
+    """e.g. /datasets"""
     bucket: DataBucketPurpose
     """Which platform bucket this association links to the file system."""
-    s3_prefix: str = Field("", pattern=r"^([A-Za-z0-9_.\-]+/)*$", description="Prefix ending in '/', or empty.")
-    import_events: list[FsxEvent] = Field(["NEW", "CHANGED", "DELETED"], description="S3 changes FSx picks up.")
-    export_events: list[FsxEvent] = Field(
-        ["NEW", "CHANGED"], description="FSx changes written back to S3. DELETED is opt-in: it deletes S3 objects."
-    )
+    s3_prefix: str = Field("", pattern=r"^([A-Za-z0-9_.\-]+/)*$")
+    """Prefix ending in '/', or empty."""
+    import_events: list[FsxEvent] = Field(["NEW", "CHANGED", "DELETED"])
+    """S3 changes FSx picks up."""
+    export_events: list[FsxEvent] = Field(["NEW", "CHANGED"])
+    """FSx changes written back to S3. DELETED is opt-in: it deletes S3 objects."""
 
 
 class FsxConfig(Strict):
-    enabled: bool = Field(True, description="Create the shared FSx for Lustre file system.")
-    deployment_type: FsxDeploymentType = Field(
-        "SCRATCH_2", description="SCRATCH_2 (default, cheapest, no replication) or PERSISTENT_1/2."
-    )
-    storage_capacity_gib: int = Field(1200, ge=1200, description="1200, 2400, then steps of 2400 (EFA: see FACTS).")
-    throughput_mbps_per_tib: int | None = Field(
-        None, description="Per-unit storage throughput; required for PERSISTENT types, not allowed for SCRATCH_2."
-    )
-    efa_enabled: bool = Field(False, description="EFA-enabled file system (PERSISTENT_2 with Lustre 2.15 only).")
+    enabled: bool = Field(True)
+    """Create the shared FSx for Lustre file system."""
+    deployment_type: FsxDeploymentType = Field("SCRATCH_2")
+    """SCRATCH_2 (default, cheapest, no replication) or PERSISTENT_1/2."""
+    storage_capacity_gib: int = Field(1200, ge=1200)
+    """1200, 2400, then steps of 2400 (EFA: see FACTS)."""
+    throughput_mbps_per_tib: int | None = Field(None)
+    """Per-unit storage throughput; required for PERSISTENT types, not allowed for SCRATCH_2."""
+    efa_enabled: bool = Field(False)
+    """EFA-enabled file system (PERSISTENT_2 with Lustre 2.15 only)."""
     lustre_version: Literal["2.12", "2.15"] = "2.15"
     """Lustre version of the file system."""
-    data_compression: Literal["NONE", "LZ4"] = Field(
-        "LZ4", description="LZ4 saves capacity and throughput on text data."
-    )
-    metadata_iops: int | None = Field(
-        None,
-        description="PERSISTENT_2 only: provisioned metadata IOPS (1500, 3000, 6000, 12000 or multiples of "
-        "12000 up to 192000). Unset: AUTOMATIC, scaled with capacity.",
-    )
-    automatic_backup_retention_days: int = Field(0, ge=0, le=90, description="0 disables backups; SCRATCH_2 has none.")
+    data_compression: Literal["NONE", "LZ4"] = Field("LZ4")
+    """LZ4 saves capacity and throughput on text data."""
+    metadata_iops: int | None = None
+    """PERSISTENT_2 only: provisioned metadata IOPS (1500, 3000, 6000, 12000 or multiples of 12000 up to 192000).
+    Unset: AUTOMATIC, scaled with capacity.
+    """
+    automatic_backup_retention_days: int = Field(0, ge=0, le=90)
+    """0 disables backups; SCRATCH_2 has none."""
     data_repository_associations: list[DataRepositoryAssociation] = Field(default_factory=list)
     """Links between FSx paths and S3 prefixes; each tenant gets its own copy under /<tenant>."""
 
@@ -171,18 +173,17 @@ class FsxConfig(Strict):
 
 
 class BucketLifecycle(Strict):
-    noncurrent_version_expiration_days: int = Field(30, ge=1, description="Old object versions are deleted after this.")
+    noncurrent_version_expiration_days: int = Field(30, ge=1)
+    """Old object versions are deleted after this."""
     abort_incomplete_multipart_upload_days: int = Field(7, ge=1)
     """Days after which unfinished multipart uploads are aborted (they are billed until then)."""
-    intelligent_tiering_after_days: int | None = Field(
-        None, ge=0, description="Move current objects to S3 Intelligent-Tiering after N days; unset: never."
-    )
+    intelligent_tiering_after_days: int | None = Field(None, ge=0)
+    """Move current objects to S3 Intelligent-Tiering after N days; unset: never."""
 
 
 class StorageConfig(Strict):
-    protect_from_destroy: bool = Field(
-        True, description="prevent_destroy on the file system and buckets. Turn off only for throw-away environments."
-    )
+    protect_from_destroy: bool = Field(True)
+    """prevent_destroy on the file system and buckets. Turn off only for throw-away environments."""
     fsx: FsxConfig = Field(default_factory=FsxConfig)
     """FSx for Lustre file system shared by training jobs."""
     datasets_bucket: BucketLifecycle = Field(default_factory=BucketLifecycle)

@@ -871,3 +871,41 @@ def test_no_profile_string_can_become_a_terraform_expression(profile, path):
 def test_template_sequences_in_keys_are_refused_too():
     assert_reported(mutated(tags={"${x}": "v"}), "tags.${x}", ["Terraform template sequence"])
     assert len(TEMPLATE_CASES) > 100
+
+
+def test_profile_fields_are_documented_one_way():
+    """Every field of every profile model is documented by its attribute docstring (no
+    `description=`): one style to read and to write, and every field has one."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    files = [*sorted((root / "profiles").glob("*.py")), *sorted((root / "addons").glob("*/__init__.py"))]
+    undocumented, described = [], []
+    for path in files:
+        for cls in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(cls, ast.ClassDef) or not any(
+                isinstance(b, ast.Name) and (b.id == "Strict" or b.id.endswith("Config")) for b in cls.bases
+            ):
+                continue
+            for index, stmt in enumerate(cls.body):
+                if not isinstance(stmt, ast.AnnAssign) or stmt.target.id.startswith("_"):
+                    continue
+                where = f"{path.relative_to(root)}:{stmt.lineno} {cls.name}.{stmt.target.id}"
+                call = stmt.value
+                if isinstance(call, ast.Call) and any(k.arg == "description" for k in call.keywords):
+                    described.append(where)
+                following = cls.body[index + 1] if index + 1 < len(cls.body) else None
+                if not (isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)):
+                    undocumented.append(where)
+    assert described == []
+    assert undocumented == []
+
+
+def test_the_public_endpoint_limit_is_the_one_documented():
+    from profiles.cluster import MAX_PUBLIC_API_ADDRESSES, ClusterConfig
+
+    assert (
+        f"{MAX_PUBLIC_API_ADDRESSES} addresses"
+        in ClusterConfig.model_fields["endpoint_public_access_cidrs"].description
+    )

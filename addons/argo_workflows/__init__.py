@@ -14,11 +14,16 @@ class ArgoWorkflowsConfig(ReleaseConfig):
     """Install Argo Workflows (off by default)."""
     namespace: K8sName = "argo"
     """Namespace for the Argo Workflows controller and server; not a tenant's or the platform's own."""
-    default_active_deadline_seconds: int = Field(3600, ge=60, description="Workflows without a deadline get this one.")
-    default_parallelism: int = Field(10, ge=1, description="Pods a workflow runs at once unless it says otherwise.")
-    quota_cpu: Quantity = Field("64", description="ResourceQuota requests.cpu of the workflow namespace.")
-    quota_memory: Quantity = Field("256Gi", description="ResourceQuota requests.memory of the workflow namespace.")
-    quota_gpus: int = Field(8, ge=0, description="ResourceQuota requests.nvidia.com/gpu of the workflow namespace.")
+    default_active_deadline_seconds: int = Field(3600, ge=60)
+    """Workflows without a deadline get this one."""
+    default_parallelism: int = Field(10, ge=1)
+    """Pods a workflow runs at once unless it says otherwise."""
+    quota_cpu: Quantity = Field("64")
+    """ResourceQuota requests.cpu of the workflow namespace."""
+    quota_memory: Quantity = Field("256Gi")
+    """ResourceQuota requests.memory of the workflow namespace."""
+    quota_gpus: int = Field(8, ge=0)
+    """ResourceQuota requests.nvidia.com/gpu of the workflow namespace."""
 
 
 DEFINITION = AddonDefinition(

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from addons.definition import AddonDefinition, ReleaseConfig
 from profiles.versions import ChartRef
 
 
 class GpuOperatorConfig(ReleaseConfig):
-    dra: bool = Field(
-        False,
-        description="Opt-in DRA mode: GPU Operator deploys the GPUCluster singleton instead of the "
-        "ClusterPolicy. Needs Kubernetes 1.34 or later (resource.k8s.io/v1).",
-    )
+    dra: bool = False
+    """Opt-in DRA mode: GPU Operator deploys the GPUCluster singleton instead of the ClusterPolicy. Needs Kubernetes
+    1.34 or later (resource.k8s.io/v1).
+    """
 
 
 DEFINITION = AddonDefinition(

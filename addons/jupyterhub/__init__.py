@@ -17,9 +17,8 @@ class OidcConfig(Strict):
 
     client_id: str = Field(..., min_length=1)
     """The OAuth client id registered with the identity provider."""
-    client_secret_name: K8sName = Field(
-        "jupyterhub-oidc", description="Secret with key client-secret, in the hub namespace."
-    )
+    client_secret_name: K8sName = Field("jupyterhub-oidc")
+    """Secret with key client-secret, in the hub namespace."""
     callback_url: HttpsUrl
     """JupyterHub's OAuth callback URL, e.g. https://hub.example.com/hub/oauth_callback."""
     authorize_url: HttpsUrl
@@ -30,7 +29,8 @@ class OidcConfig(Strict):
     """The identity provider's user-info endpoint (https)."""
     scopes: list[str] = Field(["openid", "profile", "email"], min_length=1)
     """OAuth scopes requested at sign-in."""
-    username_claim: str = Field("sub", description="A stable claim: sub never changes, unlike email.")
+    username_claim: str = Field("sub")
+    """A stable claim: sub never changes, unlike email."""
 
 
 AcmCertificateArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+$")]
@@ -39,18 +39,15 @@ AcmCertificateArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-]
 class JupyterHubExposure(Strict):
     """How users reach the hub. Never a plain-HTTP endpoint on the internet."""
 
-    type: Literal["cluster_ip", "internal_nlb", "public_nlb_tls"] = Field(
-        "cluster_ip",
-        description="cluster_ip (default): no load balancer; reach the hub with kubectl port-forward or your own "
-        "ingress. internal_nlb: a Network Load Balancer inside the VPC. public_nlb_tls: an internet-facing NLB "
-        "that terminates TLS with acm_certificate_arn and admits only source_cidrs.",
-    )
-    acm_certificate_arn: AcmCertificateArn | None = Field(
-        None, description="ACM certificate for the hub's host name (public_nlb_tls; optional for internal_nlb)."
-    )
-    source_cidrs: list[str] = Field(
-        default_factory=list, description="public_nlb_tls: the client CIDRs the load balancer admits."
-    )
+    type: Literal["cluster_ip", "internal_nlb", "public_nlb_tls"] = "cluster_ip"
+    """cluster_ip (default): no load balancer; reach the hub with kubectl port-forward or your own ingress.
+    internal_nlb: a Network Load Balancer inside the VPC. public_nlb_tls: an internet-facing NLB that terminates TLS
+    with acm_certificate_arn and admits only source_cidrs.
+    """
+    acm_certificate_arn: AcmCertificateArn | None = Field(None)
+    """ACM certificate for the hub's host name (public_nlb_tls; optional for internal_nlb)."""
+    source_cidrs: list[str] = Field(default_factory=list)
+    """public_nlb_tls: the client CIDRs the load balancer admits."""
 
     @model_validator(mode="after")
     def _tls_on_the_internet(self) -> JupyterHubExposure:
@@ -89,21 +86,18 @@ class JupyterHubConfig(ReleaseConfig):
     """Install JupyterHub (off by default; needs oidc and allowed_users)."""
     oidc: OidcConfig | None = None
     """The OpenID Connect identity provider users sign in with; required when enabled."""
-    allowed_users: list[str] = Field(
-        default_factory=list, description="Values of the username claim allowed to log in."
-    )
-    cpu_image: str = Field("quay.io/jupyter/scipy-notebook:2025-12-01", description="Pinned CPU notebook image.")
-    gpu_image: str = Field(
-        "quay.io/jupyter/pytorch-notebook:cuda12-2025-12-01", description="Pinned CUDA notebook image."
-    )
-    start_timeout_seconds: int = Field(
-        1200, ge=300, description="GPU images are large: starts of many minutes are normal."
-    )
+    allowed_users: list[str] = Field(default_factory=list)
+    """Values of the username claim allowed to log in."""
+    cpu_image: str = Field("quay.io/jupyter/scipy-notebook:2025-12-01")
+    """Pinned CPU notebook image."""
+    gpu_image: str = Field("quay.io/jupyter/pytorch-notebook:cuda12-2025-12-01")
+    """Pinned CUDA notebook image."""
+    start_timeout_seconds: int = Field(1200, ge=300)
+    """GPU images are large: starts of many minutes are normal."""
     user_storage_gib: int = Field(20, ge=1)
     """Size of each user's home volume, in GiB."""
-    exposure: JupyterHubExposure = Field(
-        default_factory=JupyterHubExposure, description="How users reach the hub; private (ClusterIP) by default."
-    )
+    exposure: JupyterHubExposure = Field(default_factory=JupyterHubExposure)
+    """How users reach the hub; private (ClusterIP) by default."""
 
     @model_validator(mode="after")
     def _authentication(self) -> JupyterHubConfig:

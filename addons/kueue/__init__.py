@@ -15,20 +15,14 @@ class KueueConfig(ReleaseConfig):
     """Kueue's settings. The queues themselves (a ClusterQueue per tenant in one cohort, a
     LocalQueue named default in each tenant namespace) come from the GPU node groups and tenants."""
 
-    pods_ready_timeout_minutes: int = Field(
-        30,
-        ge=5,
-        le=240,
-        description="How long an admitted job may take until all its pods run (GPU images of many GB and "
-        "new nodes take minutes). Past it the job is evicted, its GPUs freed, and it is queued again.",
-    )
-    requeue_limit: int = Field(
-        5,
-        ge=1,
-        le=100,
-        description="Evictions (pods not ready in time) after which a job stops being queued again and is "
-        "deactivated, visible with kubectl get workloads.",
-    )
+    pods_ready_timeout_minutes: int = Field(30, ge=5, le=240)
+    """How long an admitted job may take until all its pods run (GPU images of many GB and new nodes take minutes).
+    Past it the job is evicted, its GPUs freed, and it is queued again.
+    """
+    requeue_limit: int = Field(5, ge=1, le=100)
+    """Evictions (pods not ready in time) after which a job stops being queued again and is deactivated, visible with
+    kubectl get workloads.
+    """
 
 
 DEFINITION = AddonDefinition(

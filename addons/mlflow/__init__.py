@@ -21,29 +21,18 @@ class MlflowDatabaseConfig(Strict):
     """MLflow's backend store: an RDS for PostgreSQL instance the storage layer creates. Its master
     password is made and rotated by RDS in Secrets Manager; it is in no profile, plan or Helm value."""
 
-    instance_class: DbInstanceClass = Field(
-        "db.t4g.micro",
-        description="RDS instance class. db.t4g.micro (default) is the cheapest; tracking "
-        "traffic is small next to training.",
-    )
-    multi_az: bool = Field(
-        False,
-        description="A standby in a second availability zone (twice the instance cost). Off by default: "
-        "backups and the final snapshot already protect the data; turn on where tracking must survive an AZ outage.",
-    )
-    allocated_storage_gib: int = Field(20, ge=20, le=65536, description="gp3 storage, in GiB (RDS minimum 20).")
-    max_allocated_storage_gib: int = Field(
-        100,
-        ge=20,
-        le=65536,
-        description="Storage autoscaling ceiling, in GiB; equal to allocated_storage_gib turns autoscaling off.",
-    )
-    backup_retention_days: int = Field(
-        7,
-        ge=1,
-        le=35,
-        description="Days of automated backups (point-in-time recovery); at least 1.",
-    )
+    instance_class: DbInstanceClass = "db.t4g.micro"
+    """RDS instance class. db.t4g.micro (default) is the cheapest; tracking traffic is small next to training."""
+    multi_az: bool = False
+    """A standby in a second availability zone (twice the instance cost). Off by default: backups and the final
+    snapshot already protect the data; turn on where tracking must survive an AZ outage.
+    """
+    allocated_storage_gib: int = Field(20, ge=20, le=65536)
+    """gp3 storage, in GiB (RDS minimum 20)."""
+    max_allocated_storage_gib: int = Field(100, ge=20, le=65536)
+    """Storage autoscaling ceiling, in GiB; equal to allocated_storage_gib turns autoscaling off."""
+    backup_retention_days: int = Field(7, ge=1, le=35)
+    """Days of automated backups (point-in-time recovery); at least 1."""
 
     @model_validator(mode="after")
     def _autoscaling_ceiling(self) -> MlflowDatabaseConfig:
@@ -65,19 +54,15 @@ class MlflowConfig(ReleaseConfig):
     """Install MLflow and create its database and artifact bucket (storage layer). Off by default."""
     database: MlflowDatabaseConfig = Field(default_factory=MlflowDatabaseConfig)
     """The RDS for PostgreSQL backend store."""
-    admin_password_from: Literal["variable", "existing_secret"] = Field(
-        "variable",
-        description="The MLflow admin's password. variable: the sensitive Terraform variable mlflow_admin_password "
-        "(TF_VAR_mlflow_admin_password) at apply time; existing_secret: a Secret you create in the mlflow "
-        "namespace, named admin_secret_name, with keys username and password.",
-    )
-    admin_secret_name: K8sName = Field(
-        "mlflow-admin", description="With existing_secret: the Secret holding the admin's username and password."
-    )
-    default_permission: Literal["NO_PERMISSIONS", "READ", "EDIT", "MANAGE"] = Field(
-        "READ",
-        description="What a signed-in user may do with experiments and models others own.",
-    )
+    admin_password_from: Literal["variable", "existing_secret"] = "variable"
+    """The MLflow admin's password. variable: the sensitive Terraform variable mlflow_admin_password
+    (TF_VAR_mlflow_admin_password) at apply time; existing_secret: a Secret you create in the mlflow namespace,
+    named admin_secret_name, with keys username and password.
+    """
+    admin_secret_name: K8sName = Field("mlflow-admin")
+    """With existing_secret: the Secret holding the admin's username and password."""
+    default_permission: Literal["NO_PERMISSIONS", "READ", "EDIT", "MANAGE"] = "READ"
+    """What a signed-in user may do with experiments and models others own."""
 
 
 # The image the chart runs (its app version), also used by the platform's own MLflow containers:

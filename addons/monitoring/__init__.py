@@ -12,14 +12,12 @@ from profiles.versions import ChartRef
 
 
 class MonitoringConfig(ReleaseConfig):
-    grafana_admin_password_from: Literal["variable", "existing_secret"] = Field(
-        "variable",
-        description="variable: the sensitive Terraform variable grafana_admin_password (TF_VAR_grafana_admin_password) "
-        "at apply time; existing_secret: a Secret you create in the monitoring namespace.",
-    )
-    grafana_admin_secret_name: K8sName = Field(
-        "grafana-admin", description="With existing_secret: Secret holding keys admin-user and admin-password."
-    )
+    grafana_admin_password_from: Literal["variable", "existing_secret"] = "variable"
+    """variable: the sensitive Terraform variable grafana_admin_password (TF_VAR_grafana_admin_password) at apply time;
+    existing_secret: a Secret you create in the monitoring namespace.
+    """
+    grafana_admin_secret_name: K8sName = Field("grafana-admin")
+    """With existing_secret: Secret holding keys admin-user and admin-password."""
     prometheus_retention_days: int = Field(15, ge=1, le=365)
     """How many days Prometheus keeps metrics."""
     prometheus_storage_gib: int = Field(50, ge=10)
