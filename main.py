@@ -513,19 +513,20 @@ def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
     synthesize_profile(config, outdir)
     operator = Operator(outdir / "stacks", env=provider_env(outdir), log=lambda _: None)
     try:
-        node_pools = platform_objects(config, "workloads").node_pools
+        owned = platform_objects(config, "workloads")
+        node_pools, cluster_queues = owned.node_pools, owned.cluster_queues
         kubectl = profile_kubectl(config, operator, outdir / "kubeconfig")  # the profile's cluster, or stop here
         if args.command == "resume":
             if not (args.yes or ask(f"Scale the node groups of {config.name} back to the profile's sizes?")):
                 return 1
-            resume(config, aws=run_aws, kubectl=kubectl, node_pools=node_pools)
+            resume(config, aws=run_aws, kubectl=kubectl, node_pools=node_pools, cluster_queues=cluster_queues)
             print("resumed")
             return 0
-        for line in pause_plan(config, node_pools):
+        for line in pause_plan(config, node_pools, cluster_queues):
             print(line)
         if not (args.yes or ask("Pause?")):
             return 1
-        pause(config, kubectl=kubectl, aws=run_aws, node_pools=node_pools)
+        pause(config, kubectl=kubectl, aws=run_aws, node_pools=node_pools, cluster_queues=cluster_queues)
     except ClusterAccessError as error:
         print(f"{args.command} stopped: {error}", file=sys.stderr)
         return 1

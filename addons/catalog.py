@@ -34,7 +34,7 @@ DEFINITIONS: tuple[AddonDefinition[Any], ...] = (
     argo_workflows.DEFINITION,
     karpenter.DEFINITION,
     mlflow.DEFINITION,
-    kueue.DEFINITION,  # last: its Job webhooks (failurePolicy Fail) stay out of the other installs
+    kueue.DEFINITION,
 )
 
 # The pin table (Renovate reads the pins where they are written, in each add-on's package).

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from addons.karpenter import DEFINITION as KARPENTER
+from addons.kueue import DEFINITION as KUEUE
 from operate.cluster_access import ClusterAccessError
 from operate.kubectl import Kubectl
 from profiles import PlatformConfig
@@ -27,6 +28,8 @@ class PlatformObjects:
     """Namespaces the platform created (add-ons, tenants, validation)."""
     node_pools: tuple[str, ...]
     """Karpenter NodePools the workloads layer creates."""
+    cluster_queues: tuple[str, ...] = ()
+    """Kueue ClusterQueues the workloads layer creates (one per tenant)."""
 
 
 def _items(run: Kubectl, kind: str, *selector: str) -> list[dict[str, Any]]:
@@ -97,4 +100,9 @@ def platform_objects(config: PlatformConfig, layer: str) -> PlatformObjects:
     namespaces = [tenant.name for tenant in config.workloads.tenants]
     if config.cluster.gpu_node_groups:
         namespaces.append(VALIDATION_NAMESPACE)
-    return PlatformObjects(namespaces=tuple(namespaces), node_pools=NODE_POOLS if KARPENTER.enabled(config) else ())
+    return PlatformObjects(
+        namespaces=tuple(namespaces),
+        node_pools=NODE_POOLS if KARPENTER.enabled(config) else (),
+        # One ClusterQueue per tenant, named after it (addons/kueue/queues.py).
+        cluster_queues=tuple(tenant.name for tenant in config.workloads.tenants) if KUEUE.enabled(config) else (),
+    )

@@ -13,6 +13,9 @@ so Karpenter runs again) and puts the NodePools' limits back exactly as the work
 them: equal values, so Terraform's server-side apply finds no conflict with the patch's manager.
 Run `make resume` before the next deploy: a deploy alone would ask EKS for the profile's minimum
 size on a group whose desired size is 0.
+
+With Kueue, a pause first holds every tenant's ClusterQueue (stopPolicy Hold: nothing new is
+admitted onto nodes that are going away) and a resume releases them after the nodes are back.
 """
 
 from __future__ import annotations
@@ -61,9 +64,11 @@ def node_group_sizes(config: PlatformConfig) -> list[NodeGroupSize]:
     return sizes
 
 
-def pause_plan(config: PlatformConfig, node_pools: tuple[str, ...]) -> list[str]:
+def pause_plan(config: PlatformConfig, node_pools: tuple[str, ...], cluster_queues: tuple[str, ...] = ()) -> list[str]:
     """What a pause does, in words, for the question."""
     lines = [f"pause {config.name}: every node stops; pods on them (training jobs included) end"]
+    if cluster_queues:
+        lines.append(f"  Kueue ClusterQueues {', '.join(cluster_queues)}: held (queued jobs wait for the resume)")
     if node_pools:
         lines.append(f"  Karpenter NodePools {', '.join(node_pools)}: limit cpu 0, their NodeClaims deleted")
     lines += [
@@ -105,15 +110,37 @@ def _scale(aws: AwsCli, config: PlatformConfig, size: NodeGroupSize, *, paused: 
     )
 
 
+def _stop_policy(kubectl: Kubectl, queues: tuple[str, ...], policy: str, log: Callable[[str], None]) -> None:
+    for queue in queues:
+        patched = kubectl(
+            [
+                "patch",
+                "clusterqueues.kueue.x-k8s.io",
+                queue,
+                "--type",
+                "merge",
+                f"--field-manager={FIELD_MANAGER}",
+                "-p",
+                json.dumps({"spec": {"stopPolicy": policy}}),
+            ]
+        )
+        if patched.returncode != 0 and "NotFound" not in patched.stderr and NO_SUCH_KIND not in patched.stderr:
+            raise ClusterAccessError(f"setting ClusterQueue {queue} to {policy} failed: {patched.stderr.strip()}")
+    if queues:
+        log(f"ClusterQueues {', '.join(queues)}: stopPolicy {policy}")
+
+
 def pause(
     config: PlatformConfig,
     *,
     kubectl: Kubectl,
     aws: AwsCli,
     node_pools: tuple[str, ...],
+    cluster_queues: tuple[str, ...] = (),
     log: Callable[[str], None] = print,
 ) -> None:
     """Stop every node (call only after the user approved `pause_plan`)."""
+    _stop_policy(kubectl, cluster_queues, "Hold", log)
     for pool in node_pools:
         patched = kubectl(
             [
@@ -147,10 +174,11 @@ def resume(
     aws: AwsCli,
     kubectl: Kubectl,
     node_pools: tuple[str, ...],
+    cluster_queues: tuple[str, ...] = (),
     log: Callable[[str], None] = print,
 ) -> None:
-    """Scale the managed groups back to the profile's sizes (the system group first), then put the
-    NodePools' limits back as the workloads layer sets them."""
+    """Scale the managed groups back to the profile's sizes (the system group first), put the
+    NodePools' limits back as the workloads layer sets them, and release the ClusterQueues."""
     for size in node_group_sizes(config):
         _scale(aws, config, size, paused=False)
         log(f"node group {size.name} back to {size.desired_size} (min {size.min_size}, max {size.max_size})")
@@ -173,3 +201,4 @@ def resume(
             f"restoring NodePool {pool}",
         )
         log(f"NodePool {pool}: limits {limits[pool]} again")
+    _stop_policy(kubectl, cluster_queues, "None", log)

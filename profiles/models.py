@@ -129,7 +129,6 @@ class PlatformConfig(Strict):
             self._azs_in_region,
             self._tenant_quotas_fit_a_node,
             self._kueue_counts_extended_gpus,
-            self._tenant_quotas_hold_their_queues,
         )
         raise_all([problem for check in checks for problem in check()], title="PlatformConfig")
         return self
@@ -295,23 +294,6 @@ class PlatformConfig(Strict):
                 "which the platform's queues do not count",
                 allowed="addons.kueue.enabled: false, or addons.gpu_operator.dra: false",
             )
-
-    def _tenant_quotas_hold_their_queues(self) -> Iterator[FieldProblem]:
-        """With Kueue, a tenant's ResourceQuota must hold every GPU its queue can admit: pods of an
-        admitted job that the quota refuses would never start."""
-        if not kueue.DEFINITION.enabled(self):
-            return
-        planned = kueue.shares(self)
-        for index, tenant in enumerate(self.workloads.tenants):
-            most = sum(share.most_gpus for share in planned[tenant.name])
-            if tenant.gpu_quota is not None and tenant.gpu_quota < most:
-                yield FieldProblem(
-                    ("workloads", "tenants", index, "gpu_quota"),
-                    tenant.gpu_quota,
-                    f"its Kueue queue can admit jobs holding {most} GPUs (its share plus what it may borrow), "
-                    "and pods beyond the quota would never start",
-                    allowed=f"at least {most}, or a gpu_borrowing_limit that keeps share plus borrowing within it",
-                )
 
     def _azs_in_region(self) -> Iterator[FieldProblem]:
         # Zone names map to different physical zones in each account (the zone IDs do not); the

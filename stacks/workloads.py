@@ -10,7 +10,7 @@ from constructs import Construct
 
 from addons.kuberay import DEFINITION as KUBERAY
 from addons.kueue import DEFINITION as KUEUE
-from addons.kueue.queues import queue_objects
+from addons.kueue.queues import cluster_objects, local_queues
 from addons.mlflow import DEFINITION as MLFLOW
 from components.k8s.karpenter_pools import KarpenterPoolsProps, karpenter_objects
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
@@ -106,10 +106,15 @@ class WorkloadsStack(LayerStack):
                 ),
             )
         if KUEUE.enabled(config):
+            # The ClusterQueues wait for nothing, so that on destroy they go while the tenant
+            # namespaces go: Kueue holds a ClusterQueue until no job in it holds quota, and
+            # deleting a namespace deletes its jobs. Each LocalQueue needs its namespace.
             queues = KubernetesObjects(
-                self,
-                "queues",
-                # Each LocalQueue lives in its tenant's namespace.
-                props=KubernetesObjectsProps(objects=tuple(queue_objects(config)), depends_on=tuple(tenant_namespaces)),
+                self, "queues", props=KubernetesObjectsProps(objects=tuple(cluster_objects(config)))
             )
-            self.objects += queues.objects
+            local = KubernetesObjects(
+                self,
+                "local-queues",
+                props=KubernetesObjectsProps(objects=tuple(local_queues(config)), depends_on=tuple(tenant_namespaces)),
+            )
+            self.objects += queues.objects + local.objects

@@ -80,3 +80,26 @@ def test_the_pause_question_says_what_stops_and_what_keeps_billing():
     assert all(item in text for item in STILL_BILLING) and "make resume (before any deploy)" in text
     for group in config.cluster.gpu_node_groups:
         assert f"node group {group.name}: scaled to 0" in text
+
+
+def test_kueue_queues_are_held_before_the_nodes_go_and_released_after_they_are_back():
+    import json
+
+    from operate.cleanup import platform_objects
+
+    config = load_profile("p5-training")
+    queues = platform_objects(config, "workloads").cluster_queues
+    assert queues == tuple(tenant.name for tenant in config.workloads.tenants)
+    kubectl, aws = Recorder(), Recorder()
+    pause(config, kubectl=kubectl, aws=aws, node_pools=("gpu",), cluster_queues=queues, log=lambda _: None)
+    held = [call for call in kubectl.calls if call[1] == "clusterqueues.kueue.x-k8s.io"]
+    assert kubectl.calls[: len(queues)] == held, "held before anything stops"
+    assert [json.loads(call[-1]) for call in held] == [{"spec": {"stopPolicy": "Hold"}}] * len(queues)
+    assert "pause" in " ".join(pause_plan(config, ("gpu",), queues)) and "held" in " ".join(
+        pause_plan(config, (), queues)
+    )
+    kubectl = Recorder()
+    resume(config, aws=Recorder(), kubectl=kubectl, node_pools=("gpu",), cluster_queues=queues, log=lambda _: None)
+    released = [call for call in kubectl.calls if call[1] == "clusterqueues.kueue.x-k8s.io"]
+    assert kubectl.calls[-len(queues) :] == released, "released after the nodes and pools are back"
+    assert [json.loads(call[-1]) for call in released] == [{"spec": {"stopPolicy": "None"}}] * len(queues)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue import flavors, shares
 from addons.kueue.install import FRAMEWORKS, TENANT_NAMESPACES, VISIBILITY_PORT, WEBHOOK_PORT
-from addons.kueue.queues import LOCAL_QUEUE, queue_objects
+from addons.kueue.queues import DEFAULT_FLAVOR, LOCAL_QUEUE, queue_objects
 from components.labels import NODE_GROUP_LABEL, NODE_POOL_LABEL
 from profiles import ProfileError, validate_profile
 from profiles.catalog import CATALOG, EFA_RESOURCE, GPU_RESOURCE
@@ -89,7 +89,9 @@ def test_every_tenant_has_a_cluster_queue_in_one_cohort_and_a_default_local_queu
         # A ClusterQueue serves its own tenant's namespace only.
         assert queue["spec"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": tenant}}
         assert queue["spec"]["preemption"]["reclaimWithinCohort"] == "Any"
-        for flavor in queue["spec"]["resourceGroups"][0]["flavors"]:
+        cpu_memory, gpus = queue["spec"]["resourceGroups"]
+        assert cpu_memory["coveredResources"] == ["cpu", "memory"]
+        for flavor in gpus["flavors"]:
             assert [r["name"] for r in flavor["resources"]] == [GPU_RESOURCE, EFA_RESOURCE]
 
 
@@ -113,6 +115,9 @@ def test_every_flavour_leads_to_nodes_that_exist_and_admit_its_pods(synthesized,
         if body["manifest"]["kind"] == "NodePool"
     }
     for flavor in found["ResourceFlavor"]:
+        if flavor["metadata"]["name"] == DEFAULT_FLAVOR:
+            assert flavor["spec"] == {}, "CPU and memory: any node"
+            continue
         labels, tolerations = flavor["spec"]["nodeLabels"], flavor["spec"]["tolerations"]
         if NODE_GROUP_LABEL in labels:
             group = next(
@@ -142,7 +147,9 @@ def check_shares(config) -> None:
     for index, flavor in enumerate(flavors(config)):
         tenant_shares = [found[index] for found in planned.values()]
         if tenant_shares:
-            assert sum(s.gpus for s in tenant_shares) == flavor.gpus, flavor.name
+            assert sum(s.gpus for s in tenant_shares) <= flavor.gpus, flavor.name
+            if all(t.gpu_quota is None for t in config.workloads.tenants):
+                assert sum(s.gpus for s in tenant_shares) == flavor.gpus // flavor.unit * flavor.unit
             assert sum(s.efa for s in tenant_shares) <= flavor.efa, flavor.name
         for share in tenant_shares:
             assert share.most_gpus <= flavor.gpus
@@ -150,6 +157,10 @@ def check_shares(config) -> None:
                 # Whole nodes: a share never splits a node between two tenants.
                 assert share.gpus % flavor.gpus_per_node == 0
                 assert share.efa == share.gpus // flavor.gpus_per_node * flavor.efa_per_node
+    for tenant in config.workloads.tenants:
+        if tenant.gpu_quota is not None:
+            # The ResourceQuota never refuses a pod of a job Kueue admitted.
+            assert sum(share.most_gpus for share in planned[tenant.name]) <= tenant.gpu_quota, tenant.name
 
 
 @settings(max_examples=60, deadline=None)
@@ -157,12 +168,15 @@ def check_shares(config) -> None:
     tenants=st.integers(min_value=1, max_value=7),
     max_size=st.integers(min_value=1, max_value=9),
     borrowing=st.none() | st.integers(min_value=0, max_value=40),
+    quotas=st.lists(st.none() | st.integers(min_value=1, max_value=20), min_size=7, max_size=7),
 )
-def test_shares_never_promise_more_than_exists(tenants, max_size, borrowing):
+def test_shares_never_promise_more_than_exists(tenants, max_size, borrowing, quotas):
     doc = mutated(
         cluster__gpu_node_groups__0__max_size=max_size,
-        cluster__gpu_node_groups__0__desired_size=0,
-        workloads__tenants=[{"name": f"team-{i}", "gpu_borrowing_limit": borrowing} for i in range(tenants)],
+        cluster__gpu_node_groups__0__desired_size=max_size,
+        workloads__tenants=[
+            {"name": f"team-{i}", "gpu_borrowing_limit": borrowing, "gpu_quota": quotas[i]} for i in range(tenants)
+        ],
     )
     check_shares(validate_profile(doc))
 
@@ -197,7 +211,7 @@ def test_a_tenants_job_of_every_kind_is_queued_and_the_platforms_are_not(synthes
             assert not kueue_manages(framework, namespace["metadata"].get("labels", {}), local.get(name, set()))
 
 
-MULTI_NODE = profiles_where(lambda c: KUEUE.enabled(c) and any(g.max_size >= 2 for g in c.cluster.gpu_node_groups))
+MULTI_NODE = profiles_where(lambda c: KUEUE.enabled(c) and any(g.desired_size >= 2 for g in c.cluster.gpu_node_groups))
 
 
 def test_every_shipped_profile_can_run_a_two_node_job():
@@ -221,7 +235,7 @@ def test_a_two_node_job_fits_its_tenants_queue(profile):
 def test_two_tenants_split_the_nodes_and_borrow_the_idle_ones():
     doc = mutated(
         cluster__gpu_node_groups__0__max_size=3,
-        cluster__gpu_node_groups__0__desired_size=0,
+        cluster__gpu_node_groups__0__desired_size=3,
         workloads__tenants=[{"name": "vision"}, {"name": "speech", "gpu_borrowing_limit": 0}],
     )
     config = validate_profile(doc)
@@ -231,21 +245,23 @@ def test_two_tenants_split_the_nodes_and_borrow_the_idle_ones():
     assert (vision.gpus, speech.gpus) == (2 * group.gpus_per_node, group.gpus_per_node)
     assert vision.most_gpus == group.gpus and speech.most_gpus == speech.gpus
     queue = next(o for o in queue_objects(config) if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "speech")
-    gpu = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+    gpu = queue["spec"]["resourceGroups"][1]["flavors"][0]["resources"][0]
     assert gpu == {"name": GPU_RESOURCE, "nominalQuota": str(speech.gpus), "borrowingLimit": "0"}
 
 
-def test_a_quota_below_what_the_queue_admits_is_refused():
-    doc = mutated(workloads__tenants=[{"name": "vision", "gpu_quota": 1}])
-    with pytest.raises(ProfileError) as error:
-        validate_profile(doc)
-    found = "\n".join(error.value.problems)
-    assert "workloads.tenants.0.gpu_quota" in found and "Kueue queue can admit" in found
-    # Limiting what the queue may borrow (and a quota that holds the share) is accepted.
-    config = validate_profile(
-        mutated(addons={"kueue": {"enabled": False}}, workloads__tenants=[{"name": "v", "gpu_quota": 1}])
+def test_a_tenants_quota_bounds_its_share_and_its_borrowing():
+    """With gpu_quota, the tenant's share plus its borrowing stays within the quota (the
+    ResourceQuota never refuses a pod of an admitted job); what it leaves goes to the others."""
+    doc = mutated(
+        cluster__gpu_node_groups__0__max_size=4,
+        cluster__gpu_node_groups__0__desired_size=4,
+        workloads__tenants=[{"name": "vision", "gpu_quota": 1}, {"name": "speech"}],
     )
-    assert not KUEUE.enabled(config)
+    config = validate_profile(doc)
+    planned = shares(config)
+    assert sum(share.most_gpus for share in planned["vision"]) <= 1
+    for index, flavor in enumerate(flavors(config)):
+        assert planned["vision"][index].gpus + planned["speech"][index].gpus == flavor.gpus // flavor.unit * flavor.unit
 
 
 def test_kueue_and_dra_are_refused_together():
@@ -280,14 +296,18 @@ def test_kueues_configuration_is_the_platforms(synthesized, profile):
     values = yaml.safe_load(release["values"][0])
     configuration = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
     assert configuration["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
-    assert configuration["waitForPodsReady"]["blockAdmission"] is True
+    # blockAdmission is cluster-wide: one job that cannot start would stop every tenant's queue.
+    assert configuration["waitForPodsReady"]["blockAdmission"] is False
     assert (
         configuration["waitForPodsReady"]["timeout"]
         == f"{KUEUE.settings(synthesized.configs[profile]).pods_ready_timeout_minutes}m"
     )
     assert configuration["resources"] == {"quotaCheckStrategy": "IgnoreUndeclared"}
     assert set(configuration["integrations"]["frameworks"]) == set(FRAMEWORKS)
-    assert values["controllerManager"]["nodeSelector"] == {"role": "system"}
+    manager = values["controllerManager"]
+    assert manager["nodeSelector"] == {"role": "system"}
+    # Its webhooks fail closed: two replicas on different nodes, one kept through disruptions.
+    assert manager["replicas"] == 2 and manager["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
 
 
 FRAMEWORK_OF = {"Job": "batch/job", "MPIJob": "kubeflow.org/mpijob", "RayJob": "ray.io/rayjob"}
@@ -319,3 +339,78 @@ def test_the_tenant_guide_examples_are_valid_and_queued_by_default(synthesized):
     assert mpijob["spec"]["slotsPerWorker"] == node.gpu_count
     command = mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
     assert int(command[command.index("-np") + 1]) == worker["replicas"] * node.gpu_count
+
+
+def job_pod_templates(job: dict) -> list[dict]:
+    """The pod templates of a job: Kueue makes one pod set of each."""
+    spec = job["spec"]
+    if job["kind"] == "Job":
+        return [spec["template"]]
+    if job["kind"] == "MPIJob":
+        return [replica["template"] for replica in spec["mpiReplicaSpecs"].values()]
+    if job["kind"] == "RayJob":
+        cluster = spec["rayClusterSpec"]
+        return [cluster["headGroupSpec"]["template"], *(group["template"] for group in cluster["workerGroupSpecs"])]
+    raise AssertionError(job["kind"])
+
+
+def pod_set_gets_a_flavour(requests: dict[str, str], cluster_queue: dict) -> bool:
+    """Kueue's flavour assignment under IgnoreUndeclared (kueue v0.19.2
+    pkg/scheduler/flavorassigner/flavorassigner.go): requests of resources no resource group covers
+    are skipped (804-812); a pod set left with no assigned flavour fails the whole assignment
+    (913-927, 842-850), so the job is never admitted. A pod set gets a flavour when at least one
+    resource it requests (non-zero) is covered."""
+    covered = {name for group in cluster_queue["spec"]["resourceGroups"] for name in group["coveredResources"]}
+    return any(name in covered for name, quantity in requests.items() if quantity not in ("0", 0))
+
+
+def test_a_cpu_only_launcher_gets_a_flavour_where_the_gpu_only_queue_gave_none():
+    """The MPI launcher (and a Ray head) asks for CPU and memory only. A queue that covers only
+    GPUs and EFA gives that pod set no flavour, and Kueue never admits the job; the default flavour
+    covering CPU and memory does."""
+    config = profile_config("p5-training")
+    queue = next(o for o in queue_objects(config) if o["kind"] == "ClusterQueue")
+    launcher = {"cpu": "500m", "memory": "1Gi"}
+    worker = {"cpu": "64", "memory": "64Gi", GPU_RESOURCE: "8", EFA_RESOURCE: "32", "hugepages-2Mi": "5120Mi"}
+    gpu_only = copy.deepcopy(queue)
+    gpu_only["spec"]["resourceGroups"] = gpu_only["spec"]["resourceGroups"][1:]
+    assert not pod_set_gets_a_flavour(launcher, gpu_only) and pod_set_gets_a_flavour(worker, gpu_only)
+    assert pod_set_gets_a_flavour(launcher, queue) and pod_set_gets_a_flavour(worker, queue)
+
+
+@pytest.mark.parametrize("profile", QUEUED)
+def test_every_pod_set_of_the_platforms_jobs_gets_a_flavour(profile):
+    """The validation MPIJob's pod sets and the tenant guide's examples, as a tenant would submit
+    them: each pod set requests something every tenant's queue covers."""
+    from pathlib import Path
+
+    from manifests.render import render
+
+    config = profile_config(profile)
+    queues = [o for o in queue_objects(config) if o["kind"] == "ClusterQueue"]
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "queues.md").read_text()
+    jobs = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", guide, flags=re.DOTALL)]
+    jobs += [doc for docs in render(config).values() for doc in docs if doc["kind"] == "MPIJob"]
+    for job in jobs:
+        for template in job_pod_templates(job):
+            for container in template["spec"]["containers"]:
+                requests = {
+                    **container.get("resources", {}).get("limits", {}),
+                    **container.get("resources", {}).get("requests", {}),
+                }
+                for queue in queues:
+                    assert pod_set_gets_a_flavour(requests, queue), (job["metadata"]["name"], container["name"])
+
+
+@pytest.mark.parametrize("profile", QUEUED)
+def test_cluster_queues_are_destroyed_alongside_the_namespaces(synthesized, profile):
+    """Kueue keeps a ClusterQueue (its resource-in-use finalizer) until no job in it holds quota.
+    A ClusterQueue that waited for the tenant namespaces would be destroyed before them, while
+    their jobs still exist, and the destroy would hang; without the dependency Terraform deletes
+    it alongside the namespaces, whose deletion removes the jobs. A LocalQueue needs its namespace."""
+    for body in resources(synthesized.stack(profile, "workloads"), "kubernetes_manifest").values():
+        kind = body["manifest"]["kind"]
+        if kind in ("ClusterQueue", "ResourceFlavor"):
+            assert not body.get("depends_on"), body["manifest"]["metadata"]["name"]
+        elif kind == "LocalQueue":
+            assert any("namespace-" in dependency for dependency in body["depends_on"])

@@ -49,13 +49,19 @@ class Flavor:
     node_group: str | None
     """The managed node group it selects, or None for Karpenter's GPU pool."""
     gpus: int
-    """GPUs it holds at most (the group at max_size; the pool's limit)."""
+    """GPUs it holds: the group's running nodes (desired_size; no autoscaler adds more), or the
+    pool's limit (Karpenter launches nodes for admitted pods up to it)."""
     efa: int
-    """EFA interfaces it holds at most (0 where its nodes have none)."""
+    """EFA interfaces it holds (0 where its nodes have none)."""
     gpus_per_node: int
     """GPUs of one node (for a pool of several types, its largest)."""
     efa_per_node: int
     """EFA interfaces of one node (0 where its nodes have none)."""
+
+    @property
+    def unit(self) -> int:
+        """What a share is counted in: a group's whole nodes, a pool's single GPUs."""
+        return self.gpus_per_node if self.node_group else 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,21 +86,24 @@ class Share:
 
 
 def flavors(config: PlatformConfig) -> tuple[Flavor, ...]:
-    """The GPU flavours, managed node groups first (in profile order), then Karpenter's GPU pool."""
-    from addons import karpenter  # a sibling definition: imported here, not at package load
+    """The GPU flavours, managed node groups first (in profile order), then Karpenter's GPU pool
+    when no other add-on runs its GPU pods there (JupyterHub's GPU notebooks do)."""
+    from addons import jupyterhub, karpenter  # sibling definitions: imported here, not at package load
 
-    found = [
-        Flavor(
-            name=f"group-{group.name}",
-            node_group=group.name,
-            gpus=group.max_size * group.catalog_entry.gpu_count,
-            efa=group.max_size * group.catalog_entry.max_efa_interfaces if group.efa_enabled else 0,
-            gpus_per_node=group.catalog_entry.gpu_count,
-            efa_per_node=group.catalog_entry.max_efa_interfaces if group.efa_enabled else 0,
+    found = []
+    for group in config.cluster.gpu_node_groups:
+        entry, efa = group.catalog_entry, group.efa_enabled
+        found.append(
+            Flavor(
+                name=f"group-{group.name}",
+                node_group=group.name,
+                gpus=group.desired_size * entry.gpu_count,
+                efa=group.desired_size * entry.max_efa_interfaces if efa else 0,
+                gpus_per_node=entry.gpu_count,
+                efa_per_node=entry.max_efa_interfaces if efa else 0,
+            )
         )
-        for group in config.cluster.gpu_node_groups
-    ]
-    if karpenter.DEFINITION.enabled(config):
+    if karpenter.DEFINITION.enabled(config) and not jupyterhub.DEFINITION.enabled(config):
         pool = config.workloads.gpu_pool
         largest = max(CATALOG[name].gpu_count for name in pool.instance_types)
         # The pool's EC2NodeClass attaches no EFA interfaces: multi-node EFA jobs stay on the groups.
@@ -104,24 +113,59 @@ def flavors(config: PlatformConfig) -> tuple[Flavor, ...]:
     return tuple(found)
 
 
+def _split(total_units: int, tenants: int) -> list[int]:
+    """Whole units split evenly, the first tenants taking one more where they do not divide."""
+    units, extra = divmod(total_units, tenants)
+    return [units + (1 if index < extra else 0) for index in range(tenants)]
+
+
 def shares(config: PlatformConfig) -> dict[str, tuple[Share, ...]]:
-    """Each tenant's nominal share of every flavour: the flavour's whole nodes split evenly, the
-    first tenants taking one more where they do not divide (a pool's GPUs split one by one). The
-    shares of a flavour add up to exactly what it holds, so what Kueue guarantees exists."""
+    """Each tenant's nominal share of every flavour and what it may borrow.
+
+    A flavour's units (a group's nodes, a pool's GPUs) are split evenly between the tenants. A
+    tenant with a gpu_quota takes no more than its quota allows, flavour by flavour in order;
+    what it leaves goes to the tenants without one. Its borrowing is limited so that its share
+    plus its borrowing, over all flavours, stays within the quota: the ResourceQuota then never
+    refuses a pod of a job Kueue admitted. The shares of a flavour add up to at most what it
+    holds, so what Kueue guarantees exists."""
     tenants = config.workloads.tenants
-    result: dict[str, list[Share]] = {tenant.name: [] for tenant in tenants}
-    for flavor in flavors(config):
-        unit = flavor.gpus_per_node if flavor.node_group else 1
-        units, extra = divmod(flavor.gpus // unit, len(tenants)) if tenants else (0, 0)
-        for index, tenant in enumerate(tenants):
-            gpus = (units + (1 if index < extra else 0)) * unit
-            result[tenant.name].append(
+    found_flavors = flavors(config)
+    nominal: dict[str, list[int]] = {tenant.name: [] for tenant in tenants}
+    left = {tenant.name: tenant.gpu_quota for tenant in tenants}  # None: no cap
+    for flavor in found_flavors:
+        split = _split(flavor.gpus // flavor.unit, len(tenants)) if tenants else []
+        taken, freed = [], 0
+        for tenant, units in zip(tenants, split, strict=True):
+            cap = left[tenant.name]
+            allowed = units if cap is None else min(units, cap // flavor.unit)
+            taken.append(allowed)
+            freed += units - allowed
+            if cap is not None:
+                left[tenant.name] = cap - allowed * flavor.unit
+        uncapped = [index for index, tenant in enumerate(tenants) if tenant.gpu_quota is None]
+        for index, extra in zip(uncapped, _split(freed, len(uncapped)) if uncapped else [], strict=True):
+            taken[index] += extra
+        for tenant, units in zip(tenants, taken, strict=True):
+            nominal[tenant.name].append(units * flavor.unit)
+
+    result: dict[str, tuple[Share, ...]] = {}
+    for tenant in tenants:
+        headroom = left[tenant.name]  # None: borrowing bounded only by the tenant's own limit
+        found: list[Share] = []
+        for flavor, gpus in zip(found_flavors, nominal[tenant.name], strict=True):
+            limit = tenant.gpu_borrowing_limit
+            if headroom is not None:
+                granted = min(flavor.gpus - gpus, headroom, limit if limit is not None else headroom)
+                headroom -= granted
+                limit = granted
+            found.append(
                 Share(
                     flavor=flavor,
                     gpus=gpus,
-                    efa=gpus // unit * flavor.efa_per_node,
-                    borrowing_limit=tenant.gpu_borrowing_limit,
+                    efa=gpus // flavor.unit * flavor.efa_per_node,
+                    borrowing_limit=limit,
                     lending_limit=None if tenant.gpu_lending_limit is None else min(tenant.gpu_lending_limit, gpus),
                 )
             )
-    return {name: tuple(found) for name, found in result.items()}
+        result[tenant.name] = tuple(found)
+    return result

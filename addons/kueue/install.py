@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from addons.kueue import DEFINITION, KueueConfig
 from components.helm.addon import AddonContext, HelmAddonSpec, Monitors
 from components.helm.release import Values, render_yaml
@@ -24,11 +26,14 @@ TENANT_NAMESPACES = {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exi
 # The job kinds the platform offers tenants (Kueue sets an integration up once its CRD exists).
 # Argo workflow steps and notebooks are plain pods, which Kueue leaves alone (no pod integration):
 # their GPUs are bounded by their namespace's ResourceQuota instead.
+# RayService is listed so that the RayClusters a RayService owns are left to it (Kueue does not
+# default the queue of an object whose owner is an integration's kind).
 FRAMEWORKS = (
     "batch/job",
     "kubeflow.org/mpijob",
     "ray.io/rayjob",
     "ray.io/raycluster",
+    "ray.io/rayservice",
     "trainer.kubeflow.org/trainjob",
 )
 
@@ -50,10 +55,11 @@ def manager_configuration(settings: KueueConfig) -> dict[str, Any]:
         "managedJobsNamespaceSelector": TENANT_NAMESPACES,
         "waitForPodsReady": {
             # All or nothing: an admitted job whose pods are not all running in time gives its
-            # quota back and is queued again; blockAdmission admits the next job only once the
-            # previous one runs, so two multi-node jobs never each hold part of the nodes.
+            # quota back and is queued again. No blockAdmission: it is cluster-wide, so one job
+            # that cannot start would hold every tenant's admissions for the whole timeout; the
+            # quotas count only GPUs that run, so admitted jobs fit unless nodes fail.
             "timeout": f"{settings.pods_ready_timeout_minutes}m",
-            "blockAdmission": True,
+            "blockAdmission": False,
             "requeuingStrategy": {
                 "timestamp": "Eviction",
                 "backoffLimitCount": settings.requeue_limit,
@@ -67,8 +73,28 @@ def manager_configuration(settings: KueueConfig) -> dict[str, Any]:
     }
 
 
+# The chart's selector labels of the controller's pods (its kueue.selectorLabels, release "kueue").
+CONTROLLER_PODS = {"app.kubernetes.io/name": "kueue", "control-plane": "controller-manager"}
+
+
 class Manager(Values):
     node_selector: dict[str, str]
+    # Two replicas on different nodes, one always kept: its webhooks fail closed, so while no
+    # replica answers no Job can be created in a tenant namespace.
+    replicas: int = 2
+    pod_disruption_budget: dict[str, Any] = Field(default_factory=lambda: {"enabled": True, "minAvailable": 1})
+    topology_spread_constraints: list[dict[str, Any]] = Field(
+        default_factory=lambda: [
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {
+                    "matchLabels": {"app.kubernetes.io/name": "kueue", "control-plane": "controller-manager"}
+                },
+            }
+        ]
+    )
 
 
 class ManagerConfig(Values):

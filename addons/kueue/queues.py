@@ -8,8 +8,11 @@
 - a LocalQueue named `default` in each tenant namespace: Kueue puts a job without a queue name
   there (its LocalQueue defaulting), so every GPU job of a tenant is queued.
 
-Only GPUs and EFA interfaces are counted (Kueue's IgnoreUndeclared quota check): CPU and memory
-follow the GPUs, and the tenant's ResourceQuota still caps everything, jobs or not.
+GPUs and EFA interfaces are what the queues share out. CPU and memory sit in a flavour of their
+own, `default`, without node labels and with a quota Kueue never runs out of: every pod set of a
+job (an MPI launcher, a Ray head) must get a flavour for Kueue to admit the job, and the tenant's
+ResourceQuota is what caps CPU and memory. Other resources (huge pages, ephemeral storage) are not
+counted (Kueue's IgnoreUndeclared quota check).
 """
 
 from __future__ import annotations
@@ -25,6 +28,15 @@ API_VERSION = "kueue.x-k8s.io/v1beta2"
 # Kueue gives a job without a queue name the LocalQueue of this name in its namespace, if one exists.
 LOCAL_QUEUE = "default"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+# The flavour of CPU and memory: any node; its quota is not a limit (the ResourceQuota is).
+DEFAULT_FLAVOR = "default"
+UNBOUNDED = {"cpu": "1000000", "memory": "1000Ti"}
+
+
+def default_flavor() -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": DEFAULT_FLAVOR}, "spec": {}}
 
 
 def resource_flavor(flavor: Flavor) -> dict[str, Any]:
@@ -68,12 +80,25 @@ def cluster_queue(tenant: str, cohort: str, tenant_shares: tuple[Share, ...]) ->
             "queueingStrategy": "BestEffortFIFO",
             "resourceGroups": [
                 {
-                    "coveredResources": [GPU_RESOURCE, EFA_RESOURCE],
-                    "flavors": [_flavor_quotas(share) for share in tenant_shares],
-                }
-            ]
-            if tenant_shares
-            else [],
+                    "coveredResources": list(UNBOUNDED),
+                    "flavors": [
+                        {
+                            "name": DEFAULT_FLAVOR,
+                            "resources": [{"name": name, "nominalQuota": quota} for name, quota in UNBOUNDED.items()],
+                        }
+                    ],
+                },
+                *(
+                    [
+                        {
+                            "coveredResources": [GPU_RESOURCE, EFA_RESOURCE],
+                            "flavors": [_flavor_quotas(share) for share in tenant_shares],
+                        }
+                    ]
+                    if tenant_shares
+                    else []
+                ),
+            ],
             "preemption": {
                 # A tenant gets its own share back from borrowers; inside its queue, a higher
                 # priority job may displace a lower one.
@@ -93,9 +118,16 @@ def local_queue(tenant: str) -> dict[str, Any]:
     }
 
 
+def cluster_objects(config: PlatformConfig) -> list[dict[str, Any]]:
+    """The cluster-scoped objects: every flavour, then each tenant's ClusterQueue."""
+    objects = [default_flavor(), *(resource_flavor(flavor) for flavor in flavors(config))]
+    return objects + [cluster_queue(tenant, config.name, found) for tenant, found in shares(config).items()]
+
+
+def local_queues(config: PlatformConfig) -> list[dict[str, Any]]:
+    """Each tenant namespace's LocalQueue (created once the namespace exists)."""
+    return [local_queue(tenant.name) for tenant in config.workloads.tenants]
+
+
 def queue_objects(config: PlatformConfig) -> list[dict[str, Any]]:
-    """Every flavour, then each tenant's ClusterQueue and LocalQueue."""
-    objects = [resource_flavor(flavor) for flavor in flavors(config)]
-    for tenant, tenant_shares in shares(config).items():
-        objects += [cluster_queue(tenant, config.name, tenant_shares), local_queue(tenant)]
-    return objects
+    return cluster_objects(config) + local_queues(config)
