@@ -20,6 +20,7 @@ from addons import (
     mlflow,
     monitoring,
     mpi_operator,
+    trainer,
 )
 from addons.definition import AddonDefinition
 from profiles.versions import ChartRef, ReleaseArtifact
@@ -30,6 +31,7 @@ DEFINITIONS: tuple[AddonDefinition[Any], ...] = (
     efa_device_plugin.DEFINITION,
     kuberay.DEFINITION,
     mpi_operator.DEFINITION,
+    trainer.DEFINITION,
     jupyterhub.DEFINITION,
     argo_workflows.DEFINITION,
     karpenter.DEFINITION,

@@ -16,8 +16,11 @@ from typing import Any
 
 from addons.mlflow import DEFINITION as MLFLOW
 from addons.mlflow import IMAGE as MLFLOW_IMAGE
+from addons.trainer import DEFINITION as TRAINER
+from addons.trainer.runtimes import runtime_name
 from components.k8s import mlflow_access
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
+from components.k8s.efa_pods import EFA_ENV, HUGEPAGES, shm_volume, worker_memory_gib
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
 from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, namespace_objects
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
@@ -27,9 +30,22 @@ from profiles.models import VALIDATION_NAMESPACE, PlatformConfig, dra_mode
 from profiles.versions import CUDA_IMAGE, NCCL_TESTS_IMAGE
 
 NAMESPACE = VALIDATION_NAMESPACE
-HUGEPAGES = "5120Mi"
-EFA_ENV = [{"name": "FI_PROVIDER", "value": "efa"}, {"name": "FI_EFA_FORK_SAFE", "value": "1"}]
 NCCL_JOB = "nccl-allreduce"
+TRAINJOB_API_VERSION = "trainer.kubeflow.org/v1alpha1"
+TRAINJOB_CHECK = "torchrun-check"
+TRAINJOB_CHECK_MARKER = "TRAINJOB_CHECK "
+# Every rank adds a one: rank 0 prints the world size and the sum, which must both be every GPU
+# of the job's nodes (torchrun reads Trainer's PET_* environment: nodes, ranks, the master).
+TRAINJOB_CHECK_SCRIPT = f"""
+import os, torch, torch.distributed as dist
+dist.init_process_group("nccl")
+torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+ones = torch.ones(1, device="cuda")
+dist.all_reduce(ones)
+if dist.get_rank() == 0:
+    print("{TRAINJOB_CHECK_MARKER}world=%d sum=%d" % (dist.get_world_size(), int(ones.item())), flush=True)
+dist.destroy_process_group()
+"""
 MLFLOW_CHECK = "mlflow-tracking-check"
 MLFLOW_CHECK_MARKER = "MLFLOW_CHECK "
 MLFLOW_CHECK_METRIC = ("validation_loss", 0.125)
@@ -86,17 +102,6 @@ def _pod(name: str, target: ValidationTarget, container: dict[str, Any], *, gpus
     }
 
 
-# A memory-backed /dev/shm counts against the container's memory limit: the limit is the shm
-# size plus what the ranks themselves use (NCCL's host buffers, the MPI runtime).
-SHM_GIB = 16
-RANK_MEMORY_GIB = 4
-BASE_MEMORY_GIB = 4
-
-
-def worker_memory_gib(gpus: int) -> int:
-    return SHM_GIB + gpus * RANK_MEMORY_GIB + BASE_MEMORY_GIB
-
-
 def _device_resources(target: ValidationTarget, gpus: int, *, all_efa: bool) -> dict[str, Any]:
     """GPUs (the extended resource, or in DRA mode the pod's claim), and with `all_efa` every EFA
     interface, huge pages and memory for the shared-memory transport."""
@@ -109,13 +114,6 @@ def _device_resources(target: ValidationTarget, gpus: int, *, all_efa: bool) -> 
     if target.dra:
         resources["claims"] = container_claims()
     return resources
-
-
-def _shm_volume() -> tuple[dict[str, Any], dict[str, Any]]:
-    return (
-        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{SHM_GIB}Gi"}},
-        {"name": "dshm", "mountPath": "/dev/shm"},
-    )
 
 
 def render(
@@ -152,7 +150,7 @@ def render(
             gpus=1,
         )
     ]
-    shm, shm_mount = _shm_volume()
+    shm, shm_mount = shm_volume()
     files["topology-check.yaml"] = [
         _pod(
             "topology-check",
@@ -186,7 +184,37 @@ def render(
     files["nccl-allreduce.yaml"] = [nccl_mpijob(target, nccl_image, nodes)]
     if MLFLOW.enabled(config):
         files["mlflow-tracking-check.yaml"] = [mlflow_check_pod(config)]
+    if (train_job := trainjob_check(config, target)) is not None:
+        files[f"{TRAINJOB_CHECK}.yaml"] = [train_job]
     return files
+
+
+def trainjob_check_nodes(target: ValidationTarget) -> int:
+    """Two nodes where the group runs two (the multi-node path), else the one it runs."""
+    return max(1, min(2, target.group.desired_size))
+
+
+def trainjob_check(config: PlatformConfig, target: ValidationTarget) -> dict[str, Any] | None:
+    """A TrainJob as a tenant submits one: in the first tenant's namespace, without a queue name
+    (Kueue's defaulting gives it the tenant's queue), on the platform's runtime for the checked
+    group, with torchrun all-reducing a tensor of ones over NCCL across every GPU of its nodes."""
+    tenants = config.workloads.tenants
+    if not TRAINER.enabled(config) or not tenants or target.dra:
+        return None
+    script = f"cat > /tmp/check.py <<'PY'\n{TRAINJOB_CHECK_SCRIPT.strip()}\nPY\nexec torchrun /tmp/check.py"
+    return {
+        "apiVersion": TRAINJOB_API_VERSION,
+        "kind": "TrainJob",
+        "metadata": {"name": TRAINJOB_CHECK, "namespace": tenants[0].name},
+        "spec": {
+            "runtimeRef": {
+                "name": runtime_name(target.group),
+                "kind": "ClusterTrainingRuntime",
+                "apiGroup": "trainer.kubeflow.org",
+            },
+            "trainer": {"numNodes": trainjob_check_nodes(target), "command": ["/bin/bash", "-c", script]},
+        },
+    }
 
 
 def mlflow_check_pod(config: PlatformConfig) -> dict[str, Any]:
@@ -231,7 +259,7 @@ def mlflow_check_pod(config: PlatformConfig) -> dict[str, Any]:
 
 def nccl_mpijob(target: ValidationTarget, image: str, nodes: int) -> dict[str, Any]:
     gpus = target.entry.gpu_count
-    shm, shm_mount = _shm_volume()
+    shm, shm_mount = shm_volume()
     mpirun = [
         "mpirun",
         "--allow-run-as-root",

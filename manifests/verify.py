@@ -25,15 +25,21 @@ from manifests.render import (
     MLFLOW_CHECK_METRIC,
     NAMESPACE,
     NCCL_JOB,
+    TRAINJOB_CHECK,
+    TRAINJOB_CHECK_MARKER,
     ValidationTarget,
     render,
+    trainjob_check_nodes,
 )
 from operate.kubectl import Kubectl
 from profiles.models import PlatformConfig
 from profiles.versions import NCCL_TESTS_IMAGE
 
 # Validation objects that run to completion and are judged by their output.
-RUN_ONCE_KINDS = ("Pod", MPIJOB_KIND)
+TRAINJOB_KIND = "TrainJob"
+RUN_ONCE_KINDS = ("Pod", MPIJOB_KIND, TRAINJOB_KIND)
+# Trainer runs a TrainJob as a JobSet of the same name; its pods carry this label.
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
 
 @dataclass(frozen=True)
@@ -195,6 +201,17 @@ def check_mlflow(log: str) -> CheckResult:
     )
 
 
+def check_trainjob(log: str, expected_ranks: int) -> CheckResult:
+    """Rank 0's line: every rank of every node joined (world) and NCCL summed their ones (sum)."""
+    found = re.search(rf"{re.escape(TRAINJOB_CHECK_MARKER)}world=(\d+) sum=(\d+)", log)
+    if not found:
+        return CheckResult(TRAINJOB_CHECK, False, "rank 0 printed no result (see the TrainJob's pods)")
+    world, total = int(found.group(1)), int(found.group(2))
+    passed = world == total == expected_ranks
+    detail = f"torchrun: {world} ranks, all-reduce sum {total}" + ("" if passed else f" (expected {expected_ranks})")
+    return CheckResult(TRAINJOB_CHECK, passed, detail)
+
+
 def run_checks(
     config: PlatformConfig,
     *,
@@ -225,7 +242,9 @@ def run_checks(
                 )
     # The order is explicit: the single-node checks first, each on one GPU node; the multi-node
     # MPIJob only after they have finished and freed their GPUs, so its workers can get whole nodes.
+    # The TrainJob goes last, through a tenant's queue, once the MPIJob has freed the nodes.
     multi_node = {name for name, objects in files.items() if any(o["kind"] == MPIJOB_KIND for o in objects)}
+    train_jobs = {name for name, objects in files.items() if any(o["kind"] == TRAINJOB_KIND for o in objects)}
 
     def apply(file_name: str) -> CheckResult | None:
         with tempfile.TemporaryDirectory() as folder:
@@ -239,7 +258,7 @@ def run_checks(
         )
 
     for file_name in files:
-        if file_name not in multi_node and (failed := apply(file_name)):
+        if file_name not in multi_node | train_jobs and (failed := apply(file_name)):
             return [failed]
 
     def pod_log(pod: str, namespace: str = NAMESPACE) -> tuple[bool, str]:
@@ -295,5 +314,26 @@ def run_checks(
             check_mlflow(log)
             if done
             else CheckResult(MLFLOW_CHECK, False, f"pod did not succeed: {log[-500:]}".strip())
+        )
+    for file_name in sorted(train_jobs):
+        (job,) = files[file_name]
+        namespace = job["metadata"]["namespace"]
+        if failed := apply(file_name):
+            return [*results, failed]
+        waited = kubectl(
+            [
+                "wait",
+                "-n",
+                namespace,
+                f"{TRAINJOB_KIND.lower()}/{TRAINJOB_CHECK}",
+                "--for=condition=Complete",
+                f"--timeout={timeout_minutes}m",
+            ]
+        )
+        logs = kubectl(["logs", "-n", namespace, "-l", f"{JOBSET_NAME_LABEL}={TRAINJOB_CHECK}", "--tail=-1"])
+        results.append(
+            check_trainjob(logs.stdout, trainjob_check_nodes(target) * target.entry.gpu_count)
+            if waited.returncode == 0
+            else CheckResult(TRAINJOB_CHECK, False, f"the TrainJob did not complete: {waited.stderr.strip()}")
         )
     return results

@@ -23,6 +23,20 @@ import yaml
 TEMPLATE_LINE = re.compile(r"^\s*\{\{.*\}\}\s*$")
 
 
+def without_descriptions(node: Any, *, properties: bool = False) -> Any:
+    """The schema without its prose (validation never reads it; it is most of a CRD's size). Under
+    `properties` the keys are field names, so a field called "description" stays."""
+    if isinstance(node, dict):
+        return {
+            key: without_descriptions(value, properties=key == "properties" and not properties)
+            for key, value in node.items()
+            if properties or key != "description"
+        }
+    if isinstance(node, list):
+        return [without_descriptions(value) for value in node]
+    return node
+
+
 def git(git_dir: str, *args: str) -> str:
     return subprocess.run(["git", "-C", git_dir, *args], check=True, capture_output=True, text=True).stdout
 
@@ -40,7 +54,7 @@ def schemas(git_dir: str, tag: str, path: str, versions: list[str]) -> dict[str,
         f"{group}/{version['name']}/{kind}": {
             "source": {"path": path, "blob": blob},
             "served": version["served"],
-            "schema": version["schema"]["openAPIV3Schema"],
+            "schema": without_descriptions(version["schema"]["openAPIV3Schema"]),
         }
         for version in crd["spec"]["versions"]
         if not versions or version["name"] in versions

@@ -1,5 +1,6 @@
 """Workloads layer: Karpenter node class and pools, tenant namespaces with quotas, policies,
-identities and static volumes, DRA claim templates, and Kueue's per-tenant queues."""
+identities and static volumes, DRA claim templates, Kueue's per-tenant queues, and Kubeflow
+Trainer's runtimes."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from addons.kuberay import DEFINITION as KUBERAY
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue.queues import cluster_objects, local_queues
 from addons.mlflow import DEFINITION as MLFLOW
+from addons.trainer import DEFINITION as TRAINER
+from addons.trainer.runtimes import TenantVolumes, runtime_objects
 from components.k8s.karpenter_pools import KarpenterPoolsProps, karpenter_objects
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, tenant_objects
@@ -118,3 +121,8 @@ class WorkloadsStack(LayerStack):
                 props=KubernetesObjectsProps(objects=tuple(local_queues(config)), depends_on=tuple(tenant_namespaces)),
             )
             self.objects += queues.objects + local.objects
+        if TRAINER.enabled(config):
+            volumes = TenantVolumes(fsx=shared.fsx_tenant_volume, checkpoints="checkpoints" in storage.bucket_names)
+            runtimes = runtime_objects(config.cluster.gpu_node_groups, TRAINER.settings(config), volumes)
+            trainer = KubernetesObjects(self, "trainer-runtimes", props=KubernetesObjectsProps(objects=tuple(runtimes)))
+            self.objects += trainer.objects

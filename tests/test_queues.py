@@ -19,6 +19,8 @@ from addons.kueue import DEFINITION as KUEUE
 from addons.kueue import flavors, shares
 from addons.kueue.install import FRAMEWORKS, TENANT_NAMESPACES, VISIBILITY_PORT, WEBHOOK_PORT
 from addons.kueue.queues import DEFAULT_FLAVOR, LOCAL_QUEUE, queue_objects
+from addons.trainer import DEFINITION as TRAINER
+from addons.trainer.runtimes import TenantVolumes, runtime_objects
 from components.labels import NODE_GROUP_LABEL, NODE_POOL_LABEL
 from profiles import ProfileError, validate_profile
 from profiles.catalog import CATALOG, EFA_RESOURCE, GPU_RESOURCE
@@ -310,7 +312,12 @@ def test_kueues_configuration_is_the_platforms(synthesized, profile):
     assert manager["replicas"] == 2 and manager["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
 
 
-FRAMEWORK_OF = {"Job": "batch/job", "MPIJob": "kubeflow.org/mpijob", "RayJob": "ray.io/rayjob"}
+FRAMEWORK_OF = {
+    "Job": "batch/job",
+    "MPIJob": "kubeflow.org/mpijob",
+    "RayJob": "ray.io/rayjob",
+    "TrainJob": "trainer.kubeflow.org/trainjob",
+}
 
 
 def test_the_tenant_guide_examples_are_valid_and_queued_by_default(synthesized):
@@ -341,9 +348,16 @@ def test_the_tenant_guide_examples_are_valid_and_queued_by_default(synthesized):
     assert int(command[command.index("-np") + 1]) == worker["replicas"] * node.gpu_count
 
 
-def job_pod_templates(job: dict) -> list[dict]:
-    """The pod templates of a job: Kueue makes one pod set of each."""
+def job_pod_templates(job: dict, runtimes: dict[str, dict] | None = None) -> list[dict]:
+    """The pod templates of a job: Kueue makes one pod set of each. A TrainJob's come from the
+    ClusterTrainingRuntime it names (`runtimes`, by name)."""
     spec = job["spec"]
+    if job["kind"] == "TrainJob":
+        runtime = (runtimes or {})[spec["runtimeRef"]["name"]]
+        return [
+            replicated["template"]["spec"]["template"]
+            for replicated in runtime["spec"]["template"]["spec"]["replicatedJobs"]
+        ]
     if job["kind"] == "Job":
         return [spec["template"]]
     if job["kind"] == "MPIJob":
@@ -391,8 +405,15 @@ def test_every_pod_set_of_the_platforms_jobs_gets_a_flavour(profile):
     guide = (Path(__file__).resolve().parents[1] / "docs" / "queues.md").read_text()
     jobs = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", guide, flags=re.DOTALL)]
     jobs += [doc for docs in render(config).values() for doc in docs if doc["kind"] == "MPIJob"]
+    volumes = TenantVolumes(fsx=True, checkpoints=True)
+    runtimes = {
+        runtime["metadata"]["name"]: runtime
+        for runtime in runtime_objects(config.cluster.gpu_node_groups, TRAINER.settings(config), volumes)
+    }
     for job in jobs:
-        for template in job_pod_templates(job):
+        if job["kind"] == "TrainJob" and job["spec"]["runtimeRef"]["name"] not in runtimes:
+            continue  # the guide's runtime is p5-training's group
+        for template in job_pod_templates(job, runtimes):
             for container in template["spec"]["containers"]:
                 requests = {
                     **container.get("resources", {}).get("limits", {}),

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from manifests.render import ValidationTarget, render
-from manifests.verify import check_gpu_smoke, check_nccl, check_topology, efa_devices, nccl_rows, run_checks
+from manifests.verify import (
+    check_gpu_smoke,
+    check_nccl,
+    check_topology,
+    check_trainjob,
+    efa_devices,
+    nccl_rows,
+    run_checks,
+)
 from profiles import load_profile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verify"
@@ -79,8 +87,9 @@ def test_gpu_smoke():
 class FakeKubectl:
     """Answers kubectl calls with recorded outputs; remembers what was applied."""
 
-    def __init__(self, nccl_log: str):
+    def __init__(self, nccl_log: str, trainjob_log: str = "TRAINJOB_CHECK world=16 sum=16\n"):
         self.nccl_log = nccl_log
+        self.trainjob_log = trainjob_log
         self.applied: list[str] = []
         self.calls: list[list[str]] = []
 
@@ -89,6 +98,8 @@ class FakeKubectl:
         self.calls.append(args)
         if args[0] == "apply":
             self.applied.append(Path(args[2]).name)
+        elif args[0] == "logs" and any(arg.startswith("jobset.sigs.k8s.io/jobset-name=") for arg in args):
+            out = self.trainjob_log
         elif args[0] == "logs":
             target = args[-1] if not args[-1].startswith("--") else "launcher"
             out = {
@@ -109,6 +120,7 @@ def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
         "container-test",
         "nccl-allreduce",
         "mlflow-tracking-check",
+        "torchrun-check",
     ]
     assert all(r.passed for r in results), results
     assert kubectl.applied == [
@@ -118,6 +130,7 @@ def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
         "container-test.yaml",
         "mlflow-tracking-check.yaml",
         "nccl-allreduce.yaml",
+        "torchrun-check.yaml",
     ]
 
 
@@ -149,6 +162,7 @@ def test_a_second_run_checks_anew():
         "pod/container-test",
         "mpijob/nccl-allreduce",
         "pod/mlflow-tracking-check",
+        "trainjob/torchrun-check",
     ]
     assert all("--ignore-not-found" in call for call in kubectl.calls if call[0] == "delete")
     assert not any(call[0] == "delete" for call in kubectl.calls[first_apply:])
@@ -158,3 +172,40 @@ def test_run_checks_reports_the_failing_check():
     results = run_checks(load_profile("p5-training"), kubectl=FakeKubectl(log("nccl-tcp-fallback.log")))
     failed = [r for r in results if not r.passed]
     assert [r.name for r in failed] == ["nccl-allreduce"]
+
+
+def test_the_train_job_runs_last_in_a_tenant_namespace_through_its_queue():
+    """After the MPIJob has finished (it frees the nodes), as a tenant submits it: in the tenant's
+    namespace, with no queue name (Kueue gives it the tenant's LocalQueue), on the runtime of the
+    checked group, on two nodes; verify waits for Trainer's Complete condition."""
+    config = load_profile("p5-training")
+    kubectl = FakeKubectl(log("nccl-good-p5.log"))
+    run_checks(config, kubectl=kubectl)
+    steps = [call for call in kubectl.calls if call[0] in ("apply", "wait")]
+    names = [Path(call[2]).name if call[0] == "apply" else call[3] for call in steps]
+    assert names.index("torchrun-check.yaml") > names.index("mpijob/nccl-allreduce")
+    wait = steps[names.index("trainjob/torchrun-check")]
+    assert wait[2] == config.workloads.tenants[0].name and "--for=condition=Complete" in wait
+    (job,) = render(config)["torchrun-check.yaml"]
+    assert job["metadata"]["namespace"] == config.workloads.tenants[0].name
+    assert "labels" not in job["metadata"]
+    assert job["spec"]["runtimeRef"]["name"] == "torch-p5-efa" and job["spec"]["trainer"]["numNodes"] == 2
+
+
+@pytest.mark.parametrize(
+    ("line", "passed"),
+    [
+        ("TRAINJOB_CHECK world=16 sum=16", True),
+        ("TRAINJOB_CHECK world=8 sum=8", False),  # one node's ranks only
+        ("TRAINJOB_CHECK world=16 sum=15", False),  # a rank did not contribute
+        ("NCCL WARN timeout", False),
+    ],
+)
+def test_the_train_job_check_needs_every_rank_of_both_nodes(line, passed):
+    result = check_trainjob(f"noise\n{line}\n", expected_ranks=16)
+    assert result.passed is passed, result.detail
+
+
+def test_a_train_job_that_did_not_complete_fails_the_gate():
+    results = run_checks(load_profile("p5-training"), kubectl=FakeKubectl(log("nccl-good-p5.log"), trainjob_log=""))
+    assert [r.name for r in results if not r.passed] == ["torchrun-check"]

@@ -58,6 +58,12 @@ def test_every_validation_manifest_validates(synthesized, profile):
         "container-test.yaml",
         "nccl-allreduce.yaml",
         *(["mlflow-tracking-check.yaml"] if config.addons.mlflow.enabled else []),
+        # The TrainJob check runs in a tenant's namespace (not in DRA mode: its runtime asks for nvidia.com/gpu).
+        *(
+            ["torchrun-check.yaml"]
+            if config.addons.trainer.enabled and config.workloads.tenants and not config.addons.gpu_operator.dra
+            else []
+        ),
     }
     for items in files.values():
         for obj in items:

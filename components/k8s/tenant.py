@@ -43,6 +43,11 @@ class SharedStorage:
     bucket_names: dict[str, str]
     """Purpose (datasets, checkpoints) -> bucket name."""
 
+    @property
+    def fsx_tenant_volume(self) -> bool:
+        """Every tenant namespace gets an FSx volume (a claim named tenancy.FSX_VOLUME)."""
+        return bool(self.fsx_file_system_id and self.fsx_mount_name and self.fsx_tenant_directories)
+
 
 @dataclass(frozen=True, kw_only=True)
 class TenantProps:
@@ -137,7 +142,7 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
         container_defaults(ns),
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(SERVICE_ACCOUNT, ns)},
     ]
-    if storage.fsx_file_system_id and storage.fsx_mount_name and storage.fsx_tenant_directories:
+    if storage.fsx_tenant_volume and storage.fsx_file_system_id and storage.fsx_mount_name:
         # A Lustre fileset mount of the tenant's own directory (/<tenant>, which the tenant's data
         # repository associations create): the rest of the file system is not visible through it.
         objects += _static_volume(

@@ -1,0 +1,47 @@
+"""Kubeflow Trainer's controller and its JobSet dependency (the chart installs both), on the
+system nodes. The API server calls both controllers' admission webhooks (Trainer's TrainJob and
+runtime checks fail closed), so the namespace admits them from the VPC. The TrainJob status
+server (an alpha feature, off) is not used, so training pods never call the controller."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from addons.trainer import DEFINITION, TrainerConfig
+from components.helm.addon import AddonContext, HelmAddonSpec
+from components.helm.release import Values
+from components.labels import SYSTEM_NODES
+
+WEBHOOK_PORT = 9443
+
+
+class Manager(Values):
+    node_selector: dict[str, str]
+
+
+class TrainerValues(Values):
+    manager: Manager
+
+
+class TrainerAddon(HelmAddonSpec[TrainerConfig]):
+    definition = DEFINITION
+    release_name = "kubeflow-trainer"
+
+    def values(self, ctx: AddonContext, settings: TrainerConfig) -> TrainerValues:
+        return TrainerValues(manager=Manager(node_selector=dict(SYSTEM_NODES)))
+
+    def network_allows(self, ctx: AddonContext, settings: TrainerConfig) -> dict[str, dict[str, Any]]:
+        return {
+            "allow-admission-webhooks": {
+                "policyTypes": ["Ingress"],
+                "ingress": [
+                    {
+                        "from": [{"ipBlock": {"cidr": ctx.vpc_cidr}}],
+                        "ports": [{"protocol": "TCP", "port": WEBHOOK_PORT}],
+                    }
+                ],
+            }
+        }
+
+
+ADDON = TrainerAddon()
