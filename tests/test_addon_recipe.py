@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -63,7 +64,10 @@ def test_an_addon_added_by_the_recipe_validates_synthesizes_and_is_in_the_schema
         (copy / path).write_text(text)
     catalog = (copy / "addons" / "catalog.py").read_text()
     catalog = catalog.replace("from addons import (\n", "from addons import (\n    podinfo,\n", 1)
-    catalog = catalog.replace("    mlflow.DEFINITION,\n)", "    mlflow.DEFINITION,\n    podinfo.DEFINITION,\n)", 1)
+    # At the end of DEFINITIONS (the tuple's last line, whichever add-on that is).
+    catalog = re.sub(
+        r"(DEFINITIONS[^=]*= \((?:\n    [^\n]*)*)\n\)", r"\1\n    podinfo.DEFINITION,\n)", catalog, count=1
+    )
     assert catalog.count("podinfo") == 2
     (copy / "addons" / "catalog.py").write_text(catalog)
 
