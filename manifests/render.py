@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from addons.kueue import DEFINITION as KUEUE
+from addons.kueue import shares as kueue_shares
 from addons.mlflow import DEFINITION as MLFLOW
 from addons.mlflow import IMAGE as MLFLOW_IMAGE
 from addons.trainer import DEFINITION as TRAINER
@@ -189,9 +191,15 @@ def render(
     return files
 
 
-def trainjob_check_nodes(target: ValidationTarget) -> int:
-    """Two nodes where the group runs two (the multi-node path), else the one it runs."""
-    return max(1, min(2, target.group.desired_size))
+def trainjob_check_nodes(config: PlatformConfig, target: ValidationTarget) -> int:
+    """Two nodes (the multi-node path) where the group runs them and the first tenant's queue can
+    hold them; fewer where not (0: the check cannot run)."""
+    nodes = min(2, target.group.desired_size)
+    if KUEUE.enabled(config) and config.workloads.tenants:
+        tenant = config.workloads.tenants[0].name
+        share = next((s for s in kueue_shares(config)[tenant] if s.flavor.node_group == target.group.name), None)
+        nodes = min(nodes, share.most_gpus // target.entry.gpu_count if share else 0)
+    return nodes
 
 
 def trainjob_check(config: PlatformConfig, target: ValidationTarget) -> dict[str, Any] | None:
@@ -199,7 +207,7 @@ def trainjob_check(config: PlatformConfig, target: ValidationTarget) -> dict[str
     (Kueue's defaulting gives it the tenant's queue), on the platform's runtime for the checked
     group, with torchrun all-reducing a tensor of ones over NCCL across every GPU of its nodes."""
     tenants = config.workloads.tenants
-    if not TRAINER.enabled(config) or not tenants or target.dra:
+    if not TRAINER.enabled(config) or not tenants or target.dra or not trainjob_check_nodes(config, target):
         return None
     script = f"cat > /tmp/check.py <<'PY'\n{TRAINJOB_CHECK_SCRIPT.strip()}\nPY\nexec torchrun /tmp/check.py"
     return {
@@ -212,7 +220,12 @@ def trainjob_check(config: PlatformConfig, target: ValidationTarget) -> dict[str
                 "kind": "ClusterTrainingRuntime",
                 "apiGroup": "trainer.kubeflow.org",
             },
-            "trainer": {"numNodes": trainjob_check_nodes(target), "command": ["/bin/bash", "-c", script]},
+            "trainer": {
+                "numNodes": trainjob_check_nodes(config, target),
+                # One rank per GPU, stated: torchrun's "auto" counts CPUs where CUDA does not start.
+                "numProcPerNode": target.entry.gpu_count,
+                "command": ["/bin/bash", "-c", script],
+            },
         },
     }
 

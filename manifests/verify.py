@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from addons.mlflow import DEFINITION as MLFLOW
+from addons.trainer import DEFINITION as TRAINER
 from components.k8s import mlflow_access
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
 from manifests.render import (
@@ -212,6 +215,51 @@ def check_trainjob(log: str, expected_ranks: int) -> CheckResult:
     return CheckResult(TRAINJOB_CHECK, passed, detail)
 
 
+def _trainjob_results(
+    config: PlatformConfig,
+    target: ValidationTarget,
+    files: dict[str, list[dict[str, Any]]],
+    train_jobs: list[str],
+    *,
+    apply: Callable[[str], CheckResult | None],
+    kubectl: Kubectl,
+    timeout_minutes: int,
+) -> list[CheckResult]:
+    """Run the TrainJob check (last: after the MPIJob freed the nodes) and judge rank 0's line."""
+    results: list[CheckResult] = []
+    if TRAINER.enabled(config) and config.workloads.tenants and not target.dra and not train_jobs:
+        tenant, group = config.workloads.tenants[0].name, target.group.name
+        results.append(
+            CheckResult(
+                TRAINJOB_CHECK,
+                False,
+                f"no TrainJob can run: node group {group} runs no node, or tenant {tenant}'s queue holds none of it",
+            )
+        )
+    for file_name in train_jobs:
+        (job,) = files[file_name]
+        namespace = job["metadata"]["namespace"]
+        if failed := apply(file_name):
+            return [*results, failed]
+        waited = kubectl(
+            [
+                "wait",
+                "-n",
+                namespace,
+                f"{TRAINJOB_KIND.lower()}/{TRAINJOB_CHECK}",
+                "--for=condition=Complete",
+                f"--timeout={timeout_minutes}m",
+            ]
+        )
+        logs = kubectl(["logs", "-n", namespace, "-l", f"{JOBSET_NAME_LABEL}={TRAINJOB_CHECK}", "--tail=-1"])
+        results.append(
+            check_trainjob(logs.stdout, trainjob_check_nodes(config, target) * target.entry.gpu_count)
+            if waited.returncode == 0
+            else CheckResult(TRAINJOB_CHECK, False, f"the TrainJob did not complete: {waited.stderr.strip()}")
+        )
+    return results
+
+
 def run_checks(
     config: PlatformConfig,
     *,
@@ -315,25 +363,7 @@ def run_checks(
             if done
             else CheckResult(MLFLOW_CHECK, False, f"pod did not succeed: {log[-500:]}".strip())
         )
-    for file_name in sorted(train_jobs):
-        (job,) = files[file_name]
-        namespace = job["metadata"]["namespace"]
-        if failed := apply(file_name):
-            return [*results, failed]
-        waited = kubectl(
-            [
-                "wait",
-                "-n",
-                namespace,
-                f"{TRAINJOB_KIND.lower()}/{TRAINJOB_CHECK}",
-                "--for=condition=Complete",
-                f"--timeout={timeout_minutes}m",
-            ]
-        )
-        logs = kubectl(["logs", "-n", namespace, "-l", f"{JOBSET_NAME_LABEL}={TRAINJOB_CHECK}", "--tail=-1"])
-        results.append(
-            check_trainjob(logs.stdout, trainjob_check_nodes(target) * target.entry.gpu_count)
-            if waited.returncode == 0
-            else CheckResult(TRAINJOB_CHECK, False, f"the TrainJob did not complete: {waited.stderr.strip()}")
-        )
+    results += _trainjob_results(
+        config, target, files, sorted(train_jobs), apply=apply, kubectl=kubectl, timeout_minutes=timeout_minutes
+    )
     return results

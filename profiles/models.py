@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 from pydantic import Field, model_validator
 
-from addons import gpu_operator, karpenter, kueue, mlflow
+from addons import gpu_operator, karpenter, kueue, mlflow, trainer
 from addons.catalog import ADDON_NAMESPACES, DEFINITIONS
 from profiles.addons import AddonsConfig
 from profiles.aws_facts import zones
@@ -293,6 +293,13 @@ class PlatformConfig(Strict):
                 "Kueue's queues count GPUs as the device plugin's nvidia.com/gpu; in DRA mode GPUs are claims, "
                 "which the platform's queues do not count",
                 allowed="addons.kueue.enabled: false, or addons.gpu_operator.dra: false",
+            )
+        if trainer.DEFINITION.enabled(self) and dra_mode(self):
+            yield FieldProblem(
+                ("addons", "trainer", "enabled"),
+                True,
+                "the platform's Trainer runtimes ask for nvidia.com/gpu, which DRA mode does not advertise",
+                allowed="addons.trainer.enabled: false, or addons.gpu_operator.dra: false",
             )
 
     def _azs_in_region(self) -> Iterator[FieldProblem]:

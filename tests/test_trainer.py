@@ -134,3 +134,47 @@ def test_the_api_server_reaches_trainers_and_jobsets_webhooks(synthesized, profi
         protocol="TCP",
         port=WEBHOOK_PORT,
     )
+
+
+def test_trainer_and_dra_are_refused_together():
+    from profiles import ProfileError, validate_profile
+    from tests.test_profiles import mutated
+
+    with pytest.raises(ProfileError) as error:
+        validate_profile(
+            mutated(addons={"gpu_operator": {"dra": True}, "kueue": {"enabled": False}, "trainer": {"enabled": True}})
+        )
+    assert "addons.trainer.enabled" in "\n".join(error.value.problems)
+
+
+@pytest.mark.parametrize("profile", TRAINED)
+def test_kueue_can_never_place_a_runtime_pod_on_the_karpenter_pool(synthesized, profile):
+    """Kueue matches a flavour on the flavour's own label keys (kueue v0.19.2
+    pkg/scheduler/flavorassigner/flavorassigner.go, the node-selector and required-affinity
+    checks): the pool's flavour has no group label, so only the runtime's required affinity on
+    the pool label keeps a job that named fewer resources (no EFA) off it."""
+    config = synthesized.configs[profile]
+    flavours = {
+        o["metadata"]["name"]: o["spec"].get("nodeLabels", {})
+        for o in queue_objects(config)
+        if o["kind"] == "ResourceFlavor"
+    }
+    for runtime in runtimes(synthesized, profile).values():
+        pod = node_pod(runtime)
+        terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        for name, labels in flavours.items():
+            selector_fits = all(labels[key] == value for key, value in pod["nodeSelector"].items() if key in labels)
+            affinity_fits = any(
+                all(
+                    (e["operator"] == "DoesNotExist" and e["key"] not in labels)
+                    or (e["operator"] == "In" and labels.get(e["key"]) in e["values"])
+                    for e in term["matchExpressions"]
+                    if e["key"] in labels or e["operator"] == "DoesNotExist"
+                )
+                for term in terms
+            )
+            group = pod["nodeSelector"][NODE_GROUP_LABEL]
+            assert (selector_fits and affinity_fits) == (name in ("default", f"group-{group}")), (
+                name,
+                runtime["metadata"]["name"],
+            )

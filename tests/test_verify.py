@@ -209,3 +209,20 @@ def test_the_train_job_check_needs_every_rank_of_both_nodes(line, passed):
 def test_a_train_job_that_did_not_complete_fails_the_gate():
     results = run_checks(load_profile("p5-training"), kubectl=FakeKubectl(log("nccl-good-p5.log"), trainjob_log=""))
     assert [r.name for r in results if not r.passed] == ["torchrun-check"]
+
+
+def test_a_tenant_queue_that_cannot_hold_a_node_fails_the_gate_instead_of_waiting():
+    """The checked group runs no node, so the first tenant's queue holds none of it and Kueue
+    would never admit the TrainJob; verify says so at once instead of waiting out its timeout."""
+    import yaml as _yaml
+
+    from profiles import validate_profile
+    from tests.test_profiles import changed
+
+    doc = _yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "p5-training.yaml").read_text())
+    doc = changed(doc, cluster__gpu_node_groups__0__desired_size=0)
+    config = validate_profile(doc)
+    assert "torchrun-check.yaml" not in render(config)
+    results = run_checks(config, kubectl=FakeKubectl(log("nccl-good-p5.log")))
+    (trainjob,) = [r for r in results if r.name == "torchrun-check"]
+    assert not trainjob.passed and "runs no node" in trainjob.detail

@@ -13,10 +13,11 @@ class TrainerConfig(ReleaseConfig):
 
     enabled: bool = False
     """Install Kubeflow Trainer and its JobSet controller (off by default)."""
-    torch_image: str = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
-    """The runtimes' default image (a TrainJob may name its own). Its CUDA must suit the GPU AMI's driver;
-    for EFA's bandwidth use an image with the EFA installer and aws-ofi-nccl (an AWS Deep Learning
-    Container, or one the build layer makes): without them NCCL falls back to TCP."""
+    torch_image: str = "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"
+    """The runtimes' default image (a TrainJob may name its own). CUDA 12.8, like the validation images:
+    CUDA 13 needs the NVIDIA 580 driver, which older AL2023 NVIDIA AMIs do not have. For EFA's bandwidth
+    use an image with the EFA installer and aws-ofi-nccl (an AWS Deep Learning Container, or one the
+    build layer makes): without them NCCL falls back to TCP."""
 
 
 DEFINITION = AddonDefinition(

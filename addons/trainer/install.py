@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from addons.trainer import DEFINITION, TrainerConfig
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.release import Values
@@ -17,10 +19,24 @@ WEBHOOK_PORT = 9443
 
 class Manager(Values):
     node_selector: dict[str, str]
+    # Two replicas: Trainer's TrainJob and runtime webhooks fail closed.
+    replicas: int = 2
+
+
+class JobSetController(Values):
+    node_selector: dict[str, str]
+    # Two replicas and a budget: JobSet's pod and JobSet webhooks fail closed.
+    replicas: int = 2
+    pod_disruption_budget: dict[str, Any] = Field(default_factory=lambda: {"enabled": True, "minAvailable": 1})
+
+
+class JobSet(Values):
+    controller: JobSetController
 
 
 class TrainerValues(Values):
     manager: Manager
+    jobset: JobSet
 
 
 class TrainerAddon(HelmAddonSpec[TrainerConfig]):
@@ -28,7 +44,10 @@ class TrainerAddon(HelmAddonSpec[TrainerConfig]):
     release_name = "kubeflow-trainer"
 
     def values(self, ctx: AddonContext, settings: TrainerConfig) -> TrainerValues:
-        return TrainerValues(manager=Manager(node_selector=dict(SYSTEM_NODES)))
+        return TrainerValues(
+            manager=Manager(node_selector=dict(SYSTEM_NODES)),
+            jobset=JobSet(controller=JobSetController(node_selector=dict(SYSTEM_NODES))),
+        )
 
     def network_allows(self, ctx: AddonContext, settings: TrainerConfig) -> dict[str, dict[str, Any]]:
         return {

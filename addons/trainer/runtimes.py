@@ -16,7 +16,7 @@ from typing import Any
 
 from addons.trainer import TrainerConfig
 from components.k8s.efa_pods import EFA_ENV, HUGEPAGES, shm_volume, worker_memory_gib
-from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL
+from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, NODE_POOL_LABEL
 from profiles import tenancy
 from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
 from profiles.cluster import GpuNodeGroupConfig
@@ -25,6 +25,13 @@ API_VERSION = "trainer.kubeflow.org/v1alpha1"
 FSX_MOUNT = "/fsx"
 CHECKPOINTS_MOUNT = "/checkpoints"
 CHECKPOINTS = tenancy.s3_volume("checkpoints")
+NOT_ON_KARPENTER_NODES = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": NODE_POOL_LABEL, "operator": "DoesNotExist"}]}]
+        }
+    }
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +88,11 @@ def torch_runtime(group: GpuNodeGroupConfig, settings: TrainerConfig, volumes: T
                                     "template": {
                                         "spec": {
                                             "nodeSelector": {NODE_GROUP_LABEL: group.name},
+                                            # Kueue matches a flavour on the flavour's own label keys:
+                                            # without this, the Karpenter pool's flavour (which has no
+                                            # group label) would look like a fit for a job that named
+                                            # fewer resources, and its pods could never schedule.
+                                            "affinity": NOT_ON_KARPENTER_NODES,
                                             "tolerations": [dict(GPU_TOLERATION)],
                                             "containers": [container],
                                             "volumes": pod_volumes,
