@@ -95,10 +95,24 @@ def test_the_addons_page_lists_every_addon_with_its_default_and_namespace():
     page = (ROOT / "docs" / "addons.md").read_text()
     rows = {
         match.group(1): (match.group(2), match.group(3))
-        for match in re.finditer(r"^\| `addons\.(\w+)` \| (on|off) \| `([\w-]+)`", page, flags=re.MULTILINE)
+        for match in re.finditer(
+            r"^\| \[`addons\.(\w+)`\]\(addons/\1\.md\) \| (on|off) \| `([\w-]+)`", page, flags=re.MULTILINE
+        )
     }
     assert set(rows) == {definition.key for definition in DEFINITIONS}
     for definition in DEFINITIONS:
         default, namespace = rows[definition.key]
         assert (default == "on") is definition.settings_type().enabled, definition.key
         assert namespace == definition.namespace, definition.key
+
+
+@pytest.mark.parametrize("definition", DEFINITIONS, ids=lambda d: d.key)
+def test_every_addon_has_a_page_naming_its_settings_and_pin(definition):
+    page = (ROOT / "docs" / "addons" / f"{definition.key}.md").read_text()
+    assert page.startswith(f"# `addons.{definition.key}`")
+    for name in definition.settings_type.model_fields:
+        assert f"| `{name}` |" in page, name
+    version = definition.pin.version if hasattr(definition.pin, "version") else definition.pin.tag
+    assert version in page and f"Namespace: `{definition.namespace}`" in page
+    default = "on" if definition.settings_type().enabled else "off"
+    assert f"Default: {default}." in page

@@ -198,3 +198,51 @@ def test_kuberay_reaches_tenant_ray_heads_and_nothing_else_there(synthesized, pr
             protocol="TCP",
             port=8265,
         )
+
+
+@pytest.mark.parametrize("profile", profiles_where(lambda c: c.addons.jupyterhub.enabled))
+def test_the_hub_reaches_its_identity_provider(synthesized, profile):
+    """Sign-in needs the hub to call the provider's token and user-info endpoints (https, on the
+    internet); the namespace's default deny refused it, so nobody could log in."""
+    _, policies = created_namespaces(synthesized, profile)["jupyterhub"]
+    provider = Peer(ip="203.0.113.10")
+    hub = {"app": "jupyterhub", "component": "hub"}
+    assert allowed(
+        policies, namespace="jupyterhub", direction="Egress", peer=provider, protocol="TCP", port=443, pod_labels=hub
+    )
+    assert not allowed(
+        policies, namespace="jupyterhub", direction="Egress", peer=provider, protocol="TCP", port=80, pod_labels=hub
+    )
+
+
+def test_an_internet_facing_hub_admits_its_source_ranges_at_the_proxy_only():
+    from addons.jupyterhub import JupyterHubExposure
+    from addons.jupyterhub.install import PROXY_HTTP_PORT, PROXY_POD, load_balancer_ingress
+
+    exposure = JupyterHubExposure(
+        type="public_nlb_tls",
+        acm_certificate_arn="arn:aws:acm:us-west-2:123456789012:certificate/abc-123",
+        source_cidrs=["198.51.100.0/24"],
+    )
+    deny = policy("jupyterhub", "default-deny", {"policyTypes": ["Ingress", "Egress"]})
+    lb = {
+        "metadata": {"namespace": "jupyterhub", "name": "allow-load-balancer"},
+        "spec": load_balancer_ingress(exposure, vpc_cidr="10.0.0.0/16"),
+    }
+    policies = [deny, lb]
+    client, stranger, node = Peer(ip="198.51.100.7"), Peer(ip="192.0.2.1"), Peer(ip="10.0.3.4")
+    hub = {"app": "jupyterhub", "component": "hub"}
+
+    def reach(peer, labels, port=PROXY_HTTP_PORT):
+        return allowed(
+            policies,
+            namespace="jupyterhub",
+            direction="Ingress",
+            peer=peer,
+            protocol="TCP",
+            port=port,
+            pod_labels=labels,
+        )
+
+    assert reach(client, PROXY_POD) and reach(node, PROXY_POD)
+    assert not reach(stranger, PROXY_POD) and not reach(client, hub) and not reach(client, PROXY_POD, port=8001)

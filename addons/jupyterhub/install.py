@@ -20,6 +20,7 @@ from components.helm.release import Values
 from components.image_reference import parse_image_reference
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
 from components.k8s.mlflow_access import client_access, tracking_env
+from components.k8s.namespaces import egress_https_outside_the_node
 from components.labels import GPU_TOLERATION, NODE_POOL_LABEL, SYSTEM_NODES
 from profiles.models import dra_mode
 
@@ -55,6 +56,30 @@ class ProxyValues(Values):
 
 # Service annotations of the in-tree AWS load balancer integration (no extra controller needed).
 _NLB = "service.beta.kubernetes.io/aws-load-balancer-"
+
+
+# The chart's proxy pod (configurable-http-proxy) and the port its public Service targets; with
+# TLS offloaded at the load balancer, the https Service port targets it too.
+PROXY_POD = {"app": "jupyterhub", "component": "proxy"}
+PROXY_HTTP_PORT = 8000
+
+
+def load_balancer_ingress(exposure: JupyterHubExposure, *, vpc_cidr: str) -> dict[str, Any]:
+    """The load balancer's traffic into the proxy pod. The NLB (instance targets) keeps the
+    client's address, or the node's after kube-proxy forwards it to another node; its health
+    checks come from inside the VPC. An internal NLB's clients are in the VPC; an internet-facing
+    one admits only the profile's source CIDRs (its Service's loadBalancerSourceRanges too)."""
+    sources = [vpc_cidr, *(exposure.source_cidrs if exposure.type == "public_nlb_tls" else [])]
+    return {
+        "podSelector": {"matchLabels": dict(PROXY_POD)},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {
+                "from": [{"ipBlock": {"cidr": cidr}} for cidr in sources],
+                "ports": [{"protocol": "TCP", "port": PROXY_HTTP_PORT}],
+            }
+        ],
+    }
 
 
 def proxy_values(exposure: JupyterHubExposure) -> ProxyValues:
@@ -198,7 +223,15 @@ class JupyterHubAddon(HelmAddonSpec[JupyterHubConfig]):
         return client_access(mlflow.DEFINITION.enabled(ctx.config))[0]
 
     def network_allows(self, ctx: AddonContext, settings: JupyterHubConfig) -> dict[str, dict[str, Any]]:
-        return client_access(mlflow.DEFINITION.enabled(ctx.config))[1]
+        allows = {
+            # Sign-in: the hub exchanges the code at the identity provider's token endpoint and
+            # reads its user-info endpoint (https URLs of the profile, anywhere on the internet).
+            "allow-identity-provider": egress_https_outside_the_node(),
+            **client_access(mlflow.DEFINITION.enabled(ctx.config))[1],
+        }
+        if settings.exposure.type != "cluster_ip":
+            allows["allow-load-balancer"] = load_balancer_ingress(settings.exposure, vpc_cidr=ctx.vpc_cidr)
+        return allows
 
     def namespace_objects(self, ctx: AddonContext, settings: JupyterHubConfig) -> list[dict[str, Any]]:
         # The GPU notebook profile's claim template (DRA mode).
