@@ -38,8 +38,10 @@ class GpuPoolConfig(Strict):
     """Total GPUs the pool may launch."""
     consolidate_after_minutes: int = Field(30, ge=0)
     """Idle GPU nodes are removed after this."""
-    expire_after_hours: int = Field(720, ge=1)
-    """Hours after which Karpenter replaces a GPU node (picks up new AMIs)."""
+    expire_after_hours: int | None = Field(None, ge=1)
+    """Hours after which Karpenter replaces a GPU node even while it runs a job (Karpenter's expiration does
+    not wait for running pods). Unset: never; a GPU node leaves only once it is empty, and new nodes
+    take the newest AMI."""
 
     @field_validator("instance_types")
     @classmethod

@@ -425,3 +425,22 @@ def test_karpenter_gpu_nodes_get_the_managed_groups_node_set_up(synthesized, pro
 
 def test_some_profiles_run_karpenter_beside_gpu_groups():
     assert WITH_KARPENTER_AND_GPU_GROUPS
+
+
+# Karpenter v1's NodePool CRD (charts/karpenter-crd at 1.14.1, spec.template.spec.expireAfter):
+# a duration in s, m, h, or "Never".
+KARPENTER_EXPIRE_AFTER = re.compile(r"^(([0-9]+(s|m|h))+|Never)$")
+
+
+def test_gpu_nodes_never_expire_under_a_job_by_default(synthesized):
+    """Karpenter's expiration is forceful (it drains a node at expireAfter whatever runs there): the
+    GPU pool's nodes never expire unless the profile says so; they leave when empty."""
+    pools = {o["metadata"]["name"]: o for o in objects(synthesized, "p5-training") if o["kind"] == "NodePool"}
+    gpu, cpu = pools["gpu"]["spec"], pools["cpu"]["spec"]
+    assert gpu["template"]["spec"]["expireAfter"] == "Never"
+    assert gpu["disruption"]["consolidationPolicy"] == "WhenEmpty"
+    assert cpu["template"]["spec"]["expireAfter"].endswith("h")
+    for spec in (gpu, cpu):
+        assert KARPENTER_EXPIRE_AFTER.match(spec["template"]["spec"]["expireAfter"])
+    chosen = load_profile("p5-training").model_copy(deep=True)
+    assert chosen.workloads.gpu_pool.expire_after_hours is None

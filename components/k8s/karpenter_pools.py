@@ -61,7 +61,7 @@ def _pool(
     requirements: list[Requirement],
     *,
     taints: list[Taint] | None,
-    expire_hours: int,
+    expire_hours: int | None,
     disruption: Disruption,
     limits: dict[str, str],
     node_class: str = NODE_CLASS,
@@ -76,7 +76,8 @@ def _pool(
                     node_class_ref=NodeClassRef(name=node_class),
                     requirements=requirements,
                     taints=taints,
-                    expire_after=f"{expire_hours}h",
+                    # Karpenter v1 spells no expiry "Never".
+                    expire_after=f"{expire_hours}h" if expire_hours is not None else "Never",
                 ),
             ),
             disruption=disruption,
@@ -150,7 +151,8 @@ def karpenter_objects(props: KarpenterPoolsProps) -> list[dict[str, Any]]:
             consolidation_policy="WhenEmpty",
             consolidate_after=f"{props.gpu.consolidate_after_minutes}m",
             # A new AMI release (al2023@latest) drifts every node: never replace a GPU node for that
-            # while it runs work. Drifted nodes leave once empty, or at expireAfter.
+            # while it runs work. Drifted nodes leave once empty (and, by default, never expire:
+            # Karpenter's expiration is forceful, it would end a running job).
             budgets=[Budget(nodes="0", reasons=["Drifted"])],
         ),
         limits=pool_limits(props.cpu, props.gpu)[GPU_POOL],
