@@ -67,6 +67,20 @@ $(PROMTOOL):
 	rm -rf $(TOOLS)/prometheus-deb
 	$@ --version | head -1
 
+# amtool checks the Alertmanager configuration and its routing: Debian's prometheus-alertmanager
+# package ships it, unpacked the same way (no service installed), only amtool kept.
+ALERTMANAGER_DEB := 0.25.0-1+b4
+AMTOOL := $(TOOLS)/bin/amtool
+$(AMTOOL):
+	mkdir -p $(TOOLS)/alertmanager-deb $(TOOLS)/bin
+	cd $(TOOLS)/alertmanager-deb && (apt-get download prometheus-alertmanager=$(ALERTMANAGER_DEB) 2>/dev/null \
+		|| (echo "prometheus-alertmanager $(ALERTMANAGER_DEB) is gone from the mirror: taking Debian's current one" >&2; \
+		    apt-get download prometheus-alertmanager))
+	dpkg-deb -x $$(ls $(TOOLS)/alertmanager-deb/prometheus-alertmanager_*.deb | head -1) $(TOOLS)/alertmanager-deb/x
+	cp $(TOOLS)/alertmanager-deb/x/usr/bin/amtool $@
+	rm -rf $(TOOLS)/alertmanager-deb
+	$@ --version 2>&1 | head -1
+
 profiles: $(STAMP)  ## list the shipped profiles (GPU type and count, nodes, EFA interfaces)
 	$(PY) main.py profiles
 
@@ -123,7 +137,7 @@ lint: $(DEV_STAMP)  ## ruff (rules and format) and mypy --strict
 
 # The emulated deploy cycles run in background processes from the start of the session (see
 # tests/test_emulated_deploy.py); --durations shows the ten slowest tests.
-test: lint $(CHECKOV) $(PROMTOOL)  ## the whole test suite, as CI runs it
+test: lint $(CHECKOV) $(PROMTOOL) $(AMTOOL)  ## the whole test suite, as CI runs it
 	$(PY) -m pytest --durations=10 $(PYTEST_ARGS)
 
 # The one-minute inner loop: ruff, then the fast tests (profiles, synthesis assertions, snapshots,

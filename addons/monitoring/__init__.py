@@ -7,8 +7,19 @@ from typing import Literal
 from pydantic import Field
 
 from addons.definition import AddonDefinition, ReleaseConfig
-from profiles.base import K8sName
+from profiles.base import K8sName, Strict
 from profiles.versions import ChartRef
+
+
+class AlertReceiver(Strict):
+    """Where critical alerts go. The credential is in a Secret you create in the monitoring namespace,
+    never in the profile or the Terraform state."""
+
+    type: Literal["slack", "pagerduty"]
+    """slack: a Slack incoming-webhook URL (Secret key `url`); pagerduty: a PagerDuty Events API v2 routing
+    key (Secret key `routing_key`)."""
+    secret_name: K8sName = "alert-receiver"
+    """The Secret in the monitoring namespace that holds the key."""
 
 
 class MonitoringConfig(ReleaseConfig):
@@ -22,6 +33,9 @@ class MonitoringConfig(ReleaseConfig):
     """How many days Prometheus keeps metrics."""
     prometheus_storage_gib: int = Field(50, ge=10)
     """Size of Prometheus' persistent volume, in GiB."""
+    alert_receiver: AlertReceiver | None = None
+    """Where Alertmanager sends alerts of severity critical (a GPU's fatal XID, among others). Unset: nowhere;
+    Alertmanager runs and nobody is told."""
 
 
 DEFINITION = AddonDefinition(

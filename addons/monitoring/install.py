@@ -8,11 +8,12 @@ from typing import Any
 from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
 from pydantic import Field
 
-from addons.monitoring import DEFINITION, MonitoringConfig
+from addons.monitoring import DEFINITION, AlertReceiver, MonitoringConfig
 from components.expressions import expression
 from components.helm.addon import AddonContext, HelmAddonSpec
 from components.helm.common import Placement, Toggle
 from components.helm.release import SensitiveValue, Values
+from components.k8s.namespaces import egress_https_outside_the_node
 from components.labels import SYSTEM_NODES
 from components.node_monitoring import CRITICAL_XIDS
 
@@ -84,9 +85,45 @@ class GrafanaValues(Values):
     node_selector: dict[str, str] = Field(default_factory=lambda: dict(SYSTEM_NODES))
 
 
+# Alertmanager mounts each Secret of alertmanagerSpec.secrets here (the Prometheus operator's
+# convention), so its configuration names the credential's file, never the credential.
+ALERTMANAGER_SECRETS = "/etc/alertmanager/secrets"
+CRITICAL_RECEIVER = "platform-critical"
+# The Alertmanager pods (the Prometheus operator labels a StatefulSet's pods with the app's name).
+ALERTMANAGER_POD = {"app.kubernetes.io/name": "alertmanager"}
+# The Secret key each receiver type reads.
+RECEIVER_KEYS = {"slack": "url", "pagerduty": "routing_key"}
+
+
+def alertmanager_config(receiver: AlertReceiver) -> dict[str, Any]:
+    """Alerts of severity critical go to the profile's receiver; the rest (warnings, the chart's
+    Watchdog) to nothing. Grouped per alert and node, re-sent every 4 hours while they fire."""
+    credential = f"{ALERTMANAGER_SECRETS}/{receiver.secret_name}/{RECEIVER_KEYS[receiver.type]}"
+    configs = (
+        {"slack_configs": [{"api_url_file": credential, "send_resolved": True}]}
+        if receiver.type == "slack"
+        else {"pagerduty_configs": [{"routing_key_file": credential, "send_resolved": True}]}
+    )
+    return {
+        "route": {
+            "receiver": "null",
+            "group_by": ["alertname", "namespace", "node"],
+            "repeat_interval": "4h",
+            "routes": [{"matchers": ['severity="critical"'], "receiver": CRITICAL_RECEIVER}],
+        },
+        "receivers": [{"name": "null"}, {"name": CRITICAL_RECEIVER, **configs}],
+    }
+
+
+class AlertmanagerValues(Values):
+    alertmanager_spec: dict[str, Any]
+    config: dict[str, Any] | None = None
+
+
 class MonitoringValues(Values):
     prometheus: PrometheusValues
     grafana: GrafanaValues
+    alertmanager: AlertmanagerValues | None = None
     prometheus_operator: Placement = Placement()
     additional_prometheus_rules_map: dict[str, Any]
     # EKS runs the control plane out of the cluster's reach (no controller-manager, scheduler or
@@ -106,6 +143,7 @@ def monitoring_values(
     grafana_secret: str | None,
     monitors: tuple[dict[str, Any], ...] = (),
     pod_monitors: tuple[dict[str, Any], ...] = (),
+    receiver: AlertReceiver | None = None,
 ) -> MonitoringValues:
     return MonitoringValues(
         prometheus=PrometheusValues(
@@ -132,6 +170,12 @@ def monitoring_values(
         ),
         grafana=GrafanaValues(admin=GrafanaAdmin(existing_secret=grafana_secret) if grafana_secret else None),
         additional_prometheus_rules_map={"gpu-platform": GPU_RULES},
+        alertmanager=AlertmanagerValues(
+            alertmanager_spec={"secrets": [receiver.secret_name], "nodeSelector": dict(SYSTEM_NODES)},
+            config=alertmanager_config(receiver),
+        )
+        if receiver
+        else None,
     )
 
 
@@ -145,12 +189,28 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
 
     def user_secrets(self, settings: MonitoringConfig) -> tuple[str, ...]:
         existing = settings.grafana_admin_password_from == "existing_secret"
-        return (settings.grafana_admin_secret_name,) if existing else ()
+        receiver = settings.alert_receiver
+        return (
+            *((settings.grafana_admin_secret_name,) if existing else ()),
+            *((receiver.secret_name,) if receiver else ()),
+        )
 
     privileged_because = "node-exporter reads the host's /proc and /sys with hostNetwork and hostPID"
 
     def network_allows(self, ctx: AddonContext, settings: MonitoringConfig) -> dict[str, dict[str, Any]]:
+        receiver = (
+            # Alertmanager reaches Slack's or PagerDuty's HTTPS API.
+            {
+                "allow-alert-receiver": {
+                    "podSelector": {"matchLabels": ALERTMANAGER_POD},
+                    **egress_https_outside_the_node(),
+                }
+            }
+            if settings.alert_receiver
+            else {}
+        )
         return {
+            **receiver,
             # Prometheus scrapes pods in every namespace and the nodes (kubelet, node-exporter).
             "allow-scrape-targets": {
                 "policyTypes": ["Egress"],
@@ -174,6 +234,7 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
             grafana_secret=None if from_variable else settings.grafana_admin_secret_name,
             monitors=ctx.monitors.service_monitors,
             pod_monitors=ctx.monitors.pod_monitors,
+            receiver=settings.alert_receiver,
         )
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
