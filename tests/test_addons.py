@@ -78,7 +78,8 @@ def test_gpu_operator_uses_the_amis_driver_and_runtime(synthesized, profile):
     assert operator["driver"] == {"enabled": False}
     assert operator["toolkit"] == {"enabled": False}  # the AMI already configured containerd
     assert operator["gfd"] == {"enabled": True}
-    assert operator["dcgmExporter"]["serviceMonitor"] == {"enabled": True}
+    # honorLabels: the exporter's pod and namespace labels (the GPU's pod) survive the scrape.
+    assert operator["dcgmExporter"]["serviceMonitor"] == {"enabled": True, "honorLabels": True}
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in operator["daemonsets"][
         "tolerations"
     ]

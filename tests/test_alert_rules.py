@@ -142,3 +142,74 @@ def test_a_wrong_expectation_fails(promtool, tmp_path):
         ],
     )
     assert result.returncode != 0
+
+
+def utilisation(values: str, namespace: str = "ml-team", pod: str = "train-0", gpu: str = "0") -> dict:
+    """DCGM_FI_DEV_GPU_UTIL of one GPU as the exporter labels it (honorLabels keeps its pod and
+    namespace: the pod the GPU is allocated to), every minute."""
+    labels = f'gpu="{gpu}",Hostname="gpu-node-1",namespace="{namespace}",pod="{pod}"'
+    return {"series": f"DCGM_FI_DEV_GPU_UTIL{{{labels}}}", "values": values}
+
+
+IDLE_FIRED = {
+    "exp_labels": {
+        "severity": "warning",
+        "gpu": "0",
+        "Hostname": "gpu-node-1",
+        "namespace": "ml-team",
+        "pod": "train-0",
+    },
+    "exp_annotations": {
+        "summary": "GPU 0 of pod ml-team/train-0 has been idle for 30 minutes",
+        "description": RULES["GpuAllocatedIdle"]["annotations"]["description"],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("values", "namespace", "at", "fires"),
+    [
+        ("0x40", "ml-team", "35m", True),  # allocated and idle for over 30 minutes
+        ("0x40", "ml-team", "20m", False),  # idle, but not for long yet
+        ("0x20 55x20", "ml-team", "35m", False),  # working again
+        ("0x40", "gpu-operator", "35m", False),  # not allocated: the exporter's own labels
+    ],
+)
+def test_an_allocated_gpu_idle_past_the_limit_warns_with_its_pod(promtool, tmp_path, values, namespace, at, fires):
+    assert RULES["GpuAllocatedIdle"]["for"] == "30m"
+    result = run(
+        promtool,
+        tmp_path,
+        [
+            {
+                "interval": "1m",
+                "input_series": [utilisation(values, namespace=namespace)],
+                "alert_rule_test": [
+                    {"eval_time": at, "alertname": "GpuAllocatedIdle", "exp_alerts": [IDLE_FIRED] if fires else []}
+                ],
+            }
+        ],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_idle_limit_is_the_profiles(synthesized):
+    import yaml as _yaml
+
+    from addons.monitoring.install import gpu_rules
+
+    rules = {r["alert"]: r for g in gpu_rules(45)["groups"] for r in g["rules"] if "alert" in r}
+    assert (
+        rules["GpuAllocatedIdle"]["for"] == "45m"
+        and "45 minutes" in rules["GpuAllocatedIdle"]["annotations"]["summary"]
+    )
+    release = next(
+        body
+        for body in synthesized.stack("g6-validation", "addons")["resource"]["helm_release"].values()
+        if body["name"] == "monitoring"
+    )
+    values = _yaml.safe_load(release["values"][0])
+    (group,) = values["additionalPrometheusRulesMap"]["gpu-platform"]["groups"]
+    idle = next(r for r in group["rules"] if r.get("alert") == "GpuAllocatedIdle")
+    minutes = synthesized.configs["g6-validation"].addons.monitoring.idle_gpu_alert_minutes
+    assert idle["for"] == f"{minutes}m"

@@ -24,9 +24,16 @@ class DeployCr(Values):
     deploy_cr: bool = Field(alias="deployCR")
 
 
+class ServiceMonitor(Values):
+    enabled: bool
+    # Keep the exporter's pod, namespace and container labels (the pod a GPU is allocated to)
+    # instead of renaming them exported_*: per-pod and per-tenant GPU rules read them.
+    honor_labels: bool = True
+
+
 class DcgmExporter(Values):
     enabled: bool = True
-    service_monitor: Toggle
+    service_monitor: ServiceMonitor
     env: list[dict[str, str]] = Field(default_factory=list)
 
 
@@ -56,7 +63,7 @@ def gpu_operator_values(*, dra: bool, service_monitor: bool, shared_host_engine:
     return GpuOperatorValues(
         # In DRA mode GPUs are allocated through claims, not the extended-resource device plugin.
         device_plugin=Toggle(enabled=not dra),
-        dcgm_exporter=DcgmExporter(service_monitor=Toggle(enabled=service_monitor), env=env),
+        dcgm_exporter=DcgmExporter(service_monitor=ServiceMonitor(enabled=service_monitor), env=env),
         cluster_policy=DeployCr(deploy_cr=False) if dra else None,
         gpu_cluster=DeployCr(deploy_cr=True) if dra else None,
     )

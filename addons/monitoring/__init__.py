@@ -33,6 +33,8 @@ class MonitoringConfig(ReleaseConfig):
     """How many days Prometheus keeps metrics."""
     prometheus_storage_gib: int = Field(50, ge=10)
     """Size of Prometheus' persistent volume, in GiB."""
+    idle_gpu_alert_minutes: int = Field(30, ge=5, le=1440)
+    """Minutes a GPU allocated to a pod may do no work before GpuAllocatedIdle warns (labelled with the pod)."""
     alert_receiver: AlertReceiver | None = None
     """Where Alertmanager sends alerts of severity critical (a GPU's fatal XID, among others). Unset: nowhere;
     Alertmanager runs and nobody is told."""
