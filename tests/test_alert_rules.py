@@ -30,9 +30,9 @@ def promtool() -> str:
     return found
 
 
-def xid(code: int, node: str = "gpu-node-1", gpu: str = "0") -> dict:
+def xid(code: int, node: str = "gpu-node-1", gpu: str = "0", host_label: str = "Hostname") -> dict:
     """Five minutes of one GPU reporting `code` as its last XID (a gauge), every 30 s."""
-    return {"series": f'DCGM_FI_DEV_XID_ERRORS{{gpu="{gpu}",Hostname="{node}"}}', "values": f"{code}x10"}
+    return {"series": f'DCGM_FI_DEV_XID_ERRORS{{gpu="{gpu}",{host_label}="{node}"}}', "values": f"{code}x10"}
 
 
 def alerts(name: str, fired: list[dict]) -> dict:
@@ -42,17 +42,19 @@ def alerts(name: str, fired: list[dict]) -> dict:
 RULES = {rule["alert"]: rule for group in GPU_RULES["groups"] for rule in group["rules"] if "alert" in rule}
 
 
-def fired(alert: str, code: int, node: str = "gpu-node-1", gpu: str = "0") -> dict:
+def fired(alert: str, code: int, node: str = "gpu-node-1", gpu: str = "0", host_label: str = "Hostname") -> dict:
     """The alert as Prometheus would raise it for this series: its labels and its annotations
-    with the series' values filled in."""
+    with the series' values filled in (a label the series lacks prints empty)."""
     rule = RULES[alert]
+    other = "hostname" if host_label == "Hostname" else "Hostname"
     annotations = {
         key: text.replace("{{ $labels.gpu }}", gpu)
-        .replace("{{ $labels.Hostname }}", node)
+        .replace(f"{{{{ $labels.{host_label} }}}}", node)
+        .replace(f"{{{{ $labels.{other} }}}}", "")
         .replace("{{ $value }}", str(code))
         for key, text in rule.get("annotations", {}).items()
     }
-    return {"exp_labels": {**rule["labels"], "gpu": gpu, "Hostname": node}, "exp_annotations": annotations}
+    return {"exp_labels": {**rule["labels"], "gpu": gpu, host_label: node}, "exp_annotations": annotations}
 
 
 def run(promtool: str, tmp_path: Path, tests: list[dict]) -> subprocess.CompletedProcess[str]:
@@ -213,3 +215,24 @@ def test_the_idle_limit_is_the_profiles(synthesized):
     idle = next(r for r in group["rules"] if r.get("alert") == "GpuAllocatedIdle")
     minutes = synthesized.configs["g6-validation"].addons.monitoring.idle_gpu_alert_minutes
     assert idle["for"] == f"{minutes}m"
+
+
+@pytest.mark.parametrize("host_label", ["Hostname", "hostname"])
+def test_the_page_names_the_node_with_either_exporters_host_label(promtool, tmp_path, host_label):
+    """dcgm-exporter renamed Hostname to hostname after 4.5.3-4.8.2 (#655); the GPU Operator's pin
+    deploys 4.6.0-4.8.3. The critical page must name the node with either."""
+    code = CRITICAL_XIDS[0]
+    expected = fired("GpuCriticalXid", code, host_label=host_label)
+    assert "gpu-node-1" in expected["exp_annotations"]["summary"]
+    result = run(
+        promtool,
+        tmp_path,
+        [
+            {
+                "interval": "30s",
+                "input_series": [xid(code, host_label=host_label)],
+                "alert_rule_test": [alerts("GpuCriticalXid", [expected])],
+            }
+        ],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

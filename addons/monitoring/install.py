@@ -22,6 +22,8 @@ DEFAULT_IDLE_GPU_MINUTES = 30
 GPU_OPERATOR_NAMESPACE = gpu_operator.DEFINITION.namespace
 
 
+# DCGM exporter labels its host Hostname up to 4.5.3-4.8.2 and hostname after (dcgm-exporter #655):
+# annotations print both, one of which is always empty (tests/fixtures/metrics/contract.json).
 # DCGM exporter semantics: DCGM_FI_DEV_XID_ERRORS is the last XID code seen (a gauge), not a
 # count, so alerts look at its current value; increase() over it would be meaningless.
 # FB_USED / FB_FREE are MiB gauges; their ratio is 0..1. These rules assume one cluster per Prometheus.
@@ -44,7 +46,7 @@ def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
                         "for": "0m",
                         "labels": {"severity": "critical"},
                         "annotations": {
-                            "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} "
+                            "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}{{ $labels.hostname }} "
                             "reported fatal XID {{ $value }}",
                             "description": "The node monitoring agent marks the node unhealthy for this XID and EKS "
                             "repairs it (reboot or replace) after its wait: move or checkpoint jobs on it now.",
@@ -58,7 +60,8 @@ def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
                         "for": "1m",
                         "labels": {"severity": "warning"},
                         "annotations": {
-                            "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} last reported XID {{ $value }}",
+                            "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}{{ $labels.hostname }} "
+                            "last reported XID {{ $value }}",
                             "description": "The value is the most recent XID code, not a count. "
                             "Look the code up before draining: not every XID means failed hardware.",
                         },

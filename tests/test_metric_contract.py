@@ -1,0 +1,77 @@
+"""Every metric the platform's rules read exists in the exporter that should provide it, as
+recorded from the exporters' sources (tests/fixtures/metrics/contract.json, with versions): a
+renamed or dropped metric would otherwise silently turn an alert off."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from addons.monitoring.install import GPU_RULES
+
+CONTRACT = json.loads((Path(__file__).parent / "fixtures" / "metrics" / "contract.json").read_text())
+_KEYWORDS = {"by", "on", "and", "or", "unless", "without", "ignoring", "group_left", "group_right", "bool"}
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression reads: identifiers that are not functions, keywords,
+    label names (in matchers or in by/on/without/ignoring lists) or numbers."""
+    text = re.sub(r"\{[^}]*\}", " ", expr)  # label matchers
+    text = re.sub(r"\b(by|on|without|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)  # label lists
+    names = set()
+    for match in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", text):
+        following = text[match.end() :].lstrip()
+        if not following.startswith("(") and match.group() not in _KEYWORDS:
+            names.add(match.group())
+    return names
+
+
+def rule_metrics() -> dict[str, set[str]]:
+    found = {}
+    for group in GPU_RULES["groups"]:
+        for rule in group["rules"]:
+            found[rule.get("alert") or rule["record"]] = metric_names(rule["expr"])
+    return found
+
+
+def provided() -> dict[str, set[str]]:
+    """Metric -> the exporter versions that provide it."""
+    by_metric: dict[str, set[str]] = {}
+    for version, read in CONTRACT["dcgm-exporter"]["read_at"].items():
+        for name in read["metrics"]:
+            by_metric.setdefault(name, set()).add(f"dcgm-exporter {version}")
+    for name in CONTRACT["kube-state-metrics"]["metrics"]:
+        by_metric.setdefault(name, set()).add("kube-state-metrics")
+    return by_metric
+
+
+def test_the_name_reader_finds_metrics_and_skips_functions_and_labels():
+    expr = 'count by (namespace) (max by (namespace, pod) (kube_pod_status_phase{phase="Pending"} == 1))'
+    assert metric_names(expr) == {"kube_pod_status_phase"}
+    assert metric_names("DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)") == {
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_FB_FREE",
+    }
+
+
+def test_every_metric_a_rule_reads_is_provided_by_every_recorded_exporter_version():
+    recorded = provided()
+    dcgm_versions = {f"dcgm-exporter {v}" for v in CONTRACT["dcgm-exporter"]["read_at"]}
+    for rule, names in rule_metrics().items():
+        assert names, f"{rule}: no metric found in its expression"
+        for name in names:
+            assert name in recorded, f"{rule} reads {name}, which no recorded exporter provides"
+            if name.startswith("DCGM_"):
+                # Enabled by default in every recorded version (the GPU Operator passes no counter list).
+                assert recorded[name] == dcgm_versions, (rule, name, recorded[name])
+
+
+def test_annotations_name_the_host_with_every_recorded_host_label():
+    labels = {read["host_label"] for read in CONTRACT["dcgm-exporter"]["read_at"].values()}
+    assert labels == {"Hostname", "hostname"}
+    for group in GPU_RULES["groups"]:
+        for rule in group["rules"]:
+            summary = rule.get("annotations", {}).get("summary", "")
+            if "$labels.Hostname" in summary or "$labels.hostname" in summary:
+                assert all(f"$labels.{label}" in summary for label in labels), rule.get("alert")
