@@ -22,7 +22,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # jsii unpacks the provider bindings (~570 MB) once; keep them with the project.
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT ?= $(CURDIR)/.cache/jsii
 
-.PHONY: synth test check lint env manifests verify plan deploy destroy pause resume validate outputs hcl clean provider-mirror help profiles diagram new-profile
+.PHONY: synth test check lint env manifests verify plan deploy destroy pause resume validate outputs hcl clean provider-mirror help profiles diagram new-profile quotas
 
 help:  ## this list
 	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | expand -t 24
@@ -80,6 +80,9 @@ $(AMTOOL):
 	cp $(TOOLS)/alertmanager-deb/x/usr/bin/amtool $@
 	rm -rf $(TOOLS)/alertmanager-deb
 	$@ --version 2>&1 | head -1
+
+quotas: $(STAMP)  ## the EC2 vCPU quotas PROFILE needs, and the aws commands to check and raise them
+	$(PY) main.py quotas --profile $(PROFILE)
 
 profiles: $(STAMP)  ## list the shipped profiles (GPU type and count, nodes, EFA interfaces)
 	$(PY) main.py profiles

@@ -68,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("synth", parents=[with_profile], help="synthesize all layers of a profile")
     commands.add_parser("schema", help="write the profile JSON schema for editor completion")
     commands.add_parser("profiles", help="list the shipped profiles: GPU type and count, nodes, EFA interfaces")
+    commands.add_parser(
+        "quotas", parents=[with_profile], help="the EC2 vCPU quotas the profile needs, and how to check and raise them"
+    )
     new_profile = commands.add_parser("new-profile", help="copy a shipped profile to PATH, ready to edit")
     new_profile.add_argument("path", help="where to write it (a .yaml file that does not exist yet)")
     new_profile.add_argument(
@@ -533,6 +536,24 @@ def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+def command_quotas(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from profiles.quotas import quota_needs
+
+    print(f"EC2 vCPU quotas {config.name} needs in {config.region} (at its largest sizes):")
+    for need in quota_needs(config):
+        print(f"  {need.code}  {need.name}: {need.vcpus} vCPUs ({'; '.join(need.reasons)})")
+    print("Check what the account has, and ask for more where it is below (needs AWS credentials):")
+    for need in quota_needs(config):
+        quota = f"--service-code ec2 --quota-code {need.code} --region {config.region}"
+        print(f"  aws service-quotas get-service-quota {quota}")
+        print(f"  aws service-quotas request-service-quota-increase {quota} --desired-value {need.vcpus}")
+    print(
+        "Capacity Blocks are bought separately and not counted here; On-Demand P capacity is often unavailable: "
+        "cluster.gpu_node_groups[].capacity takes a Capacity Reservation or a Capacity Block."
+    )
+    return 0
+
+
 COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {
     "synth": command_synth,
     "hcl": command_hcl,
@@ -546,6 +567,7 @@ COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {
     "manifests": command_manifests,
     "verify": command_verify,
     "diagram": command_diagram,
+    "quotas": command_quotas,
 }
 
 

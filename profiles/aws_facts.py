@@ -31,3 +31,9 @@ def zones(region: str) -> dict[str, str]:
 @cache
 def instance_types() -> frozenset[str]:
     return frozenset(_facts()["instance_types"])
+
+
+def vcpus(instance_type: str) -> int:
+    """The instance type's default vCPUs (what EC2's vCPU-based quotas count)."""
+    count: int = _facts()["instance_types"][instance_type]
+    return count

@@ -1,6 +1,7 @@
 """Record the AWS facts profile validation checks names against, into profiles/aws_facts.json:
 regions (with their partition) from botocore's partitions.json, availability zones (name and ID)
-from moto's model of EC2, and every EC2 instance type from moto's copy of DescribeInstanceTypes.
+from moto's model of EC2, and every EC2 instance type (with its vCPUs) from moto's copy of
+DescribeInstanceTypes.
 The profile code reads only the recorded file (no botocore or moto at run time);
 tests/test_aws_facts.py checks that the file matches the installed packages.
 
@@ -42,10 +43,11 @@ def collect() -> dict[str, Any]:
             "moto": moto.__version__,
             "regions": "botocore data/partitions.json",
             "zones": "moto RegionsAndZonesBackend.zones",
-            "instance_types": "moto ec2/resources/instance_types.json.gz (EC2 DescribeInstanceTypes)",
+            "instance_types": "moto ec2/resources/instance_types.json.gz (EC2 DescribeInstanceTypes): "
+            "name -> VCpuInfo.DefaultVCpus",
         },
         "regions": dict(sorted(regions.items())),
-        "instance_types": sorted(types),
+        "instance_types": {name: types[name]["VCpuInfo"]["DefaultVCpus"] for name in sorted(types)},
     }
 
 

@@ -112,7 +112,7 @@ class JupyterHubConfig(ReleaseConfig):
             raise FieldProblem(
                 "allowed_users",
                 [],
-                "with allow_all false an empty allow-list lets nobody in",
+                "an empty allow-list lets nobody sign in (only the users listed here may)",
                 allowed="one or more values of the username claim",
             )
         return self
