@@ -8,7 +8,7 @@ from typing import Any
 
 from addons import mlflow
 from addons.argo_workflows import DEFINITION, ArgoWorkflowsConfig
-from components.helm.addon import AddonContext, HelmAddonSpec
+from components.helm.addon import AddonContext, HelmAddonSpec, RuntimePath
 from components.helm.release import Values
 from components.k8s.gpus import claim_template, gpu_quota
 from components.k8s.mlflow_access import client_access, tracking_config_map, tracking_env
@@ -80,6 +80,22 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
             "allow-aws-apis": egress_https_outside_the_node(),
             **client_access(mlflow.DEFINITION.enabled(ctx.config))[1],
         }
+
+    def runtime_paths(self, settings: ArgoWorkflowsConfig) -> tuple[RuntimePath, ...]:
+        return (
+            RuntimePath(
+                what="workflow steps use AWS APIs (S3, STS) with their Pod Identity",
+                direction="Egress",
+                peer="internet",
+                port=443,
+            ),
+            RuntimePath(
+                what="steps get credentials from the Pod Identity agent",
+                direction="Egress",
+                peer="pod-identity-agent",
+                port=80,
+            ),
+        )
 
     def namespace_labels(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> dict[str, str]:
         return client_access(mlflow.DEFINITION.enabled(ctx.config))[0]

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from addons import mlflow
 from addons.jupyterhub import DEFINITION, JupyterHubConfig, JupyterHubExposure
-from components.helm.addon import AddonContext, HelmAddonSpec
+from components.helm.addon import AddonContext, HelmAddonSpec, RuntimePath
 from components.helm.release import Values
 from components.image_reference import parse_image_reference
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
@@ -232,6 +232,37 @@ class JupyterHubAddon(HelmAddonSpec[JupyterHubConfig]):
         if settings.exposure.type != "cluster_ip":
             allows["allow-load-balancer"] = load_balancer_ingress(settings.exposure, vpc_cidr=ctx.vpc_cidr)
         return allows
+
+    def runtime_paths(self, settings: JupyterHubConfig) -> tuple[RuntimePath, ...]:
+        hub = {"app": "jupyterhub", "component": "hub"}
+        paths = [
+            RuntimePath(
+                what="sign-in: the hub calls the provider's token and user-info endpoints (https)",
+                direction="Egress",
+                peer="internet",
+                port=443,
+                pod_labels=hub,
+            ),
+            RuntimePath(
+                what="the hub's own API is for its proxy and notebooks only",
+                direction="Ingress",
+                peer="vpc",
+                port=8081,
+                pod_labels=hub,
+                open=False,
+            ),
+        ]
+        if settings.exposure.type != "cluster_ip":
+            paths.append(
+                RuntimePath(
+                    what="the load balancer's traffic and health checks reach the proxy",
+                    direction="Ingress",
+                    peer="vpc",
+                    port=PROXY_HTTP_PORT,
+                    pod_labels=PROXY_POD,
+                )
+            )
+        return tuple(paths)
 
     def namespace_objects(self, ctx: AddonContext, settings: JupyterHubConfig) -> list[dict[str, Any]]:
         # The GPU notebook profile's claim template (DRA mode).

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from addons.kuberay import DEFINITION, KubeRayConfig
-from components.helm.addon import AddonContext, HelmAddonSpec, Monitors
+from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath
 from components.helm.common import Placement
 from components.helm.monitors import service_monitor
-from components.k8s.ray_access import operator_to_ray_heads
+from components.k8s.ray_access import DASHBOARD_PORT, HEAD_POD, SERVE_PORT, operator_to_ray_heads
 
 # Ray's head and worker pods (KubeRay names their metrics container port `metrics`, 8080) in any
 # namespace: tenants admit the monitoring namespace's scrapes.
@@ -30,6 +30,32 @@ class KubeRayAddon(HelmAddonSpec[KubeRayConfig]):
 
     def values(self, ctx: AddonContext, settings: KubeRayConfig) -> Placement:
         return Placement()
+
+    def runtime_paths(self, settings: KubeRayConfig) -> tuple[RuntimePath, ...]:
+        return (
+            RuntimePath(
+                what="RayJob status and submission through the head's dashboard (rayjob_controller.go)",
+                direction="Egress",
+                port=DASHBOARD_PORT,
+                peer="tenants",
+                peer_labels=HEAD_POD,
+            ),
+            RuntimePath(
+                what="RayService health through Serve on the head (rayservice_controller.go)",
+                direction="Egress",
+                port=SERVE_PORT,
+                peer="tenants",
+                peer_labels=HEAD_POD,
+            ),
+            RuntimePath(
+                what="a tenant's worker pods are not the operator's to reach",
+                direction="Egress",
+                peer="tenants",
+                peer_labels={"ray.io/node-type": "worker"},
+                port=DASHBOARD_PORT,
+                open=False,
+            ),
+        )
 
     def monitors(self, settings: KubeRayConfig) -> Monitors:
         # The operator's chart has its own ServiceMonitor option, but it would race the CRDs.

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from addons.kueue import DEFINITION, KueueConfig
-from components.helm.addon import AddonContext, HelmAddonSpec, Monitors
+from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath
 from components.helm.release import Values, render_yaml
 from components.labels import SYSTEM_NODES, TENANT_LABEL
 
@@ -128,6 +128,25 @@ class KueueAddon(HelmAddonSpec[KueueConfig]):
                 "ingress": [{"from": from_control_plane, "ports": [{"protocol": "TCP", "port": VISIBILITY_PORT}]}],
             },
         }
+
+    def runtime_paths(self, settings: KueueConfig) -> tuple[RuntimePath, ...]:
+        return (
+            RuntimePath(
+                what="the API server calls Kueue's admission webhooks (chart webhook/manifests.yaml; they fail closed)",
+                direction="Ingress",
+                peer="control-plane",
+                port=WEBHOOK_PORT,
+            ),
+            RuntimePath(
+                what="the API server calls Kueue's visibility APIService (chart visibility/service.yaml, 8082)",
+                direction="Ingress",
+                peer="control-plane",
+                port=VISIBILITY_PORT,
+            ),
+            RuntimePath(
+                what="nothing else is admitted from the VPC", direction="Ingress", peer="vpc", port=8080, open=False
+            ),
+        )
 
     def monitors(self, settings: KueueConfig) -> Monitors:
         # The metrics endpoint is HTTPS behind Kubernetes authorization: Prometheus sends its

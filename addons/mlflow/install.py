@@ -23,12 +23,13 @@ from pydantic import Field
 
 from addons.mlflow import DEFINITION, IMAGE, MlflowConfig
 from components.expressions import matches
-from components.helm.addon import AddonContext, Companions, HelmAddonSpec
+from components.helm.addon import AddonContext, Companions, HelmAddonSpec, RuntimePath
 from components.helm.release import SensitiveValue, Values
 from components.k8s.mlflow_access import (
     NAMESPACE,
     SERVER_ALLOWED_HOSTS,
     SERVER_PORT,
+    SERVER_SELECTOR,
     SERVICE_PORT,
     ingress_from_clients,
 )
@@ -180,6 +181,30 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
                 ],
             },
         }
+
+    def runtime_paths(self, settings: MlflowConfig) -> tuple[RuntimePath, ...]:
+        server = dict(SERVER_SELECTOR)
+        return (
+            RuntimePath(
+                what="tenants' runs log to the tracking server",
+                direction="Ingress",
+                peer="tenants",
+                port=SERVER_PORT,
+                pod_labels=server,
+            ),
+            RuntimePath(
+                what="the server and its login sidecar reach PostgreSQL in the private subnets",
+                direction="Egress",
+                peer="vpc",
+                port=POSTGRES_PORT,
+            ),
+            RuntimePath(
+                what="artifacts in S3, the database secret in Secrets Manager, STS",
+                direction="Egress",
+                peer="internet",
+                port=443,
+            ),
+        )
 
     def namespace_objects(self, ctx: AddonContext, settings: MlflowConfig) -> list[dict[str, Any]]:
         backend = self._backend(ctx)

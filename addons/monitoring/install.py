@@ -11,7 +11,7 @@ from pydantic import Field
 from addons import gpu_operator
 from addons.monitoring import DEFINITION, AlertReceiver, MonitoringConfig
 from components.expressions import expression
-from components.helm.addon import AddonContext, HelmAddonSpec
+from components.helm.addon import AddonContext, HelmAddonSpec, RuntimePath
 from components.helm.common import Placement, Toggle
 from components.helm.release import SensitiveValue, Values
 from components.k8s.namespaces import egress_https_outside_the_node
@@ -228,6 +228,47 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
         )
 
     privileged_because = "node-exporter reads the host's /proc and /sys with hostNetwork and hostPID"
+
+    def runtime_paths(self, settings: MonitoringConfig) -> tuple[RuntimePath, ...]:
+        paths = [
+            RuntimePath(
+                what="Prometheus scrapes pods in every namespace (tenants' Ray and training pods)",
+                direction="Egress",
+                peer="tenants",
+                port=8080,
+            ),
+            RuntimePath(
+                what="Prometheus scrapes the nodes (kubelet 10250, node-exporter 9100, the DCGM exporter)",
+                direction="Egress",
+                peer="vpc",
+                port=9100,
+            ),
+            RuntimePath(
+                what="the API server calls the Prometheus operator's admission webhook",
+                direction="Ingress",
+                peer="control-plane",
+                port=10250,
+            ),
+            RuntimePath(
+                what="nothing in monitoring calls the internet unless a receiver is set",
+                direction="Egress",
+                peer="internet",
+                port=443,
+                pod_labels={"app.kubernetes.io/name": "prometheus"},
+                open=False,
+            ),
+        ]
+        if settings.alert_receiver:
+            paths.append(
+                RuntimePath(
+                    what="Alertmanager reaches Slack's or PagerDuty's HTTPS API",
+                    direction="Egress",
+                    peer="internet",
+                    port=443,
+                    pod_labels=ALERTMANAGER_POD,
+                )
+            )
+        return tuple(paths)
 
     def network_allows(self, ctx: AddonContext, settings: MonitoringConfig) -> dict[str, dict[str, Any]]:
         receiver = (

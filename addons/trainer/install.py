@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field
 
 from addons.trainer import DEFINITION, TrainerConfig
-from components.helm.addon import AddonContext, HelmAddonSpec
+from components.helm.addon import AddonContext, HelmAddonSpec, RuntimePath
 from components.helm.release import Values
 from components.labels import SYSTEM_NODES
 
@@ -47,6 +47,23 @@ class TrainerAddon(HelmAddonSpec[TrainerConfig]):
         return TrainerValues(
             manager=Manager(node_selector=dict(SYSTEM_NODES)),
             jobset=JobSet(controller=JobSetController(node_selector=dict(SYSTEM_NODES))),
+        )
+
+    def runtime_paths(self, settings: TrainerConfig) -> tuple[RuntimePath, ...]:
+        return (
+            RuntimePath(
+                what="the API server calls Trainer's and JobSet's webhooks (both controllers serve on 9443)",
+                direction="Ingress",
+                peer="control-plane",
+                port=WEBHOOK_PORT,
+            ),
+            RuntimePath(
+                what="training pods never call the controller: its status server (alpha, off) stays closed",
+                direction="Ingress",
+                peer="tenants",
+                port=10443,
+                open=False,
+            ),
         )
 
     def network_allows(self, ctx: AddonContext, settings: TrainerConfig) -> dict[str, dict[str, Any]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from cdktf import ITerraformDependable
 from constructs import Construct
@@ -68,6 +68,28 @@ class AddonContext:
     def record(self, kind: type[RecordT]) -> RecordT | None:
         """The earlier layers' record of this type, or None when they made none."""
         return next((r for r in self.records if isinstance(r, kind)), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimePath:
+    """A connection an add-on's pods need at run time beyond the ones every guarded namespace has
+    (the API server through its ClusterIP, DNS, metric scrapes), or one that must stay
+    closed. Judged at the add-on's own pods; with a peer in another platform namespace, at that
+    namespace's pods too. tests/test_runtime_paths.py evaluates every path on every profile."""
+
+    what: str
+    """Who needs it and why, with the upstream source it was read from."""
+    direction: Literal["Egress", "Ingress"]
+    peer: str
+    """The other end: "control-plane" (the API server's network interfaces in the VPC), "vpc",
+    "internet", "tenants" (every tenant namespace), or "namespace:<name>"."""
+    port: int
+    pod_labels: Mapping[str, str] = field(default_factory=dict)
+    """Which of the add-on's pods (empty: any)."""
+    peer_labels: Mapping[str, str] = field(default_factory=dict)
+    """Which pods at the other end, when it is a namespace (empty: any)."""
+    open: bool = True
+    """False: the path must stay closed."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,6 +173,11 @@ class AddonSpec(Generic[AnySettingsT]):
     def namespace_objects(self, ctx: AddonContext, settings: AnySettingsT) -> list[dict[str, Any]]:
         """More objects in the add-on's namespace, created with it before any pod (quotas, limits)."""
         return []
+
+    def runtime_paths(self, settings: AnySettingsT) -> tuple[RuntimePath, ...]:
+        """The connections the add-on's pods need beyond the common ones (and ones that must stay
+        closed), read from its upstream source at the pin."""
+        return ()
 
     def monitors(self, settings: AnySettingsT) -> Monitors:
         """The Prometheus monitors for the add-on's own pods."""
