@@ -3,11 +3,12 @@
 The agent (EKS add-on eks-node-monitoring-agent) watches each node and sets conditions that EKS
 node auto-repair acts on; on GPU instance types its chart also runs `dcgm-server`, an nv-hostengine
 DaemonSet with hostPort 5555, which the agent (host network) reaches at localhost:5555. The GPU
-Operator's DCGM exporter would otherwise embed a second host engine in its own pod. Since GPU
-Operator v26.7.0 (controllers/object_controls.go, TransformDCGMExporter) an exporter given
-DCGM_REMOTE_HOSTENGINE_INFO=localhost:... and no standalone `dcgm` runs on the host network and
-uses that engine: so the platform keeps the operator's standalone DCGM off and points the exporter
-at the agent's engine, and each GPU node has exactly one host engine, the agent's.
+Operator's DCGM exporter would otherwise embed a second host engine in its own pod. The platform
+keeps the operator's standalone DCGM off, points the exporter at the agent's engine
+(DCGM_REMOTE_HOSTENGINE_INFO=localhost:5555) and runs it on the host network, set explicitly: GPU
+Operator v26.7.0 would switch the host network on only for that variable in its built-in
+template, which it reads before applying the chart's env entries (controllers/object_controls.go,
+TransformDCGMExporter). Each GPU node has exactly one host engine, the agent's.
 
 The facts read from the agent's source at its pin (components/node_monitoring_agent.json): the
 XIDs it treats as fatal (a node condition, hence repair), where its host engine listens, and the

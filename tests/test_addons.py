@@ -80,6 +80,10 @@ def test_gpu_operator_uses_the_amis_driver_and_runtime(synthesized, profile):
     assert operator["gfd"] == {"enabled": True}
     # honorLabels: the exporter's pod and namespace labels (the GPU's pod) survive the scrape.
     assert operator["dcgmExporter"]["serviceMonitor"] == {"enabled": True, "honorLabels": True}
+    # The exporter reaches the node monitoring agent's host engine at localhost:5555: it must be on
+    # the node's network, set explicitly (GPU Operator v26.7.0 would not switch it on for our env).
+    engine = {e["name"]: e["value"] for e in operator["dcgmExporter"]["env"]}.get("DCGM_REMOTE_HOSTENGINE_INFO", "")
+    assert operator["dcgmExporter"].get("hostNetwork", False) is engine.startswith("localhost")
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in operator["daemonsets"][
         "tolerations"
     ]
@@ -154,7 +158,19 @@ def test_jupyterhub_allow_policy_and_secret_mount(synthesized):
 
 def test_jupyterhub_is_private_by_default(synthesized):
     hub = values(releases(synthesized, "jark")["jupyterhub"])
-    assert hub["proxy"] == {"service": {"type": "ClusterIP"}}
+    assert hub["proxy"]["service"] == {"type": "ClusterIP"}
+
+
+def test_jupyterhub_runs_under_the_namespaces_guard_only(synthesized):
+    """z2jh's own NetworkPolicies (on by default) allow egress anywhere and the proxy's ingress
+    from anywhere, which would add to and so undo the namespace's default deny; its metadata
+    block is a privileged NET_ADMIN init container that baseline Pod Security refuses, so no
+    notebook would ever start."""
+    hub = values(releases(synthesized, "jark")["jupyterhub"])
+    assert hub["hub"]["networkPolicy"] == {"enabled": False}
+    assert hub["proxy"]["chp"]["networkPolicy"] == {"enabled": False}
+    assert hub["singleuser"]["networkPolicy"] == {"enabled": False}
+    assert hub["singleuser"]["cloudMetadata"] == {"blockWithIptables": False}
 
 
 CERT = "arn:aws:acm:us-west-2:123456789012:certificate/0b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e"

@@ -71,7 +71,8 @@ def test_the_configuration_is_valid_and_routes_critical_alerts_to_the_receiver(a
     assert critical, "the platform has critical rules to route"
     for rule in critical:
         assert (
-            route(amtool, config, alertname=rule["alert"], severity="critical", node="ip-10-0-1-2") == CRITICAL_RECEIVER
+            route(amtool, config, alertname=rule["alert"], severity="critical", hostname="ip-10-0-1-2")
+            == CRITICAL_RECEIVER
         )
     assert route(amtool, config, alertname="GpuXidCodeReported", severity="warning") == "null"
     assert route(amtool, config, alertname="Watchdog", severity="none") == "null"

@@ -34,6 +34,11 @@ class ServiceMonitor(Values):
 class DcgmExporter(Values):
     enabled: bool = True
     service_monitor: ServiceMonitor
+    # The exporter reaches the node monitoring agent's host engine at localhost:5555, so it must
+    # share the node's network. The operator would switch it on by itself only for an env var in
+    # its built-in template, and it reads that template before applying these env entries
+    # (GPU Operator v26.7.0 controllers/object_controls.go 1828-1839 vs 1936-1938).
+    host_network: bool = False
     env: list[dict[str, str]] = Field(default_factory=list)
 
 
@@ -63,7 +68,9 @@ def gpu_operator_values(*, dra: bool, service_monitor: bool, shared_host_engine:
     return GpuOperatorValues(
         # In DRA mode GPUs are allocated through claims, not the extended-resource device plugin.
         device_plugin=Toggle(enabled=not dra),
-        dcgm_exporter=DcgmExporter(service_monitor=ServiceMonitor(enabled=service_monitor), env=env),
+        dcgm_exporter=DcgmExporter(
+            service_monitor=ServiceMonitor(enabled=service_monitor), env=env, host_network=shared_host_engine
+        ),
         cluster_policy=DeployCr(deploy_cr=False) if dra else None,
         gpu_cluster=DeployCr(deploy_cr=True) if dra else None,
     )

@@ -33,12 +33,20 @@ READ_CLIENT_SECRET = (
 )
 
 
+# The chart's own NetworkPolicies (on by default) allow the hub and proxy egress anywhere, notebooks
+# egress to every public address, and the proxy ingress from anywhere; NetworkPolicies add up, so
+# they would undo the namespace's default deny. The platform's policies (the namespace guard and
+# network_allows below) are the only ones.
+CHART_POLICY_OFF: dict[str, Any] = {"enabled": False}
+
+
 class HubValues(Values):
     config: dict[str, Any]
     extra_config: dict[str, str]
     extra_volumes: list[dict[str, Any]]
     extra_volume_mounts: list[dict[str, Any]]
     node_selector: dict[str, str] = Field(default_factory=lambda: dict(SYSTEM_NODES))
+    network_policy: dict[str, Any] = Field(default_factory=lambda: dict(CHART_POLICY_OFF))
 
 
 class SingleUserValues(Values):
@@ -47,11 +55,17 @@ class SingleUserValues(Values):
     start_timeout: int
     storage: dict[str, Any]
     profile_list: list[dict[str, Any]]
+    network_policy: dict[str, Any] = Field(default_factory=lambda: dict(CHART_POLICY_OFF))
+    # The chart's metadata block is a privileged NET_ADMIN init container in every notebook pod,
+    # which the namespace's baseline Pod Security refuses. Nothing is lost: IMDS is out of a pod's
+    # reach (IMDSv2, hop limit 1) and the namespace's policies exclude the link-local range.
+    cloud_metadata: dict[str, Any] = Field(default_factory=lambda: {"blockWithIptables": False})
 
 
 class ProxyValues(Values):
     service: dict[str, Any]
     https: dict[str, Any] | None = None
+    chp: dict[str, Any] = Field(default_factory=lambda: {"networkPolicy": dict(CHART_POLICY_OFF)})
 
 
 # Service annotations of the in-tree AWS load balancer integration (no extra controller needed).
@@ -65,10 +79,11 @@ PROXY_HTTP_PORT = 8000
 
 
 def load_balancer_ingress(exposure: JupyterHubExposure, *, vpc_cidr: str) -> dict[str, Any]:
-    """The load balancer's traffic into the proxy pod. The NLB (instance targets) keeps the
-    client's address, or the node's after kube-proxy forwards it to another node; its health
-    checks come from inside the VPC. An internal NLB's clients are in the VPC; an internet-facing
-    one admits only the profile's source CIDRs (its Service's loadBalancerSourceRanges too)."""
+    """The load balancer's traffic into the proxy pod. With instance targets and the Service's
+    default externalTrafficPolicy (Cluster), kube-proxy forwards it from the node's address, and
+    the NLB's health checks come from inside the VPC: the VPC CIDR admits both. Who may reach the
+    load balancer at all is the Service's loadBalancerSourceRanges (the node security group);
+    the source CIDRs here admit clients whose address reaches the pod unchanged."""
     sources = [vpc_cidr, *(exposure.source_cidrs if exposure.type == "public_nlb_tls" else [])]
     return {
         "podSelector": {"matchLabels": dict(PROXY_POD)},
@@ -225,7 +240,8 @@ class JupyterHubAddon(HelmAddonSpec[JupyterHubConfig]):
     def network_allows(self, ctx: AddonContext, settings: JupyterHubConfig) -> dict[str, dict[str, Any]]:
         allows = {
             # Sign-in: the hub exchanges the code at the identity provider's token endpoint and
-            # reads its user-info endpoint (https URLs of the profile, anywhere on the internet).
+            # reads its user-info endpoint (https URLs of the profile, anywhere on the internet);
+            # notebooks fetch packages and data over HTTPS. Never IMDS (link-local is excluded).
             "allow-identity-provider": egress_https_outside_the_node(),
             **client_access(mlflow.DEFINITION.enabled(ctx.config))[1],
         }

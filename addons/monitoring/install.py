@@ -128,7 +128,7 @@ RECEIVER_KEYS = {"slack": "url", "pagerduty": "routing_key"}
 
 def alertmanager_config(receiver: AlertReceiver) -> dict[str, Any]:
     """Alerts of severity critical go to the profile's receiver; the rest (warnings, the chart's
-    Watchdog) to nothing. Grouped per alert and node, re-sent every 4 hours while they fire."""
+    Watchdog) to nothing. Grouped per alert and GPU node, re-sent every 4 hours while they fire."""
     credential = f"{ALERTMANAGER_SECRETS}/{receiver.secret_name}/{RECEIVER_KEYS[receiver.type]}"
     configs = (
         {"slack_configs": [{"api_url_file": credential, "send_resolved": True}]}
@@ -138,7 +138,8 @@ def alertmanager_config(receiver: AlertReceiver) -> dict[str, Any]:
     return {
         "route": {
             "receiver": "null",
-            "group_by": ["alertname", "namespace", "node"],
+            # One group per node: the DCGM exporter's host label (Hostname, hostname from 4.6).
+            "group_by": ["alertname", "namespace", "Hostname", "hostname"],
             "repeat_interval": "4h",
             "routes": [{"matchers": ['severity="critical"'], "receiver": CRITICAL_RECEIVER}],
         },
