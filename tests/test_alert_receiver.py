@@ -142,3 +142,13 @@ def test_only_alertmanager_may_reach_the_receivers_api():
     )
     without = validate_profile(mutated())
     assert "allow-alert-receiver" not in ADDON.network_allows(ctx, ADDON.settings(without))
+
+
+def test_warnings_reach_the_receiver_only_when_the_profile_asks(amtool, tmp_path):
+    quiet = written(tmp_path, AlertReceiver(type="slack"))
+    assert route(amtool, quiet, alertname="GpuAllocatedIdle", severity="warning") == "null"
+    (tmp_path / "loud").mkdir()
+    loud = written(tmp_path / "loud", AlertReceiver(type="slack", warnings=True))
+    assert route(amtool, loud, alertname="GpuAllocatedIdle", severity="warning") == CRITICAL_RECEIVER
+    assert route(amtool, loud, alertname="GpuCriticalXid", severity="critical") == CRITICAL_RECEIVER
+    assert route(amtool, loud, alertname="Watchdog", severity="none") == "null"

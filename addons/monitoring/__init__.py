@@ -20,6 +20,8 @@ class AlertReceiver(Strict):
     key (Secret key `routing_key`)."""
     secret_name: K8sName = "alert-receiver"
     """The Secret in the monitoring namespace that holds the key."""
+    warnings: bool = False
+    """Send warnings too (an idle allocated GPU, a non-fatal XID, a crash-looping pod), not only critical alerts."""
 
 
 class MonitoringConfig(ReleaseConfig):

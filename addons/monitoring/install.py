@@ -127,9 +127,11 @@ RECEIVER_KEYS = {"slack": "url", "pagerduty": "routing_key"}
 
 
 def alertmanager_config(receiver: AlertReceiver) -> dict[str, Any]:
-    """Alerts of severity critical go to the profile's receiver; the rest (warnings, the chart's
-    Watchdog) to nothing. Grouped per alert and GPU node, re-sent every 4 hours while they fire."""
+    """Alerts of severity critical (and, if the profile says so, warning) go to the profile's
+    receiver; the rest (the chart's Watchdog, info) to nothing. Grouped per alert and GPU node,
+    re-sent every 4 hours while they fire."""
     credential = f"{ALERTMANAGER_SECRETS}/{receiver.secret_name}/{RECEIVER_KEYS[receiver.type]}"
+    severities = "critical|warning" if receiver.warnings else "critical"
     configs = (
         {"slack_configs": [{"api_url_file": credential, "send_resolved": True}]}
         if receiver.type == "slack"
@@ -141,7 +143,7 @@ def alertmanager_config(receiver: AlertReceiver) -> dict[str, Any]:
             # One group per node: the DCGM exporter's host label (Hostname, hostname from 4.6).
             "group_by": ["alertname", "namespace", "Hostname", "hostname"],
             "repeat_interval": "4h",
-            "routes": [{"matchers": ['severity="critical"'], "receiver": CRITICAL_RECEIVER}],
+            "routes": [{"matchers": [f'severity=~"{severities}"'], "receiver": CRITICAL_RECEIVER}],
         },
         "receivers": [{"name": "null"}, {"name": CRITICAL_RECEIVER, **configs}],
     }
