@@ -14,7 +14,7 @@ from pydantic import Field
 
 from addons import monitoring
 from addons.gpu_operator import DEFINITION, GpuOperatorConfig
-from components.helm.addon import AddonContext, HelmAddonSpec, installed_release
+from components.helm.addon import AddonContext, HelmAddonSpec, RuntimePath, installed_release
 from components.helm.common import GPU_TOLERATIONS, Placement, Toggle, Toleration
 from components.helm.release import Values
 from components.node_monitoring import DCGM_REMOTE_HOSTENGINE_ENV, HOST_ENGINE
@@ -82,6 +82,20 @@ class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
     timeout_seconds = 900
     pod_security = "privileged"
     privileged_because = "the device plugin, DCGM exporter and feature discovery run privileged to reach the GPUs"
+
+    def runtime_paths(self, settings: GpuOperatorConfig) -> tuple[RuntimePath, ...]:
+        # The operator and its operands talk to the API server only (NFD workers publish
+        # NodeFeature objects through it); the DCGM exporter runs on the host network, outside
+        # the namespace's policies, and Prometheus reaches it on the node.
+        return (
+            RuntimePath(
+                what="tenants' pods cannot reach the operator's pods",
+                direction="Ingress",
+                peer="tenants",
+                port=8080,
+                open=False,
+            ),
+        )
 
     def values(self, ctx: AddonContext, settings: GpuOperatorConfig) -> GpuOperatorValues:
         return gpu_operator_values(

@@ -11,13 +11,26 @@ from cdktf_cdktf_provider_kubernetes.manifest import Manifest
 
 from addons.mpi_operator import DEFINITION, MpiOperatorConfig
 from components.expressions import Expression, expression, quoted_template, string_literal
-from components.helm.addon import AddonContext, AddonSpec, InstalledAddon
+from components.helm.addon import AddonContext, AddonSpec, InstalledAddon, RuntimePath
 from profiles.versions import HTTP_PROVIDER_VERSION, ReleaseArtifact
 
 
 class MpiOperatorAddon(AddonSpec[MpiOperatorConfig]):
     definition = DEFINITION
     release_name = "mpi-operator"
+
+    def runtime_paths(self, settings: MpiOperatorConfig) -> tuple[RuntimePath, ...]:
+        # The controller only talks to the API server (it creates launchers, workers, Services and
+        # the SSH Secret there; deploy/v2beta1/mpi-operator.yaml at v0.8.0 runs no webhook).
+        return (
+            RuntimePath(
+                what="tenants' pods cannot reach the controller (its metrics are for Prometheus)",
+                direction="Ingress",
+                peer="tenants",
+                port=8080,
+                open=False,
+            ),
+        )
 
     def install(self, ctx: AddonContext) -> InstalledAddon:
         artifact = self.definition.pin
