@@ -24,6 +24,7 @@ import json
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from components.k8s.karpenter_pools import pool_limits
 from operate.cleanup import NO_SUCH_KIND
@@ -110,22 +111,29 @@ def _scale(aws: AwsCli, config: PlatformConfig, size: NodeGroupSize, *, paused: 
     )
 
 
+def _merge_patch(kubectl: Kubectl, resource: str, name: str, spec: dict[str, Any], what: str) -> None:
+    """Merge-patch one object's spec as the pause's field manager. An object (or a kind) that is
+    not there is nothing to pause or release; any other failure stops the command."""
+    patched = kubectl(
+        [
+            "patch",
+            resource,
+            name,
+            "--type",
+            "merge",
+            f"--field-manager={FIELD_MANAGER}",
+            "-p",
+            json.dumps({"spec": spec}),
+        ]
+    )
+    if patched.returncode != 0 and "NotFound" not in patched.stderr and NO_SUCH_KIND not in patched.stderr:
+        raise ClusterAccessError(f"{what} failed: {patched.stderr.strip()}")
+
+
 def _stop_policy(kubectl: Kubectl, queues: tuple[str, ...], policy: str, log: Callable[[str], None]) -> None:
     for queue in queues:
-        patched = kubectl(
-            [
-                "patch",
-                "clusterqueues.kueue.x-k8s.io",
-                queue,
-                "--type",
-                "merge",
-                f"--field-manager={FIELD_MANAGER}",
-                "-p",
-                json.dumps({"spec": {"stopPolicy": policy}}),
-            ]
-        )
-        if patched.returncode != 0 and "NotFound" not in patched.stderr and NO_SUCH_KIND not in patched.stderr:
-            raise ClusterAccessError(f"setting ClusterQueue {queue} to {policy} failed: {patched.stderr.strip()}")
+        spec = {"stopPolicy": policy}
+        _merge_patch(kubectl, "clusterqueues.kueue.x-k8s.io", queue, spec, f"setting ClusterQueue {queue} to {policy}")
     if queues:
         log(f"ClusterQueues {', '.join(queues)}: stopPolicy {policy}")
 
@@ -142,20 +150,7 @@ def pause(
     """Stop every node (call only after the user approved `pause_plan`)."""
     _stop_policy(kubectl, cluster_queues, "Hold", log)
     for pool in node_pools:
-        patched = kubectl(
-            [
-                "patch",
-                "nodepools.karpenter.sh",
-                pool,
-                "--type",
-                "merge",
-                f"--field-manager={FIELD_MANAGER}",
-                "-p",
-                json.dumps({"spec": {"limits": {"cpu": "0"}}}),
-            ]
-        )
-        if patched.returncode != 0 and "NotFound" not in patched.stderr and NO_SUCH_KIND not in patched.stderr:
-            raise ClusterAccessError(f"limiting NodePool {pool} failed: {patched.stderr.strip()}")
+        _merge_patch(kubectl, "nodepools.karpenter.sh", pool, {"limits": {"cpu": "0"}}, f"limiting NodePool {pool}")
     if node_pools:
         selector = f"karpenter.sh/nodepool in ({','.join(node_pools)})"
         deleted = kubectl(["delete", "nodeclaims.karpenter.sh", "-l", selector, "--wait=true", "--timeout=15m"])
