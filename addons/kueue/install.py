@@ -16,6 +16,7 @@ from pydantic import Field
 from addons.kueue import DEFINITION, KueueConfig
 from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath
 from components.helm.release import Values, render_yaml
+from components.k8s.namespaces import ingress_from_control_plane
 from components.labels import SYSTEM_NODES, TENANT_LABEL
 
 WEBHOOK_PORT = 9443
@@ -117,16 +118,9 @@ class KueueAddon(HelmAddonSpec[KueueConfig]):
         )
 
     def network_allows(self, ctx: AddonContext, settings: KueueConfig) -> dict[str, dict[str, Any]]:
-        from_control_plane = [{"ipBlock": {"cidr": ctx.vpc_cidr}}]
         return {
-            "allow-admission-webhooks": {
-                "policyTypes": ["Ingress"],
-                "ingress": [{"from": from_control_plane, "ports": [{"protocol": "TCP", "port": WEBHOOK_PORT}]}],
-            },
-            "allow-visibility-api": {
-                "policyTypes": ["Ingress"],
-                "ingress": [{"from": from_control_plane, "ports": [{"protocol": "TCP", "port": VISIBILITY_PORT}]}],
-            },
+            "allow-admission-webhooks": ingress_from_control_plane(ctx.vpc_cidr, WEBHOOK_PORT),
+            "allow-visibility-api": ingress_from_control_plane(ctx.vpc_cidr, VISIBILITY_PORT),
         }
 
     def runtime_paths(self, settings: KueueConfig) -> tuple[RuntimePath, ...]:

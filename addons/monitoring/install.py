@@ -14,11 +14,13 @@ from components.expressions import expression
 from components.helm.addon import AddonContext, HelmAddonSpec, RuntimePath
 from components.helm.common import Placement, Toggle
 from components.helm.release import SensitiveValue, Values
-from components.k8s.namespaces import egress_https_outside_the_node
+from components.k8s.namespaces import egress_https_outside_the_node, ingress_from_control_plane
 from components.labels import SYSTEM_NODES
 from components.node_monitoring import CRITICAL_XIDS
 
 DEFAULT_IDLE_GPU_MINUTES = 30
+# The Prometheus operator's admission webhook (PrometheusRule checks) listens here.
+OPERATOR_WEBHOOK_PORT = 10250
 GPU_OPERATOR_NAMESPACE = gpu_operator.DEFINITION.namespace
 
 
@@ -250,7 +252,7 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
                 what="the API server calls the Prometheus operator's admission webhook",
                 direction="Ingress",
                 peer="control-plane",
-                port=10250,
+                port=OPERATOR_WEBHOOK_PORT,
             ),
             RuntimePath(
                 what="nothing in monitoring calls the internet unless a receiver is set",
@@ -293,12 +295,7 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
                 "egress": [{"to": [{"namespaceSelector": {}}]}, {"to": [{"ipBlock": {"cidr": ctx.vpc_cidr}}]}],
             },
             # The API server calls the Prometheus operator's admission webhook (PrometheusRule checks).
-            "allow-admission-webhook": {
-                "policyTypes": ["Ingress"],
-                "ingress": [
-                    {"from": [{"ipBlock": {"cidr": ctx.vpc_cidr}}], "ports": [{"protocol": "TCP", "port": 10250}]}
-                ],
-            },
+            "allow-admission-webhook": ingress_from_control_plane(ctx.vpc_cidr, OPERATOR_WEBHOOK_PORT),
         }
 
     def values(self, ctx: AddonContext, settings: MonitoringConfig) -> MonitoringValues:

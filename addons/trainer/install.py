@@ -12,6 +12,7 @@ from pydantic import Field
 from addons.trainer import DEFINITION, TrainerConfig
 from components.helm.addon import AddonContext, HelmAddonSpec, RuntimePath
 from components.helm.release import Values
+from components.k8s.namespaces import ingress_from_control_plane
 from components.labels import SYSTEM_NODES
 
 WEBHOOK_PORT = 9443
@@ -67,17 +68,7 @@ class TrainerAddon(HelmAddonSpec[TrainerConfig]):
         )
 
     def network_allows(self, ctx: AddonContext, settings: TrainerConfig) -> dict[str, dict[str, Any]]:
-        return {
-            "allow-admission-webhooks": {
-                "policyTypes": ["Ingress"],
-                "ingress": [
-                    {
-                        "from": [{"ipBlock": {"cidr": ctx.vpc_cidr}}],
-                        "ports": [{"protocol": "TCP", "port": WEBHOOK_PORT}],
-                    }
-                ],
-            }
-        }
+        return {"allow-admission-webhooks": ingress_from_control_plane(ctx.vpc_cidr, WEBHOOK_PORT)}
 
 
 ADDON = TrainerAddon()

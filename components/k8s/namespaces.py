@@ -105,6 +105,15 @@ def egress_https_outside_the_node() -> dict[str, Any]:
     }
 
 
+def ingress_from_control_plane(vpc_cidr: str, port: int) -> dict[str, Any]:
+    """The API server calling into the namespace (an admission webhook, an aggregated API): EKS's
+    control plane reaches pods through its network interfaces in the VPC's subnets."""
+    return {
+        "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"ipBlock": {"cidr": vpc_cidr}}], "ports": [{"protocol": "TCP", "port": port}]}],
+    }
+
+
 def egress_to_pod_identity_agent() -> dict[str, Any]:
     return {
         "policyTypes": ["Egress"],
