@@ -202,13 +202,19 @@ def trainjob_check_nodes(config: PlatformConfig, target: ValidationTarget) -> in
     return nodes
 
 
+def trainjob_check_applies(config: PlatformConfig, target: ValidationTarget) -> bool:
+    """verify owes a TrainJob check: Trainer runs, a tenant exists to submit it as, and GPUs are
+    the extended resource its runtime asks for (not DRA claims)."""
+    return TRAINER.enabled(config) and bool(config.workloads.tenants) and not target.dra
+
+
 def trainjob_check(config: PlatformConfig, target: ValidationTarget) -> dict[str, Any] | None:
     """A TrainJob as a tenant submits one: in the first tenant's namespace, without a queue name
     (Kueue's defaulting gives it the tenant's queue), on the platform's runtime for the checked
     group, with torchrun all-reducing a tensor of ones over NCCL across every GPU of its nodes."""
-    tenants = config.workloads.tenants
-    if not TRAINER.enabled(config) or not tenants or target.dra or not trainjob_check_nodes(config, target):
+    if not trainjob_check_applies(config, target) or not trainjob_check_nodes(config, target):
         return None
+    tenants = config.workloads.tenants
     script = f"cat > /tmp/check.py <<'PY'\n{TRAINJOB_CHECK_SCRIPT.strip()}\nPY\nexec torchrun /tmp/check.py"
     return {
         "apiVersion": TRAINJOB_API_VERSION,

@@ -18,7 +18,6 @@ from typing import Any
 import yaml
 
 from addons.mlflow import DEFINITION as MLFLOW
-from addons.trainer import DEFINITION as TRAINER
 from components.k8s import mlflow_access
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
 from manifests.render import (
@@ -32,6 +31,7 @@ from manifests.render import (
     TRAINJOB_CHECK_MARKER,
     ValidationTarget,
     render,
+    trainjob_check_applies,
     trainjob_check_nodes,
 )
 from operate.kubectl import Kubectl
@@ -227,7 +227,7 @@ def _trainjob_results(
 ) -> list[CheckResult]:
     """Run the TrainJob check (last: after the MPIJob freed the nodes) and judge rank 0's line."""
     results: list[CheckResult] = []
-    if TRAINER.enabled(config) and config.workloads.tenants and not target.dra and not train_jobs:
+    if trainjob_check_applies(config, target) and not train_jobs:
         tenant, group = config.workloads.tenants[0].name, target.group.name
         results.append(
             CheckResult(
