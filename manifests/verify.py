@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -204,6 +205,13 @@ def check_mlflow(log: str) -> CheckResult:
     )
 
 
+def wait_for(
+    kubectl: Kubectl, namespace: str, obj: str, until: str, timeout_minutes: int
+) -> subprocess.CompletedProcess[str]:
+    """`kubectl wait` for one object (kind/name) to reach `until` (kubectl's --for), at most the timeout."""
+    return kubectl(["wait", "-n", namespace, obj, f"--for={until}", f"--timeout={timeout_minutes}m"])
+
+
 def check_trainjob(log: str, expected_ranks: int) -> CheckResult:
     """Rank 0's line: every rank of every node joined (world) and NCCL summed their ones (sum)."""
     found = re.search(rf"{re.escape(TRAINJOB_CHECK_MARKER)}world=(\d+) sum=(\d+)", log)
@@ -241,15 +249,8 @@ def _trainjob_results(
         namespace = job["metadata"]["namespace"]
         if failed := apply(file_name):
             return [*results, failed]
-        waited = kubectl(
-            [
-                "wait",
-                "-n",
-                namespace,
-                f"{TRAINJOB_KIND.lower()}/{TRAINJOB_CHECK}",
-                "--for=condition=Complete",
-                f"--timeout={timeout_minutes}m",
-            ]
+        waited = wait_for(
+            kubectl, namespace, f"{TRAINJOB_KIND.lower()}/{TRAINJOB_CHECK}", "condition=Complete", timeout_minutes
         )
         logs = kubectl(["logs", "-n", namespace, "-l", f"{JOBSET_NAME_LABEL}={TRAINJOB_CHECK}", "--tail=-1"])
         results.append(
@@ -310,16 +311,7 @@ def run_checks(
             return [failed]
 
     def pod_log(pod: str, namespace: str = NAMESPACE) -> tuple[bool, str]:
-        waited = kubectl(
-            [
-                "wait",
-                "-n",
-                namespace,
-                f"pod/{pod}",
-                "--for=jsonpath={.status.phase}=Succeeded",
-                f"--timeout={timeout_minutes}m",
-            ]
-        )
+        waited = wait_for(kubectl, namespace, f"pod/{pod}", "jsonpath={.status.phase}=Succeeded", timeout_minutes)
         logs = kubectl(["logs", "-n", namespace, f"pod/{pod}"])
         return waited.returncode == 0, logs.stdout
 
@@ -340,16 +332,7 @@ def run_checks(
     for file_name in sorted(multi_node):
         if failed := apply(file_name):
             return [*results, failed]
-    waited = kubectl(
-        [
-            "wait",
-            "-n",
-            NAMESPACE,
-            f"{MPIJOB_KIND.lower()}/{NCCL_JOB}",
-            "--for=condition=Succeeded",
-            f"--timeout={timeout_minutes}m",
-        ]
-    )
+    waited = wait_for(kubectl, NAMESPACE, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}", "condition=Succeeded", timeout_minutes)
     logs = kubectl(["logs", "-n", NAMESPACE, "-l", launcher_selector(NCCL_JOB), "--tail=-1"])
     results.append(
         check_nccl(logs.stdout, target)
