@@ -235,10 +235,11 @@ class PlatformConfig(Strict):
                     f"collides with tenant {tenant}'s identity (index {index})",
                     allowed="a tenant name not ending in -identity",
                 )
+        # Add-ons whose namespace is a setting: (its field, the namespace it names).
         chosen = {
-            definition.key: definition.namespace_of(definition.settings(self))
-            for definition in DEFINITIONS
-            if definition.namespace_setting
+            ("addons", d.key, d.namespace_setting): d.namespace_of(d.settings(self))
+            for d in DEFINITIONS
+            if d.namespace_setting
         }
         reserved = {*PLATFORM_NAMESPACES, *chosen.values()}
         for index, tenant in enumerate(tenants):
@@ -249,13 +250,12 @@ class PlatformConfig(Strict):
                     "is a namespace the platform creates for an add-on",
                     allowed=f"a team name other than {', '.join(sorted(reserved))}",
                 )
-        for key, namespace in chosen.items():
+        for field, namespace in chosen.items():
             if namespace in PLATFORM_NAMESPACES or namespace in RESERVED_NAMESPACES or namespace.startswith("kube-"):
-                setting = next(d.namespace_setting for d in DEFINITIONS if d.key == key)
                 yield FieldProblem(
-                    ("addons", key, str(setting)),
+                    field,
                     namespace,
-                    f"is a system or platform namespace; {key} needs one of its own",
+                    f"is a system or platform namespace; {field[1]} needs one of its own",
                     allowed=f"a namespace other than {', '.join(sorted({*PLATFORM_NAMESPACES, *RESERVED_NAMESPACES}))}",
                 )
 
