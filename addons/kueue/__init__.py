@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
+from addons import jupyterhub, karpenter
 from addons.definition import AddonDefinition, PlatformConfig, ReleaseConfig
 from profiles.catalog import CATALOG
 from profiles.versions import ChartRef
@@ -88,8 +89,6 @@ class Share:
 def flavors(config: PlatformConfig) -> tuple[Flavor, ...]:
     """The GPU flavours, managed node groups first (in profile order), then Karpenter's GPU pool
     when no other add-on runs its GPU pods there (JupyterHub's GPU notebooks do)."""
-    from addons import jupyterhub, karpenter  # sibling definitions: imported here, not at package load
-
     found = []
     for group in config.cluster.gpu_node_groups:
         entry, efa = group.catalog_entry, group.efa_enabled
