@@ -667,6 +667,33 @@ ADDON_BAD_INPUT = [
         "addons.gpu_operator.driver",
         ["unknown setting", "allowed: enabled"],
     ),
+    # The settings Kueue, Trainer and the alert receiver brought.
+    (
+        mutated(addons={"kueue": {"pods_ready_timeout_minutes": 2}}),
+        "addons.kueue.pods_ready_timeout_minutes",
+        ["greater than or equal to 5", "got 2"],
+    ),
+    (mutated(addons={"kueue": {"requeue_limit": 0}}), "addons.kueue.requeue_limit", ["greater than or equal to 1"]),
+    (
+        mutated(addons={"gpu_operator": {"dra": True}, "kueue": {"enabled": False}, "trainer": {"enabled": True}}),
+        "addons.trainer.enabled",
+        ["ask for nvidia.com/gpu", "allowed: addons.trainer.enabled: false, or addons.gpu_operator.dra: false"],
+    ),
+    (
+        mutated(addons={"monitoring": {"idle_gpu_alert_minutes": 1}}),
+        "addons.monitoring.idle_gpu_alert_minutes",
+        ["greater than or equal to 5", "got 1"],
+    ),
+    (
+        mutated(addons={"monitoring": {"alert_receiver": {"type": "email"}}}),
+        "addons.monitoring.alert_receiver.type",
+        ["got 'email'", "allowed: slack, pagerduty"],
+    ),
+    (
+        mutated(addons={"monitoring": {"alert_receiver": {"type": "slack", "secret_name": "Bad_Name"}}}),
+        "addons.monitoring.alert_receiver.secret_name",
+        ["'Bad_Name'", "a Kubernetes name"],
+    ),
 ]
 
 
@@ -680,6 +707,21 @@ def test_karpenter_below_1_6_is_fine_without_capacity_blocks():
 
 
 WORKLOADS_AND_STATE_BAD_INPUT = [
+    (
+        mutated(workloads__tenants=[{"name": "t", "gpu_borrowing_limit": -1}]),
+        "workloads.tenants.0.gpu_borrowing_limit",
+        ["greater than or equal to 0", "got -1"],
+    ),
+    (
+        mutated(workloads__tenants=[{"name": "t", "gpu_lending_limit": -2}]),
+        "workloads.tenants.0.gpu_lending_limit",
+        ["greater than or equal to 0", "got -2"],
+    ),
+    (
+        mutated(workloads__gpu_pool__expire_after_hours=0),
+        "workloads.gpu_pool.expire_after_hours",
+        ["greater than or equal to 1", "got 0"],
+    ),
     (
         mutated(state={"bucket": "tf-state", "region": "nowhere"}),
         "state.region",
