@@ -368,7 +368,7 @@ def ask_for_name(question: str, name: str) -> bool:
 
 def profile_kubectl(config: PlatformConfig, operator: Operator, kubeconfig: Path) -> Kubectl:
     """kubectl bound to the profile's own cluster, as the cluster layer's outputs name it."""
-    from operate.cluster_access import ClusterAccessError, ClusterTarget, bind_kubectl
+    from operate.cluster_access import ClusterAccessError, ClusterTarget, api_tunnel, bind_kubectl
     from operate.layers import StateUnreadable
 
     try:
@@ -385,7 +385,7 @@ def profile_kubectl(config: PlatformConfig, operator: Operator, kubeconfig: Path
     )
     if target.name != config.name:
         raise ClusterAccessError(f"the cluster layer's state is for cluster {target.name}, not {config.name}")
-    return bind_kubectl(target, kubeconfig)
+    return bind_kubectl(target, kubeconfig, tunnel=api_tunnel(operator.env))
 
 
 def cleanup_profile_cluster(config: PlatformConfig, operator: Operator, kubeconfig: Path, layer: str) -> None:

@@ -21,6 +21,7 @@ from cdktf_cdktf_provider_aws.eks_cluster import (
     EksClusterKubernetesNetworkConfig,
     EksClusterVpcConfig,
 )
+from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
 from components.iam import ServiceRole, ServiceRoleProps, allow, policy_document
@@ -46,6 +47,10 @@ class ControlPlaneProps:
     """Private subnets for the control plane's network interfaces."""
     public_access_cidrs: tuple[str, ...]
     """CIDRs that may reach the public endpoint; empty: no public endpoint."""
+    private_access_cidrs: tuple[str, ...] = ()
+    """Networks outside the VPC (a VPN, a peered network) admitted to the private endpoint on 443."""
+    private_access_security_groups: tuple[str, ...] = ()
+    """Security groups in the VPC (a bastion, an SSM forwarding host) admitted to the private endpoint on 443."""
     log_types: tuple[str, ...]
     """Control-plane log types sent to CloudWatch."""
     service_ipv4_cidr: str
@@ -122,6 +127,30 @@ class EksControlPlane(Construct):
         self._certificate_authority = cluster.certificate_authority.get(0).data
         self._cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
         self._kms_key_arn = key.arn
+        # The private endpoint's network interfaces carry the cluster security group, which admits
+        # only itself; whoever else may call the API is named in the profile.
+        for index, cidr in enumerate(props.private_access_cidrs):
+            VpcSecurityGroupIngressRule(
+                self,
+                f"api-from-network-{index}",
+                security_group_id=self._cluster_security_group_id,
+                cidr_ipv4=cidr,
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                description=f"Kubernetes API from {cidr} (cluster.private_endpoint_access.cidrs)",
+            )
+        for group_id in props.private_access_security_groups:
+            VpcSecurityGroupIngressRule(
+                self,
+                f"api-from-{group_id}",
+                security_group_id=self._cluster_security_group_id,
+                referenced_security_group_id=group_id,
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                description=f"Kubernetes API from {group_id} (cluster.private_endpoint_access.security_groups)",
+            )
 
         # The deploying principal (an assumed role resolves to its role ARN) plus listed admins.
         session = DataAwsIamSessionContext(self, "caller-session", arn=caller.arn)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from operate.cluster_access import ClusterAccessError
+from operate.cluster_access import ClusterAccessError, access_options, api_tunnel
 from operate.kubectl import Kubectl
 from operate.layers import KUBERNETES_LAYERS, StateUnreadable
 
@@ -98,28 +98,28 @@ def endpoint_reachable(endpoint: str, timeout: float = 5.0) -> bool:
 def api_problems(
     config: PlatformConfig, operator: Operator, layers: list[str], reachable: Callable[[str], bool] = endpoint_reachable
 ) -> list[str]:
-    """The Kubernetes layers need the API endpoint from where this deploy runs."""
+    """The Kubernetes layers need the API endpoint, or the local forward TF_VAR_api_tunnel names,
+    from where this deploy runs."""
     if not any(layer in KUBERNETES_LAYERS for layer in layers):
         return []
-    options = (
-        "Either deploy the AWS layers from here (make deploy LAYER=aws) and the addons and workloads "
-        "layers from a machine inside the VPC, or set cluster.endpoint_public_access: true with "
-        "cluster.endpoint_public_access_cidrs naming your egress CIDRs."
-    )
     try:
+        tunnel = api_tunnel(operator.env)
         endpoint = operator.outputs("cluster").get("endpoint", {}).get("value")
-    except StateUnreadable as error:
+    except (ClusterAccessError, StateUnreadable) as error:
         return [str(error)]
     if endpoint is None:  # the cluster is not deployed yet
         if config.cluster.endpoint_public_access:
             return []
         return [
-            "the addons and workloads layers need the cluster's API endpoint, which this profile keeps "
-            "private (reachable only from inside the VPC, which this deploy creates). " + options
+            "the addons and workloads layers need the cluster's API endpoint, which this profile keeps private "
+            "(reachable only through the VPC this deploy creates): deploy the AWS layers first (make deploy "
+            "LAYER=aws), then the rest once you can reach the endpoint. " + access_options(None)
         ]
-    if not reachable(endpoint):
-        return [f"the cluster's API endpoint {endpoint} does not answer from this machine (TCP 443). " + options]
-    return []
+    if tunnel is not None:
+        silent = f"nothing answers at the forward {tunnel} (TCP): start it first. "
+    else:
+        silent = f"the cluster's API endpoint {endpoint} does not answer from this machine (TCP 443). "
+    return [] if reachable(tunnel or endpoint) else [silent + access_options(endpoint)]
 
 
 def user_secret_problems(

@@ -71,6 +71,7 @@ LabelValue = Annotated[str, Field(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A
 # An IPv4 CIDR block, e.g. 10.0.0.0/16 (checked by check_cidr where used).
 Cidr = str
 IamPrincipalArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")]
+SecurityGroupId = Annotated[str, Field(pattern=r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")]
 
 
 # AWS tags: keys 1-128 characters, values up to 256, the aws: prefix reserved for AWS.
@@ -153,6 +154,7 @@ PATTERN_WORDS: dict[str, str] = {
     r"^https://[^\s/]+(/\S*)?$": "an https:// URL",
     r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$": "an IAM role or user ARN, "
     "e.g. arn:aws:iam::123456789012:role/admins",
+    r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$": "a security group ID, e.g. sg-0123456789abcdef0",
     r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$": "a Kubernetes quantity, e.g. 64, 500m or 256Gi",
     r"^[\w .:/=+@-]+$": "letters, digits, spaces and _.:/=+@-",
     r"^[\w .:/=+@-]*$": "letters, digits, spaces and _.:/=+@-",

@@ -16,6 +16,7 @@ from profiles.base import (
     LabelKey,
     LabelValue,
     Name,
+    SecurityGroupId,
     Strict,
     check_cidr,
     check_sizes,
@@ -304,6 +305,30 @@ class GpuNodeGroupConfig(Strict):
         return "cluster" if isinstance(self.capacity, OnDemandCapacity) else "none"
 
 
+class PrivateApiAccess(Strict):
+    cidrs: list[Cidr] = Field(default_factory=list)
+    """Networks routed into the VPC that may reach the private API endpoint on TCP 443: a Client VPN's client
+    range, a peered VPC, a Direct Connect or site-to-site VPN network. Private address ranges outside this VPC.
+    """
+    security_groups: list[SecurityGroupId] = Field(default_factory=list)
+    """Security groups in this VPC whose members may reach the private API endpoint on TCP 443: a bastion, the
+    instance an SSM port forward runs through, a CI runner (sg-0123456789abcdef0).
+    """
+
+    @field_validator("cidrs")
+    @classmethod
+    def _private_networks(cls, cidrs: list[str]) -> list[str]:
+        for cidr in cidrs:
+            check_cidr(cidr)
+            if not any(ipaddress.IPv4Network(cidr).subnet_of(private) for private in PRIVATE_RANGES):
+                raise ValueError(
+                    f"{cidr} is not a private address range: the private endpoint is reached over the VPC's own "
+                    "routes (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10); for your public "
+                    "egress use endpoint_public_access_cidrs"
+                )
+        return cidrs
+
+
 class ClusterConfig(Strict):
     kubernetes_version: KubernetesVersion = DEFAULT_KUBERNETES_VERSION
     """EKS Kubernetes version. Default: the newest EKS version in standard support that every pinned component supports
@@ -319,6 +344,11 @@ class ClusterConfig(Strict):
     endpoint_public_access_cidrs: list[Cidr] = Field(default_factory=list)
     """Your own egress CIDRs that may reach the public endpoint (with endpoint_public_access). Together at most
     65536 addresses (a /16): wider is the internet in effect."""
+    private_endpoint_access: PrivateApiAccess = Field(default_factory=PrivateApiAccess)
+    """Who may reach the private API endpoint from outside the cluster's own nodes (a VPN, a bastion, an SSM port
+    forward; docs/operations.md, Reaching the API). Default: nobody; the endpoint's security group admits only the
+    cluster's own nodes and control plane.
+    """
     service_ipv4_cidr: Cidr | None = None
     """The Kubernetes Service CIDR (ClusterIPs; the API server's `kubernetes` Service is its first address). Unset:
     172.20.0.0/16 for a VPC in 10.0.0.0/8, else 10.100.0.0/16, as EKS itself picks. A /12 to /24 block in
@@ -421,6 +451,21 @@ class ClusterConfig(Strict):
                 "endpoint_public_access_cidrs are set but the public endpoint is off",
                 allowed="true (open the endpoint to those CIDRs), or remove the CIDRs",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _private_access_outside_vpc(self) -> ClusterConfig:
+        vpc = ipaddress.IPv4Network(self.vpc.cidr)
+        for index, cidr in enumerate(self.private_endpoint_access.cidrs):
+            if ipaddress.IPv4Network(cidr).overlaps(vpc):
+                raise FieldProblem(
+                    ("private_endpoint_access", "cidrs", index),
+                    cidr,
+                    f"overlaps the cluster's VPC ({self.vpc.cidr}): a host inside the VPC is admitted by its "
+                    "security group, not by an address range that would also admit every pod and node there",
+                    allowed="a network outside the VPC (a VPN's client range, a peered VPC), or list the host's "
+                    "group under private_endpoint_access.security_groups",
+                )
         return self
 
     @model_validator(mode="after")

@@ -75,6 +75,8 @@ class ClusterStack(LayerStack):
                 kubernetes_version=cluster_cfg.kubernetes_version,
                 subnet_ids=private_subnets,
                 public_access_cidrs=tuple(cluster_cfg.endpoint_public_access_cidrs),
+                private_access_cidrs=tuple(cluster_cfg.private_endpoint_access.cidrs),
+                private_access_security_groups=tuple(cluster_cfg.private_endpoint_access.security_groups),
                 log_types=tuple(cluster_cfg.control_plane_log_types),
                 service_ipv4_cidr=cluster_cfg.service_cidr,
                 admin_principal_arns=tuple(cluster_cfg.admin_principal_arns),

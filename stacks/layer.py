@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cdktf import Fn, LocalBackend, S3Backend, TerraformOutput, TerraformStack
+from cdktf import (
+    Fn,
+    LocalBackend,
+    S3Backend,
+    TerraformOutput,
+    TerraformStack,
+    TerraformVariable,
+    TerraformVariableValidationConfig,
+)
 from cdktf_cdktf_provider_aws.provider import AwsProvider, AwsProviderDefaultTags
 from cdktf_cdktf_provider_helm.provider import HelmProvider, HelmProviderKubernetes, HelmProviderKubernetesExec
 from cdktf_cdktf_provider_kubernetes.provider import KubernetesProvider, KubernetesProviderExec
 from constructs import Construct
 
+from components.expressions import matches
 from profiles import PlatformConfig
+from stacks import API_TUNNEL_PATTERN, API_TUNNEL_VARIABLE
 from stacks.contracts import ClusterOutputs, terraform_outputs
 
 
@@ -59,14 +69,35 @@ class LayerStack(TerraformStack):
 
     def use_kubernetes_providers(self, cluster: ClusterOutputs, *, helm: bool) -> None:
         """The Kubernetes (and with `helm` the Helm) provider for the cluster, authenticated per
-        request by `aws eks get-token` (a static token would expire during a long apply)."""
+        request by `aws eks get-token` (a static token would expire during a long apply). They
+        connect to the endpoint, or to the local forward `var.api_tunnel` names, and check the
+        server's certificate against the endpoint's own name either way."""
+        tunnel = TerraformVariable(
+            self,
+            API_TUNNEL_VARIABLE,
+            type="string",
+            default="",
+            nullable=False,
+            description="A local forward to the cluster's private API endpoint, e.g. https://localhost:8443 (an SSM "
+            "port forward or SSH tunnel; docs/operations.md). Empty: the endpoint itself.",
+            validation=[
+                TerraformVariableValidationConfig(
+                    condition=matches(f"^$|{API_TUNNEL_PATTERN}", f"var.{API_TUNNEL_VARIABLE}"),
+                    error_message=f"{API_TUNNEL_VARIABLE} must be empty or https://localhost:PORT "
+                    "(or https://127.0.0.1:PORT): a forward on this machine to the private endpoint.",
+                )
+            ],
+        ).string_value
+        host = Fn.coalesce([tunnel, cluster.endpoint])  # the first that is not empty
+        server_name = Fn.trimprefix(cluster.endpoint, "https://")
         ca = Fn.base64decode(cluster.certificate_authority)
         get_token = ["eks", "get-token", "--cluster-name", cluster.cluster_name, "--region", cluster.region]
         api_version = "client.authentication.k8s.io/v1beta1"
         KubernetesProvider(
             self,
             "kubernetes",
-            host=cluster.endpoint,
+            host=host,
+            tls_server_name=server_name,
             cluster_ca_certificate=ca,
             exec=[KubernetesProviderExec(api_version=api_version, command="aws", args=get_token)],
         )
@@ -75,7 +106,8 @@ class LayerStack(TerraformStack):
                 self,
                 "helm",
                 kubernetes=HelmProviderKubernetes(
-                    host=cluster.endpoint,
+                    host=host,
+                    tls_server_name=server_name,
                     cluster_ca_certificate=ca,
                     exec=HelmProviderKubernetesExec(api_version=api_version, command="aws", args=get_token),
                 ),

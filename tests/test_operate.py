@@ -24,8 +24,9 @@ if command == "plan":
     out = [a.split("=", 1)[1] for a in sys.argv if a.startswith("-out=")]
     if out:
         open(os.path.join(folder, out[0]), "w").write("plan with TF_VAR values")
+tunnel = os.environ.get("TF_VAR_api_tunnel")
 with open(os.environ["FAKE_TF_LOG"], "a") as log:
-    log.write(f"{layer} {command}\\n")
+    log.write(f"{layer} {command}" + (f" via {tunnel}" if tunnel else "") + "\\n")
 if command == "show":
     print(json.dumps({"resource_changes": [
         {"address": f"aws_vpc.{layer}", "change": {"actions": ["create"]}},
@@ -40,9 +41,12 @@ elif command == "output":
     if os.environ.get("FAKE_TF_STATE") == "fresh" and f"{layer} apply" not in applied:
         print("{}")
         sys.exit(0)
-    print(json.dumps({"cluster_name": {"value": "gpu-validation", "sensitive": False},
-                      "certificate_authority": {"value": "c2VjcmV0", "sensitive": True},
-                      "cross-stack-output-x": {"value": "plumbing", "sensitive": False}}))
+    outputs = {"cluster_name": {"value": "gpu-validation", "sensitive": False},
+               "certificate_authority": {"value": "c2VjcmV0", "sensitive": True},
+               "cross-stack-output-x": {"value": "plumbing", "sensitive": False}}
+    if os.environ.get("FAKE_TF_ENDPOINT"):
+        outputs["endpoint"] = {"value": os.environ["FAKE_TF_ENDPOINT"], "sensitive": False}
+    print(json.dumps(outputs))
 elif command == "state":
     print("\\n".join(json.loads(os.environ.get("FAKE_TF_RESOURCES", "{}")).get(layer, [])))
 if command == "apply" and os.environ.get("FAKE_TF_SLOW"):
@@ -250,12 +254,14 @@ TARGET = ClusterTarget(
 
 
 class FakeCli:
-    """Answers aws / kubectl calls; records them. `server` is what the kubeconfig points at."""
+    """Answers aws / kubectl calls; records them. `server` is what the kubeconfig points at;
+    `config set-cluster` changes it (and the TLS server name) as kubectl would."""
 
     def __init__(
         self, *, server: str = TARGET.endpoint, reachable: bool = True, objects: dict[str, list[dict]] | None = None
     ):
         self.server, self.reachable, self.objects = server, reachable, objects or {}
+        self.tls_server_name = ""
         self.calls: list[list[str]] = []
 
     def __call__(self, args: list[str]) -> subprocess.CompletedProcess[str]:
@@ -264,7 +270,17 @@ class FakeCli:
             return subprocess.CompletedProcess(args, 0, "", "")
         rest = args[4:]  # after --kubeconfig K --context C
         if rest[:2] == ["config", "view"]:
-            return subprocess.CompletedProcess(args, 0, self.server, "")
+            shown = {
+                "jsonpath={.clusters[0].cluster.server}": self.server,
+                "jsonpath={.clusters[0].cluster.tls-server-name}": self.tls_server_name,
+                "jsonpath={.contexts[0].context.cluster}": f"arn:aws:eks:us-west-2:111122223333:cluster/{TARGET.name}",
+            }
+            return subprocess.CompletedProcess(args, 0, shown[rest[-1]], "")
+        if rest[:2] == ["config", "set-cluster"]:
+            assert rest[2] == f"arn:aws:eks:us-west-2:111122223333:cluster/{TARGET.name}", rest
+            options = dict(option.removeprefix("--").split("=", 1) for option in rest[3:])
+            self.server, self.tls_server_name = options["server"], options["tls-server-name"]
+            return subprocess.CompletedProcess(args, 0, "", "")
         if rest[:2] == ["get", "--raw"]:
             return subprocess.CompletedProcess(args, 0 if self.reachable else 1, "{}", "dial tcp: i/o timeout")
         if rest[0] == "get":
@@ -293,6 +309,63 @@ def test_a_kubeconfig_for_another_cluster_is_refused(tmp_path):
     cli = FakeCli(server="https://OTHER.gr7.us-west-2.eks.amazonaws.com")
     with pytest.raises(ClusterAccessError, match="not at the cluster layer's endpoint"):
         bind_kubectl(TARGET, tmp_path / "kubeconfig", aws=cli, kubectl=cli)
+
+
+def test_through_a_tunnel_kubectl_connects_locally_and_checks_tls_as_the_endpoint(tmp_path):
+    cli = FakeCli()
+    kubectl = bind_kubectl(TARGET, tmp_path / "kubeconfig", tunnel="https://localhost:8443", aws=cli, kubectl=cli)
+    assert (cli.server, cli.tls_server_name) == ("https://localhost:8443", "ABC.gr7.us-west-2.eks.amazonaws.com")
+    # The kubeconfig is pointed at the forward only after it was checked to be this cluster's.
+    order = [call[4:6] for call in cli.calls[1:]]
+    assert order.index(["config", "set-cluster"]) > order.index(["config", "view"])
+    kubectl(["get", "pods"])
+    assert cli.calls[-1][:4] == ["--kubeconfig", str(tmp_path / "kubeconfig"), "--context", "platform-gpu-validation"]
+
+
+def test_a_tunnel_never_redirects_a_kubeconfig_written_for_another_cluster(tmp_path):
+    cli = FakeCli(server="https://OTHER.gr7.us-west-2.eks.amazonaws.com")
+    with pytest.raises(ClusterAccessError, match="not at the cluster layer's endpoint"):
+        bind_kubectl(TARGET, tmp_path / "kubeconfig", tunnel="https://localhost:8443", aws=cli, kubectl=cli)
+    assert not any(call[4:6] == ["config", "set-cluster"] for call in cli.calls)
+
+
+def test_a_silent_tunnel_names_the_ways_to_reach_the_api(tmp_path):
+    cli = FakeCli(reachable=False)
+    with pytest.raises(ClusterAccessError) as error:
+        bind_kubectl(TARGET, tmp_path / "kubeconfig", tunnel="https://localhost:8443", aws=cli, kubectl=cli)
+    message = str(error.value)
+    assert "does not answer through the forward https://localhost:8443" in message
+    assert "AWS-StartPortForwardingSessionToRemoteHost" in message and "private_endpoint_access.cidrs" in message
+    assert cli.deletes == []
+
+
+def test_destroy_through_a_tunnel_cleans_up_and_destroys_through_the_forward(tmp_path, fake_terraform, monkeypatch):
+    """The destroy path as `main.py destroy` wires it, with fake terraform, aws and kubectl."""
+    import main
+    import operate.cluster_access
+
+    claim = {"metadata": {"name": "scratch", "namespace": "ml-team"}, "spec": {"storageClassName": "gp3"}}
+    cli = FakeCli(objects={"persistentvolumeclaims": [claim]})
+    monkeypatch.setattr(
+        operate.cluster_access,
+        "bind_kubectl",
+        lambda target, kubeconfig, *, tunnel=None: bind_kubectl(
+            target, kubeconfig, tunnel=tunnel, aws=cli, kubectl=cli
+        ),
+    )
+    config = load_profile("g6-validation")
+    op, log = operator(tmp_path, fake_terraform)
+    op.env |= {"TF_VAR_api_tunnel": "https://localhost:8443", "FAKE_TF_ENDPOINT": TARGET.endpoint}
+    op.cleanup = lambda layer: main.cleanup_profile_cluster(config, op, tmp_path / "kubeconfig", layer)
+    (result,) = op.run("destroy", ["workloads"])
+    assert result.ok, result.detail
+    assert (cli.server, cli.tls_server_name) == ("https://localhost:8443", "ABC.gr7.us-west-2.eks.amazonaws.com")
+    assert [call[:5] for call in cli.deletes] == [["delete", "pvc", "scratch", "-n", "ml-team"]]
+    # Terraform (the kubernetes provider's plan and apply) got the same forward.
+    assert {line for line in calls(log) if line.startswith("workloads ")} >= {
+        "workloads plan via https://localhost:8443",
+        "workloads apply via https://localhost:8443",
+    }
 
 
 def test_an_unreachable_cluster_is_an_error_not_zero_deletions(tmp_path):

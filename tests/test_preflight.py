@@ -62,8 +62,9 @@ def test_good_passwords_pass_and_layers_without_variables_need_none(tmp_path, sy
 
 
 class Outputs:
-    def __init__(self, cluster: dict):
+    def __init__(self, cluster: dict, env: dict[str, str] | None = None):
         self.cluster = cluster
+        self.env = env or {}
 
     def outputs(self, layer: str) -> dict:
         assert layer == "cluster"
@@ -87,6 +88,36 @@ def test_a_public_endpoint_passes_and_a_deployed_one_must_answer():
     (problem,) = api_problems(config, Outputs(ENDPOINT), ["addons"], reachable=lambda _: False)  # type: ignore[arg-type]
     assert "does not answer from this machine" in problem
     assert api_problems(config, Outputs(ENDPOINT), ["addons"], reachable=lambda _: True) == []  # type: ignore[arg-type]
+
+
+def test_a_tunnel_is_what_must_answer_and_the_options_say_how_to_open_one():
+    config = load_profile("g6-validation")
+    tunnel = {"TF_VAR_api_tunnel": "https://localhost:8443"}
+    asked: list[str] = []
+
+    def silent(address: str) -> bool:
+        asked.append(address)
+        return False
+
+    (problem,) = api_problems(config, Outputs(ENDPOINT, tunnel), ["addons"], reachable=silent)  # type: ignore[arg-type]
+    assert asked == ["https://localhost:8443"]  # the forward, not the private endpoint behind it
+    assert problem.startswith("nothing answers at the forward https://localhost:8443")
+    # The options name the settings and the SSM forward to the endpoint's own host name.
+    assert "cluster.private_endpoint_access.security_groups" in problem
+    assert "host=ABC.gr7.us-west-2.eks.amazonaws.com,portNumber=443,localPortNumber=8443" in problem
+    assert api_problems(config, Outputs(ENDPOINT, tunnel), ["addons"], reachable=lambda _: True) == []  # type: ignore[arg-type]
+    # Only the Kubernetes layers go through it.
+    assert api_problems(config, Outputs(ENDPOINT, tunnel), ["storage"], reachable=silent) == []  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "value", ["http://localhost:8443", "https://10.0.1.5:443", "https://localhost", "localhost:8443"]
+)
+def test_a_tunnel_that_is_not_a_local_https_forward_is_refused_by_name(value):
+    config = load_profile("g6-validation")
+    env = {"TF_VAR_api_tunnel": value}
+    (problem,) = api_problems(config, Outputs(ENDPOINT, env), ["addons"], reachable=lambda _: True)  # type: ignore[arg-type]
+    assert f"TF_VAR_api_tunnel={value!r} is not a local forward" in problem and "https://localhost:PORT" in problem
 
 
 def fake_aws(tmp_path: Path, exit_code: int) -> str:
@@ -140,3 +171,21 @@ def test_secrets_the_user_creates_are_checked_before_the_addons_layer():
     # A profile whose add-ons need no Secret of the user's asks nothing.
     g6 = load_profile("g6-validation")
     assert user_secret_problems(g6, Outputs({}), ["addons"], lambda: kube) == []  # type: ignore[arg-type]
+
+
+TUNNELS = ["https://localhost:8443", "https://127.0.0.1:9443", "http://localhost:8443", "https://bastion:443", ""]
+
+
+@pytest.mark.parametrize("value", TUNNELS)
+def test_terraform_and_kubectl_accept_the_same_tunnels(tmp_path, synthesized, terraform, clean_env, value):
+    """One variable, two readers: the providers' validation (Terraform's own) and kubectl's binding."""
+    operator = stacks_with(tmp_path, synthesized, "g6-validation", {**GOOD, "TF_VAR_api_tunnel": value}, terraform)
+    refused_by_terraform = variable_problems(operator, ["addons"])
+    config = load_profile("g6-validation")
+    refused_here = api_problems(config, Outputs(ENDPOINT, operator.env), ["addons"], reachable=lambda _: True)  # type: ignore[arg-type]
+    assert bool(refused_by_terraform) == bool(refused_here) == (value not in TUNNELS[:2] and value != ""), (
+        refused_by_terraform,
+        refused_here,
+    )
+    if refused_by_terraform:
+        assert "api_tunnel must be empty or https://localhost:PORT" in refused_by_terraform[0]

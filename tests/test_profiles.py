@@ -173,6 +173,26 @@ BAD_INPUT = [
         ["'dynamodb'", "allowed: ecr.api, ecr.dkr"],
     ),
     (
+        {"cluster__private_endpoint_access__cidrs": ["203.0.113.0/24"]},
+        "cluster.private_endpoint_access.cidrs",
+        ["203.0.113.0/24 is not a private address range", "endpoint_public_access_cidrs"],
+    ),
+    (
+        {"cluster__private_endpoint_access__cidrs": ["10.0.64.0/18"]},
+        "cluster.private_endpoint_access.cidrs.0",
+        ["'10.0.64.0/18'", "overlaps the cluster's VPC (10.0.0.0/16)", "private_endpoint_access.security_groups"],
+    ),
+    (
+        {"cluster__private_endpoint_access__cidrs": ["10.8.0.1/16"]},
+        "cluster.private_endpoint_access.cidrs",
+        ["host bits"],
+    ),
+    (
+        {"cluster__private_endpoint_access__security_groups": ["bastion"]},
+        "cluster.private_endpoint_access.security_groups.0",
+        ["'bastion'", "sg-"],
+    ),
+    (
         {"cluster__endpoint_public_access": True, "cluster__endpoint_public_access_cidrs": ["0.0.0.0/0"]},
         "cluster.endpoint_public_access_cidrs",
         ["0.0.0.0/0", "internet"],

@@ -24,6 +24,18 @@ CASES = [(profile, layer) for profile in SHIPPED + FIXTURES for layer in LAYERS]
 # Values each validated variable must accept and refuse, chosen from the rule's reason (see the
 # variable's component), not from its regex: a new validated variable needs its row here.
 VARIABLE_EXAMPLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "api_tunnel": (
+        ("", "https://localhost:8443", "https://127.0.0.1:1"),
+        (
+            "http://localhost:8443",
+            "https://localhost",
+            "https://localhost:8443/",
+            "https://bastion.internal:443",
+            "https://0123ABCD.gr7.us-west-2.eks.amazonaws.com",
+            "https://localhost:8443 ",
+            "${not-a-template}",
+        ),
+    ),
     "grafana_admin_password": (
         ("exactly-12ch", "a much longer pass phrase with spaces", "${not-a-template}"),
         ("", "eleven-char"),
