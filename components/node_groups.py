@@ -6,6 +6,10 @@ from dataclasses import dataclass, field
 
 from cdktf import ITerraformDependable, Precondition, TerraformResourceLifecycle, Token
 from cdktf_cdktf_provider_aws.data_aws_ec2_instance_type import DataAwsEc2InstanceType
+from cdktf_cdktf_provider_aws.data_aws_ec2_instance_type_offerings import (
+    DataAwsEc2InstanceTypeOfferings,
+    DataAwsEc2InstanceTypeOfferingsFilter,
+)
 from cdktf_cdktf_provider_aws.eks_node_group import (
     EksNodeGroup,
     EksNodeGroupLaunchTemplate,
@@ -30,7 +34,7 @@ from cdktf_cdktf_provider_aws.placement_group import PlacementGroup
 from constructs import Construct
 
 from components.efa import efa_interface_layout
-from components.expressions import Expression, expression, interpolated
+from components.expressions import Expression, expression, interpolated, string_literal
 from components.labels import (
     EFA_LABEL,
     GPU_TAINT_EKS,
@@ -151,6 +155,8 @@ class GpuNodeGroupProps:
     """What every node group needs from the cluster."""
     subnet_id: str
     """One private subnet: EFA does not cross AZs."""
+    availability_zone: str
+    """The subnet's availability zone (its name in this account)."""
     config: GpuNodeGroupConfig
     """The group's validated profile settings."""
     efa_security_group_id: str | None
@@ -171,6 +177,35 @@ def _catalog_precondition(scope: Construct, cfg: GpuNodeGroupConfig) -> Precondi
             "but EC2 reports ",
             Expression(aws_efa_count),
             ": fix profiles/catalog.py.",
+        ),
+    )
+
+
+def _offered_precondition(scope: Construct, cfg: GpuNodeGroupConfig, zone: str) -> Precondition:
+    """Plan-time check that EC2 offers the type in the group's zone. Zone names map to different
+    physical zones in each account, so no profile-time table can know; the message lists the
+    zones of this account that do offer it."""
+
+    def offerings(id_: str, *filters: tuple[str, str]) -> DataAwsEc2InstanceTypeOfferings:
+        return DataAwsEc2InstanceTypeOfferings(
+            scope,
+            id_,
+            location_type="availability-zone",
+            filter=[DataAwsEc2InstanceTypeOfferingsFilter(name=name, values=[value]) for name, value in filters],
+        )
+
+    in_zone = offerings("offered-in-zone", ("instance-type", cfg.instance_type), ("location", zone))
+    zones = f"{offerings('offered-in-region', ('instance-type', cfg.instance_type)).fqn}.locations"
+    return Precondition(
+        condition=expression(f"contains({in_zone.fqn}.instance_types, {string_literal(cfg.instance_type)})"),
+        error_message=interpolated(
+            f"EC2 does not offer {cfg.instance_type} in {zone} in this account (zone names differ per account); "
+            "it is offered in: ",
+            Expression(
+                f'length({zones}) > 0 ? join(", ", sort(distinct({zones}))) : '
+                + string_literal("no zone of this region; choose another region")
+            ),
+            ". Set cluster.vpc.gpu_availability_zone (or the capacity's zone) to one of them.",
         ),
     )
 
@@ -256,7 +291,12 @@ class GpuNodeGroup(Construct):
                 LaunchTemplateTagSpecifications(resource_type=kind, tags={"Name": name})
                 for kind in ("instance", "volume", "network-interface")
             ],
-            lifecycle=TerraformResourceLifecycle(precondition=[_catalog_precondition(self, cfg)]),
+            lifecycle=TerraformResourceLifecycle(
+                precondition=[
+                    _catalog_precondition(self, cfg),
+                    _offered_precondition(self, cfg, props.availability_zone),
+                ]
+            ),
         )
         self._labels = {
             ROLE_LABEL: GPU_TRAINING_ROLE,

@@ -147,6 +147,7 @@ class ClusterStack(LayerStack):
                 props=GpuNodeGroupProps(
                     wiring=wiring,
                     subnet_id=gpu_subnet_id,
+                    availability_zone=vpc.gpu_az,
                     config=group,
                     efa_security_group_id=efa_sg.id if efa_sg else None,
                     lustre_over_efa=config.storage.fsx.enabled and config.storage.fsx.efa_enabled,

@@ -223,7 +223,7 @@ def test_plan_time_catalog_check(synthesized, profile):
     stack = cluster(synthesized, profile)
     for name, template in gpu_templates(stack).items():
         cfg = next(g for g in synthesized.configs[profile].cluster.gpu_node_groups if g.name == name)
-        (condition,) = template["lifecycle"]["precondition"]
+        condition, offered = template["lifecycle"]["precondition"]
         data_id, data = by_path(stack, "aws_ec2_instance_type", f"gpu-{name}/instance-type", section="data")
         assert data["instance_type"] == cfg.instance_type
         assert condition["condition"] == (
@@ -231,6 +231,15 @@ def test_plan_time_catalog_check(synthesized, profile):
             f"{CATALOG[cfg.instance_type].max_efa_interfaces}}}"
         )
         assert cfg.instance_type in condition["error_message"]
+        # And EC2 offers the type in the group's zone (tests/test_plan_checks.py plans both).
+        zone_id, zone = by_path(stack, "aws_ec2_instance_type_offerings", f"gpu-{name}/offered-in-zone", section="data")
+        assert {f["name"]: f["values"] for f in zone["filter"]} == {
+            "instance-type": [cfg.instance_type],
+            "location": [synthesized.configs[profile].cluster.vpc.gpu_az],
+        }
+        assert offered["condition"] == (
+            f'${{contains(data.aws_ec2_instance_type_offerings.{zone_id}.instance_types, "{cfg.instance_type}")}}'
+        )
 
 
 @pytest.mark.parametrize("profile", ALL)

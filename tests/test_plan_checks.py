@@ -9,8 +9,13 @@ from profiles.catalog import CATALOG
 from tests.cases import SHIPPED
 from tests.synth_helpers import by_path
 
+# Every GPU type is offered in every zone unless a run says otherwise.
+OFFERED = ", ".join(f'"{name}"' for name in sorted(CATALOG))
 MOCKS = """
 mock_provider "aws" {
+  mock_data "aws_ec2_instance_type_offerings" {
+    defaults = { instance_types = [OFFERED], locations = [] }
+  }
   mock_data "aws_iam_session_context" {
     defaults = { issuer_arn = "arn:aws:iam::123456789012:role/deployer" }
   }
@@ -21,7 +26,7 @@ mock_provider "aws" {
     defaults = { version = "v2.8.0-eksbuild.1" }
   }
 }
-"""
+""".replace("OFFERED", OFFERED)
 
 
 def _run(name: str, data_address: str, efa_count: int) -> str:
@@ -91,3 +96,51 @@ def test_an_old_default_mountpoint_addon_fails_the_plan(synthesized, terraform, 
     output = result.stdout + result.stderr
     assert 'run "current"... pass' in output and 'run "old"... fail' in output, output[-3000:]
     assert "older than 2.8.0" in " ".join(output.split())
+
+
+@pytest.mark.parametrize("profile", SHIPPED)
+def test_a_type_not_offered_in_the_gpu_zone_fails_the_plan_naming_the_zones_that_offer_it(
+    synthesized, terraform, tmp_path, profile
+):
+    stack = synthesized.stack(profile, "cluster")
+    config = synthesized.configs[profile]
+    group = config.cluster.gpu_node_groups[0]
+    data = "aws_ec2_instance_type_offerings"
+    in_zone, _ = by_path(stack, data, f"gpu-{group.name}/offered-in-zone", section="data")
+    anywhere, _ = by_path(stack, data, f"gpu-{group.name}/offered-in-region", section="data")
+    type_id, _ = by_path(stack, "aws_ec2_instance_type", f"gpu-{group.name}/instance-type", section="data")
+    efa = CATALOG[group.instance_type].max_efa_interfaces
+    elsewhere = sorted(zone for zone in config.cluster.vpc.availability_zones if zone != config.cluster.vpc.gpu_az)
+    listed = ", ".join(f'"{zone}"' for zone in [*elsewhere, *elsewhere])  # EC2 lists a zone once per type
+
+    def run(name: str, offered: bool, listed: str = listed) -> str:
+        offered_types = f'"{group.instance_type}"' if offered else ""
+        return f"""
+run "{name}" {{
+  command = plan
+  override_data {{
+    target = data.aws_ec2_instance_type.{type_id}
+    values = {{ efa_maximum_interfaces = {efa} }}
+  }}
+  override_data {{
+    target = data.{data}.{in_zone}
+    values = {{ instance_types = [{offered_types}] }}
+  }}
+  override_data {{
+    target = data.{data}.{anywhere}
+    values = {{ locations = [{listed}], instance_types = ["{group.instance_type}"] }}
+  }}
+}}
+"""
+
+    result = terraform.test(stack, MOCKS + run("offered", True) + run("not_offered", False), tmp_path / "zone")
+    output = " ".join((result.stdout + result.stderr).split())
+    assert 'run "offered"... pass' in output and 'run "not_offered"... fail' in output, output[-3000:]
+    assert (
+        f"EC2 does not offer {group.instance_type} in {config.cluster.vpc.gpu_az} in this account "
+        f"(zone names differ per account); it is offered in: {', '.join(elsewhere)}."
+    ) in output
+    if profile == SHIPPED[0]:  # a run after a failed one is skipped: the region case plans apart
+        result = terraform.test(stack, MOCKS + run("nowhere", False, listed=""), tmp_path / "region")
+        output = " ".join((result.stdout + result.stderr).split())
+        assert 'run "nowhere"... fail' in output and "it is offered in: no zone of this region;" in output
