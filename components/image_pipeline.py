@@ -28,7 +28,9 @@ from components.iam import ServiceRole, ServiceRoleProps, allow, policy_document
 from profiles.versions import CODEBUILD_IMAGE
 
 # The project's own build steps, inline: nothing is expected from the source but its Dockerfile.
-# (No "${" in it: Terraform would read that as an interpolation.)
+# (No "${" in it: Terraform would read that as an interpolation.) The repositories' tags are
+# immutable and a tag names its source, so a build whose tag is already pushed has nothing to do:
+# pushing it again would fail (ImageTagAlreadyExistsException) although the image is right.
 BUILDSPEC = """version: 0.2
 phases:
   pre_build:
@@ -38,10 +40,13 @@ phases:
         | docker login --username AWS --password-stdin "$(echo "$REPOSITORY_URI" | cut -d/ -f1)"
   build:
     commands:
-      - docker build --file "$DOCKERFILE" --tag "$REPOSITORY_URI:$IMAGE_TAG" .
-  post_build:
-    commands:
-      - docker push "$REPOSITORY_URI:$IMAGE_TAG"
+      - >-
+        if aws ecr describe-images --region "$AWS_DEFAULT_REGION" --repository-name "$REPOSITORY_NAME"
+        --image-ids "imageTag=$IMAGE_TAG" >/dev/null 2>&1;
+        then echo "$REPOSITORY_URI:$IMAGE_TAG is already in ECR: nothing to build";
+        else docker build --file "$DOCKERFILE" --tag "$REPOSITORY_URI:$IMAGE_TAG" .
+        && docker push "$REPOSITORY_URI:$IMAGE_TAG";
+        fi
 """
 
 
@@ -141,6 +146,7 @@ class ImagePipeline(Construct):
                             "ecr:BatchCheckLayerAvailability",
                             "ecr:BatchGetImage",
                             "ecr:CompleteLayerUpload",
+                            "ecr:DescribeImages",
                             "ecr:GetDownloadUrlForLayer",
                             "ecr:InitiateLayerUpload",
                             "ecr:PutImage",
@@ -153,6 +159,7 @@ class ImagePipeline(Construct):
         )
         variables = {
             "REPOSITORY_URI": repository.repository_url,
+            "REPOSITORY_NAME": repository.name,
             "IMAGE_TAG": props.image_tag,
             "DOCKERFILE": props.dockerfile,
         }

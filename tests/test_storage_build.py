@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -228,14 +229,14 @@ def test_codebuild_project_builds_a_repository_with_the_projects_own_buildspec(s
     # An inline buildspec: nothing is expected from the repository but its Dockerfile.
     buildspec = yaml.safe_load(project["source"]["buildspec"])
     commands = [c for phase in buildspec["phases"].values() for c in phase["commands"]]
-    assert any(c.startswith('docker build --file "$DOCKERFILE" --tag "$REPOSITORY_URI:$IMAGE_TAG"') for c in commands)
-    assert 'docker push "$REPOSITORY_URI:$IMAGE_TAG"' in commands
+    assert any('docker build --file "$DOCKERFILE" --tag "$REPOSITORY_URI:$IMAGE_TAG"' in c for c in commands)
     assert "${" not in project["source"]["buildspec"]  # would be a Terraform interpolation
     env = project["environment"]
     assert env["privileged_mode"] is True and env["compute_type"] == "BUILD_GENERAL1_2XLARGE"
     variables = {v["name"]: v["value"] for v in env["environment_variable"]}
     assert variables["DOCKERFILE"] == "docker/Dockerfile" and variables["IMAGE_TAG"] == "v1.2.0"
     assert variables["REPOSITORY_URI"].endswith(".repository_url}")
+    assert variables["REPOSITORY_NAME"].endswith(".name}")
     build = stack["output"]["build_commands"]["value"]["rl-trainer"]
     assert "git clone --depth 1 --branch v1.2.0 https://example.com/org/rl-trainer.git" in build
     assert "aws codebuild start-build --region us-east-1 --project-name" in build
@@ -280,3 +281,41 @@ def test_persistent_file_systems_keep_a_final_backup(synthesized, profile):
     else:
         assert fsx["skip_final_backup"] is False
         assert fsx["final_backup_tags"]["Name"].endswith("-final")
+
+
+FAKE_BUILD_TOOL = """#!/bin/sh
+echo "$(basename "$0") $*" >> "$CALLS"
+[ "$(basename "$0")" != aws ] || [ "$PUSHED" = yes ]
+"""
+
+
+@pytest.mark.parametrize("pushed", [True, False])
+def test_the_buildspec_builds_and_pushes_only_a_tag_ecr_does_not_have(synthesized, tmp_path, pushed):
+    """Run the buildspec's commands the way CodeBuild does (one shell, in phase order) with fake aws
+    and docker: an IMMUTABLE repository refuses a second push of a tag, so a rebuild of an unchanged
+    source must not push."""
+    stack = synthesized.stack("g6-validation", "build")
+    (project,) = resources(stack, "aws_codebuild_project").values()
+    buildspec = yaml.safe_load(project["source"]["buildspec"])
+    _, inline = by_path(stack, "aws_iam_role_policy", "image-nccl-tests/role/inline")
+    statements = json.loads(inline["policy"])["Statement"]
+    assert any("ecr:DescribeImages" in statement["Action"] for statement in statements)  # the tag check may run
+    for tool in ("aws", "docker"):
+        (tmp_path / tool).write_text(FAKE_BUILD_TOOL)
+        (tmp_path / tool).chmod(0o755)
+    script = "\n".join(c for phase in ("pre_build", "build") for c in buildspec["phases"][phase]["commands"])
+    env = {
+        "PATH": f"{tmp_path}:/usr/bin:/bin",
+        "CALLS": str(tmp_path / "calls"),
+        "PUSHED": "yes" if pushed else "no",
+        "AWS_DEFAULT_REGION": "us-west-2",
+        "REPOSITORY_URI": "111122223333.dkr.ecr.us-west-2.amazonaws.com/gpu-validation/nccl-tests",
+        "REPOSITORY_NAME": "gpu-validation/nccl-tests",
+        "IMAGE_TAG": "efa1.42.0-abc",
+        "DOCKERFILE": "Dockerfile",
+    }
+    ran = subprocess.run(["bash", "-e", "-c", script], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    tools = [line.split()[:2] for line in (tmp_path / "calls").read_text().splitlines()]
+    assert ["aws", "ecr"] in tools  # login and the tag check
+    assert (["docker", "push"] in tools) is not pushed and (["docker", "build"] in tools) is not pushed
