@@ -476,9 +476,16 @@ def command_verify(config: PlatformConfig, args: argparse.Namespace) -> int:
     )
 
 
-def nccl_test_image(config: PlatformConfig, operator: Operator | None, override: str | None) -> str:
+def nccl_test_image(
+    config: PlatformConfig,
+    operator: Operator | None,
+    override: str | None,
+    aws: Callable[[list[str]], subprocess.CompletedProcess[str]] | None = None,
+) -> str:
     """The image the NCCL MPIJob runs: --nccl-image / NCCL_IMAGE, else the one the build layer
-    built from images/nccl-tests (its repository and the Dockerfile's tag), else the public one."""
+    built from images/nccl-tests (its repository and the Dockerfile's tag) once ECR has it, else
+    the public one. A repository without the tag (its build not run yet, or failed) would leave
+    every worker in ImagePullBackOff: say so, and run the public image."""
     from components.images import project_image_tag
     from profiles.versions import NCCL_TESTS_IMAGE
 
@@ -486,15 +493,38 @@ def nccl_test_image(config: PlatformConfig, operator: Operator | None, override:
         return override
     implementations = config.build.reference_implementations.items()
     built = [impl for impl, spec in implementations if spec.project_image == "nccl-tests"]
-    if built and operator is not None:
-        from operate.layers import StateUnreadable
+    if not built or operator is None:
+        return NCCL_TESTS_IMAGE
+    from operate.cluster_access import run_aws
+    from operate.layers import StateUnreadable
 
-        try:
-            repositories = operator.outputs("build").get("repository_urls", {}).get("value", {})
-        except StateUnreadable:
-            repositories = {}
-        if built[0] in repositories:
-            return f"{repositories[built[0]]}:{project_image_tag('nccl-tests')}"
+    try:
+        repositories = operator.outputs("build").get("repository_urls", {}).get("value", {})
+    except StateUnreadable:
+        repositories = {}
+    if built[0] not in repositories:
+        return NCCL_TESTS_IMAGE
+    repository, tag = repositories[built[0]], project_image_tag("nccl-tests")
+    found = (aws or run_aws)(
+        [
+            "ecr",
+            "describe-images",
+            "--region",
+            config.region,
+            "--repository-name",
+            repository.split("/", 1)[1],
+            "--image-ids",
+            f"imageTag={tag}",
+        ]
+    )
+    if found.returncode == 0:
+        return f"{repository}:{tag}"
+    print(
+        f"the build layer's image {repository}:{tag} is not in ECR ({(found.stderr or found.stdout).strip()}): "
+        f"run its build (make outputs lists build_commands.{built[0]}); the NCCL check runs {NCCL_TESTS_IMAGE} "
+        "until then",
+        file=sys.stderr,
+    )
     return NCCL_TESTS_IMAGE
 
 

@@ -430,7 +430,7 @@ def test_each_layer_cleans_only_the_namespaces_and_pools_it_owns():
     )
 
 
-def test_the_nccl_job_runs_the_image_the_build_layer_built(tmp_path, fake_terraform):
+def test_the_nccl_job_runs_the_image_the_build_layer_built(tmp_path, fake_terraform, capsys):
     """The build layer's nccl-tests repository and the Dockerfile's tag, unless overridden."""
     import main
     from components.images import project_image_tag
@@ -443,9 +443,35 @@ def test_the_nccl_job_runs_the_image_the_build_layer_built(tmp_path, fake_terraf
             assert layer == "build"
             return {"repository_urls": {"value": {"nccl-tests": "111122223333.dkr.ecr.us-west-2.amazonaws.com/x"}}}
 
-    built = main.nccl_test_image(config, Built(), None)
-    assert built == f"111122223333.dkr.ecr.us-west-2.amazonaws.com/x:{project_image_tag('nccl-tests')}"
-    assert main.nccl_test_image(config, Built(), "mine:1") == "mine:1"
+    tag = project_image_tag("nccl-tests")
+    asked: list[list[str]] = []
+
+    def ecr(has_tag: bool):
+        def aws(args: list[str]) -> subprocess.CompletedProcess[str]:
+            asked.append(args)
+            error = "" if has_tag else f"An error occurred (ImageNotFoundException): imageTag={tag} not found"
+            return subprocess.CompletedProcess(args, 0 if has_tag else 254, "{}", error)
+
+        return aws
+
+    built = main.nccl_test_image(config, Built(), None, aws=ecr(True))
+    assert built == f"111122223333.dkr.ecr.us-west-2.amazonaws.com/x:{tag}"
+    assert asked[-1] == [
+        "ecr",
+        "describe-images",
+        "--region",
+        "us-west-2",
+        "--repository-name",
+        "x",
+        "--image-ids",
+        f"imageTag={tag}",
+    ]
+    # Not pushed yet: the public image, and the user is told why.
+    assert main.nccl_test_image(config, Built(), None, aws=ecr(False)) == NCCL_TESTS_IMAGE
+    told = capsys.readouterr().err
+    assert f"x:{tag} is not in ECR (An error occurred (ImageNotFoundException)" in told
+    assert "build_commands.nccl-tests" in told
+    assert main.nccl_test_image(config, Built(), "mine:1", aws=ecr(False)) == "mine:1"
     assert main.nccl_test_image(config, None, None) == NCCL_TESTS_IMAGE  # nothing deployed yet
 
 
