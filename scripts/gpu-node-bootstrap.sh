@@ -41,6 +41,9 @@ if [ "${LUSTRE_OVER_EFA}" = "1" ] && [ "${efa_devices}" -gt 0 ]; then
       || log "LNet efa network on $(basename "${device}") failed"
   done
   lnetctl set discovery 1
+  # With both networks up, LNet would spread traffic over tcp too: a selection policy makes the
+  # efa networks the preferred local interfaces (priority 0 is the highest), tcp the fallback.
+  lnetctl udsp add --src efa --priority 0 || log "LNet selection policy preferring efa failed"
   lnetctl export --backup > "${ROOT}/etc/lnet.conf"
   systemctl enable lnet >/dev/null 2>&1 || true
   log "LNet networks: $(lnetctl net show | grep -c 'net type: efa') efa, lustre client over EFA"
