@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from addons.karpenter import DEFINITION as KARPENTER
 from addons.kueue import DEFINITION as KUEUE
 from operate.cluster_access import ClusterAccessError
 from operate.kubectl import Kubectl
@@ -83,7 +82,7 @@ def platform_objects(config: PlatformConfig, layer: str) -> PlatformObjects:
     add-ons' namespaces; the workloads layer owns the tenants' namespaces, Karpenter's NodePools and
     the validation namespace that verify runs in."""
     from addons.catalog import DEFINITIONS
-    from components.k8s.karpenter_pools import NODE_POOLS
+    from components.k8s.karpenter_pools import node_pools
     from manifests.render import NAMESPACE as VALIDATION_NAMESPACE
 
     if layer == "addons":
@@ -102,7 +101,7 @@ def platform_objects(config: PlatformConfig, layer: str) -> PlatformObjects:
         namespaces.append(VALIDATION_NAMESPACE)
     return PlatformObjects(
         namespaces=tuple(namespaces),
-        node_pools=NODE_POOLS if KARPENTER.enabled(config) else (),
+        node_pools=node_pools(config),
         # One ClusterQueue per tenant, named after it (addons/kueue/queues.py).
         cluster_queues=tuple(tenant.name for tenant in config.workloads.tenants) if KUEUE.enabled(config) else (),
     )

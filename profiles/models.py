@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 from pydantic import Field, model_validator
 
-from addons import gpu_operator, karpenter, kueue, mlflow, trainer
+from addons import gpu_operator, jupyterhub, karpenter, kueue, mlflow, trainer
 from addons.catalog import ADDON_NAMESPACES, DEFINITIONS
 from profiles.addons import AddonsConfig
 from profiles.aws_facts import zones
@@ -62,9 +62,10 @@ def template_sequences(value: object, path: tuple[str | int, ...]) -> Iterator[F
 
 def gpu_capacity(config: PlatformConfig) -> int:
     """Every GPU the profile can run at once: the GPU node groups at their maximum size, plus the
-    Karpenter GPU pool's limit."""
+    Karpenter GPU pool's limit (no GPU pool in DRA mode: components/k8s/karpenter_pools.node_pools)."""
     managed = sum(group.max_size * group.catalog_entry.gpu_count for group in config.cluster.gpu_node_groups)
-    return managed + (config.workloads.gpu_pool.gpu_limit if karpenter.DEFINITION.enabled(config) else 0)
+    pool = karpenter.DEFINITION.enabled(config) and not dra_mode(config)
+    return managed + (config.workloads.gpu_pool.gpu_limit if pool else 0)
 
 
 def tenant_gpu_quota(config: PlatformConfig, tenant: TenantConfig) -> int:
@@ -129,6 +130,7 @@ class PlatformConfig(Strict):
             self._azs_in_region,
             self._tenant_quotas_fit_a_node,
             self._kueue_counts_extended_gpus,
+            self._notebooks_have_nodes,
         )
         raise_all([problem for check in checks for problem in check()], title="PlatformConfig")
         return self
@@ -300,6 +302,17 @@ class PlatformConfig(Strict):
                 True,
                 "the platform's Trainer runtimes ask for nvidia.com/gpu, which DRA mode does not advertise",
                 allowed="addons.trainer.enabled: false, or addons.gpu_operator.dra: false",
+            )
+
+    def _notebooks_have_nodes(self) -> Iterator[FieldProblem]:
+        # The notebook profiles select Karpenter's pools (addons/jupyterhub/install.py).
+        if jupyterhub.DEFINITION.enabled(self) and not karpenter.DEFINITION.enabled(self):
+            yield FieldProblem(
+                ("addons", "jupyterhub", "enabled"),
+                True,
+                "JupyterHub's notebooks run on Karpenter's node pools, which exist only with Karpenter on: "
+                "every notebook would stay Pending",
+                allowed="addons.karpenter.enabled: true, or addons.jupyterhub.enabled: false",
             )
 
     def _azs_in_region(self) -> Iterator[FieldProblem]:

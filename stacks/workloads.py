@@ -15,7 +15,7 @@ from addons.kueue.queues import cluster_objects, local_queues
 from addons.mlflow import DEFINITION as MLFLOW
 from addons.trainer import DEFINITION as TRAINER
 from addons.trainer.runtimes import TenantVolumes, runtime_objects
-from components.k8s.karpenter_pools import KarpenterPoolsProps, karpenter_objects
+from components.k8s.karpenter_pools import GPU_POOL, KarpenterPoolsProps, karpenter_objects, node_pools
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, tenant_objects
 from components.tenant_identity import TenantIdentity, TenantIdentityProps
@@ -58,6 +58,7 @@ class WorkloadsStack(LayerStack):
                                 cpu=workloads.cpu_pool,
                                 gpu=workloads.gpu_pool,
                                 lustre_over_efa=config.storage.fsx.enabled and config.storage.fsx.efa_enabled,
+                                gpu_pool=GPU_POOL in node_pools(config),
                             )
                         )
                     )

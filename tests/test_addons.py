@@ -197,7 +197,8 @@ def test_jupyterhub_notebook_profiles_match_real_node_labels(synthesized):
     hub = values(releases(synthesized, "jark")["jupyterhub"])
     profiles = {p["display_name"]: p["kubespawner_override"] for p in hub["singleuser"]["profileList"]}
     gpu, cpu = profiles["1 GPU"], profiles["CPU"]
-    assert gpu["node_selector"] == {NODE_POOL_LABEL: "gpu"} and cpu["node_selector"] == {NODE_POOL_LABEL: "cpu"}
+    # DRA mode: the GPU notebook goes to the managed GPU nodes (Karpenter ignores ResourceClaims).
+    assert gpu["node_selector"] == {"role": "gpu-training"} and cpu["node_selector"] == {NODE_POOL_LABEL: "cpu"}
     assert gpu["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     # jark runs the GPU Operator in DRA mode: the GPU comes from a claim, not the extended resource.
     assert gpu["extra_pod_config"]["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "gpu-1"}]

@@ -42,12 +42,9 @@ def keys_with_path(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tupl
 
 
 def extended_resource_uses(obj: dict[str, Any]) -> list[tuple[str, ...]]:
-    # A NodePool's limits cap the GPUs Karpenter launches (from the instance types), they request nothing.
-    return [
-        path
-        for path, key in keys_with_path(obj)
-        if key.endswith("nvidia.com/gpu") and not (obj.get("kind") == "NodePool" and path[:2] == ("spec", "limits"))
-    ]
+    """Every place an object names nvidia.com/gpu: a request, a quota, or a NodePool limit (which
+    would count GPUs no DRA node advertises, so it would cap nothing)."""
+    return [path for path, key in keys_with_path(obj) if key.endswith("nvidia.com/gpu")]
 
 
 def test_the_dra_fixture_requests_no_extended_gpu_resource(synthesized):
@@ -103,3 +100,72 @@ def test_quotas_count_the_gpus_the_platform_allocates(synthesized, profile, key)
     for quota in quotas:
         gpu_keys = [k for k in quota["spec"]["hard"] if "gpu" in k]
         assert gpu_keys == [key], quota["metadata"]
+
+
+def test_dra_gpus_never_go_to_karpenter_which_ignores_resource_claims(synthesized):
+    """Karpenter 1.14.1's chart sets settings.ignoreDRARequests: true, so it never launches a node for
+    a pod with ResourceClaims: in DRA mode there is no GPU NodePool, and GPU pods select the
+    managed GPU groups' nodes."""
+    from components.k8s.karpenter_pools import GPU_POOL, node_pools
+    from operate.cleanup import platform_objects
+    from profiles.models import gpu_capacity
+
+    config = synthesized.configs["jark"]
+    objects = everything(synthesized, "jark")
+    pools = {o["metadata"]["name"] for o in objects if o.get("kind") == "NodePool"}
+    assert pools == set(node_pools(config)) == {"cpu"}
+    assert {o["metadata"]["name"] for o in objects if o.get("kind") == "EC2NodeClass"} == {"default"}
+    assert platform_objects(config, "workloads").node_pools == ("cpu",)  # pause and clean-up agree
+    managed = sum(g.max_size * g.catalog_entry.gpu_count for g in config.cluster.gpu_node_groups)
+    assert gpu_capacity(config) == managed  # the pool's limit counts nothing here
+    # With the device plugin, the GPU pool is there.
+    assert GPU_POOL in node_pools(synthesized.configs["g6-validation"])
+    # Every pod that claims a GPU lands where a managed GPU group's labels match.
+    group_labels = [
+        body["labels"]
+        for body in resources(synthesized.stack("jark", "cluster"), "aws_eks_node_group").values()
+        if body["ami_type"].endswith("NVIDIA")
+    ]
+    hub = next(o["helm-values"] for o in objects if "helm-values" in o and "singleuser" in o["helm-values"])
+    gpu = next(p for p in hub["singleuser"]["profileList"] if p["display_name"] == "1 GPU")["kubespawner_override"]
+    assert any(gpu["node_selector"].items() <= labels.items() for labels in group_labels), gpu["node_selector"]
+
+
+def kubespawner_container_resources(override: dict[str, Any]) -> dict[str, Any]:
+    """The notebook container's resources as KubeSpawner 7 builds them (kubespawner/objects.py,
+    make_pod): requests from cpu_guarantee / mem_guarantee / extra_resource_guarantees, limits from
+    cpu_limit / mem_limit / extra_resource_limits; then extra_container_config is applied with
+    update_k8s_model, which sets each named attribute whole: a `resources` there replaces them all."""
+    requests = {"cpu": override.get("cpu_guarantee"), "memory": override.get("mem_guarantee")}
+    limits = {"cpu": override.get("cpu_limit"), "memory": override.get("mem_limit")}
+    resources = {
+        "requests": {k: v for k, v in {**requests, **override.get("extra_resource_guarantees", {})}.items() if v},
+        "limits": {k: v for k, v in {**limits, **override.get("extra_resource_limits", {})}.items() if v},
+    }
+    return override.get("extra_container_config", {}).get("resources", resources)
+
+
+def test_kubespawner_model_replaces_resources_whole():
+    """The evaluator on the case a naive merge gets wrong: claims alone drop CPU and memory."""
+    claims_only = {"cpu_guarantee": 4, "mem_limit": "32G", "extra_container_config": {"resources": {"claims": [{}]}}}
+    assert kubespawner_container_resources(claims_only) == {"claims": [{}]}
+
+
+@pytest.mark.parametrize("dra", [True, False])
+def test_a_gpu_notebook_keeps_its_cpu_and_memory_in_both_modes(synthesized, dra):
+    from addons.jupyterhub.install import jupyterhub_values
+
+    settings = synthesized.configs["jark"].addons.jupyterhub
+    hub = yaml.safe_load(jupyterhub_values(settings, storage_class="gp3", dra=dra).render())
+    gpu = next(p for p in hub["singleuser"]["profileList"] if p["display_name"] == "1 GPU")["kubespawner_override"]
+    resources = kubespawner_container_resources(gpu)
+    assert {k: str(v) for k, v in resources["requests"].items() if k in ("cpu", "memory")} == {
+        "cpu": "4",
+        "memory": "16G",
+    }
+    assert {k: str(v) for k, v in resources["limits"].items() if k in ("cpu", "memory")} == {
+        "cpu": "8",
+        "memory": "32G",
+    }
+    assert bool(resources.get("claims")) is dra
+    assert ("nvidia.com/gpu" in resources["limits"]) is not dra

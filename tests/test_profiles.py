@@ -173,6 +173,26 @@ BAD_INPUT = [
         ["'dynamodb'", "allowed: ecr.api, ecr.dkr"],
     ),
     (
+        {
+            "addons": {
+                "karpenter": {"enabled": False},
+                "jupyterhub": {
+                    "enabled": True,
+                    "allowed_users": ["a-sub"],
+                    "oidc": {
+                        "client_id": "hub",
+                        "callback_url": "https://jupyter.example.com/hub/oauth_callback",
+                        "authorize_url": "https://login.example.com/authorize",
+                        "token_url": "https://login.example.com/token",
+                        "userdata_url": "https://login.example.com/userinfo",
+                    },
+                },
+            }
+        },
+        "addons.jupyterhub.enabled",
+        ["run on Karpenter's node pools", "allowed: addons.karpenter.enabled: true"],
+    ),
+    (
         {"cluster__private_endpoint_access__cidrs": ["203.0.113.0/24"]},
         "cluster.private_endpoint_access.cidrs",
         ["203.0.113.0/24 is not a private address range", "endpoint_public_access_cidrs"],

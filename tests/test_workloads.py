@@ -12,6 +12,7 @@ import pydantic
 import pytest
 import yaml
 
+from components.k8s.karpenter_pools import GPU_POOL, node_pools
 from components.labels import GPU_TAINT_K8S, NODE_POOL_LABEL
 from manifests.render import render
 from profiles import load_profile
@@ -232,7 +233,7 @@ def test_tenant_identity_is_scoped_to_its_prefix(synthesized):
     assert all(resource.endswith("/ml-team/*") for resource in objects_["Resource"])
 
 
-@pytest.mark.parametrize("profile", ALL)
+@pytest.mark.parametrize("profile", profiles_where(lambda c: GPU_POOL in node_pools(c)))
 def test_gpu_pool_taint_matches_node_groups_and_gpu_operator(synthesized, profile):
     found = objects(synthesized, profile)
     pools = {o["metadata"]["name"]: o for o in of_kind(found, "NodePool")}
@@ -395,7 +396,7 @@ def _mime_parts(document: str) -> dict[str, str]:
     return {part.get_content_type(): part.get_payload() for part in message.walk() if not part.is_multipart()}
 
 
-WITH_KARPENTER_AND_GPU_GROUPS = profiles_where(lambda c: c.addons.karpenter.enabled and bool(c.cluster.gpu_node_groups))
+WITH_KARPENTER_AND_GPU_GROUPS = profiles_where(lambda c: GPU_POOL in node_pools(c) and bool(c.cluster.gpu_node_groups))
 
 
 @pytest.mark.parametrize("profile", WITH_KARPENTER_AND_GPU_GROUPS)

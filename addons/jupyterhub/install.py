@@ -3,7 +3,8 @@
 Authentication follows an explicit allow policy: allow_all false, allow_existing_users false and
 an explicit allow-list of stable usernames (the `sub` claim by default). The OIDC client secret is
 read from a Secret mounted at /run/secrets/oidc, never from values, a ConfigMap or an env var.
-Notebook profiles select Karpenter pool nodes by their real labels and tolerate the GPU taint.
+Notebook profiles select Karpenter pool nodes by their real labels and tolerate the GPU taint; in
+DRA mode the GPU notebook selects the managed GPU groups instead (Karpenter ignores ResourceClaims).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from components.image_reference import parse_image_reference
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
 from components.k8s.mlflow_access import client_access, tracking_env
 from components.k8s.namespaces import egress_https_outside_the_node
-from components.labels import GPU_TOLERATION, NODE_POOL_LABEL, SYSTEM_NODES
+from components.labels import GPU_TOLERATION, GPU_TRAINING_ROLE, NODE_POOL_LABEL, ROLE_LABEL, SYSTEM_NODES
 from profiles.models import dra_mode
 
 SECRET_MOUNT = "/run/secrets/oidc"
@@ -135,17 +136,39 @@ def _image(reference: str) -> dict[str, str]:
     return {"name": parsed.name, "tag": parsed.tag or ""}
 
 
+# The GPU notebook's share of its node: what KubeSpawner's guarantees and limits would set.
+GPU_NOTEBOOK_REQUESTS = {"cpu": "4", "memory": "16G"}
+GPU_NOTEBOOK_LIMITS = {"cpu": "8", "memory": "32G"}
+
+
 def _one_gpu(*, dra: bool) -> dict[str, Any]:
-    """KubeSpawner settings for one GPU: the extended resource, or (DRA mode) a claim from the
-    namespace's gpu-1 ResourceClaimTemplate, added to the pod and its notebook container."""
+    """KubeSpawner settings for a one-GPU notebook.
+
+    Device plugin: on a Karpenter GPU pool node, with the extended resource beside the CPU and
+    memory guarantees. DRA mode: on a managed GPU node (Karpenter does not provision for pods with
+    ResourceClaims), with a claim from the namespace's gpu-1 ResourceClaimTemplate. KubeSpawner
+    applies extra_container_config after its own settings and replaces the container's whole
+    `resources` with it, so the CPU and memory requests and limits are written there too."""
     if not dra:
         return {
+            "node_selector": {NODE_POOL_LABEL: "gpu"},
+            "cpu_guarantee": int(GPU_NOTEBOOK_REQUESTS["cpu"]),
+            "cpu_limit": int(GPU_NOTEBOOK_LIMITS["cpu"]),
+            "mem_guarantee": GPU_NOTEBOOK_REQUESTS["memory"],
+            "mem_limit": GPU_NOTEBOOK_LIMITS["memory"],
             "extra_resource_guarantees": {GPU_EXTENDED_RESOURCE: "1"},
             "extra_resource_limits": {GPU_EXTENDED_RESOURCE: "1"},
         }
     return {
+        "node_selector": {ROLE_LABEL: GPU_TRAINING_ROLE},
         "extra_pod_config": {"resourceClaims": pod_claims(1)},
-        "extra_container_config": {"resources": {"claims": container_claims()}},
+        "extra_container_config": {
+            "resources": {
+                "requests": dict(GPU_NOTEBOOK_REQUESTS),
+                "limits": dict(GPU_NOTEBOOK_LIMITS),
+                "claims": container_claims(),
+            }
+        },
     }
 
 
@@ -200,15 +223,12 @@ def jupyterhub_values(
                 },
                 {
                     "display_name": "1 GPU",
-                    "description": "One NVIDIA GPU on a GPU pool node",
+                    "description": "One NVIDIA GPU on a managed GPU node"
+                    if dra
+                    else "One NVIDIA GPU on a GPU pool node",
                     "kubespawner_override": {
                         "image": cfg.gpu_image,
-                        "node_selector": {NODE_POOL_LABEL: "gpu"},
                         "tolerations": [dict(GPU_TOLERATION)],
-                        "cpu_guarantee": 4,
-                        "cpu_limit": 8,
-                        "mem_guarantee": "16G",
-                        "mem_limit": "32G",
                         **_one_gpu(dra=dra),
                     },
                 },

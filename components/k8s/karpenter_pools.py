@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from addons import karpenter
 from components.expressions import template_text
 from components.k8s.crds import (
     BlockDeviceMapping,
@@ -27,6 +28,7 @@ from components.k8s.crds import (
 )
 from components.labels import GPU_TAINT_K8S, IMDS_HOP_LIMIT, NODE_POOL_LABEL, ROOT_DEVICE_NAME
 from components.user_data import gpu_node_mime
+from profiles.models import PlatformConfig, dra_mode
 from profiles.workloads import CpuPoolConfig, GpuPoolConfig
 
 NODE_CLASS = "default"
@@ -36,8 +38,16 @@ GPU_NODE_CLASS = "gpu"
 
 CPU_POOL = "cpu"
 GPU_POOL = "gpu"
-# The NodePools the workloads layer creates (the pre-destroy clean-up deletes exactly these).
-NODE_POOLS = (CPU_POOL, GPU_POOL)
+
+
+def node_pools(config: PlatformConfig) -> tuple[str, ...]:
+    """The NodePools the workloads layer creates (the pre-destroy clean-up and pause act on exactly
+    these): none without Karpenter; no GPU pool in DRA mode. Karpenter does not provision for pods
+    with ResourceClaims (its chart's settings.ignoreDRARequests is true at 1.14.1), so a DRA GPU pod
+    sent to a Karpenter pool would stay Pending: DRA GPUs run on the managed GPU node groups."""
+    if not karpenter.DEFINITION.enabled(config):
+        return ()
+    return (CPU_POOL,) if dra_mode(config) else (CPU_POOL, GPU_POOL)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +64,8 @@ class KarpenterPoolsProps:
     """The GPU pool's validated profile settings."""
     lustre_over_efa: bool = False
     """The platform's FSx for Lustre file system is EFA-enabled: EFA nodes configure LNet over EFA."""
+    gpu_pool: bool = True
+    """Create the GPU pool and its node class (not in DRA mode: see node_pools)."""
 
 
 def _pool(
@@ -119,7 +131,6 @@ def _node_class(name: str, props: KarpenterPoolsProps, *, gpu: bool) -> Ec2NodeC
 
 def karpenter_objects(props: KarpenterPoolsProps) -> list[dict[str, Any]]:
     node_class = _node_class(NODE_CLASS, props, gpu=False)
-    gpu_node_class = _node_class(GPU_NODE_CLASS, props, gpu=True)
     cpu = _pool(
         CPU_POOL,
         [
@@ -136,6 +147,9 @@ def karpenter_objects(props: KarpenterPoolsProps) -> list[dict[str, Any]]:
         ),
         limits=pool_limits(props.cpu, props.gpu)[CPU_POOL],
     )
+    if not props.gpu_pool:
+        return [node_class.manifest(), cpu.manifest()]
+    gpu_node_class = _node_class(GPU_NODE_CLASS, props, gpu=True)
     gpu = _pool(
         GPU_POOL,
         [
