@@ -46,14 +46,34 @@ class Strict(BaseModel):
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]
 
 
+# Regions outside the commercial partition, by name prefix: their ARNs (arn:aws-us-gov:...), VPC
+# endpoint service names (cn.com.amazonaws...) and reachable registries (public.ecr.aws, nvcr.io)
+# differ from what the stacks write.
+OTHER_PARTITIONS = {"cn-": "aws-cn", "us-gov-": "aws-us-gov", "us-iso-": "aws-iso", "us-isob-": "aws-iso-b"}
+
+
+def partition_of(region: str) -> str:
+    """The AWS partition a region belongs to (aws for the commercial regions)."""
+    for prefix, partition in OTHER_PARTITIONS.items():
+        if region.startswith(prefix):
+            return partition
+    return "aws-iso-e" if region.startswith("eu-isoe-") else "aws-iso-f" if "-isof-" in region else "aws"
+
+
 def _known_region(region: str) -> str:
     from profiles.aws_facts import regions
 
+    commercial = [r for r in regions() if partition_of(r) == "aws"]
     if region not in regions():
-        hint = did_you_mean(region, regions())
+        hint = did_you_mean(region, commercial)
         raise ValueError(
-            f"{region!r} is not an AWS region{'; ' + hint if hint else ''} "
-            f"(known: {', '.join(r for r in regions() if r.count('-') == 2 and '-iso' not in r)})"
+            f"{region!r} is not an AWS region{'; ' + hint if hint else ''} (known: {', '.join(commercial)})"
+        )
+    if partition_of(region) != "aws":
+        raise ValueError(
+            f"{region!r} is in the {partition_of(region)} partition; the platform writes ARNs, endpoint service "
+            "names and image references for the commercial aws partition only "
+            f"(commercial regions: {', '.join(commercial)})"
         )
     return region
 

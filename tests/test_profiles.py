@@ -192,6 +192,8 @@ BAD_INPUT = [
         "addons.jupyterhub.enabled",
         ["run on Karpenter's node pools", "allowed: addons.karpenter.enabled: true"],
     ),
+    ({"region": "us-gov-west-1"}, "region", ["'us-gov-west-1'", "aws-us-gov partition", "us-east-1"]),
+    ({"region": "cn-north-1"}, "region", ["aws-cn partition"]),
     (
         {"cluster__private_endpoint_access__cidrs": ["203.0.113.0/24"]},
         "cluster.private_endpoint_access.cidrs",
