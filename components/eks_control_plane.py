@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cdktf import ITerraformDependable
+from cdktf import ITerraformDependable, TerraformResourceLifecycle
 from cdktf_cdktf_provider_aws.cloudwatch_log_group import CloudwatchLogGroup
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from cdktf_cdktf_provider_aws.data_aws_iam_session_context import DataAwsIamSessionContext
@@ -153,13 +153,21 @@ class EksControlPlane(Construct):
             )
 
         # The deploying principal (an assumed role resolves to its role ARN) plus listed admins.
+        # The first deployer's entry stays: were it to follow whoever applies, a teammate's or CI's
+        # apply would move cluster admin away from everyone else (list them in admin_principal_arns).
         session = DataAwsIamSessionContext(self, "caller-session", arn=caller.arn)
         admins = {"deployer": session.issuer_arn}
         admins.update({f"admin-{index}": arn for index, arn in enumerate(props.admin_principal_arns)})
         self._ready: list[ITerraformDependable] = [cluster]
         for key_, principal in admins.items():
+            kept = TerraformResourceLifecycle(ignore_changes=["principal_arn"]) if key_ == "deployer" else None
             entry = EksAccessEntry(
-                self, f"{key_}-access", cluster_name=cluster.name, principal_arn=principal, type="STANDARD"
+                self,
+                f"{key_}-access",
+                cluster_name=cluster.name,
+                principal_arn=principal,
+                type="STANDARD",
+                lifecycle=kept,
             )
             association = EksAccessPolicyAssociation(
                 self,
@@ -168,6 +176,7 @@ class EksControlPlane(Construct):
                 principal_arn=entry.principal_arn,
                 policy_arn=DEFAULTS.admin_policy,
                 access_scope=EksAccessPolicyAssociationAccessScope(type="cluster"),
+                lifecycle=kept,
             )
             self._ready.append(association)
 

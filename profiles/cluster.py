@@ -355,7 +355,8 @@ class ClusterConfig(Strict):
     10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16, apart from the VPC. Changing it replaces the cluster.
     """
     admin_principal_arns: list[IamPrincipalArn] = Field(default_factory=list)
-    """IAM roles/users granted cluster admin through access entries, besides the deploying principal."""
+    """IAM roles/users granted cluster admin through access entries, besides the principal that first applied the
+    cluster layer (it keeps its entry when others apply later). List CI roles and teammates who deploy here."""
     control_plane_log_types: list[ControlPlaneLogType] = Field(["api", "audit", "authenticator"])
     """Control-plane logs sent to CloudWatch."""
     addon_versions: dict[ManagedAddonName, AddonVersion] = Field(default_factory=dict)

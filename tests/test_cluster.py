@@ -313,6 +313,13 @@ def test_access_entries_for_deployer_and_admins(synthesized):
     assert len(principals) == 2
     assert "arn:aws:iam::123456789012:role/platform-admins" in principals
     assert any("aws_iam_session_context" in p and p.endswith(".issuer_arn}") for p in principals)
+    # Whoever applies later (CI, a teammate) does not move the first deployer's admin to itself:
+    # Terraform ignores the principal's change on the deployer's entry and association only.
+    stack = cluster(synthesized, "odcr")
+    for kind in ("aws_eks_access_entry", "aws_eks_access_policy_association"):
+        for body in resources(stack, kind).values():
+            deployer = "/eks/deployer-" in path_of(body)
+            assert body.get("lifecycle", {}).get("ignore_changes") == (["principal_arn"] if deployer else None)
 
 
 @pytest.mark.parametrize("profile, nats, endpoints", [("g6-validation", 1, 0), ("p5-training", 3, 6)])
