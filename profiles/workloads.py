@@ -11,6 +11,10 @@ from profiles.catalog import CATALOG, INSTANCE_TYPES
 
 CapacityType = Literal["on-demand", "spot", "reserved"]
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# Namespaces that components outside the add-on catalog create or are commonly installed into: the
+# Mountpoint for S3 CSI driver v2 runs its mounter pods in mount-s3; karpenter is Karpenter's
+# documented namespace (this platform installs it into kube-system).
+OTHERWISE_USED_NAMESPACES = ("mount-s3", "karpenter")
 
 
 class CpuPoolConfig(Strict):
@@ -86,6 +90,8 @@ class TenantConfig(Strict):
     def _not_reserved(cls, name: str) -> str:
         if name in RESERVED_NAMESPACES or name.startswith("kube-"):
             raise ValueError(f"{name!r} is a Kubernetes system namespace; choose a team name")
+        if name in OTHERWISE_USED_NAMESPACES:
+            raise ValueError(f"{name!r} is a namespace other components use; choose a team name")
         return name
 
 

@@ -192,6 +192,7 @@ BAD_INPUT = [
         "addons.jupyterhub.enabled",
         ["run on Karpenter's node pools", "allowed: addons.karpenter.enabled: true"],
     ),
+    ({"workloads__tenants": [{"name": "mount-s3"}]}, "workloads.tenants.0.name", ["'mount-s3'", "other components"]),
     ({"region": "us-gov-west-1"}, "region", ["'us-gov-west-1'", "aws-us-gov partition", "us-east-1"]),
     ({"region": "cn-north-1"}, "region", ["aws-cn partition"]),
     (
