@@ -1,7 +1,7 @@
 # The two commands a newcomer types: `make synth` and `make test`.
 # Both create the project's environment on first use and reuse it afterwards.
 
-PROFILE ?= g6-validation
+PROFILE ?= gpu-validation
 PYTHON ?= python3
 UV_VERSION := 0.13.9
 
@@ -94,7 +94,7 @@ synth: $(STAMP)  ## synthesize every layer of PROFILE into cdktf.out/<name>/
 	$(PY) main.py synth --profile $(PROFILE)
 
 diagram: $(STAMP)  ## redraw the README's layers diagram from the default profile's synthesized stacks
-	$(PY) main.py diagram --profile g6-validation --readme
+	$(PY) main.py diagram --profile gpu-validation --readme
 
 manifests: $(STAMP)  ## write the validation workloads as YAML
 	$(PY) main.py manifests --profile $(PROFILE)

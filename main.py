@@ -15,7 +15,7 @@
 Each profile works in its own folder, cdktf.out/<profile name>/ (stacks, plans, kubeconfig), and
 keeps local state in state/<profile name>/. `cdktf synth` / `cdktf deploy <layer>` run this file
 with no arguments (it then synthesizes): the profile then comes from the PROFILE environment variable (default:
-g6-validation) and the stacks go where the cdktf CLI wants them (CDKTF_OUTDIR, or cdktf.out).
+gpu-validation) and the stacks go where the cdktf CLI wants them (CDKTF_OUTDIR, or cdktf.out).
 """
 
 from __future__ import annotations
@@ -269,7 +269,8 @@ def print_synthesized(config: PlatformConfig, args: argparse.Namespace, file_nam
 
     outdir = Path(args.outdir)
     stacks = ", ".join(str(outdir / "stacks" / layer / file_name) for layer in LAYERS)
-    print(f"synthesized profile {config.name} ({args.profile}): {stacks}")
+    source = "" if args.profile == config.name else f" ({args.profile})"  # a file whose name differs
+    print(f"synthesized profile {config.name}{source}: {stacks}")
 
 
 def command_synth(config: PlatformConfig, args: argparse.Namespace) -> int:

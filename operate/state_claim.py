@@ -17,6 +17,12 @@ from operate.cluster_access import AwsCli
 
 LOCAL_MARKER = ".profile-source"
 S3_MARKER = "profile-source"
+# Shipped profiles whose file was renamed: a claim by the former file is the same profile's.
+FORMER_IDENTITIES = {"profiles/gpu-validation.yaml": ("profiles/g6-validation.yaml",)}
+
+
+def _same_profile(owner: str, identity: str) -> bool:
+    return owner == identity or owner in FORMER_IDENTITIES.get(identity, ())
 
 
 def profile_identity(path: Path, project_root: Path) -> str:
@@ -35,7 +41,7 @@ def _clash(name: str, identity: str, owner: str, where: str) -> str:
 def claim_local(state_dir: Path, name: str, identity: str) -> str | None:
     """Claim state/<name>/ for `identity`; the reason it cannot, or None."""
     marker = state_dir / LOCAL_MARKER
-    if marker.is_file() and (owner := marker.read_text().strip()) != identity:
+    if marker.is_file() and not _same_profile(owner := marker.read_text().strip(), identity):
         return _clash(name, identity, owner, str(marker))
     state_dir.mkdir(parents=True, exist_ok=True)
     marker.write_text(identity + "\n")
@@ -51,7 +57,7 @@ def claim_s3(bucket: str, key_prefix: str, region: str, name: str, identity: str
         read = aws(["s3api", "get-object", "--bucket", bucket, "--key", key, "--region", region, str(local)])
         if read.returncode == 0:
             owner = local.read_text().strip()
-            return None if owner == identity else _clash(name, identity, owner, where)
+            return None if _same_profile(owner, identity) else _clash(name, identity, owner, where)
         if "NoSuchKey" not in read.stderr and "Not Found" not in read.stderr:
             return f"cannot read the profile claim {where}: {read.stderr.strip()}"
         local.write_text(identity + "\n")

@@ -20,10 +20,10 @@ from profiles.base import PATTERN_WORDS, FieldProblem, did_you_mean
 from profiles.models import PlatformConfig
 
 PROFILES_DIR = Path(__file__).resolve().parent
-DEFAULT_PROFILE = "g6-validation"
+DEFAULT_PROFILE = "gpu-validation"
 # The shipped profiles are this fixed list: a user's own file saved next to them is a user profile
 # (loaded by its path), never a shipped one that the snapshot tests would then expect.
-SHIPPED_PROFILES = ("g6-validation", "p5-training", "p5en-training")
+SHIPPED_PROFILES = ("gpu-validation", "p5-training", "p5en-training")
 
 
 MAX_PROFILE_BYTES = 256 * 1024

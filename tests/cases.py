@@ -21,11 +21,11 @@ SHIPPED = tuple(available_profiles())[:1] if QUICK else tuple(available_profiles
 FIXTURES = () if QUICK else ALL_FIXTURES
 AWS_LAYERS = AWS_ONLY_LAYERS
 # Profiles exported as HCL (a process each): the default one and a multi-node EFA one.
-HCL_PROFILES = ("g6-validation", "p5-training")
+HCL_PROFILES = ("gpu-validation", "p5-training")
 IN_CI = os.environ.get("CI", "").lower() == "true"
 # Profiles whose AWS layers go through the emulated deploy cycle (a default one and a multi-node
 # EFA one with protected data), each in a process of its own, concurrently.
-EMULATED_PROFILES = ("g6-validation", "p5-training")
+EMULATED_PROFILES = ("gpu-validation", "p5-training")
 # Secrets a careless synthesis could leak: present in the environment while synthesizing, they
 # must appear nowhere in the JSON.
 TEST_SECRETS = {

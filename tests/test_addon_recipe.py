@@ -26,7 +26,7 @@ import yaml
 from profiles import ProfileError, validate_profile
 from profiles.schema import profile_schema
 
-doc = yaml.safe_load(Path("profiles/g6-validation.yaml").read_text())
+doc = yaml.safe_load(Path("profiles/gpu-validation.yaml").read_text())
 doc["name"] = "recipe-lab"
 doc.setdefault("addons", {})["podinfo"] = {"enabled": True, "replicas": 3}
 validate_profile(doc)

@@ -56,10 +56,10 @@ def test_no_secret_value_reaches_the_json(synthesized, profile):
 
 
 def test_grafana_password_is_a_sensitive_variable_never_a_value(synthesized):
-    stack = addons(synthesized, "g6-validation")
+    stack = addons(synthesized, "gpu-validation")
     variable = stack["variable"]["grafana_admin_password"]
     assert variable["sensitive"] is True and "default" not in variable
-    monitoring = releases(synthesized, "g6-validation")["monitoring"]
+    monitoring = releases(synthesized, "gpu-validation")["monitoring"]
     assert monitoring["set_sensitive"] == [{"name": "grafana.adminPassword", "value": "${var.grafana_admin_password}"}]
     assert "adminPassword" not in monitoring["values"][0]
     # Or from a Secret the operator creates: no password variable.
@@ -94,7 +94,7 @@ def test_dra_mode_deploys_gpucluster_not_clusterpolicy(synthesized):
     assert operator["clusterPolicy"] == {"deployCR": False} and operator["gpuCluster"] == {"deployCR": True}
     assert operator["driver"] == {"enabled": False}
     assert not any("dra" in name for name in releases(synthesized, "jark")), "no standalone DRA driver release"
-    default = values(releases(synthesized, "g6-validation")["gpu-operator"])
+    default = values(releases(synthesized, "gpu-validation")["gpu-operator"])
     assert "gpuCluster" not in default and "clusterPolicy" not in default
 
 
@@ -120,7 +120,7 @@ def test_crd_providers_install_before_their_users(synthesized, profile):
 
 
 def test_prometheus_selects_cluster_wide_and_carries_gpu_rules(synthesized):
-    monitoring = values(releases(synthesized, "g6-validation")["monitoring"])
+    monitoring = values(releases(synthesized, "gpu-validation")["monitoring"])
     spec = monitoring["prometheus"]["prometheusSpec"]
     for key in (
         "serviceMonitorSelectorNilUsesHelmValues",
@@ -227,8 +227,8 @@ def test_argo_server_is_not_anonymous_and_workflows_are_bounded(synthesized):
 
 
 def test_karpenter_identity_queue_and_chart(synthesized):
-    stack = addons(synthesized, "g6-validation")
-    chart = values(releases(synthesized, "g6-validation")["karpenter"])
+    stack = addons(synthesized, "gpu-validation")
+    chart = values(releases(synthesized, "gpu-validation")["karpenter"])
     assert chart["nodeSelector"] == {"role": "system"}
     settings = chart["settings"]
     assert settings["clusterName"].startswith("${data.terraform_remote_state.cross-stack-reference-input-cluster")
@@ -272,15 +272,15 @@ def test_providers_authenticate_with_exec_tokens(synthesized, profile):
 
 def test_optional_releases_follow_the_profile(synthesized):
     assert {"kuberay-operator", "argo-workflows"} <= set(releases(synthesized, "p5-training"))
-    assert not {"kuberay-operator", "jupyterhub", "argo-workflows"} & set(releases(synthesized, "g6-validation"))
+    assert not {"kuberay-operator", "jupyterhub", "argo-workflows"} & set(releases(synthesized, "gpu-validation"))
     assert {"karpenter", "monitoring", "gpu-operator", "efa-device-plugin"} <= set(
-        releases(synthesized, "g6-validation")
+        releases(synthesized, "gpu-validation")
     )
 
 
 def test_mpi_operator_is_the_v2beta1_controller_from_its_pinned_release_manifest(synthesized):
-    stack = addons(synthesized, "g6-validation")
-    assert "mpi-operator" not in releases(synthesized, "g6-validation"), "no (legacy, archived) community chart"
+    stack = addons(synthesized, "gpu-validation")
+    assert "mpi-operator" not in releases(synthesized, "gpu-validation"), "no (legacy, archived) community chart"
     assert "cowboysysop" not in json.dumps(stack)
     artifact = ARTIFACTS["mpi_operator"]
     assert artifact.url == (
@@ -311,7 +311,7 @@ def test_rendered_values_are_visible_yaml(synthesized):
         assert "TfToken" not in release["values"][0]
 
 
-@pytest.mark.parametrize("profile", ["p5-training", "g6-validation"])
+@pytest.mark.parametrize("profile", ["p5-training", "gpu-validation"])
 def test_the_controllers_are_scraped(synthesized, profile):
     config = synthesized.configs[profile]
     monitoring = values(releases(synthesized, profile)["monitoring"])

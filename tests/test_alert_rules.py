@@ -207,13 +207,13 @@ def test_the_idle_limit_is_the_profiles(synthesized):
     )
     release = next(
         body
-        for body in synthesized.stack("g6-validation", "addons")["resource"]["helm_release"].values()
+        for body in synthesized.stack("gpu-validation", "addons")["resource"]["helm_release"].values()
         if body["name"] == "monitoring"
     )
     values = _yaml.safe_load(release["values"][0])
     (group,) = values["additionalPrometheusRulesMap"]["gpu-platform"]["groups"]
     idle = next(r for r in group["rules"] if r.get("alert") == "GpuAllocatedIdle")
-    minutes = synthesized.configs["g6-validation"].addons.monitoring.idle_gpu_alert_minutes
+    minutes = synthesized.configs["gpu-validation"].addons.monitoring.idle_gpu_alert_minutes
     assert idle["for"] == f"{minutes}m"
 
 

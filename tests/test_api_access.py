@@ -54,7 +54,7 @@ def provider_settings(stack: dict) -> dict[str, str]:
 
 @pytest.mark.parametrize("layer", ["addons", "workloads"])
 def test_terraform_connects_to_the_forward_and_checks_tls_as_the_endpoint(synthesized, terraform, tmp_path, layer):
-    stack = synthesized.stack("g6-validation", layer)
+    stack = synthesized.stack("gpu-validation", layer)
     settings = provider_settings(stack)
     assert all("local.endpoint" in value for value in settings.values()), settings
     config = {

@@ -63,7 +63,7 @@ def test_s3_backend_with_lock_file_and_one_key_per_layer(synthesized):
 
 
 def test_deploy_order_is_recorded_in_the_manifest(synthesized):
-    manifest = json.loads((synthesized.outroot / "g6-validation" / "manifest.json").read_text())
+    manifest = json.loads((synthesized.outroot / "gpu-validation" / "manifest.json").read_text())
     deps = {name: set(stack["dependencies"]) for name, stack in manifest["stacks"].items()}
     assert deps["cluster"] == set()
     assert "cluster" in deps["storage"] and "cluster" in deps["build"] and "cluster" in deps["addons"]

@@ -46,7 +46,7 @@ def test_cross_field_problem_is_reported_by_the_cli(tmp_path):
 def test_unknown_profile_name_lists_available(tmp_path):
     result = run("synth", "--profile", "nope", "--outdir", str(tmp_path / "out"))
     assert result.returncode == 2
-    assert "unknown profile 'nope'; available: g6-validation, p5-training, p5en-training" in result.stderr
+    assert "unknown profile 'nope'; available: gpu-validation, p5-training, p5en-training" in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -106,7 +106,7 @@ def test_deploy_and_destroy_refuse_without_a_terminal_or_yes(tmp_path):
 
 
 def test_each_profile_works_in_its_own_folder(tmp_path):
-    for profile in ("g6-validation", "p5-training"):
+    for profile in ("gpu-validation", "p5-training"):
         result = run("synth", "--profile", profile, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
     stacks = {p.parents[2].name for p in (tmp_path / "cdktf.out").glob("*/stacks/cluster/cdk.tf.json")}
@@ -119,10 +119,10 @@ def test_each_profile_works_in_its_own_folder(tmp_path):
 
 def test_a_copy_can_never_take_a_shipped_profiles_name(tmp_path):
     copy = tmp_path / "my-copy.yaml"
-    copy.write_text((ROOT / "profiles" / "g6-validation.yaml").read_text())  # keeps name: gpu-validation
+    copy.write_text((ROOT / "profiles" / "gpu-validation.yaml").read_text())  # keeps name: gpu-validation
     refused = run("synth", "--profile", str(copy), cwd=tmp_path)
     assert refused.returncode == 2
-    assert "name: 'gpu-validation' is the name of the shipped profile g6-validation" in refused.stderr
+    assert "name: 'gpu-validation' is the name of the shipped profile gpu-validation" in refused.stderr
     assert "'my-copy'" in refused.stderr
     assert run("synth", cwd=tmp_path).returncode == 0  # the shipped one still works, whatever came first
 
@@ -143,7 +143,7 @@ def test_profiles_lists_gpu_type_nodes_and_efa():
     result = run("profiles")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert [line.split()[0] for line in lines] == ["g6-validation", "p5-training", "p5en-training"]
+    assert [line.split()[0] for line in lines] == ["gpu-validation", "p5-training", "p5en-training"]
     assert "4 x p5.48xlarge (8 x H100, 32 EFA)" in result.stdout
 
 
@@ -163,7 +163,7 @@ def test_the_schema_knows_the_instance_types_in_natural_order():
     schema = json.loads((ROOT / "profiles" / "profile.schema.json").read_text())
     enum = schema["$defs"]["GpuNodeGroupConfig"]["properties"]["instance_type"]["enum"]
     assert enum.index("g5.2xlarge") < enum.index("g5.12xlarge") < enum.index("g5.48xlarge")
-    for shipped in ("g6-validation", "p5-training", "p5en-training"):
+    for shipped in ("gpu-validation", "p5-training", "p5en-training"):
         first = (ROOT / "profiles" / f"{shipped}.yaml").read_text().splitlines()[0]
         assert first == "# yaml-language-server: $schema=profile.schema.json"
 

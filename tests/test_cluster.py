@@ -38,7 +38,7 @@ def gpu_node_groups(stack) -> dict[str, dict]:
     }
 
 
-@pytest.mark.parametrize("profile, expected", [("p5-training", 32), ("p5en-training", 16), ("g6-validation", 1)])
+@pytest.mark.parametrize("profile, expected", [("p5-training", 32), ("p5en-training", 16), ("gpu-validation", 1)])
 def test_efa_interface_count_matches_the_catalog(synthesized, profile, expected):
     (template,) = gpu_templates(cluster(synthesized, profile)).values()
     efa = [nic for nic in template["network_interfaces"] if nic.get("interface_type") in ("efa", "efa-only")]
@@ -279,7 +279,7 @@ def test_csi_addons_use_pod_identity_and_tolerate_all_taints(synthesized, profil
 
 
 def test_mountpoint_role_is_limited_to_platform_buckets(synthesized):
-    stack = cluster(synthesized, "g6-validation")
+    stack = cluster(synthesized, "gpu-validation")
     policy = json.loads(by_path(stack, "aws_iam_role_policy", "s3-csi-role/inline")[1]["policy"])
     resources_ = {
         r for s in policy["Statement"] for r in ([s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"])
@@ -292,7 +292,7 @@ def test_mountpoint_role_is_limited_to_platform_buckets(synthesized):
     assert not any("*" in r.replace("/*", "") for r in resources_)
 
 
-@pytest.mark.parametrize("profile, public", [("jark", True), ("g6-validation", False), ("s3-state", False)])
+@pytest.mark.parametrize("profile, public", [("jark", True), ("gpu-validation", False), ("s3-state", False)])
 def test_control_plane_endpoint_encryption_and_access(synthesized, profile, public):
     stack = cluster(synthesized, profile)
     (eks,) = resources(stack, "aws_eks_cluster").values()
@@ -322,7 +322,7 @@ def test_access_entries_for_deployer_and_admins(synthesized):
             assert body.get("lifecycle", {}).get("ignore_changes") == (["principal_arn"] if deployer else None)
 
 
-@pytest.mark.parametrize("profile, nats, endpoints", [("g6-validation", 1, 0), ("p5-training", 3, 6)])
+@pytest.mark.parametrize("profile, nats, endpoints", [("gpu-validation", 1, 0), ("p5-training", 3, 6)])
 def test_network_shape(synthesized, profile, nats, endpoints):
     stack = cluster(synthesized, profile)
     assert len(resources(stack, "aws_nat_gateway")) == nats
@@ -335,7 +335,7 @@ def test_network_shape(synthesized, profile, nats, endpoints):
 
 
 def test_outputs_for_later_layers(synthesized):
-    outputs = cluster(synthesized, "g6-validation")["output"]
+    outputs = cluster(synthesized, "gpu-validation")["output"]
     for name in (
         "cluster_name",
         "endpoint",

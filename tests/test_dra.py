@@ -58,7 +58,7 @@ def test_the_dra_fixture_requests_no_extended_gpu_resource(synthesized):
 
 
 def test_without_dra_the_extended_resource_is_used(synthesized):
-    uses = [path for obj in everything(synthesized, "g6-validation") for path in extended_resource_uses(obj)]
+    uses = [path for obj in everything(synthesized, "gpu-validation") for path in extended_resource_uses(obj)]
     assert uses, "the device-plugin path requests nvidia.com/gpu"
 
 
@@ -93,7 +93,7 @@ def test_every_claim_names_a_template_in_its_namespace(synthesized):
     assert ("jupyterhub", name) in templates
 
 
-@pytest.mark.parametrize("profile, key", [("jark", DRA_QUOTA), ("g6-validation", "requests.nvidia.com/gpu")])
+@pytest.mark.parametrize("profile, key", [("jark", DRA_QUOTA), ("gpu-validation", "requests.nvidia.com/gpu")])
 def test_quotas_count_the_gpus_the_platform_allocates(synthesized, profile, key):
     quotas = [o for o in everything(synthesized, profile) if o.get("kind") == "ResourceQuota"]
     assert quotas
@@ -119,7 +119,7 @@ def test_dra_gpus_never_go_to_karpenter_which_ignores_resource_claims(synthesize
     managed = sum(g.max_size * g.catalog_entry.gpu_count for g in config.cluster.gpu_node_groups)
     assert gpu_capacity(config) == managed  # the pool's limit counts nothing here
     # With the device plugin, the GPU pool is there.
-    assert GPU_POOL in node_pools(synthesized.configs["g6-validation"])
+    assert GPU_POOL in node_pools(synthesized.configs["gpu-validation"])
     # Every pod that claims a GPU lands where a managed GPU group's labels match.
     group_labels = [
         body["labels"]

@@ -77,7 +77,9 @@ def test_the_image_has_what_the_worker_command_and_the_drop_ins_need():
     from manifests.render import render
     from profiles import load_profile
 
-    (job,) = [o for objects in render(load_profile("g6-validation")).values() for o in objects if o["kind"] == "MPIJob"]
+    (job,) = [
+        o for objects in render(load_profile("gpu-validation")).values() for o in objects if o["kind"] == "MPIJob"
+    ]
     (worker,) = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
     assert tuple(worker["command"]) == WORKER_COMMAND
 

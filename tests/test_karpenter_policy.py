@@ -98,13 +98,13 @@ def test_the_pinned_karpenter_is_the_version_the_policy_follows():
     assert CHARTS["karpenter"].version == "1.14.1"
 
 
-@pytest.mark.parametrize("profile", ["g6-validation", "p5-training"])
+@pytest.mark.parametrize("profile", ["gpu-validation", "p5-training"])
 def test_same_actions_as_the_published_policy(synthesized, profile):
     granted = set().union(*(actions(s) for s in controller_statements(synthesized, profile)))
     assert granted == PUBLISHED_ACTIONS
 
 
-@pytest.mark.parametrize("profile", ["g6-validation", "p5-training"])
+@pytest.mark.parametrize("profile", ["gpu-validation", "p5-training"])
 def test_every_mutating_ec2_action_is_tied_to_the_cluster(synthesized, profile):
     name = synthesized.configs[profile].name
     for statement in controller_statements(synthesized, profile):
@@ -129,7 +129,7 @@ def test_every_mutating_ec2_action_is_tied_to_the_cluster(synthesized, profile):
             assert set(keys["aws:TagKeys"]) == {"eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"}
 
 
-@pytest.mark.parametrize("profile", ["g6-validation", "p5-training"])
+@pytest.mark.parametrize("profile", ["gpu-validation", "p5-training"])
 def test_instance_profile_actions_need_the_cluster_and_region_tags(synthesized, profile):
     config = synthesized.configs[profile]
     for statement in controller_statements(synthesized, profile):
@@ -146,7 +146,7 @@ def test_instance_profile_actions_need_the_cluster_and_region_tags(synthesized, 
 
 
 def test_pass_role_only_the_node_role_only_to_ec2(synthesized):
-    (statement,) = [s for s in controller_statements(synthesized, "g6-validation") if "iam:PassRole" in actions(s)]
+    (statement,) = [s for s in controller_statements(synthesized, "gpu-validation") if "iam:PassRole" in actions(s)]
     assert statement["Resource"].startswith("${aws_iam_role.karpenter-identity_node-role")
     assert statement["Condition"] == {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}
 

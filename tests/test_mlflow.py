@@ -165,9 +165,9 @@ def test_release_runs_authenticated_private_server_on_rds_and_s3(synthesized, pr
 
 
 def test_admin_password_from_variable_is_sensitive_and_checked(synthesized):
-    release = mlflow_release(synthesized, "g6-validation")
+    release = mlflow_release(synthesized, "gpu-validation")
     assert release["set_sensitive"] == [{"name": "auth.adminPassword", "value": "${var.mlflow_admin_password}"}]
-    variable = synthesized.stack("g6-validation", "addons")["variable"]["mlflow_admin_password"]
+    variable = synthesized.stack("gpu-validation", "addons")["variable"]["mlflow_admin_password"]
     assert variable["sensitive"] is True
     rule = re.compile(ADMIN_PASSWORD_RULE)
     assert rule.fullmatch("correct-horse-battery")
@@ -402,13 +402,13 @@ def test_sidecar_follows_the_secret_and_makes_the_auth_database_once(tmp_path):
 def test_sidecar_script_ships_in_a_config_map(synthesized):
     (script,) = [
         o
-        for o in addon_objects(synthesized, "g6-validation")
+        for o in addon_objects(synthesized, "gpu-validation")
         if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "mlflow-db-login-script"
     ]
     assert script["data"]["db_login.py"] == Path(SCRIPT_SOURCE).read_text()
     (secret,) = [
         o
-        for o in addon_objects(synthesized, "g6-validation")
+        for o in addon_objects(synthesized, "gpu-validation")
         if o["kind"] == "Secret" and o["metadata"]["name"] == DB_LOGIN_SECRET
     ]
     assert secret["data"]["password"] == ""  # libpq then reads the password file
@@ -418,7 +418,7 @@ def test_sidecar_script_ships_in_a_config_map(synthesized):
 
 
 def test_validation_check_logs_and_reads_back_as_the_admin():
-    config = load_profile("g6-validation")
+    config = load_profile("gpu-validation")
     (pod,) = render(config)["mlflow-tracking-check.yaml"]
     assert (pod["metadata"]["name"], pod["metadata"]["namespace"]) == (MLFLOW_CHECK, "mlflow")
     env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}

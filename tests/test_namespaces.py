@@ -65,7 +65,7 @@ def test_every_created_namespace_is_guarded(synthesized, profile):
         ), f"{name} reaches IMDS"
 
 
-@pytest.mark.parametrize("profile", ["g6-validation", "jark"])
+@pytest.mark.parametrize("profile", ["gpu-validation", "jark"])
 def test_only_system_addons_are_privileged_and_say_why(synthesized, profile):
     privileged = {
         name

@@ -353,7 +353,7 @@ def test_destroy_through_a_tunnel_cleans_up_and_destroys_through_the_forward(tmp
             target, kubeconfig, tunnel=tunnel, aws=cli, kubectl=cli
         ),
     )
-    config = load_profile("g6-validation")
+    config = load_profile("gpu-validation")
     op, log = operator(tmp_path, fake_terraform)
     op.env |= {"TF_VAR_api_tunnel": "https://localhost:8443", "FAKE_TF_ENDPOINT": TARGET.endpoint}
     op.cleanup = lambda layer: main.cleanup_profile_cluster(config, op, tmp_path / "kubeconfig", layer)
@@ -422,7 +422,7 @@ def test_each_layer_cleans_only_the_namespaces_and_pools_it_owns():
     assert addons.node_pools == ()
     # jark runs DRA: no GPU pool (Karpenter ignores ResourceClaims), so only the CPU pool is its.
     assert set(workloads.namespaces) == {"ml-team", "gpu-validation"} and workloads.node_pools == ("cpu",)
-    assert platform_objects(load_profile("g6-validation"), "workloads").node_pools == ("cpu", "gpu")
+    assert platform_objects(load_profile("gpu-validation"), "workloads").node_pools == ("cpu", "gpu")
     for owned in (addons, workloads):
         assert "kube-system" not in owned.namespaces and "default" not in owned.namespaces
     assert (
@@ -438,7 +438,7 @@ def test_the_nccl_job_runs_the_image_the_build_layer_built(tmp_path, fake_terraf
     from components.images import project_image_tag
     from profiles.versions import NCCL_TESTS_IMAGE
 
-    config = load_profile("g6-validation")
+    config = load_profile("gpu-validation")
 
     class Built:
         def outputs(self, layer):

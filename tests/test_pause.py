@@ -45,7 +45,7 @@ def test_pause_stops_karpenter_first_then_gpu_groups_then_the_system_group():
 
 
 def test_a_failed_step_stops_the_pause_with_the_reason():
-    config = load_profile("g6-validation")
+    config = load_profile("gpu-validation")
     aws = Recorder(fail_on="--nodegroup-name system")
     with pytest.raises(ClusterAccessError, match="system failed: AccessDenied"):
         pause(config, kubectl=Recorder(), aws=aws, node_pools=(), log=lambda _: None)

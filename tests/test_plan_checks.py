@@ -78,12 +78,12 @@ run "{name}" {{
 
 
 def test_an_old_default_mountpoint_addon_fails_the_plan(synthesized, terraform, tmp_path):
-    stack = synthesized.stack("g6-validation", "cluster")
+    stack = synthesized.stack("gpu-validation", "cluster")
     data_id, _ = by_path(
         stack, "aws_eks_addon_version", "addon-aws-mountpoint-s3-csi-driver/default-version", section="data"
     )
     address = f"data.aws_eks_addon_version.{data_id}"
-    group = synthesized.configs["g6-validation"].cluster.gpu_node_groups[0]
+    group = synthesized.configs["gpu-validation"].cluster.gpu_node_groups[0]
     type_id, _ = by_path(stack, "aws_ec2_instance_type", f"gpu-{group.name}/instance-type", section="data")
     facts = (f"data.aws_ec2_instance_type.{type_id}", CATALOG[group.instance_type].max_efa_interfaces)
     result = terraform.test(

@@ -38,7 +38,7 @@ def clean_env(monkeypatch):
 
 
 def test_unset_passwords_are_named_before_anything_is_applied(tmp_path, synthesized, terraform, clean_env):
-    operator = stacks_with(tmp_path, synthesized, "g6-validation", {}, terraform)
+    operator = stacks_with(tmp_path, synthesized, "gpu-validation", {}, terraform)
     problems = variable_problems(operator, ["cluster", "addons"])
     assert [p.split(" is not set")[0] for p in problems] == [
         "variable grafana_admin_password",
@@ -49,14 +49,14 @@ def test_unset_passwords_are_named_before_anything_is_applied(tmp_path, synthesi
 
 def test_a_bad_password_is_refused_by_terraforms_own_validation(tmp_path, synthesized, terraform, clean_env):
     operator = stacks_with(
-        tmp_path, synthesized, "g6-validation", {**GOOD, "TF_VAR_mlflow_admin_password": "has a space 123"}, terraform
+        tmp_path, synthesized, "gpu-validation", {**GOOD, "TF_VAR_mlflow_admin_password": "has a space 123"}, terraform
     )
     (problem,) = variable_problems(operator, ["cluster", "addons"])
     assert "Invalid value for variable" in problem and "mlflow_admin_password must be" in problem
 
 
 def test_good_passwords_pass_and_layers_without_variables_need_none(tmp_path, synthesized, terraform, clean_env):
-    operator = stacks_with(tmp_path, synthesized, "g6-validation", GOOD, terraform)
+    operator = stacks_with(tmp_path, synthesized, "gpu-validation", GOOD, terraform)
     assert variable_problems(operator, ["cluster", "addons"]) == []
     assert variable_problems(operator, ["cluster"]) == []
 
@@ -75,7 +75,7 @@ ENDPOINT = {"endpoint": {"value": "https://ABC.gr7.us-west-2.eks.amazonaws.com"}
 
 
 def test_a_private_endpoint_on_a_fresh_account_stops_a_full_deploy_with_the_options():
-    config = load_profile("g6-validation")
+    config = load_profile("gpu-validation")
     (problem,) = api_problems(config, Outputs({}), ["cluster", "addons"])  # type: ignore[arg-type]
     assert "make deploy LAYER=aws" in problem and "endpoint_public_access_cidrs" in problem
     assert api_problems(config, Outputs({}), ["cluster", "storage", "build"]) == []  # type: ignore[arg-type]
@@ -84,14 +84,14 @@ def test_a_private_endpoint_on_a_fresh_account_stops_a_full_deploy_with_the_opti
 def test_a_public_endpoint_passes_and_a_deployed_one_must_answer():
     public = load_profile(str(FIXTURE_PROFILES / "jark.yaml"))
     assert api_problems(public, Outputs({}), ["addons"]) == []  # type: ignore[arg-type]
-    config = load_profile("g6-validation")
+    config = load_profile("gpu-validation")
     (problem,) = api_problems(config, Outputs(ENDPOINT), ["addons"], reachable=lambda _: False)  # type: ignore[arg-type]
     assert "does not answer from this machine" in problem
     assert api_problems(config, Outputs(ENDPOINT), ["addons"], reachable=lambda _: True) == []  # type: ignore[arg-type]
 
 
 def test_a_tunnel_is_what_must_answer_and_the_options_say_how_to_open_one():
-    config = load_profile("g6-validation")
+    config = load_profile("gpu-validation")
     tunnel = {"TF_VAR_api_tunnel": "https://localhost:8443"}
     asked: list[str] = []
 
@@ -114,7 +114,7 @@ def test_a_tunnel_is_what_must_answer_and_the_options_say_how_to_open_one():
     "value", ["http://localhost:8443", "https://10.0.1.5:443", "https://localhost", "localhost:8443"]
 )
 def test_a_tunnel_that_is_not_a_local_https_forward_is_refused_by_name(value):
-    config = load_profile("g6-validation")
+    config = load_profile("gpu-validation")
     env = {"TF_VAR_api_tunnel": value}
     (problem,) = api_problems(config, Outputs(ENDPOINT, env), ["addons"], reachable=lambda _: True)  # type: ignore[arg-type]
     assert f"TF_VAR_api_tunnel={value!r} is not a local forward" in problem and "https://localhost:PORT" in problem
@@ -136,7 +136,7 @@ def test_a_missing_state_bucket_stops_the_deploy(tmp_path):
     assert f"s3://{config.state.bucket}" in problem and "Not Found" in problem
     assert "docs/operations.md (State)" in problem
     assert state_bucket_problems(config, fake_aws(tmp_path, 0)) == []
-    assert state_bucket_problems(load_profile("g6-validation"), "no-such-aws") == []  # local state: nothing to check
+    assert state_bucket_problems(load_profile("gpu-validation"), "no-such-aws") == []  # local state: nothing to check
 
 
 class Kube:
@@ -169,7 +169,7 @@ def test_secrets_the_user_creates_are_checked_before_the_addons_layer():
     assert "deploy LAYER=cluster first" in fresh and all(secret in fresh for secret in secrets)
     assert user_secret_problems(jark, Outputs(ENDPOINT), ["cluster"], lambda: kube) == []  # type: ignore[arg-type]
     # A profile whose add-ons need no Secret of the user's asks nothing.
-    g6 = load_profile("g6-validation")
+    g6 = load_profile("gpu-validation")
     assert user_secret_problems(g6, Outputs({}), ["addons"], lambda: kube) == []  # type: ignore[arg-type]
 
 
@@ -179,9 +179,9 @@ TUNNELS = ["https://localhost:8443", "https://127.0.0.1:9443", "http://localhost
 @pytest.mark.parametrize("value", TUNNELS)
 def test_terraform_and_kubectl_accept_the_same_tunnels(tmp_path, synthesized, terraform, clean_env, value):
     """One variable, two readers: the providers' validation (Terraform's own) and kubectl's binding."""
-    operator = stacks_with(tmp_path, synthesized, "g6-validation", {**GOOD, "TF_VAR_api_tunnel": value}, terraform)
+    operator = stacks_with(tmp_path, synthesized, "gpu-validation", {**GOOD, "TF_VAR_api_tunnel": value}, terraform)
     refused_by_terraform = variable_problems(operator, ["addons"])
-    config = load_profile("g6-validation")
+    config = load_profile("gpu-validation")
     refused_here = api_problems(config, Outputs(ENDPOINT, operator.env), ["addons"], reachable=lambda _: True)  # type: ignore[arg-type]
     assert bool(refused_by_terraform) == bool(refused_here) == (value not in TUNNELS[:2] and value != ""), (
         refused_by_terraform,

@@ -15,7 +15,7 @@ from profiles.base import did_you_mean
 from profiles.catalog import CATALOG
 from profiles.cluster import CapacityBlock, OdcrCapacity
 
-BASE = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "g6-validation.yaml").read_text())
+BASE = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "gpu-validation.yaml").read_text())
 
 
 def mutated(**changes) -> dict:
@@ -58,10 +58,10 @@ def assert_reported(doc: dict, field: str, words: list[str]) -> None:
 
 
 def test_shipped_profiles_are_the_three_documented_ones():
-    assert available_profiles() == ["g6-validation", "p5-training", "p5en-training"]
+    assert available_profiles() == ["gpu-validation", "p5-training", "p5en-training"]
 
 
-@pytest.mark.parametrize("name", ["g6-validation", "p5-training", "p5en-training"])
+@pytest.mark.parametrize("name", ["gpu-validation", "p5-training", "p5en-training"])
 def test_shipped_profiles_load(name):
     config = load_profile(name)
     for group in config.cluster.gpu_node_groups:
@@ -104,7 +104,7 @@ def test_catalog_matches_the_documented_efa_facts():
 
 # (changes to the default profile, expected field path, words the message must contain)
 BAD_INPUT = [
-    # a tenant quota below one node of the largest GPU group (g6-validation: g6.8xlarge, 1 GPU)
+    # a tenant quota below one node of the largest GPU group (gpu-validation: g6.8xlarge, 1 GPU)
     (
         {"workloads__tenants": [{"name": "t", "gpu_quota": 0}]},
         "workloads.tenants.0.gpu_quota",
@@ -472,7 +472,7 @@ def test_odcr_accepts_a_resource_group():
 def test_unknown_profile_lists_the_available_ones():
     with pytest.raises(ProfileError) as caught:
         load_profile("p6-mystery")
-    assert "available: g6-validation, p5-training, p5en-training" in caught.value.problems[0]
+    assert "available: gpu-validation, p5-training, p5en-training" in caught.value.problems[0]
 
 
 def test_user_profile_file(tmp_path):
@@ -908,7 +908,7 @@ def test_independent_cross_layer_problems_are_reported_together():
 
 
 def test_the_service_cidr_defaults_to_what_eks_picks_and_names_the_api_clusterip():
-    shipped = load_profile("g6-validation").cluster
+    shipped = load_profile("gpu-validation").cluster
     assert (shipped.service_cidr, shipped.api_service_ip) == ("172.20.0.0/16", "172.20.0.1")
     for vpc in ("172.31.0.0/16", "192.168.0.0/16"):  # EKS picks 172.20.0.0/16 only for a VPC in 10.0.0.0/8
         other = validate_profile(mutated(cluster__vpc__cidr=vpc)).cluster

@@ -57,3 +57,13 @@ def test_an_unreadable_claim_stops_with_the_reason():
         return subprocess.CompletedProcess(args, 254, "", "An error occurred (AccessDenied)")
 
     assert "AccessDenied" in (claim_s3("b", "p", "us-west-2", "n", "x.yaml", aws=denied) or "")
+
+
+def test_the_default_profiles_state_follows_its_file_rename(tmp_path):
+    """profiles/g6-validation.yaml became profiles/gpu-validation.yaml (the file now carries the
+    profile's name): the state it claimed stays its own; another file still cannot take it."""
+    state = tmp_path / "state" / "gpu-validation"
+    assert claim_local(state, "gpu-validation", "profiles/g6-validation.yaml") is None
+    assert claim_local(state, "gpu-validation", "profiles/gpu-validation.yaml") is None
+    assert (state / ".profile-source").read_text() == "profiles/gpu-validation.yaml\n"
+    assert claim_local(state, "gpu-validation", "my/gpu-validation.yaml") is not None

@@ -138,7 +138,7 @@ def test_data_is_protected_unless_the_profile_opts_out(synthesized, profile):
     )
     assert protected
     assert all(body["lifecycle"]["prevent_destroy"] is protect for body in protected)
-    assert protect is (profile != "g6-validation")
+    assert protect is (profile != "gpu-validation")
 
 
 @pytest.mark.parametrize("profile", fsx_profiles())
@@ -176,7 +176,7 @@ def test_fsx_sizing_reaches_the_json(synthesized):
     assert p5["metadata_configuration"] == {"mode": "AUTOMATIC"}
     (p5en,) = resources(storage(synthesized, "p5en-training"), "aws_fsx_lustre_file_system").values()
     assert p5en["efa_enabled"] is True and p5en["metadata_configuration"] == {"mode": "USER_PROVISIONED", "iops": 12000}
-    (scratch,) = resources(storage(synthesized, "g6-validation"), "aws_fsx_lustre_file_system").values()
+    (scratch,) = resources(storage(synthesized, "gpu-validation"), "aws_fsx_lustre_file_system").values()
     assert "per_unit_storage_throughput" not in scratch and "automatic_backup_retention_days" not in scratch
 
 
@@ -243,7 +243,7 @@ def test_codebuild_project_builds_a_repository_with_the_projects_own_buildspec(s
 
 
 def test_the_nccl_test_image_is_built_from_the_projects_dockerfile(synthesized):
-    stack = synthesized.stack("g6-validation", "build")
+    stack = synthesized.stack("gpu-validation", "build")
     (project,) = resources(stack, "aws_codebuild_project").values()
     variables = {v["name"]: v["value"] for v in project["environment"]["environment_variable"]}
     assert variables["DOCKERFILE"] == "Dockerfile"
@@ -294,7 +294,7 @@ def test_the_buildspec_builds_and_pushes_only_a_tag_ecr_does_not_have(synthesize
     """Run the buildspec's commands the way CodeBuild does (one shell, in phase order) with fake aws
     and docker: an IMMUTABLE repository refuses a second push of a tag, so a rebuild of an unchanged
     source must not push."""
-    stack = synthesized.stack("g6-validation", "build")
+    stack = synthesized.stack("gpu-validation", "build")
     (project,) = resources(stack, "aws_codebuild_project").values()
     buildspec = yaml.safe_load(project["source"]["buildspec"])
     _, inline = by_path(stack, "aws_iam_role_policy", "image-nccl-tests/role/inline")

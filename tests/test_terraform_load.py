@@ -83,10 +83,10 @@ def test_terraform_loads_the_hcl_export_of_every_layer(hcl_exported, terraform, 
 
 def test_the_load_check_fails_on_an_invalid_escape(synthesized, terraform, tmp_path):
     """The defect this check exists for: `\\s` inside an HCL string literal of a validation."""
-    stack = json.loads(json.dumps(synthesized.stack("g6-validation", "addons")))
+    stack = json.loads(json.dumps(synthesized.stack("gpu-validation", "addons")))
     variable = stack["variable"]["mlflow_admin_password"]
     variable["validation"][0]["condition"] = '${can(regex("^[^/&%\\\\\\s]{12,}$", var.mlflow_admin_password))}'
-    found = terraform.load({"old": stack, "current": synthesized.stack("g6-validation", "addons")}, tmp_path)
+    found = terraform.load({"old": stack, "current": synthesized.stack("gpu-validation", "addons")}, tmp_path)
     assert any("validation" in d["summary"].lower() for d in found["old"].errors), describe(found["old"].errors)
     assert found["current"].errors == [] and found["current"].providers_missing  # helm etc. have no binary here
 
@@ -130,10 +130,10 @@ def test_make_validate_runs_terraform_validate_apart_from_the_deploy_folder(synt
     from operate.layers import Operator
 
     for name, stack in (
-        ("build", synthesized.stack("g6-validation", "build")),
+        ("build", synthesized.stack("gpu-validation", "build")),
         (
             "broken",
-            {**synthesized.stack("g6-validation", "build"), "resource": {"aws_s3_bucket": {"b": {"bucketz": "x"}}}},
+            {**synthesized.stack("gpu-validation", "build"), "resource": {"aws_s3_bucket": {"b": {"bucketz": "x"}}}},
         ),
     ):
         (tmp_path / "stacks" / name).mkdir(parents=True)

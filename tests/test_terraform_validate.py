@@ -38,10 +38,10 @@ def test_aws_stack_is_valid_terraform(validated, profile, layer):
 
 
 def test_a_broken_stack_is_reported_against_its_own_name(synthesized, terraform, tmp_path):
-    broken = json.loads(json.dumps(synthesized.stack("g6-validation", "build")))
+    broken = json.loads(json.dumps(synthesized.stack("gpu-validation", "build")))
     next(iter(broken["resource"]["aws_ecr_repository"].values()))["image_tag_mutability"] = 42
     broken["resource"]["aws_ecr_repository"]["typo"] = {"nam": "x"}
-    found = terraform.validate_many({"good": synthesized.stack("g6-validation", "build"), "bad": broken}, tmp_path)
+    found = terraform.validate_many({"good": synthesized.stack("gpu-validation", "build"), "bad": broken}, tmp_path)
     assert found["good"] == [] and found["bad"]
 
 

@@ -44,7 +44,7 @@ def node_pod(runtime: dict) -> dict:
 
 
 def test_the_shipped_profiles_run_trainer():
-    assert {"g6-validation", "p5-training", "p5en-training"} <= set(TRAINED)
+    assert {"gpu-validation", "p5-training", "p5en-training"} <= set(TRAINED)
 
 
 def test_the_recorded_crd_refuses_what_a_loose_model_accepts():

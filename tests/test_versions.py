@@ -69,7 +69,7 @@ def test_the_gpu_operator_matrix_is_enforced():
 
 
 def test_the_reservation_interruption_rule_follows_karpenters_version(synthesized):
-    rules = resources(synthesized.stack("g6-validation", "addons"), "aws_cloudwatch_event_rule").values()
+    rules = resources(synthesized.stack("gpu-validation", "addons"), "aws_cloudwatch_event_rule").values()
     kinds = {json.loads(rule["event_pattern"])["detail-type"][0] for rule in rules}
     assert version_tuple(CHARTS["karpenter"].version) >= KARPENTER_HANDLES_RESERVATION_INTERRUPTIONS
     assert "EC2 Capacity Reservation Instance Interruption Warning" in kinds

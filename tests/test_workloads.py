@@ -79,7 +79,7 @@ def test_an_invalid_pod_is_caught():
 
 
 def test_a_misspelled_crd_field_is_caught(synthesized):
-    pool = next(obj for obj in objects(synthesized, "g6-validation") if obj["kind"] == "NodePool")
+    pool = next(obj for obj in objects(synthesized, "gpu-validation") if obj["kind"] == "NodePool")
     validate_object(pool, "1.33")  # the synthesized pool itself is valid
     misspelled = copy.deepcopy(pool)
     misspelled["spec"]["weigth"] = 1
@@ -87,7 +87,7 @@ def test_a_misspelled_crd_field_is_caught(synthesized):
         validate_object(misspelled, "1.33")
 
 
-@pytest.mark.parametrize("profile, expected", [("p5-training", 32), ("p5en-training", 16), ("g6-validation", 1)])
+@pytest.mark.parametrize("profile, expected", [("p5-training", 32), ("p5en-training", 16), ("gpu-validation", 1)])
 def test_nccl_job_requests_every_efa_interface(synthesized, profile, expected):
     (job,) = render(synthesized.configs[profile])["nccl-allreduce.yaml"]
     worker = job["spec"]["mpiReplicaSpecs"]["Worker"]
@@ -216,13 +216,13 @@ def assert_tenant_flows(policies, tenant: str, config) -> None:
 
 
 def test_network_policies_are_enforced_by_the_vpc_cni(synthesized):
-    addons = resources(synthesized.stack("g6-validation", "cluster"), "aws_eks_addon")
+    addons = resources(synthesized.stack("gpu-validation", "cluster"), "aws_eks_addon")
     (cni,) = [a for a in addons.values() if a["addon_name"] == "vpc-cni"]
     assert json.loads(cni["configuration_values"]) == {"enableNetworkPolicy": "true"}
 
 
 def test_tenant_identity_is_scoped_to_its_prefix(synthesized):
-    stack = synthesized.stack("g6-validation", "workloads")
+    stack = synthesized.stack("gpu-validation", "workloads")
     (association,) = resources(stack, "aws_eks_pod_identity_association").values()
     assert (association["namespace"], association["service_account"]) == ("ml-team", "workload")
     (policy,) = resources(stack, "aws_iam_role_policy").values()
@@ -258,7 +258,7 @@ def test_gpu_pool_taint_matches_node_groups_and_gpu_operator(synthesized, profil
 
 
 def test_karpenter_node_class_wiring(synthesized):
-    node_classes = of_kind(objects(synthesized, "g6-validation"), "EC2NodeClass")
+    node_classes = of_kind(objects(synthesized, "gpu-validation"), "EC2NodeClass")
     assert sorted(c["metadata"]["name"] for c in node_classes) == ["default", "gpu"]
     for node_class in node_classes:
         spec = node_class["spec"]
@@ -268,7 +268,7 @@ def test_karpenter_node_class_wiring(synthesized):
         )
         assert spec["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "gpu-validation"}}]
         assert spec["metadataOptions"]["httpTokens"] == "required"
-    pools = {o["metadata"]["name"]: o for o in of_kind(objects(synthesized, "g6-validation"), "NodePool")}
+    pools = {o["metadata"]["name"]: o for o in of_kind(objects(synthesized, "gpu-validation"), "NodePool")}
     assert pools["gpu"]["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "gpu"
     assert pools["cpu"]["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "default"
     gpu_req = {r["key"]: r["values"] for r in pools["gpu"]["spec"]["template"]["spec"]["requirements"]}
@@ -295,7 +295,7 @@ def test_workloads_layer_uses_only_the_providers_it_needs(synthesized, profile):
 
 
 def test_gpu_pool_nodes_are_never_replaced_for_drift_while_busy(synthesized):
-    pools = {o["metadata"]["name"]: o for o in of_kind(objects(synthesized, "g6-validation"), "NodePool")}
+    pools = {o["metadata"]["name"]: o for o in of_kind(objects(synthesized, "gpu-validation"), "NodePool")}
     disruption = pools["gpu"]["spec"]["disruption"]
     assert disruption["consolidationPolicy"] == "WhenEmpty"
     assert {"nodes": "0", "reasons": ["Drifted"]} in disruption["budgets"]
