@@ -506,18 +506,21 @@ def nccl_test_image(
     if built[0] not in repositories:
         return NCCL_TESTS_IMAGE
     repository, tag = repositories[built[0]], project_image_tag("nccl-tests")
-    found = (aws or run_aws)(
-        [
-            "ecr",
-            "describe-images",
-            "--region",
-            config.region,
-            "--repository-name",
-            repository.split("/", 1)[1],
-            "--image-ids",
-            f"imageTag={tag}",
-        ]
-    )
+    name = repository.split("/", 1)[1]
+    ask = [
+        "ecr",
+        "describe-images",
+        "--region",
+        config.region,
+        "--repository-name",
+        name,
+        "--image-ids",
+        f"imageTag={tag}",
+    ]
+    try:
+        found = (aws or run_aws)(ask)
+    except (OSError, subprocess.TimeoutExpired) as error:  # no AWS CLI here, or no answer
+        found = subprocess.CompletedProcess(ask, 1, "", f"cannot ask ECR: {error}")
     if found.returncode == 0:
         return f"{repository}:{tag}"
     print(

@@ -43,6 +43,10 @@ PRIVATE_RANGES = tuple(
 # KubernetesNetworkConfigRequest.serviceIpv4Cidr; the node side reads it the same way, as
 # amazon-eks-ami's bootstrap.sh TEN_RANGE check shows).
 SERVICE_CIDR_RANGES = tuple(ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+# Node labels the platform sets itself (components/labels.py): a profile's extra labels may not
+# replace them, or the pods that select GPU nodes by them would find none.
+PLATFORM_LABEL_KEYS = ("role",)
+PLATFORM_LABEL_PREFIX = "platform/"
 ControlPlaneLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 AddonVersion = Annotated[str, Field(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")]
 InterfaceEndpoint = Literal["ecr.api", "ecr.dkr", "sts", "ec2", "eks-auth", "ssm"]
@@ -243,7 +247,19 @@ class GpuNodeGroupConfig(Strict):
     existing_placement_group: str | None = Field(None)
     """Placement group that came with the reservation."""
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
-    """Extra Kubernetes node labels."""
+    """Extra Kubernetes node labels (not `role` or `platform/...`: the platform's own, which schedulers select on)."""
+
+    @field_validator("labels")
+    @classmethod
+    def _not_the_platforms_labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        for key in labels:
+            if key in PLATFORM_LABEL_KEYS or key.startswith(PLATFORM_LABEL_PREFIX):
+                raise ValueError(
+                    f"{key!r} is a label the platform sets on every GPU node (notebooks, queues and checks select "
+                    "on it); choose another key"
+                )
+        return labels
+
     max_unavailable: int = Field(1, ge=1)
     """Nodes replaced at once during an update."""
 
@@ -307,12 +323,13 @@ class GpuNodeGroupConfig(Strict):
 
 class PrivateApiAccess(Strict):
     cidrs: list[Cidr] = Field(default_factory=list)
-    """Networks routed into the VPC that may reach the private API endpoint on TCP 443: a Client VPN's client
-    range, a peered VPC, a Direct Connect or site-to-site VPN network. Private address ranges outside this VPC.
+    """Networks routed into the VPC that may reach the private API endpoint on TCP 443: a peered VPC, a Direct
+    Connect or site-to-site VPN network. Private address ranges outside this VPC. (A Client VPN endpoint associated
+    with this VPC translates its clients to its own addresses here: list its security group instead.)
     """
     security_groups: list[SecurityGroupId] = Field(default_factory=list)
-    """Security groups in this VPC whose members may reach the private API endpoint on TCP 443: a bastion, the
-    instance an SSM port forward runs through, a CI runner (sg-0123456789abcdef0).
+    """Security groups in this VPC whose members may reach the private API endpoint on TCP 443: a Client VPN
+    endpoint's, a bastion's, the instance an SSM port forward runs through, a CI runner's (sg-0123456789abcdef0).
     """
 
     @field_validator("cidrs")

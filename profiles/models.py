@@ -305,14 +305,26 @@ class PlatformConfig(Strict):
             )
 
     def _notebooks_have_nodes(self) -> Iterator[FieldProblem]:
-        # The notebook profiles select Karpenter's pools (addons/jupyterhub/install.py).
-        if jupyterhub.DEFINITION.enabled(self) and not karpenter.DEFINITION.enabled(self):
+        # The notebook profiles select Karpenter's pools (addons/jupyterhub/install.py), and in DRA
+        # mode the GPU notebook selects the managed GPU groups, which nothing scales up on demand.
+        if not jupyterhub.DEFINITION.enabled(self):
+            return
+        if not karpenter.DEFINITION.enabled(self):
             yield FieldProblem(
                 ("addons", "jupyterhub", "enabled"),
                 True,
                 "JupyterHub's notebooks run on Karpenter's node pools, which exist only with Karpenter on: "
                 "every notebook would stay Pending",
                 allowed="addons.karpenter.enabled: true, or addons.jupyterhub.enabled: false",
+            )
+        groups = self.cluster.gpu_node_groups
+        if dra_mode(self) and groups and not any(group.desired_size > 0 for group in groups):
+            yield FieldProblem(
+                ("cluster", "gpu_node_groups", 0, "desired_size"),
+                0,
+                "in DRA mode the GPU notebook runs on the managed GPU node groups (Karpenter ignores "
+                "ResourceClaims), and no group keeps a node running: every GPU notebook would stay Pending",
+                allowed="desired_size 1 or more on a GPU group",
             )
 
     def _azs_in_region(self) -> Iterator[FieldProblem]:

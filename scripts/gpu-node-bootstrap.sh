@@ -41,10 +41,19 @@ if [ "${LUSTRE_OVER_EFA}" = "1" ] && [ "${efa_devices}" -gt 0 ]; then
       || log "LNet efa network on $(basename "${device}") failed"
   done
   lnetctl set discovery 1
+  # The networks are saved for reboots (the lnet service imports this file) before the selection
+  # policy below: Lustre 2.15's export writes a policy with dst and rte "NA", which its own import
+  # refuses, failing the service (fixed upstream only from 2.16.60, LU-16572).
+  lnetctl export --backup > "${ROOT}/etc/lnet.conf"
   # With both networks up, LNet would spread traffic over tcp too: a selection policy makes the
   # efa networks the preferred local interfaces (priority 0 is the highest), tcp the fallback.
+  # Added now, and by the lnet service after each import.
   lnetctl udsp add --src efa --priority 0 || log "LNet selection policy preferring efa failed"
-  lnetctl export --backup > "${ROOT}/etc/lnet.conf"
+  mkdir -p "${ROOT}/etc/systemd/system/lnet.service.d"
+  cat > "${ROOT}/etc/systemd/system/lnet.service.d/prefer-efa.conf" <<'UNIT'
+[Service]
+ExecStartPost=/usr/sbin/lnetctl udsp add --src efa --priority 0
+UNIT
   systemctl enable lnet >/dev/null 2>&1 || true
   log "LNet networks: $(lnetctl net show | grep -c 'net type: efa') efa, lustre client over EFA"
 fi

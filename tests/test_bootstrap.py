@@ -67,11 +67,15 @@ def test_lustre_over_efa_adds_an_efa_network_per_device(tmp_path):
     efa_nets = [c for c in calls(tmp_path) if c.startswith("lnetctl net add --net efa")]
     assert [c.split("--if ")[1].split()[0] for c in efa_nets] == [f"rdmap{i}s0" for i in range(4)]
     assert "lnetctl net add --net tcp --if ens5" in calls(tmp_path)
-    # EFA is preferred over tcp once every network exists, and the saved configuration holds it.
+    # EFA is preferred over tcp once every network exists. The saved configuration (imported by the
+    # lnet service on reboot) is written before the policy, which Lustre 2.15's import refuses in
+    # an export (LU-16572); the service adds the policy itself after each import.
     order = calls(tmp_path)
     preferred = order.index("lnetctl udsp add --src efa --priority 0")
-    assert preferred > max(order.index(c) for c in efa_nets) and preferred < order.index("lnetctl export --backup")
+    assert preferred > max(order.index(c) for c in efa_nets) and preferred > order.index("lnetctl export --backup")
     assert (root / "etc/lnet.conf").exists()
+    drop_in = (root / "etc/systemd/system/lnet.service.d/prefer-efa.conf").read_text().splitlines()
+    assert drop_in == ["[Service]", "ExecStartPost=/usr/sbin/lnetctl udsp add --src efa --priority 0"]
 
 
 def test_without_lustre_over_efa_the_efa_devices_are_only_counted(tmp_path):

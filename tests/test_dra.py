@@ -169,3 +169,19 @@ def test_a_gpu_notebook_keeps_its_cpu_and_memory_in_both_modes(synthesized, dra)
     }
     assert bool(resources.get("claims")) is dra
     assert ("nvidia.com/gpu" in resources["limits"]) is not dra
+
+
+def test_dra_notebooks_need_a_managed_gpu_node_kept_running():
+    from profiles import ProfileError, validate_profile
+    from tests.cases import FIXTURE_PROFILES
+
+    doc = yaml.safe_load((FIXTURE_PROFILES / "jark.yaml").read_text())
+    doc["cluster"]["gpu_node_groups"][0]["desired_size"] = 0
+    with pytest.raises(ProfileError) as error:
+        validate_profile(doc)
+    (problem,) = error.value.problems
+    assert problem.startswith(
+        "cluster.gpu_node_groups.0.desired_size: in DRA mode the GPU notebook runs on the managed"
+    )
+    doc["addons"]["jupyterhub"]["enabled"] = False  # no notebooks: nothing needs a node kept up
+    validate_profile(doc)

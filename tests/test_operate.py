@@ -474,6 +474,12 @@ def test_the_nccl_job_runs_the_image_the_build_layer_built(tmp_path, fake_terraf
     assert f"x:{tag} is not in ECR (An error occurred (ImageNotFoundException)" in told
     assert "build_commands.nccl-tests" in told
     assert main.nccl_test_image(config, Built(), "mine:1", aws=ecr(False)) == "mine:1"
+
+    def no_cli(args: list[str]) -> subprocess.CompletedProcess[str]:
+        raise FileNotFoundError("aws")
+
+    assert main.nccl_test_image(config, Built(), None, aws=no_cli) == NCCL_TESTS_IMAGE
+    assert "cannot ask ECR" in capsys.readouterr().err
     assert main.nccl_test_image(config, None, None) == NCCL_TESTS_IMAGE  # nothing deployed yet
 
 

@@ -193,6 +193,16 @@ BAD_INPUT = [
         ["run on Karpenter's node pools", "allowed: addons.karpenter.enabled: true"],
     ),
     ({"workloads__tenants": [{"name": "mount-s3"}]}, "workloads.tenants.0.name", ["'mount-s3'", "other components"]),
+    (
+        {"cluster__gpu_node_groups__0__labels": {"role": "mine"}},
+        "cluster.gpu_node_groups.0.labels",
+        ["'role' is a label the platform sets"],
+    ),
+    (
+        {"cluster__gpu_node_groups__0__labels": {"platform/efa": "false"}},
+        "cluster.gpu_node_groups.0.labels",
+        ["'platform/efa' is a label the platform sets"],
+    ),
     ({"region": "us-gov-west-1"}, "region", ["'us-gov-west-1'", "aws-us-gov partition", "us-east-1"]),
     ({"region": "cn-north-1"}, "region", ["aws-cn partition"]),
     (
@@ -994,3 +1004,17 @@ def test_the_public_endpoint_limit_is_the_one_documented():
         f"{MAX_PUBLIC_API_ADDRESSES} addresses"
         in ClusterConfig.model_fields["endpoint_public_access_cidrs"].description
     )
+
+
+def test_the_labels_profiles_may_not_set_are_the_ones_the_platform_sets():
+    from components import labels
+    from profiles.cluster import PLATFORM_LABEL_KEYS, PLATFORM_LABEL_PREFIX
+
+    for key in (
+        labels.ROLE_LABEL,
+        labels.EFA_LABEL,
+        labels.NODE_GROUP_LABEL,
+        labels.NODE_POOL_LABEL,
+        labels.TENANT_LABEL,
+    ):
+        assert key in PLATFORM_LABEL_KEYS or key.startswith(PLATFORM_LABEL_PREFIX), key
