@@ -236,3 +236,61 @@ def test_the_page_names_the_node_with_either_exporters_host_label(promtool, tmp_
         ],
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def gpu_gauge(metric: str, values: str) -> dict:
+    return {"series": f'{metric}{{gpu="0",Hostname="gpu-node-1"}}', "values": values}
+
+
+def node_gpus(capacity: str, allocatable: str) -> list[dict]:
+    labels = 'node="gpu-node-1",resource="nvidia_com_gpu",unit="integer"'
+    return [
+        {"series": f"kube_node_status_capacity{{{labels}}}", "values": capacity},
+        {"series": f"kube_node_status_allocatable{{{labels}}}", "values": allocatable},
+    ]
+
+
+def expected(alert: str, labels: dict[str, str], value: str) -> dict:
+    """The alert as Prometheus raises it: the rule's labels, the series' labels, and the annotations
+    with the series' labels and value filled in (a label the series lacks prints empty)."""
+    rule = RULES[alert]
+    annotations = {}
+    for key, template in rule["annotations"].items():
+        text = template.replace("{{ $value }}", value)
+        for name in ("gpu", "node", "Hostname", "hostname"):
+            text = text.replace(f"{{{{ $labels.{name} }}}}", labels.get(name, ""))
+        annotations[key] = text
+    return {"exp_labels": {**rule["labels"], **labels}, "exp_annotations": annotations}
+
+
+NODE = {"node": "gpu-node-1", "resource": "nvidia_com_gpu", "unit": "integer"}
+GPU = {"gpu": "0", "Hostname": "gpu-node-1"}
+HARDWARE_CASES = [
+    # (alert, input series, eval time, the alert it raises or None)
+    ("GpuAllocatableDropped", node_gpus("8x20", "8x5 7x15"), "15m", (NODE, "1")),  # unhealthy for over 5 minutes
+    ("GpuAllocatableDropped", node_gpus("8x20", "8x5 7x2 8x13"), "15m", None),  # a blip that recovered
+    ("GpuAllocatableDropped", node_gpus("8x20", "8x20"), "15m", None),
+    ("GpuRowRemapFailed", [gpu_gauge("DCGM_FI_DEV_ROW_REMAP_FAILURE", "0x5 1x15")], "10m", (GPU, "1")),
+    ("GpuRowRemapFailed", [gpu_gauge("DCGM_FI_DEV_ROW_REMAP_FAILURE", "0x20")], "10m", None),
+    (
+        "GpuUncorrectableMemoryError",
+        [gpu_gauge("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "2x5 3x15")],
+        "10m",
+        (GPU, "1"),
+    ),
+    # Rows remapped long ago (a count that no longer moves) are history, not a new error.
+    ("GpuUncorrectableMemoryError", [gpu_gauge("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "2x40")], "20m", None),
+]
+
+
+@pytest.mark.parametrize(("alert", "series", "at", "raised"), HARDWARE_CASES)
+def test_gpu_hardware_faults_page_as_critical(promtool, tmp_path, alert, series, at, raised):
+    assert RULES[alert]["labels"]["severity"] == "critical"  # routed to the receiver (test_alert_receiver)
+    exp_alerts = [expected(alert, *raised)] if raised else []
+    test = {
+        "interval": "1m",
+        "input_series": series,
+        "alert_rule_test": [{"eval_time": at, "alertname": alert, "exp_alerts": exp_alerts}],
+    }
+    result = run(promtool, tmp_path, [test])
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -18,6 +18,8 @@ def metric_names(expr: str) -> set[str]:
     """The metric names a PromQL expression reads: identifiers that are not functions, keywords,
     label names (in matchers or in by/on/without/ignoring lists) or numbers."""
     text = re.sub(r"\{[^}]*\}", " ", expr)  # label matchers
+    text = re.sub(r"\[[^\]]*\]", " ", text)  # range and subquery selectors ([15m], [1h:5m])
+    text = re.sub(r"\b(offset|@)\s+\S+", " ", text)  # modifiers
     text = re.sub(r"\b(by|on|without|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)  # label lists
     names = set()
     for match in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", text):
@@ -49,6 +51,9 @@ def provided() -> dict[str, set[str]]:
 def test_the_name_reader_finds_metrics_and_skips_functions_and_labels():
     expr = 'count by (namespace) (max by (namespace, pod) (kube_pod_status_phase{phase="Pending"} == 1))'
     assert metric_names(expr) == {"kube_pod_status_phase"}
+    assert metric_names("delta(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[15m]) > 0") == {
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
+    }
     assert metric_names("DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)") == {
         "DCGM_FI_DEV_FB_USED",
         "DCGM_FI_DEV_FB_FREE",

@@ -69,6 +69,48 @@ def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
                         },
                     },
                     {
+                        # A GPU the device plugin reports unhealthy leaves the node's allocatable while
+                        # its capacity stays: the node runs, but a job sized for the whole node no
+                        # longer fits and the GPU is likely failing.
+                        "alert": "GpuAllocatableDropped",
+                        "expr": 'kube_node_status_capacity{resource="nvidia_com_gpu"} '
+                        '- kube_node_status_allocatable{resource="nvidia_com_gpu"} > 0',
+                        "for": "5m",
+                        "labels": {"severity": "critical"},
+                        "annotations": {
+                            "summary": "Node {{ $labels.node }} offers {{ $value }} GPU(s) fewer than it has",
+                            "description": "The device plugin marked GPUs unhealthy. Drain the node and let EKS "
+                            "repair it, or check nvidia-smi and the node monitoring agent's conditions.",
+                        },
+                    },
+                    {
+                        # Hopper, Ada and Ampere retire bad memory rows instead of pages: a failed
+                        # remap means the GPU can no longer repair its memory (replace the node).
+                        "alert": "GpuRowRemapFailed",
+                        "expr": "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0",
+                        "for": "0m",
+                        "labels": {"severity": "critical"},
+                        "annotations": {
+                            "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}{{ $labels.hostname }} "
+                            "failed to remap a memory row",
+                            "description": "Its memory can no longer be repaired: drain the node and replace it.",
+                        },
+                    },
+                    {
+                        # A row remapped for an uncorrectable error: the job that touched it saw the
+                        # error, and the remap takes effect only after the GPU is reset.
+                        "alert": "GpuUncorrectableMemoryError",
+                        "expr": "delta(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[15m]) > 0",
+                        "for": "0m",
+                        "labels": {"severity": "critical"},
+                        "annotations": {
+                            "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}{{ $labels.hostname }} "
+                            "remapped a row after an uncorrectable memory error",
+                            "description": "Jobs on this GPU may have failed or computed wrong results; drain the "
+                            "node and reboot it so the remap takes effect.",
+                        },
+                    },
+                    {
                         "record": "namespace:gpu_requesting_pods_pending:count",
                         "expr": "count by (namespace) ("
                         'max by (namespace, pod) (kube_pod_status_phase{phase="Pending"} == 1) '
