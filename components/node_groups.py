@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cdktf import ITerraformDependable, Precondition, TerraformResourceLifecycle, Token
+from cdktf_cdktf_provider_aws.autoscaling_schedule import AutoscalingSchedule
 from cdktf_cdktf_provider_aws.data_aws_ec2_instance_type import DataAwsEc2InstanceType
 from cdktf_cdktf_provider_aws.data_aws_ec2_instance_type_offerings import (
     DataAwsEc2InstanceTypeOfferings,
@@ -329,6 +330,20 @@ class GpuNodeGroup(Construct):
             # deploy. Lowering it removes nodes, and the jobs on them end.
             depends_on=list(wiring.depends_on) or None,
         )
+        if isinstance(cfg.capacity, CapacityBlock):
+            # EC2 reclaims a Capacity Block's instances at its end, jobs or not. The group's Auto
+            # Scaling group scales to zero drain_minutes before (AWS advises more than 30), so the
+            # nodes drain and jobs can checkpoint first; the next deploy of a later block resets it.
+            AutoscalingSchedule(
+                self,
+                "drain-before-block-ends",
+                scheduled_action_name=f"{cfg.name}-drain-before-block-ends",
+                autoscaling_group_name=self._node_group.resources.get(0).autoscaling_groups.get(0).name,
+                start_time=cfg.capacity.drain_starts.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                min_size=0,
+                max_size=0,
+                desired_capacity=0,
+            )
 
     @property
     def node_group(self) -> EksNodeGroup:

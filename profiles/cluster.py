@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -196,6 +197,13 @@ class CapacityBlock(Strict):
     """Instances in the block; node group sizes stay within it."""
     availability_zone: str = Field(...)
     """The AZ the block was bought in."""
+    ends_at: datetime = Field(...)
+    """When the block ends, in UTC (its EndDate in aws ec2 describe-capacity-reservations), e.g.
+    2027-03-01T11:30:00Z. EC2 reclaims the instances at the end whatever runs on them."""
+    drain_minutes: int = Field(60, ge=35, le=24 * 60)
+    """Minutes before ends_at at which the group scales to zero, so its pods are drained and jobs can checkpoint
+    instead of being cut off (AWS advises more than 30). Default: 60.
+    """
 
     @model_validator(mode="after")
     def _has_reservation(self) -> CapacityBlock:
@@ -208,6 +216,29 @@ class CapacityBlock(Strict):
             )
         _check_reservation_id(self.reservation_id)
         return self
+
+    @field_validator("ends_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        if value.utcoffset() is None:
+            raise ValueError("give the time zone: UTC, as EC2 reports it (e.g. 2027-03-01T11:30:00Z)")
+        return value.astimezone(UTC)
+
+    @model_validator(mode="after")
+    def _not_over(self) -> CapacityBlock:
+        if self.drain_starts <= datetime.now(UTC):
+            raise FieldProblem(
+                "ends_at",
+                self.ends_at.isoformat(),
+                f"the block ends within {self.drain_minutes} minutes or has ended: its nodes are going or gone",
+                allowed="a later block's reservation_id and ends_at, or remove the group",
+            )
+        return self
+
+    @property
+    def drain_starts(self) -> datetime:
+        """When the group scales to zero: drain_minutes before the block ends."""
+        return self.ends_at - timedelta(minutes=self.drain_minutes)
 
 
 def _check_reservation_id(value: str) -> None:

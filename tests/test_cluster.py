@@ -199,6 +199,18 @@ def test_capacity_block_has_all_three_settings_and_no_forced_placement(synthesiz
     assert "placement" not in template and not resources(stack, "aws_placement_group")
     assert group["scaling_config"]["max_size"] <= 2
 
+    # EC2 reclaims the block's instances at its end (2030-03-01T11:30Z in the fixture): the group's
+    # Auto Scaling group goes to zero 60 minutes (the default drain) before, so pods drain first.
+    (schedule,) = resources(stack, "aws_autoscaling_schedule").values()
+    assert schedule["start_time"] == "2030-03-01T10:30:00Z"
+    assert (schedule["min_size"], schedule["max_size"], schedule["desired_capacity"]) == (0, 0, 0)
+    node_group_id = next(k for k, body in resources(stack, "aws_eks_node_group").items() if body is group)
+    assert schedule["autoscaling_group_name"] == (
+        f"${{aws_eks_node_group.{node_group_id}.resources[0].autoscaling_groups[0].name}}"
+    )
+    # Groups on other capacity have no such schedule.
+    assert not resources(cluster(synthesized, "odcr"), "aws_autoscaling_schedule")
+
 
 def test_odcr_targets_reservation_or_group_on_demand(synthesized):
     stack = cluster(synthesized, "odcr")

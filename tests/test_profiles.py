@@ -203,6 +203,32 @@ BAD_INPUT = [
         "cluster.gpu_node_groups.0.labels",
         ["'platform/efa' is a label the platform sets"],
     ),
+    (
+        {
+            "cluster__gpu_node_groups__0__capacity": {
+                "type": "capacity_block",
+                "ends_at": "2020-01-01T00:00:00Z",
+                "reservation_id": "cr-0123456789abcdef0",
+                "instance_count": 2,
+                "availability_zone": "us-west-2a",
+            }
+        },
+        "cluster.gpu_node_groups.0.capacity.ends_at",
+        ["'2020-01-01T00:00:00+00:00'", "has ended", "allowed: a later block"],
+    ),
+    (
+        {
+            "cluster__gpu_node_groups__0__capacity": {
+                "type": "capacity_block",
+                "ends_at": "2030-03-01T11:30:00",
+                "reservation_id": "cr-0123456789abcdef0",
+                "instance_count": 2,
+                "availability_zone": "us-west-2a",
+            }
+        },
+        "cluster.gpu_node_groups.0.capacity.ends_at",
+        ["give the time zone"],
+    ),
     ({"region": "us-gov-west-1"}, "region", ["'us-gov-west-1'", "aws-us-gov partition", "us-east-1"]),
     ({"region": "cn-north-1"}, "region", ["aws-cn partition"]),
     (
@@ -351,6 +377,7 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
+                "ends_at": "2030-03-01T11:30:00Z",
                 "instance_count": 2,
                 "availability_zone": "us-west-2a",
             }
@@ -362,6 +389,7 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
+                "ends_at": "2030-03-01T11:30:00Z",
                 "reservation_id": "cr-123",
                 "instance_count": 2,
                 "availability_zone": "us-west-2a",
@@ -374,6 +402,7 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
+                "ends_at": "2030-03-01T11:30:00Z",
                 "reservation_id": "cr-0123456789abcdef0",
                 "instance_count": 1,
                 "availability_zone": "us-west-2a",
@@ -386,6 +415,7 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
+                "ends_at": "2030-03-01T11:30:00Z",
                 "reservation_id": "cr-0123456789abcdef0",
                 "instance_count": 2,
                 "availability_zone": "us-west-2b",
@@ -458,6 +488,7 @@ def test_reserved_capacity_defaults_to_no_forced_placement_group():
     doc = mutated(
         cluster__gpu_node_groups__0__capacity={
             "type": "capacity_block",
+            "ends_at": "2030-03-01T11:30:00Z",
             "reservation_id": "cr-0123456789abcdef0",
             "instance_count": 2,
             "availability_zone": "us-west-2a",
@@ -693,6 +724,7 @@ ADDON_BAD_INPUT = [
         mutated(
             cluster__gpu_node_groups__0__capacity={
                 "type": "capacity_block",
+                "ends_at": "2030-03-01T11:30:00Z",
                 "reservation_id": "cr-0123456789abcdef0",
                 "instance_count": 2,
                 "availability_zone": "us-west-2a",
