@@ -22,7 +22,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # jsii unpacks the provider bindings (~570 MB) once; keep them with the project.
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT ?= $(CURDIR)/.cache/jsii
 
-.PHONY: synth test check lint env manifests verify plan deploy destroy pause resume validate outputs hcl clean provider-mirror help profiles diagram new-profile quotas
+.PHONY: synth test check lint env manifests verify plan deploy destroy pause resume validate outputs hcl clean provider-mirror help profiles diagram new-profile quotas cost
 
 help:  ## this list
 	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | expand -t 24
@@ -83,6 +83,9 @@ $(AMTOOL):
 
 quotas: $(STAMP)  ## the EC2 vCPU quotas PROFILE needs, and the aws commands to check and raise them
 	$(PY) main.py quotas --profile $(PROFILE)
+
+cost: $(STAMP)  ## what PROFILE costs per hour at AWS's current on-demand prices (needs AWS credentials)
+	$(PY) main.py cost --profile $(PROFILE)
 
 profiles: $(STAMP)  ## list the shipped profiles (GPU type and count, nodes, EFA interfaces)
 	$(PY) main.py profiles

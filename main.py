@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "quotas", parents=[with_profile], help="the EC2 vCPU quotas the profile needs, and how to check and raise them"
     )
+    commands.add_parser(
+        "cost", parents=[with_profile], help="what the profile costs per hour, at AWS's current on-demand list prices"
+    )
     new_profile = commands.add_parser("new-profile", help="copy a shipped profile to PATH, ready to edit")
     new_profile.add_argument("path", help="where to write it (a .yaml file that does not exist yet)")
     new_profile.add_argument(
@@ -570,6 +573,23 @@ def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+def command_cost(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.cluster_access import run_aws
+    from operate.cost import PriceUnavailable, estimate, report
+
+    try:
+        cost = estimate(config, run_aws)
+    except PriceUnavailable as error:
+        print(
+            f"cannot price {config.name}: {error}. The AWS Price List API needs AWS credentials with "
+            "pricing:GetProducts (any region; it answers from us-east-1).",
+            file=sys.stderr,
+        )
+        return 1
+    print("\n".join(report(config, cost)))
+    return 0
+
+
 def command_quotas(config: PlatformConfig, args: argparse.Namespace) -> int:
     from profiles.quotas import quota_needs
 
@@ -602,6 +622,7 @@ COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {
     "verify": command_verify,
     "diagram": command_diagram,
     "quotas": command_quotas,
+    "cost": command_cost,
 }
 
 
