@@ -20,7 +20,8 @@ import re
 
 from components.expressions import template_segments
 
-_ATTRIBUTE = re.compile(r'^(\s*[A-Za-z_][\w-]* = )"(.*)"\s*$')
+# An attribute, or a map entry whose key is quoted (a ConfigMap's "name.json" = "...").
+_ATTRIBUTE = re.compile(r'^(\s*(?:[A-Za-z_][\w-]*|"[^"]+") = )"(.*)"\s*$')
 
 
 def _escape_outside_interpolations(text: str) -> str:

@@ -14,7 +14,8 @@ from pydantic import Field
 
 from addons import monitoring
 from addons.gpu_operator import DEFINITION, GpuOperatorConfig
-from components.helm.addon import AddonContext, HelmAddonSpec, RuntimePath, installed_release
+from addons.gpu_operator.dashboards import DASHBOARDS
+from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath, installed_release
 from components.helm.common import GPU_TOLERATIONS, Placement, Toggle, Toleration
 from components.helm.release import Values
 from components.node_monitoring import DCGM_REMOTE_HOSTENGINE_ENV, HOST_ENGINE
@@ -82,6 +83,10 @@ class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
     timeout_seconds = 900
     pod_security = "privileged"
     privileged_because = "the device plugin, DCGM exporter and feature discovery run privileged to reach the GPUs"
+
+    def monitors(self, settings: GpuOperatorConfig) -> Monitors:
+        # The DCGM exporter's ServiceMonitor comes with the chart; the dashboards read it.
+        return Monitors(dashboards=DASHBOARDS)
 
     def runtime_paths(self, settings: GpuOperatorConfig) -> tuple[RuntimePath, ...]:
         # The operator and its operands talk to the API server only (NFD workers publish

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from addons.kueue import DEFINITION, KueueConfig
+from addons.kueue.dashboards import DASHBOARDS
 from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath
 from components.helm.release import Values, render_yaml
 from components.k8s.namespaces import ingress_from_control_plane
@@ -46,7 +47,8 @@ def manager_configuration(settings: KueueConfig) -> dict[str, Any]:
         "kind": "Configuration",
         # The chart's own settings for probes, metrics, webhook and leader election.
         "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": f":{METRICS_PORT}"},
+        # Usage and quota per queue and resource, which the queue dashboard reads.
+        "metrics": {"bindAddress": f":{METRICS_PORT}", "enableClusterQueueResources": True},
         "webhook": {"port": WEBHOOK_PORT},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         # Jobs without a queue name are not suspended by the flag; in tenant namespaces the
@@ -146,6 +148,7 @@ class KueueAddon(HelmAddonSpec[KueueConfig]):
         # The metrics endpoint is HTTPS behind Kubernetes authorization: Prometheus sends its
         # service account's token (its role may GET /metrics); the certificate is self-signed.
         return Monitors(
+            dashboards=DASHBOARDS,
             service_monitors=(
                 {
                     "name": "kueue",
@@ -167,7 +170,7 @@ class KueueAddon(HelmAddonSpec[KueueConfig]):
                         }
                     ],
                 },
-            )
+            ),
         )
 
 

@@ -3,6 +3,7 @@ admin password that never appears in the JSON, and GPU recording and alerting ru
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
@@ -10,7 +11,8 @@ from pydantic import Field
 
 from addons import gpu_operator
 from addons.monitoring import DEFINITION, AlertReceiver, MonitoringConfig
-from components.expressions import expression
+from components.dashboards import DASHBOARD_LABEL
+from components.expressions import expression, template_text
 from components.helm.addon import AddonContext, HelmAddonSpec, RuntimePath
 from components.helm.common import Placement, Toggle
 from components.helm.release import SensitiveValue, Values
@@ -155,9 +157,41 @@ class GrafanaAdmin(Values):
     password_key: str = "admin-password"
 
 
+class DashboardSidecar(Values):
+    """Grafana's sidecar that loads dashboards from labelled ConfigMaps, set here rather than left to
+    the chart's defaults, so the label the platform's ConfigMaps carry is the one it watches."""
+
+    enabled: bool = True
+    label: str = DASHBOARD_LABEL[0]
+    label_value: str = DASHBOARD_LABEL[1]
+
+
+class GrafanaSidecar(Values):
+    dashboards: DashboardSidecar = DashboardSidecar()
+
+
 class GrafanaValues(Values):
     admin: GrafanaAdmin | None = None
     node_selector: dict[str, str] = Field(default_factory=lambda: dict(SYSTEM_NODES))
+    sidecar: GrafanaSidecar = GrafanaSidecar()
+
+
+def dashboard_config_maps(namespace: str, dashboards: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+    """One ConfigMap per dashboard, in Grafana's namespace, labelled for its sidecar."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": f"dashboard-{model['uid']}",
+                "namespace": namespace,
+                "labels": {DASHBOARD_LABEL[0]: DASHBOARD_LABEL[1]},
+            },
+            # Grafana's ${datasource} is text, not a Terraform interpolation.
+            "data": {f"{model['uid']}.json": template_text(json.dumps(model, sort_keys=True))},
+        }
+        for model in dashboards
+    ]
 
 
 # Alertmanager mounts each Secret of alertmanagerSpec.secrets here (the Prometheus operator's
@@ -355,6 +389,10 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         return (ctx.storage_class_ready,)
+
+    def namespace_objects(self, ctx: AddonContext, settings: MonitoringConfig) -> list[dict[str, Any]]:
+        # The dashboards the enabled add-ons declare: in place before Grafana starts.
+        return dashboard_config_maps(self.release_namespace(settings), ctx.monitors.dashboards)
 
     def state_secrets(self, settings: MonitoringConfig) -> tuple[str, ...]:
         # Helm's set_sensitive keeps the value in the release's state.

@@ -35,6 +35,8 @@ class Monitors:
     """ServiceMonitor specs (kube-prometheus-stack's additionalServiceMonitors entries)."""
     pod_monitors: tuple[dict[str, Any], ...] = ()
     """PodMonitor specs (additionalPodMonitors entries)."""
+    dashboards: tuple[dict[str, Any], ...] = ()
+    """Grafana dashboard models (components/dashboards.py), provisioned by the add-on that runs Grafana."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,177 @@
+"""The GPU dashboards: the fleet (every node's GPUs) and the tenants (who holds GPUs and uses them).
+
+They read the DCGM exporter the GPU Operator runs (its counters at the pinned versions, and the
+pod and namespace of the pod each GPU is allocated to, kept by the ServiceMonitor's honorLabels),
+kube-state-metrics, and the platform's own recording rule for pending GPU pods.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from addons.gpu_operator import DEFINITION
+from components.dashboards import HOST, HOST_LEGEND, Chart, Query, Section, dashboard
+
+# A GPU allocated to a pod carries that pod's namespace; an unallocated one the exporter's own.
+ALLOCATED = f'pod!="", namespace!="{DEFINITION.namespace}"'
+GPU_LEGEND = f"{HOST_LEGEND} GPU {{{{gpu}}}}"
+RUNNING = 'on (namespace, pod) group_left () (kube_pod_status_phase{phase="Running"} == 1)'
+
+
+def fleet() -> dict[str, Any]:
+    per_gpu = f"gpu, {HOST}"
+    return dashboard(
+        "gpu-fleet",
+        "GPU fleet",
+        "Every GPU node: utilisation, memory, power, temperature, and the faults that page (XIDs, memory row "
+        "remapping, GPUs the device plugin withdrew).",
+        (
+            Section(
+                "Work",
+                (
+                    Chart(
+                        "GPU utilisation per node",
+                        (Query(f"avg by ({HOST}) (DCGM_FI_DEV_GPU_UTIL)", HOST_LEGEND),),
+                        unit="percent",
+                    ),
+                    Chart(
+                        "Tensor core activity per node",
+                        (Query(f"avg by ({HOST}) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE)", HOST_LEGEND),),
+                        unit="percentunit",
+                        description="Fraction of cycles the tensor pipes are busy: low while utilisation is high "
+                        "means the GPU waits on data or communication.",
+                    ),
+                ),
+            ),
+            Section(
+                "Memory and power",
+                (
+                    Chart(
+                        "Framebuffer used",
+                        (Query(f"max by ({per_gpu}) (gpu:framebuffer_used:ratio)", GPU_LEGEND),),
+                        unit="percentunit",
+                    ),
+                    Chart(
+                        "Power draw",
+                        (Query(f"sum by ({HOST}) (DCGM_FI_DEV_POWER_USAGE)", HOST_LEGEND),),
+                        unit="watt",
+                    ),
+                ),
+            ),
+            Section(
+                "Temperature",
+                (
+                    Chart(
+                        "GPU temperature", (Query(f"max by ({per_gpu}) (DCGM_FI_DEV_GPU_TEMP)", GPU_LEGEND),), "celsius"
+                    ),
+                    Chart(
+                        "Memory temperature",
+                        (Query(f"max by ({per_gpu}) (DCGM_FI_DEV_MEMORY_TEMP)", GPU_LEGEND),),
+                        "celsius",
+                    ),
+                ),
+            ),
+            Section(
+                "Faults",
+                (
+                    Chart(
+                        "Last XID per GPU (0: none)",
+                        (Query(f"max by ({per_gpu}) (DCGM_FI_DEV_XID_ERRORS)", GPU_LEGEND),),
+                        description="The most recent XID code, not a count: GpuCriticalXid pages on the fatal ones.",
+                    ),
+                    Chart(
+                        "Remapped memory rows",
+                        (
+                            Query(
+                                f"max by ({per_gpu}) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)",
+                                f"{GPU_LEGEND} uncorrectable",
+                            ),
+                            Query(
+                                f"max by ({per_gpu}) (DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS)",
+                                f"{GPU_LEGEND} correctable",
+                            ),
+                            Query(f"max by ({per_gpu}) (DCGM_FI_DEV_ROW_REMAP_FAILURE)", f"{GPU_LEGEND} remap failed"),
+                        ),
+                    ),
+                    Chart(
+                        "GPUs withdrawn by the device plugin",
+                        (
+                            Query(
+                                'kube_node_status_capacity{resource="nvidia_com_gpu"} '
+                                '- kube_node_status_allocatable{resource="nvidia_com_gpu"}',
+                                "{{node}}",
+                            ),
+                        ),
+                        description="Capacity minus allocatable: GPUs marked unhealthy (GpuAllocatableDropped pages).",
+                    ),
+                    Chart(
+                        "PCIe replays",
+                        (Query(f"sum by ({HOST}) (rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[5m]))", HOST_LEGEND),),
+                        description="Link-level retries: a rising rate points at a failing PCIe link.",
+                    ),
+                ),
+            ),
+        ),
+    )
+
+
+def tenants() -> dict[str, Any]:
+    requested = f'kube_pod_container_resource_requests{{resource="nvidia_com_gpu"}} * {RUNNING}'
+    return dashboard(
+        "gpu-tenants",
+        "GPU use by tenant",
+        "Who holds GPUs and whether they use them: allocated GPUs and their utilisation per namespace and pod, "
+        "GPUs left idle, and pods waiting for GPUs.",
+        (
+            Section(
+                "Allocation",
+                (
+                    Chart(
+                        "GPUs allocated per namespace", (Query(f"sum by (namespace) ({requested})", "{{namespace}}"),)
+                    ),
+                    Chart(
+                        "Pods waiting for GPUs per namespace",
+                        (Query("namespace:gpu_requesting_pods_pending:count", "{{namespace}}"),),
+                    ),
+                ),
+            ),
+            Section(
+                "Use",
+                (
+                    Chart(
+                        "GPU utilisation per namespace",
+                        (Query(f"avg by (namespace) (DCGM_FI_DEV_GPU_UTIL{{{ALLOCATED}}})", "{{namespace}}"),),
+                        unit="percent",
+                    ),
+                    Chart(
+                        "GPU utilisation per pod",
+                        (
+                            Query(
+                                f"avg by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{{{ALLOCATED}}})",
+                                "{{namespace}}/{{pod}}",
+                            ),
+                        ),
+                        unit="percent",
+                    ),
+                    Chart(
+                        "Allocated GPUs doing no work, per namespace",
+                        (Query(f"count by (namespace) (DCGM_FI_DEV_GPU_UTIL{{{ALLOCATED}}} == 0)", "{{namespace}}"),),
+                        description="GpuAllocatedIdle warns once one stays idle for the profile's limit.",
+                    ),
+                    Chart(
+                        "Framebuffer used per pod",
+                        (
+                            Query(
+                                f"max by (namespace, pod) (gpu:framebuffer_used:ratio{{{ALLOCATED}}})",
+                                "{{namespace}}/{{pod}}",
+                            ),
+                        ),
+                        unit="percentunit",
+                    ),
+                ),
+            ),
+        ),
+    )
+
+
+DASHBOARDS = (fleet(), tenants())
