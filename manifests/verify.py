@@ -21,6 +21,7 @@ import yaml
 from addons.mlflow import DEFINITION as MLFLOW
 from components.k8s import mlflow_access
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
+from components.labels import GPU_TRAINING_ROLE, NODE_POOL_LABEL, ROLE_LABEL
 from manifests.render import (
     MLFLOW_CHECK,
     MLFLOW_CHECK_ARTIFACT,
@@ -51,6 +52,53 @@ class CheckResult:
     name: str
     passed: bool
     detail: str
+
+
+# The repair loop's parts on GPU nodes: the EKS node monitoring agent (the EKS add-on's DaemonSet,
+# labelled by its chart, aws/eks-node-monitoring-agent charts/.../_helpers.tpl at v1.7.0) runs on
+# each, and each carries the condition it sets on NVIDIA nodes (cmd/eks-node-monitoring-agent/
+# main.go: AcceleratedHardwareReady, reason NvidiaGPUIsReady), which EKS node repair acts on.
+REPAIR_CHECK = "repair-loop"
+AGENT_NAMESPACE = "kube-system"
+AGENT_SELECTOR = "app.kubernetes.io/name=eks-node-monitoring-agent"
+REPAIR_CONDITION = "AcceleratedHardwareReady"
+
+
+def gpu_node_names(nodes: list[dict[str, Any]]) -> list[str]:
+    """GPU nodes as the platform labels them: managed GPU groups and Karpenter's GPU pool."""
+    return sorted(
+        node["metadata"]["name"]
+        for node in nodes
+        if node["metadata"].get("labels", {}).get(ROLE_LABEL) == GPU_TRAINING_ROLE
+        or node["metadata"].get("labels", {}).get(NODE_POOL_LABEL) == "gpu"
+    )
+
+
+def check_repair_loop(nodes_json: str, agent_pods_json: str) -> CheckResult:
+    nodes = json.loads(nodes_json or "{}").get("items", [])
+    gpu_nodes = gpu_node_names(nodes)
+    if not gpu_nodes:
+        return CheckResult(REPAIR_CHECK, False, "no GPU node is running: nothing can be checked")
+    agents = {
+        pod["spec"].get("nodeName")
+        for pod in json.loads(agent_pods_json or "{}").get("items", [])
+        if pod.get("status", {}).get("phase") == "Running"
+    }
+    problems = []
+    for node in nodes:
+        name = node["metadata"]["name"]
+        if name not in gpu_nodes:
+            continue
+        if name not in agents:
+            problems.append(f"{name}: no running node monitoring agent")
+        condition = next((c for c in node["status"].get("conditions", []) if c["type"] == REPAIR_CONDITION), None)
+        if condition is None:
+            problems.append(f"{name}: no {REPAIR_CONDITION} condition (EKS would not repair a GPU fault)")
+        elif condition["status"] != "True":
+            problems.append(f"{name}: {REPAIR_CONDITION} is {condition['status']} ({condition.get('reason', '')})")
+    if problems:
+        return CheckResult(REPAIR_CHECK, False, "; ".join(problems))
+    return CheckResult(REPAIR_CHECK, True, f"{len(gpu_nodes)} GPU node(s) monitored and reporting {REPAIR_CONDITION}")
 
 
 def check_gpu_smoke(log: str) -> CheckResult:
@@ -272,6 +320,10 @@ def run_checks(
     target = ValidationTarget.for_profile(config)
     if target is None:
         return [CheckResult("profile", False, "the profile has no GPU node group to validate")]
+    # First, read-only: the parts of the GPU repair loop on the nodes as they are now.
+    nodes = kubectl(["get", "nodes", "-o", "json"])
+    agents = kubectl(["get", "pods", "-n", AGENT_NAMESPACE, "-l", AGENT_SELECTOR, "-o", "json"])
+    repair = check_repair_loop(nodes.stdout, agents.stdout)
     files = render(config, image=image, nccl_image=nccl_image)
     # A finished run's pods and MPIJob are still there: re-applying them changes nothing and the
     # waits below would read the previous run's logs. Remove them first, so every check is new.
@@ -308,14 +360,14 @@ def run_checks(
 
     for file_name in files:
         if file_name not in multi_node | train_jobs and (failed := apply(file_name)):
-            return [failed]
+            return [repair, failed]
 
     def pod_log(pod: str, namespace: str = NAMESPACE) -> tuple[bool, str]:
         waited = wait_for(kubectl, namespace, f"pod/{pod}", "jsonpath={.status.phase}=Succeeded", timeout_minutes)
         logs = kubectl(["logs", "-n", namespace, f"pod/{pod}"])
         return waited.returncode == 0, logs.stdout
 
-    results = []
+    results = [repair]
     done, log = pod_log("gpu-smoke-test")
     results.append(check_gpu_smoke(log) if done else CheckResult("gpu-smoke-test", False, "pod did not succeed"))
     done, log = pod_log("topology-check")

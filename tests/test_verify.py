@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from manifests.render import ValidationTarget, render
 from manifests.verify import (
     check_gpu_smoke,
     check_nccl,
+    check_repair_loop,
     check_topology,
     check_trainjob,
     efa_devices,
@@ -96,7 +98,11 @@ class FakeKubectl:
     def __call__(self, args: list[str]) -> subprocess.CompletedProcess:
         out = ""
         self.calls.append(args)
-        if args[0] == "apply":
+        if args[:2] == ["get", "nodes"]:
+            out = log("nodes-p5.json")
+        elif args[:2] == ["get", "pods"] and "app.kubernetes.io/name=eks-node-monitoring-agent" in args:
+            out = log("agent-pods-p5.json")
+        elif args[0] == "apply":
             self.applied.append(Path(args[2]).name)
         elif args[0] == "logs" and any(arg.startswith("jobset.sigs.k8s.io/jobset-name=") for arg in args):
             out = self.trainjob_log
@@ -115,6 +121,7 @@ def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
     kubectl = FakeKubectl(log("nccl-good-p5.log"))
     results = run_checks(load_profile("p5-training"), kubectl=kubectl, image="repo/img:v1")
     assert [r.name for r in results] == [
+        "repair-loop",
         "gpu-smoke-test",
         "topology-check",
         "container-test",
@@ -226,3 +233,34 @@ def test_a_tenant_queue_that_cannot_hold_a_node_fails_the_gate_instead_of_waitin
     results = run_checks(config, kubectl=FakeKubectl(log("nccl-good-p5.log")))
     (trainjob,) = [r for r in results if r.name == "torchrun-check"]
     assert not trainjob.passed and "runs no node" in trainjob.detail
+
+
+def test_the_repair_loop_check_passes_when_every_gpu_node_is_monitored():
+    result = check_repair_loop(log("nodes-p5.json"), log("agent-pods-p5.json"))
+    assert result.passed and result.detail.startswith("2 GPU node(s) monitored"), result
+
+
+def _without(document: str, drop) -> str:
+    parsed = json.loads(document)
+    parsed["items"] = [item for item in parsed["items"] if not drop(item)]
+    return json.dumps(parsed)
+
+
+def test_a_gpu_node_without_the_agent_or_its_condition_fails_the_gate():
+    nodes, pods = log("nodes-p5.json"), log("agent-pods-p5.json")
+    no_agent = _without(pods, lambda pod: pod["spec"]["nodeName"] == "ip-10-0-7-22.ec2.internal")
+    result = check_repair_loop(nodes, no_agent)
+    assert not result.passed and result.detail == "ip-10-0-7-22.ec2.internal: no running node monitoring agent"
+    parsed = json.loads(nodes)
+    conditions = parsed["items"][1]["status"]["conditions"]
+    parsed["items"][1]["status"]["conditions"] = [c for c in conditions if c["type"] != "AcceleratedHardwareReady"]
+    result = check_repair_loop(json.dumps(parsed), pods)
+    assert not result.passed and "ip-10-0-7-21.ec2.internal: no AcceleratedHardwareReady condition" in result.detail
+    parsed["items"][1]["status"]["conditions"] = [
+        *conditions[:-1],
+        {"type": "AcceleratedHardwareReady", "status": "False", "reason": "NvidiaXID79Error"},
+    ]
+    result = check_repair_loop(json.dumps(parsed), pods)
+    assert not result.passed and "AcceleratedHardwareReady is False (NvidiaXID79Error)" in result.detail
+    # The system node has neither: it is not a GPU node, so it is not judged.
+    assert check_repair_loop(_without(nodes, lambda n: "gpu-training" in str(n)), pods).detail.startswith("no GPU node")
