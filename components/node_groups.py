@@ -95,6 +95,8 @@ class NodeGroupWiring:
     """The cluster security group every node carries."""
     depends_on: tuple[ITerraformDependable, ...] = field(default=())
     """Created before any node group, destroyed after (node roles outlive nodes, or ENIs leak)."""
+    ami_release_version: str | None = None
+    """The AMI release every group runs (release_version); None: the latest."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,6 +132,7 @@ class SystemNodeGroup(Construct):
             node_role_arn=wiring.node_role_arn,
             subnet_ids=list(props.subnet_ids),
             ami_type=DEFAULTS.system_ami_type,
+            release_version=wiring.ami_release_version,
             instance_types=list(cfg.instance_types),
             capacity_type="ON_DEMAND",
             scaling_config=EksNodeGroupScalingConfig(
@@ -313,6 +316,7 @@ class GpuNodeGroup(Construct):
             node_role_arn=wiring.node_role_arn,
             subnet_ids=[props.subnet_id],
             ami_type=DEFAULTS.gpu_ami_type,
+            release_version=wiring.ami_release_version,
             instance_types=[cfg.instance_type],
             capacity_type="CAPACITY_BLOCK" if isinstance(cfg.capacity, CapacityBlock) else "ON_DEMAND",
             scaling_config=EksNodeGroupScalingConfig(

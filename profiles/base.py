@@ -175,6 +175,7 @@ PATTERN_WORDS: dict[str, str] = {
     r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$": "an IAM role or user ARN, "
     "e.g. arn:aws:iam::123456789012:role/admins",
     r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$": "a security group ID, e.g. sg-0123456789abcdef0",
+    r"^\d+\.\d+\.\d+-\d{8}$": "an EKS AMI release version, e.g. 1.34.2-20251121",
     r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$": "a Kubernetes quantity, e.g. 64, 500m or 256Gi",
     r"^[\w .:/=+@-]+$": "letters, digits, spaces and _.:/=+@-",
     r"^[\w .:/=+@-]*$": "letters, digits, spaces and _.:/=+@-",

@@ -50,6 +50,7 @@ PLATFORM_LABEL_KEYS = ("role",)
 PLATFORM_LABEL_PREFIX = "platform/"
 ControlPlaneLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 AddonVersion = Annotated[str, Field(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")]
+AmiReleaseVersion = Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+-\d{8}$")]
 InterfaceEndpoint = Literal["ecr.api", "ecr.dkr", "sts", "ec2", "eks-auth", "ssm"]
 
 
@@ -411,6 +412,13 @@ class ClusterConfig(Strict):
     """Pin an EKS managed add-on to a version, e.g. {aws-mountpoint-s3-csi-driver: v2.8.0-eksbuild.1}. Unset: EKS's
     default version for the cluster's Kubernetes version, read at plan time.
     """
+    ami_release_version: AmiReleaseVersion | None = None
+    """The EKS AL2023 AMI release every node runs, e.g. 1.34.2-20251121 (the managed node groups' release_version;
+    Karpenter gets alias al2023@v20251121). Unset: managed groups take the newest release when they are created
+    and Karpenter follows al2023@latest, so a new AMI and NVIDIA driver reach Karpenter's nodes unplanned and the
+    groups differ in age. Pinned: an upgrade is a change to this line that plans like any other. Its Kubernetes
+    minor must be the cluster's.
+    """
     system_node_group: SystemNodeGroupConfig = Field(default_factory=SystemNodeGroupConfig)
     """CPU nodes for the platform's controllers."""
     gpu_node_groups: list[GpuNodeGroupConfig] = Field(default_factory=list)
@@ -501,6 +509,26 @@ class ClusterConfig(Strict):
                 allowed="true (open the endpoint to those CIDRs), or remove the CIDRs",
             )
         return self
+
+    @model_validator(mode="after")
+    def _ami_release_matches_the_cluster(self) -> ClusterConfig:
+        release = self.ami_release_version
+        minor = ".".join(release.split(".")[:2]) if release else None
+        if release is not None and minor != self.kubernetes_version:
+            raise FieldProblem(
+                "ami_release_version",
+                release,
+                f"is a release for Kubernetes {minor}; the cluster runs {self.kubernetes_version}",
+                allowed=f"a {self.kubernetes_version}.N-YYYYMMDD release, or unset",
+            )
+        return self
+
+    @property
+    def karpenter_ami_alias(self) -> str:
+        """The EC2NodeClass alias of the same AMI release (al2023@latest when unpinned)."""
+        if self.ami_release_version is None:
+            return "al2023@latest"
+        return f"al2023@v{self.ami_release_version.rsplit('-', 1)[1]}"
 
     @model_validator(mode="after")
     def _private_access_outside_vpc(self) -> ClusterConfig:

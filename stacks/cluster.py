@@ -123,6 +123,7 @@ class ClusterStack(LayerStack):
             node_role_arn=node_role.arn,
             node_security_group_id=node_sg,
             depends_on=(*node_role.attachments, *early_addons),
+            ami_release_version=cluster_cfg.ami_release_version,
         )
         system = SystemNodeGroup(
             self,

@@ -59,6 +59,7 @@ class WorkloadsStack(LayerStack):
                                 gpu=workloads.gpu_pool,
                                 lustre_over_efa=config.storage.fsx.enabled and config.storage.fsx.efa_enabled,
                                 gpu_pool=GPU_POOL in node_pools(config),
+                                ami_alias=config.cluster.karpenter_ami_alias,
                             )
                         )
                     )

@@ -385,3 +385,11 @@ def test_a_pinned_addon_version_is_used_as_is(synthesized):
 
     config = validate_profile(mutated(cluster__addon_versions={"aws-mountpoint-s3-csi-driver": "v2.9.1-eksbuild.2"}))
     assert config.cluster.addon_versions == {"aws-mountpoint-s3-csi-driver": "v2.9.1-eksbuild.2"}
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_every_managed_group_runs_the_pinned_ami_release_or_the_newest(synthesized, profile):
+    pinned = synthesized.configs[profile].cluster.ami_release_version
+    groups = resources(cluster(synthesized, profile), "aws_eks_node_group").values()
+    assert {group.get("release_version") for group in groups} == {pinned}
+    assert (pinned is not None) is (profile == "odcr")  # the fixture that pins one

@@ -229,6 +229,12 @@ BAD_INPUT = [
         "cluster.gpu_node_groups.0.capacity.ends_at",
         ["give the time zone"],
     ),
+    (
+        {"cluster__ami_release_version": "1.20.4-20240917"},
+        "cluster.ami_release_version",
+        ["'1.20.4-20240917'", "a release for Kubernetes 1.20", "YYYYMMDD release, or unset"],
+    ),
+    ({"cluster__ami_release_version": "latest"}, "cluster.ami_release_version", ["an EKS AMI release version"]),
     ({"region": "us-gov-west-1"}, "region", ["'us-gov-west-1'", "aws-us-gov partition", "us-east-1"]),
     ({"region": "cn-north-1"}, "region", ["aws-cn partition"]),
     (

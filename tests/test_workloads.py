@@ -445,3 +445,11 @@ def test_gpu_nodes_never_expire_under_a_job_by_default(synthesized):
         assert KARPENTER_EXPIRE_AFTER.match(spec["template"]["spec"]["expireAfter"])
     chosen = load_profile("p5-training").model_copy(deep=True)
     assert chosen.workloads.gpu_pool.expire_after_hours is None
+
+
+@pytest.mark.parametrize("profile", profiles_where(lambda c: c.addons.karpenter.enabled))
+def test_karpenter_nodes_run_the_same_ami_release_as_the_managed_groups(synthesized, profile):
+    release = synthesized.configs[profile].cluster.ami_release_version
+    expected = f"al2023@v{release.rsplit('-', 1)[1]}" if release else "al2023@latest"
+    for node_class in of_kind(objects(synthesized, profile), "EC2NodeClass"):
+        assert node_class["spec"]["amiSelectorTerms"] == [{"alias": expected}]

@@ -66,6 +66,8 @@ class KarpenterPoolsProps:
     """The platform's FSx for Lustre file system is EFA-enabled: EFA nodes configure LNet over EFA."""
     gpu_pool: bool = True
     """Create the GPU pool and its node class (not in DRA mode: see node_pools)."""
+    ami_alias: str = "al2023@latest"
+    """The AMI release the node classes select (the managed groups' release, when pinned)."""
 
 
 def _pool(
@@ -109,7 +111,7 @@ def _node_class(name: str, props: KarpenterPoolsProps, *, gpu: bool) -> Ec2NodeC
         spec=Ec2NodeClassSpec(
             role=props.node_role_name,
             # Karpenter picks the NVIDIA variant of AL2023 for GPU instance types by itself.
-            ami_selector_terms=[SelectorTerm(alias="al2023@latest")],
+            ami_selector_terms=[SelectorTerm(alias=props.ami_alias)],
             subnet_selector_terms=[SelectorTerm(tags={"karpenter.sh/discovery": props.cluster_name})],
             security_group_selector_terms=[SelectorTerm(id=props.node_security_group_id)],
             metadata_options=MetadataOptions(http_tokens="required", http_put_response_hop_limit=IMDS_HOP_LIMIT),
