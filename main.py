@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -260,10 +261,10 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> None:
     import toolchain
 
     toolchain.prepare()
-    from stacks.platform import local_state_warnings, synthesize
+    from stacks.platform import capacity_block_warnings, local_state_warnings, synthesize
 
     synthesize(config, str(outdir), state_dir=STATE_ROOT / config.name)
-    for warning in local_state_warnings(config):
+    for warning in [*local_state_warnings(config), *capacity_block_warnings(config, datetime.now(UTC))]:
         print(warning, file=sys.stderr)
 
 

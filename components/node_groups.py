@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from cdktf import ITerraformDependable, Precondition, TerraformResourceLifecycle, Token
 from cdktf_cdktf_provider_aws.autoscaling_schedule import AutoscalingSchedule
@@ -167,6 +168,8 @@ class GpuNodeGroupProps:
     """The EFA security group; required when the group has EFA on."""
     lustre_over_efa: bool = False
     """The platform's FSx for Lustre file system is EFA-enabled: EFA nodes configure LNet over EFA."""
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    """When this is synthesized: a Capacity Block's drain already past is not scheduled again."""
 
 
 def _catalog_precondition(scope: Construct, cfg: GpuNodeGroupConfig) -> Precondition:
@@ -334,10 +337,12 @@ class GpuNodeGroup(Construct):
             # deploy. Lowering it removes nodes, and the jobs on them end.
             depends_on=list(wiring.depends_on) or None,
         )
-        if isinstance(cfg.capacity, CapacityBlock):
-            # EC2 reclaims a Capacity Block's instances at its end, jobs or not. The group's Auto
-            # Scaling group scales to zero drain_minutes before (AWS advises more than 30), so the
-            # nodes drain and jobs can checkpoint first; the next deploy of a later block resets it.
+        # Once the drain time has passed the action has run (AWS then deletes it) and AWS refuses
+        # one in the past: it is left out, and synthesis warns (stacks/platform.py).
+        if isinstance(cfg.capacity, CapacityBlock) and cfg.capacity.drain_starts > props.now:
+            # EC2 shuts a Capacity Block's instances down from 30 minutes before its end, jobs or
+            # not, and EKS scales the group down 40 minutes before. The group's Auto Scaling group
+            # goes to zero drain_minutes (45 or more) before, so nodes drain and jobs checkpoint first.
             AutoscalingSchedule(
                 self,
                 "drain-before-block-ends",

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from cdktf import App
 
 from addons.registry import ADDONS
 from profiles import PlatformConfig
+from profiles.cluster import CapacityBlock
 from stacks.addons import AddonsStack
 from stacks.build import BuildStack
 from stacks.cluster import ClusterStack
@@ -67,6 +69,17 @@ def synthesize(config: PlatformConfig, outdir: str, *, state_dir: Path) -> Platf
     platform = build_platform(app, config, local_state_dir=os.path.relpath(state_dir.resolve(), stack_folder))
     app.synth()
     return platform
+
+
+def capacity_block_warnings(config: PlatformConfig, now: datetime) -> list[str]:
+    """GPU groups whose Capacity Block is draining or over: no drain is scheduled for them."""
+    return [
+        f"warning: GPU group {group.name}'s Capacity Block ends at {group.capacity.ends_at:%Y-%m-%d %H:%M} UTC and "
+        f"its drain time ({group.capacity.drain_minutes} minutes before) has passed: no scale-to-zero is scheduled "
+        "(EKS scales the group down 40 minutes before the end). Give the group a later block, or remove it."
+        for group in config.cluster.gpu_node_groups
+        if isinstance(group.capacity, CapacityBlock) and group.capacity.drain_starts <= now
+    ]
 
 
 def local_state_warnings(config: PlatformConfig) -> list[str]:

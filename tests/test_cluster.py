@@ -199,10 +199,10 @@ def test_capacity_block_has_all_three_settings_and_no_forced_placement(synthesiz
     assert "placement" not in template and not resources(stack, "aws_placement_group")
     assert group["scaling_config"]["max_size"] <= 2
 
-    # EC2 reclaims the block's instances at its end (2030-03-01T11:30Z in the fixture): the group's
-    # Auto Scaling group goes to zero 60 minutes (the default drain) before, so pods drain first.
+    # EC2 shuts the block's instances down from 30 minutes before its end (2099-03-01T11:30Z in the
+    # fixture): the group's Auto Scaling group goes to zero 60 minutes (the default drain) before.
     (schedule,) = resources(stack, "aws_autoscaling_schedule").values()
-    assert schedule["start_time"] == "2030-03-01T10:30:00Z"
+    assert schedule["start_time"] == "2099-03-01T10:30:00Z"
     assert (schedule["min_size"], schedule["max_size"], schedule["desired_capacity"]) == (0, 0, 0)
     node_group_id = next(k for k, body in resources(stack, "aws_eks_node_group").items() if body is group)
     assert schedule["autoscaling_group_name"] == (
@@ -393,3 +393,29 @@ def test_every_managed_group_runs_the_pinned_ami_release_or_the_newest(synthesiz
     groups = resources(cluster(synthesized, profile), "aws_eks_node_group").values()
     assert {group.get("release_version") for group in groups} == {pinned}
     assert (pinned is not None) is (profile == "odcr")  # the fixture that pins one
+
+
+def test_a_capacity_block_past_its_drain_warns_and_schedules_nothing_new(tmp_path):
+    """AWS deletes a scheduled action once it has run and refuses one in the past: a profile whose
+    block is draining or over still loads (destroy and pause must work), synthesizes without the
+    action, and says why."""
+    import copy
+    from datetime import UTC, datetime
+
+    import yaml
+
+    from profiles import validate_profile
+    from stacks.platform import capacity_block_warnings, synthesize
+    from tests.cases import FIXTURE_PROFILES
+
+    doc = yaml.safe_load((FIXTURE_PROFILES / "capacity-block.yaml").read_text())
+    past = copy.deepcopy(doc)
+    past["cluster"]["gpu_node_groups"][0]["capacity"]["ends_at"] = "2020-01-01T00:00:00Z"
+    config = validate_profile(past)
+    (warning,) = capacity_block_warnings(config, datetime.now(UTC))
+    assert "p5-block's Capacity Block ends at 2020-01-01 00:00 UTC" in warning and "no scale-to-zero" in warning
+    assert capacity_block_warnings(validate_profile(doc), datetime.now(UTC)) == []
+    synthesize(config, str(tmp_path / "out"), state_dir=tmp_path / "state")
+    stack = json.loads((tmp_path / "out" / "stacks" / "cluster" / "cdk.tf.json").read_text())
+    assert not resources(stack, "aws_autoscaling_schedule")
+    assert gpu_node_groups(stack)  # the group itself stays until the profile changes

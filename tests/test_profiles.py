@@ -207,14 +207,15 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
-                "ends_at": "2020-01-01T00:00:00Z",
+                "ends_at": "2099-03-01T11:30:00Z",
+                "drain_minutes": 40,
                 "reservation_id": "cr-0123456789abcdef0",
                 "instance_count": 2,
                 "availability_zone": "us-west-2a",
             }
         },
-        "cluster.gpu_node_groups.0.capacity.ends_at",
-        ["'2020-01-01T00:00:00+00:00'", "has ended", "allowed: a later block"],
+        "cluster.gpu_node_groups.0.capacity.drain_minutes",
+        ["got 40", "greater than or equal to 45"],
     ),
     (
         {
@@ -383,7 +384,7 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
-                "ends_at": "2030-03-01T11:30:00Z",
+                "ends_at": "2099-03-01T11:30:00Z",
                 "instance_count": 2,
                 "availability_zone": "us-west-2a",
             }
@@ -395,7 +396,7 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
-                "ends_at": "2030-03-01T11:30:00Z",
+                "ends_at": "2099-03-01T11:30:00Z",
                 "reservation_id": "cr-123",
                 "instance_count": 2,
                 "availability_zone": "us-west-2a",
@@ -408,7 +409,7 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
-                "ends_at": "2030-03-01T11:30:00Z",
+                "ends_at": "2099-03-01T11:30:00Z",
                 "reservation_id": "cr-0123456789abcdef0",
                 "instance_count": 1,
                 "availability_zone": "us-west-2a",
@@ -421,7 +422,7 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
-                "ends_at": "2030-03-01T11:30:00Z",
+                "ends_at": "2099-03-01T11:30:00Z",
                 "reservation_id": "cr-0123456789abcdef0",
                 "instance_count": 2,
                 "availability_zone": "us-west-2b",
@@ -494,7 +495,7 @@ def test_reserved_capacity_defaults_to_no_forced_placement_group():
     doc = mutated(
         cluster__gpu_node_groups__0__capacity={
             "type": "capacity_block",
-            "ends_at": "2030-03-01T11:30:00Z",
+            "ends_at": "2099-03-01T11:30:00Z",
             "reservation_id": "cr-0123456789abcdef0",
             "instance_count": 2,
             "availability_zone": "us-west-2a",
@@ -730,7 +731,7 @@ ADDON_BAD_INPUT = [
         mutated(
             cluster__gpu_node_groups__0__capacity={
                 "type": "capacity_block",
-                "ends_at": "2030-03-01T11:30:00Z",
+                "ends_at": "2099-03-01T11:30:00Z",
                 "reservation_id": "cr-0123456789abcdef0",
                 "instance_count": 2,
                 "availability_zone": "us-west-2a",
