@@ -21,8 +21,9 @@ from grafana_foundation_sdk.builders.dashboard import Dashboard, DatasourceVaria
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import DataSourceRef
 
-# Grafana's dashboard sidecar (kube-prometheus-stack's grafana.sidecar.dashboards) loads every
-# ConfigMap in Grafana's namespace that carries this label; the monitoring add-on sets both.
+# Grafana's dashboard sidecar (kube-prometheus-stack's grafana.sidecar.dashboards) loads the
+# ConfigMaps that carry this label in the namespace it searches; the monitoring add-on sets the
+# label and limits the search to Grafana's own namespace.
 DASHBOARD_LABEL = ("grafana_dashboard", "1")
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 # dcgm-exporter renamed its host label Hostname to hostname after 4.5.3 (the metric contract):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cdktf import ITerraformDependable, TerraformResourceLifecycle
+from cdktf import ITerraformDependable, Precondition, TerraformResourceLifecycle
 from cdktf_cdktf_provider_aws.cloudwatch_log_group import CloudwatchLogGroup
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from cdktf_cdktf_provider_aws.data_aws_iam_session_context import DataAwsIamSessionContext
@@ -24,6 +24,7 @@ from cdktf_cdktf_provider_aws.eks_cluster import (
 from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
+from components.expressions import expression, string_literal
 from components.iam import ServiceRole, ServiceRoleProps, allow, policy_document
 from components.kms import account_administered_key
 
@@ -159,8 +160,22 @@ class EksControlPlane(Construct):
         admins = {"deployer": session.issuer_arn}
         admins.update({f"admin-{index}": arn for index, arn in enumerate(props.admin_principal_arns)})
         self._ready: list[ITerraformDependable] = [cluster]
+        deployer: EksAccessEntry | None = None
         for key_, principal in admins.items():
-            kept = TerraformResourceLifecycle(ignore_changes=["principal_arn"]) if key_ == "deployer" else None
+            if deployer is None:
+                kept = TerraformResourceLifecycle(ignore_changes=["principal_arn"])
+            else:
+                # EKS refuses a second entry for one principal: a listed admin who is also the
+                # first deployer would fail the apply with a bare "resource in use".
+                kept = TerraformResourceLifecycle(
+                    precondition=[
+                        Precondition(
+                            condition=expression(f"{deployer.fqn}.principal_arn != {string_literal(principal)}"),
+                            error_message=f"{principal} deployed this cluster first and already has an access entry "
+                            "with cluster admin: remove it from cluster.admin_principal_arns.",
+                        )
+                    ]
+                )
             entry = EksAccessEntry(
                 self,
                 f"{key_}-access",
@@ -176,9 +191,10 @@ class EksControlPlane(Construct):
                 principal_arn=entry.principal_arn,
                 policy_arn=DEFAULTS.admin_policy,
                 access_scope=EksAccessPolicyAssociationAccessScope(type="cluster"),
-                lifecycle=kept,
+                lifecycle=kept if deployer is None else None,
             )
             self._ready.append(association)
+            deployer = deployer or entry
 
     @property
     def name(self) -> str:

@@ -68,14 +68,23 @@ class CostEstimate:
 
 
 def _hourly(products: dict[str, object]) -> float:
-    """The on-demand hourly USD price in a Price List API answer (one product per line)."""
-    for text in products.get("PriceList", []):  # type: ignore[attr-defined]
-        product = json.loads(text)
-        for term in product.get("terms", {}).get("OnDemand", {}).values():
-            for dimension in term.get("priceDimensions", {}).values():
-                if dimension.get("unit") in ("Hrs", "Hours") and float(dimension["pricePerUnit"]["USD"]) > 0:
-                    return float(dimension["pricePerUnit"]["USD"])
-    raise PriceUnavailable("no on-demand hourly price in the answer")
+    """The one on-demand hourly USD price in a Price List API answer (one product per line). Zero
+    prices (Capacity Block listings share the attributes) and non-hourly ones are skipped; two
+    different hourly prices mean the filters did not name one product, which is an error."""
+    found = {
+        float(dimension["pricePerUnit"]["USD"])
+        for text in products.get("PriceList", [])  # type: ignore[attr-defined]
+        for term in json.loads(text).get("terms", {}).get("OnDemand", {}).values()
+        for dimension in term.get("priceDimensions", {}).values()
+        if dimension.get("unit") in ("Hrs", "Hours") and float(dimension["pricePerUnit"]["USD"]) > 0
+    }
+    if len(found) > 1:
+        raise PriceUnavailable(
+            f"several on-demand hourly prices {sorted(found)}: the filters match more than one product"
+        )
+    if not found:
+        raise PriceUnavailable("no on-demand hourly price in the answer")
+    return found.pop()
 
 
 def _ask(aws: AwsCli, service: str, filters: dict[str, str]) -> float:
@@ -105,6 +114,8 @@ def instance_hourly(aws: AwsCli, region: str, instance_type: str) -> float:
             "tenancy": "Shared",
             "preInstalledSw": "NA",
             "capacitystatus": "Used",
+            "marketoption": "OnDemand",
+            "operation": "RunInstances",
         },
     )
 

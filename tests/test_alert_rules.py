@@ -263,6 +263,13 @@ def expected(alert: str, labels: dict[str, str], value: str) -> dict:
     return {"exp_labels": {**rule["labels"], **labels}, "exp_annotations": annotations}
 
 
+def rows(pod: str, values: str) -> dict:
+    """One GPU's uncorrectable remapped-row count as the exporter labels it while `pod` holds it."""
+    labels = f'gpu="0",UUID="GPU-1a2b",Hostname="gpu-node-1",namespace="ml-team",pod="{pod}"'
+    return {"series": f"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{{{labels}}}", "values": values}
+
+
+GPU_UUID = {"gpu": "0", "UUID": "GPU-1a2b", "Hostname": "gpu-node-1"}
 NODE = {"node": "gpu-node-1", "resource": "nvidia_com_gpu", "unit": "integer"}
 GPU = {"gpu": "0", "Hostname": "gpu-node-1"}
 HARDWARE_CASES = [
@@ -272,14 +279,12 @@ HARDWARE_CASES = [
     ("GpuAllocatableDropped", node_gpus("8x20", "8x20"), "15m", None),
     ("GpuRowRemapFailed", [gpu_gauge("DCGM_FI_DEV_ROW_REMAP_FAILURE", "0x5 1x15")], "10m", (GPU, "1")),
     ("GpuRowRemapFailed", [gpu_gauge("DCGM_FI_DEV_ROW_REMAP_FAILURE", "0x20")], "10m", None),
-    (
-        "GpuUncorrectableMemoryError",
-        [gpu_gauge("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "2x5 3x15")],
-        "10m",
-        (GPU, "1"),
-    ),
+    ("GpuUncorrectableMemoryError", [rows("job-a", "2x5 3x15")], "10m", (GPU_UUID, "1")),
+    # The usual case: the error ends the job, and the higher count appears on the exporter's own
+    # series (a GPU without a pod); comparing per series would never see the rise.
+    ("GpuUncorrectableMemoryError", [rows("job-a", "2x5 _x15"), rows("", "_x6 3x14")], "10m", (GPU_UUID, "1")),
     # Rows remapped long ago (a count that no longer moves) are history, not a new error.
-    ("GpuUncorrectableMemoryError", [gpu_gauge("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "2x40")], "20m", None),
+    ("GpuUncorrectableMemoryError", [rows("job-a", "2x90")], "80m", None),
 ]
 
 

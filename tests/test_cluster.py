@@ -332,6 +332,10 @@ def test_access_entries_for_deployer_and_admins(synthesized):
         for body in resources(stack, kind).values():
             deployer = "/eks/deployer-" in path_of(body)
             assert body.get("lifecycle", {}).get("ignore_changes") == (["principal_arn"] if deployer else None)
+    # A listed admin who is the deployer would be a second entry for one principal, which EKS
+    # refuses (tests/test_plan_checks.py plans it).
+    (admin,) = [b for b in resources(stack, "aws_eks_access_entry").values() if "/eks/admin-" in path_of(b)]
+    assert "platform-admins" in admin["lifecycle"]["precondition"][0]["error_message"]
 
 
 @pytest.mark.parametrize("profile, nats, endpoints", [("gpu-validation", 1, 0), ("p5-training", 3, 6)])

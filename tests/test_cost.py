@@ -58,7 +58,11 @@ class FakeAws:
                 "Shared",
                 "NA",
             )
-            assert filters["capacitystatus"] == "Used"
+            assert (filters["capacitystatus"], filters["marketoption"], filters["operation"]) == (
+                "Used",
+                "OnDemand",
+                "RunInstances",
+            )
             found = [product(PRICES[filters["instanceType"]])] if filters["instanceType"] in PRICES else []
         return subprocess.CompletedProcess(args, 0, json.dumps({"PriceList": found, "FormatVersion": "aws_v1"}), "")
 
@@ -111,3 +115,12 @@ def test_make_cost_without_credentials_says_what_it_needs(tmp_path):
     assert ran.returncode == 1 and ran.stdout == ""
     assert "cannot price gpu-validation: Unable to locate credentials." in ran.stderr
     assert "pricing:GetProducts" in ran.stderr
+
+
+def test_two_different_hourly_prices_are_an_error_not_a_guess():
+    from operate.cost import _hourly
+
+    answer = {"PriceList": [product("2.0144000000"), product("2.5000000000")]}
+    with pytest.raises(PriceUnavailable, match="several on-demand hourly prices"):
+        _hourly(answer)
+    assert _hourly({"PriceList": [product("2.0144000000"), product("2.0144000000")]}) == pytest.approx(2.0144)

@@ -97,6 +97,7 @@ def test_dashboards_are_provisioned_for_the_addons_that_run(synthesized, profile
     release = next(r for r in resources(stack, "helm_release").values() if r["chart"] == "kube-prometheus-stack")
     sidecar = yaml.safe_load(release["values"][0])["grafana"]["sidecar"]["dashboards"]
     assert (sidecar["enabled"], sidecar["label"], sidecar["labelValue"]) == (True, *DASHBOARD_LABEL)
+    assert sidecar["searchNamespace"] == "monitoring"  # not the chart's ALL: no other namespace's ConfigMap
 
 
 def test_terraform_reads_the_dashboard_json_back_exactly(synthesized, terraform, tmp_path):
@@ -116,3 +117,11 @@ def test_terraform_reads_the_dashboard_json_back_exactly(synthesized, terraform,
 
 def test_the_shipped_profiles_all_get_the_gpu_dashboards():
     assert set(SHIPPED) <= set(profiles_where(lambda c: c.addons.monitoring.enabled and c.addons.gpu_operator.enabled))
+
+
+def test_queue_gauges_are_read_from_the_leader_only():
+    """Both Kueue replicas export the queue gauges (replica_role leader or follower): summed over
+    both, every figure would be doubled."""
+    for expr in queries(QUEUE_DASHBOARDS[0]):
+        if "histogram_quantile" not in expr:
+            assert 'replica_role="leader"' in expr, expr

@@ -144,3 +144,41 @@ run "{name}" {{
         result = terraform.test(stack, MOCKS + run("nowhere", False, listed=""), tmp_path / "region")
         output = " ".join((result.stdout + result.stderr).split())
         assert 'run "nowhere"... fail' in output and "it is offered in: no zone of this region;" in output
+
+
+def test_a_listed_admin_who_deployed_first_fails_the_plan_by_name(synthesized, terraform, tmp_path):
+    stack = synthesized.stack("odcr", "cluster")
+    config = synthesized.configs["odcr"]
+    (admin,) = config.cluster.admin_principal_arns
+    session, _ = by_path(stack, "aws_iam_session_context", "eks/caller-session", section="data")
+    types = {
+        by_path(stack, "aws_ec2_instance_type", f"gpu-{g.name}/instance-type", section="data")[0]: g.instance_type
+        for g in config.cluster.gpu_node_groups
+    }
+    facts = "".join(
+        f"""
+  override_data {{
+    target = data.aws_ec2_instance_type.{data_id}
+    values = {{ efa_maximum_interfaces = {CATALOG[instance_type].max_efa_interfaces} }}
+  }}"""
+        for data_id, instance_type in types.items()
+    )
+
+    def run(name: str, deployer: str) -> str:
+        return f"""
+run "{name}" {{
+  command = plan{facts}
+  override_data {{
+    target = data.aws_iam_session_context.{session}
+    values = {{ issuer_arn = "{deployer}" }}
+  }}
+}}
+"""
+
+    result = terraform.test(stack, MOCKS + run("someone_else", "arn:aws:iam::123456789012:role/ci"), tmp_path / "ok")
+    output = " ".join((result.stdout + result.stderr).split())
+    assert 'run "someone_else"... pass' in output, output[-3000:]
+    result = terraform.test(stack, MOCKS + run("the_admin", admin), tmp_path / "same")
+    output = " ".join((result.stdout + result.stderr).split())
+    assert 'run "the_admin"... fail' in output
+    assert f"{admin} deployed this cluster first and already has an access entry" in output

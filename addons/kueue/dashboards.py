@@ -1,6 +1,6 @@
 """The queue dashboard: what each tenant's ClusterQueue holds, waits for and uses of its share.
 
-It reads Kueue's own metrics at v0.19.2 (pkg/metrics/metrics.go, subsystem kueue): pending and
+It reads Kueue's own metrics at v0.19.2, the leader replica's (pkg/metrics/metrics.go, subsystem kueue): pending and
 admitted workloads per cluster_queue, and, with the Configuration's
 metrics.enableClusterQueueResources (set by this add-on), usage and nominal quota per
 cluster_queue, flavour and resource.
@@ -12,7 +12,10 @@ from typing import Any
 
 from components.dashboards import Chart, Query, Section, dashboard
 
-GPUS = 'resource="nvidia.com/gpu"'
+# Every Kueue replica (this add-on runs two) exports the queue gauges, labelled with its role
+# (pkg/metrics/metrics.go: replica_role); the leader's are the ones that count.
+LEADER = 'replica_role="leader"'
+GPUS = f'resource="nvidia.com/gpu", {LEADER}'
 
 
 def queues() -> dict[str, Any]:
@@ -29,7 +32,7 @@ def queues() -> dict[str, Any]:
                         "Pending workloads",
                         (
                             Query(
-                                "sum by (cluster_queue, status) (kueue_pending_workloads)",
+                                f"sum by (cluster_queue, status) (kueue_pending_workloads{{{LEADER}}})",
                                 "{{cluster_queue}} {{status}}",
                             ),
                         ),
@@ -38,7 +41,12 @@ def queues() -> dict[str, Any]:
                     ),
                     Chart(
                         "Admitted workloads",
-                        (Query("sum by (cluster_queue) (kueue_admitted_active_workloads)", "{{cluster_queue}}"),),
+                        (
+                            Query(
+                                f"sum by (cluster_queue) (kueue_admitted_active_workloads{{{LEADER}}})",
+                                "{{cluster_queue}}",
+                            ),
+                        ),
                     ),
                 ),
             ),

@@ -99,10 +99,19 @@ def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
                         },
                     },
                     {
+                        # The exporter labels a GPU's series with the pod it is allocated to, and an
+                        # uncorrectable error usually ends that pod: the new count then appears on a
+                        # new series. One series per GPU (its UUID), whoever holds it, lets the
+                        # alert compare before and after.
+                        "record": "gpu:uncorrectable_remapped_rows:max",
+                        "expr": "max by (UUID, gpu, Hostname, hostname) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)",
+                    },
+                    {
                         # A row remapped for an uncorrectable error: the job that touched it saw the
-                        # error, and the remap takes effect only after the GPU is reset.
+                        # error, and the remap takes effect only after the GPU is reset. Fires for an
+                        # hour after the count rises (the exporter declares the field a counter).
                         "alert": "GpuUncorrectableMemoryError",
-                        "expr": "delta(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[15m]) > 0",
+                        "expr": "increase(gpu:uncorrectable_remapped_rows:max[1h]) > 0",
                         "for": "0m",
                         "labels": {"severity": "critical"},
                         "annotations": {
@@ -159,21 +168,23 @@ class GrafanaAdmin(Values):
 
 class DashboardSidecar(Values):
     """Grafana's sidecar that loads dashboards from labelled ConfigMaps, set here rather than left to
-    the chart's defaults, so the label the platform's ConfigMaps carry is the one it watches."""
+    the chart's defaults: the label the platform's ConfigMaps carry, and only Grafana's namespace
+    (kube-prometheus-stack's default, ALL, would let a ConfigMap in any namespace replace one)."""
 
     enabled: bool = True
     label: str = DASHBOARD_LABEL[0]
     label_value: str = DASHBOARD_LABEL[1]
+    search_namespace: str
 
 
 class GrafanaSidecar(Values):
-    dashboards: DashboardSidecar = DashboardSidecar()
+    dashboards: DashboardSidecar
 
 
 class GrafanaValues(Values):
     admin: GrafanaAdmin | None = None
     node_selector: dict[str, str] = Field(default_factory=lambda: dict(SYSTEM_NODES))
-    sidecar: GrafanaSidecar = GrafanaSidecar()
+    sidecar: GrafanaSidecar
 
 
 def dashboard_config_maps(namespace: str, dashboards: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
@@ -281,7 +292,10 @@ def monitoring_values(
             additional_service_monitors=list(monitors),
             additional_pod_monitors=list(pod_monitors),
         ),
-        grafana=GrafanaValues(admin=GrafanaAdmin(existing_secret=grafana_secret) if grafana_secret else None),
+        grafana=GrafanaValues(
+            admin=GrafanaAdmin(existing_secret=grafana_secret) if grafana_secret else None,
+            sidecar=GrafanaSidecar(dashboards=DashboardSidecar(search_namespace=DEFINITION.namespace)),
+        ),
         additional_prometheus_rules_map={"gpu-platform": gpu_rules(idle_gpu_minutes)},
         alertmanager=AlertmanagerValues(
             alertmanager_spec={"secrets": [receiver.secret_name], "nodeSelector": dict(SYSTEM_NODES)},
