@@ -128,30 +128,26 @@ class EksControlPlane(Construct):
         self._certificate_authority = cluster.certificate_authority.get(0).data
         self._cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
         self._kms_key_arn = key.arn
+
         # The private endpoint's network interfaces carry the cluster security group, which admits
         # only itself; whoever else may call the API is named in the profile.
-        for index, cidr in enumerate(props.private_access_cidrs):
+        def admit(rule_id: str, named: str, *, cidr: str | None = None, group: str | None = None) -> None:
             VpcSecurityGroupIngressRule(
                 self,
-                f"api-from-network-{index}",
+                rule_id,
                 security_group_id=self._cluster_security_group_id,
                 cidr_ipv4=cidr,
+                referenced_security_group_id=group,
                 ip_protocol="tcp",
                 from_port=443,
                 to_port=443,
-                description=f"Kubernetes API from {cidr} (cluster.private_endpoint_access.cidrs)",
+                description=f"Kubernetes API from {named}",
             )
-        for group_id in props.private_access_security_groups:
-            VpcSecurityGroupIngressRule(
-                self,
-                f"api-from-{group_id}",
-                security_group_id=self._cluster_security_group_id,
-                referenced_security_group_id=group_id,
-                ip_protocol="tcp",
-                from_port=443,
-                to_port=443,
-                description=f"Kubernetes API from {group_id} (cluster.private_endpoint_access.security_groups)",
-            )
+
+        for index, cidr in enumerate(props.private_access_cidrs):
+            admit(f"api-from-network-{index}", f"{cidr} (cluster.private_endpoint_access.cidrs)", cidr=cidr)
+        for group in props.private_access_security_groups:
+            admit(f"api-from-{group}", f"{group} (cluster.private_endpoint_access.security_groups)", group=group)
 
         # The deploying principal (an assumed role resolves to its role ARN) plus listed admins.
         # The first deployer's entry stays: were it to follow whoever applies, a teammate's or CI's
