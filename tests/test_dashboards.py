@@ -13,6 +13,7 @@ import yaml
 
 from addons.gpu_operator.dashboards import DASHBOARDS as GPU_DASHBOARDS
 from addons.kueue.dashboards import DASHBOARDS as QUEUE_DASHBOARDS
+from addons.monitoring.dashboards import DASHBOARDS as EFA_DASHBOARDS
 from addons.monitoring.install import GPU_RULES
 from components.dashboards import DASHBOARD_LABEL, queries
 from tests.cases import SHIPPED, profiles_where
@@ -20,7 +21,7 @@ from tests.synth_helpers import resources
 from tests.test_alert_rules import promtool  # noqa: F401 (the fixture)
 from tests.test_metric_contract import CONTRACT, metric_names
 
-ALL_DASHBOARDS = GPU_DASHBOARDS + QUEUE_DASHBOARDS
+ALL_DASHBOARDS = GPU_DASHBOARDS + QUEUE_DASHBOARDS + EFA_DASHBOARDS
 RECORDED = {rule["record"] for group in GPU_RULES["groups"] for rule in group["rules"] if "record" in rule}
 
 
@@ -30,7 +31,8 @@ def kueue_metrics() -> set[str]:
 
 def provided() -> set[str]:
     dcgm = {name for read in CONTRACT["dcgm-exporter"]["read_at"].values() for name in read["metrics"]}
-    return dcgm | set(CONTRACT["kube-state-metrics"]["metrics"]) | kueue_metrics() | RECORDED
+    efa = set(CONTRACT["efa-textfile"]["metrics"])
+    return dcgm | set(CONTRACT["kube-state-metrics"]["metrics"]) | kueue_metrics() | efa | RECORDED
 
 
 def series_names(name: str) -> set[str]:
@@ -88,7 +90,9 @@ def dashboard_maps(synthesized, profile: str) -> dict[str, dict]:
 def test_dashboards_are_provisioned_for_the_addons_that_run(synthesized, profile):
     config = synthesized.configs[profile]
     maps = dashboard_maps(synthesized, profile)
-    expected = {"dashboard-gpu-fleet", "dashboard-gpu-tenants"} if config.addons.gpu_operator.enabled else set()
+    expected = {"dashboard-efa-network"}
+    if config.addons.gpu_operator.enabled:
+        expected |= {"dashboard-gpu-fleet", "dashboard-gpu-tenants"}
     if config.addons.kueue.enabled:
         expected.add("dashboard-gpu-queues")
     assert set(maps) == expected

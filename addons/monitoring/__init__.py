@@ -42,6 +42,12 @@ class MonitoringConfig(ReleaseConfig):
     Alertmanager runs and nobody is told."""
 
 
+# The EFA counter sidecar's image (addons/monitoring/efa-counters.sh): kube-prometheus-stack runs
+# node-exporter distroless (no shell), from prometheus-node-exporter 4.56.1, app version 1.12.1;
+# the sidecar runs the same release's busybox variant, which has the sh, awk and sort it uses.
+# It moves with the chart pin below.
+EFA_SIDECAR_IMAGE = "quay.io/prometheus/node-exporter:v1.12.1"
+
 DEFINITION = AddonDefinition(
     key="monitoring",
     settings_type=MonitoringConfig,

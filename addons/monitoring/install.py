@@ -4,16 +4,18 @@ admin password that never appears in the JSON, and GPU recording and alerting ru
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
 from pydantic import Field
 
 from addons import gpu_operator
-from addons.monitoring import DEFINITION, AlertReceiver, MonitoringConfig
+from addons.monitoring import DEFINITION, EFA_SIDECAR_IMAGE, AlertReceiver, MonitoringConfig
+from addons.monitoring.dashboards import DASHBOARDS
 from components.dashboards import DASHBOARD_LABEL
 from components.expressions import expression, template_text
-from components.helm.addon import AddonContext, HelmAddonSpec, RuntimePath
+from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath
 from components.helm.common import Placement, Toggle
 from components.helm.release import SensitiveValue, Values
 from components.k8s.namespaces import egress_https_outside_the_node, ingress_from_control_plane
@@ -243,12 +245,58 @@ class AlertmanagerValues(Values):
     config: dict[str, Any] | None = None
 
 
+# EFA port counters through node-exporter's textfile collector: a sidecar in node-exporter's own
+# image writes them for the collector to read (efa-counters.sh says why node-exporter alone does not).
+EFA_COUNTERS_SCRIPT = (Path(__file__).parent / "efa-counters.sh").read_text()
+EFA_TEXTFILE_DIR = "/run/efa"
+EFA_SYSFS = "/host/sys"
+# kube-prometheus-stack's own node-exporter arguments (values.yaml at 88.5.3): setting extraArgs
+# replaces its list, so they are repeated here beside the textfile directory.
+NODE_EXPORTER_CHART_ARGS = (
+    "--collector.filesystem.mount-points-exclude=^/(dev|proc|sys|run/containerd/.+|var/lib/docker/.+|var/lib/kubelet/.+)($|/)",
+    "--collector.filesystem.fs-types-exclude=^(autofs|binfmt_misc|bpf|cgroup2?|configfs|debugfs|devpts|devtmpfs|fusectl"
+    "|hugetlbfs|iso9660|mqueue|nsfs|overlay|proc|procfs|pstore|rpc_pipefs|securityfs|selinuxfs|squashfs|sysfs|tracefs"
+    "|erofs)$",
+)
+
+
+class NodeExporterValues(Values):
+    """kube-prometheus-stack's prometheus-node-exporter (chart 4.56.1): the collector's extra
+    arguments and its sidecars, with the volumes the chart mounts for them."""
+
+    extra_args: list[str] = Field(
+        default_factory=lambda: [*NODE_EXPORTER_CHART_ARGS, f"--collector.textfile.directory={EFA_TEXTFILE_DIR}"]
+    )
+    sidecars: list[dict[str, Any]] = Field(
+        default_factory=lambda: [
+            {
+                "name": "efa-counters",
+                "image": EFA_SIDECAR_IMAGE,
+                "command": ["/bin/sh", "-c", EFA_COUNTERS_SCRIPT, "efa-counters"],
+                "args": [EFA_SYSFS, f"{EFA_TEXTFILE_DIR}/efa.prom", "15"],
+                "resources": {"requests": {"cpu": "5m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}},
+            }
+        ]
+    )
+    # The chart gives the sidecars this memory-backed emptyDir writable and node-exporter read-only.
+    sidecar_volume_mount: list[dict[str, Any]] = Field(
+        default_factory=lambda: [{"name": "efa-textfile", "mountPath": EFA_TEXTFILE_DIR, "readOnly": False}]
+    )
+    # The whole of /sys: /sys/class/infiniband's entries are links into /sys/devices.
+    sidecar_host_volume_mounts: list[dict[str, Any]] = Field(
+        default_factory=lambda: [{"name": "efa-sysfs", "hostPath": "/sys", "mountPath": EFA_SYSFS, "readOnly": True}]
+    )
+
+
 class MonitoringValues(Values):
     prometheus: PrometheusValues
     grafana: GrafanaValues
     alertmanager: AlertmanagerValues | None = None
     prometheus_operator: Placement = Placement()
     additional_prometheus_rules_map: dict[str, Any]
+    prometheus_node_exporter: NodeExporterValues = Field(
+        default_factory=NodeExporterValues, alias="prometheus-node-exporter"
+    )
     # EKS runs the control plane out of the cluster's reach (no controller-manager, scheduler or
     # etcd endpoints to scrape) and kube-proxy serves its metrics on 127.0.0.1 only: their targets
     # would be down forever, and their Down alerts would fire forever.
@@ -313,6 +361,9 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
     release_name = "monitoring"
     timeout_seconds = 900
     pod_security = "privileged"
+
+    def monitors(self, settings: MonitoringConfig) -> Monitors:
+        return Monitors(dashboards=DASHBOARDS)
 
     def user_secrets(self, settings: MonitoringConfig) -> tuple[str, ...]:
         existing = settings.grafana_admin_password_from == "existing_secret"
