@@ -176,6 +176,10 @@ PATTERN_WORDS: dict[str, str] = {
     "e.g. arn:aws:iam::123456789012:role/admins",
     r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$": "a security group ID, e.g. sg-0123456789abcdef0",
     r"^\d+\.\d+\.\d+-\d{8}$": "an EKS AMI release version, e.g. 1.34.2-20251121",
+    r"^[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*$": "/-separated names of letters, digits and "
+    "_.-, none starting with a dot, e.g. platform/state",
+    r"^(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)+$": "an absolute path without . or .. segments, e.g. /datasets",
+    r"^([A-Za-z0-9_-][A-Za-z0-9_.-]*/)*$": "empty, or names ending in /, none starting with a dot, e.g. training/",
     r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$": "a Kubernetes quantity, e.g. 64, 500m or 256Gi",
     r"^[\w .:/=+@-]+$": "letters, digits, spaces and _.:/=+@-",
     r"^[\w .:/=+@-]*$": "letters, digits, spaces and _.:/=+@-",

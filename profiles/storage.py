@@ -35,11 +35,11 @@ def _nearest_steps(value: int, first: tuple[int, ...], step: int) -> list[int]:
 class DataRepositoryAssociation(Strict):
     """Links a directory of the file system to an S3 prefix of one of the platform's buckets."""
 
-    file_system_path: str = Field(..., pattern=r"^/[A-Za-z0-9_.\-/]+$")
-    """e.g. /datasets"""
+    file_system_path: str = Field(..., pattern=r"^(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)+$")
+    """An absolute directory of the file system, e.g. /datasets (no . or .. segments, no trailing /)."""
     bucket: DataBucketPurpose
     """Which platform bucket this association links to the file system."""
-    s3_prefix: str = Field("", pattern=r"^([A-Za-z0-9_.\-]+/)*$")
+    s3_prefix: str = Field("", pattern=r"^([A-Za-z0-9_-][A-Za-z0-9_.-]*/)*$")
     """Prefix ending in '/', or empty."""
     import_events: list[FsxEvent] = Field(["NEW", "CHANGED", "DELETED"])
     """S3 changes FSx picks up."""

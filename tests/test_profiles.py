@@ -236,6 +236,12 @@ BAD_INPUT = [
         ["'1.20.4-20240917'", "a release for Kubernetes 1.20", "YYYYMMDD release, or unset"],
     ),
     ({"cluster__ami_release_version": "latest"}, "cluster.ami_release_version", ["an EKS AMI release version"]),
+    (
+        {"state": {"bucket": "my-state", "key_prefix": "../other-team"}},
+        "state.key_prefix",
+        ["'../other-team'", "none starting with a dot"],
+    ),
+    ({"state": {"bucket": "my-state", "key_prefix": "/abs"}}, "state.key_prefix", ["'/abs'"]),
     ({"region": "us-gov-west-1"}, "region", ["'us-gov-west-1'", "aws-us-gov partition", "us-east-1"]),
     ({"region": "cn-north-1"}, "region", ["aws-cn partition"]),
     (
@@ -605,6 +611,16 @@ STORAGE_BAD_INPUT = [
         ),
         "storage.fsx.data_repository_associations.0.file_system_path",
         ["must not repeat or nest"],
+    ),
+    (
+        fsx(data_repository_associations=[{"file_system_path": "/data/../etc", "bucket": "datasets"}]),
+        "storage.fsx.data_repository_associations.0.file_system_path",
+        ["'/data/../etc'", "without . or .. segments"],
+    ),
+    (
+        fsx(data_repository_associations=[{"file_system_path": "/data", "bucket": "datasets", "s3_prefix": "../x/"}]),
+        "storage.fsx.data_repository_associations.0.s3_prefix",
+        ["'../x/'", "none starting with a dot"],
     ),
     (
         fsx(data_repository_associations=[{"file_system_path": "/data", "bucket": "models"}]),
