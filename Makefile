@@ -151,7 +151,7 @@ test: lint $(CHECKOV) $(PROMTOOL) $(AMTOOL)  ## the whole test suite, as CI runs
 # Before pushing, run make test: every profile, terraform, checkov, HCL exports, the emulator.
 CHECK_TESTS := profiles loader naming schema architecture snapshots addon_registry namespaces quotas dra \
 	karpenter_policy versions renovate docs_commands operate pause state_claim cluster addons workloads \
-	storage_build mlflow
+	storage_build mlflow diagram verify dashboards cost
 check: $(DEV_STAMP)  ## the one-minute inner loop (ruff and the fast tests on the default profile)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
