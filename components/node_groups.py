@@ -98,6 +98,9 @@ class NodeGroupWiring:
     """Created before any node group, destroyed after (node roles outlive nodes, or ENIs leak)."""
     ami_release_version: str | None = None
     """The AMI release every group runs (release_version); None: the latest."""
+    kubernetes_version: str | None = None
+    """Set with a pinned release: EKS refuses a release of a new minor sent without the version
+    (a minor upgrade would fail), so both move together."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,6 +137,7 @@ class SystemNodeGroup(Construct):
             subnet_ids=list(props.subnet_ids),
             ami_type=DEFAULTS.system_ami_type,
             release_version=wiring.ami_release_version,
+            version=wiring.kubernetes_version if wiring.ami_release_version else None,
             instance_types=list(cfg.instance_types),
             capacity_type="ON_DEMAND",
             scaling_config=EksNodeGroupScalingConfig(
@@ -320,6 +324,7 @@ class GpuNodeGroup(Construct):
             subnet_ids=[props.subnet_id],
             ami_type=DEFAULTS.gpu_ami_type,
             release_version=wiring.ami_release_version,
+            version=wiring.kubernetes_version if wiring.ami_release_version else None,
             instance_types=[cfg.instance_type],
             capacity_type="CAPACITY_BLOCK" if isinstance(cfg.capacity, CapacityBlock) else "ON_DEMAND",
             scaling_config=EksNodeGroupScalingConfig(

@@ -57,7 +57,9 @@ class CheckResult:
 # The repair loop's parts on GPU nodes: the EKS node monitoring agent (the EKS add-on's DaemonSet,
 # labelled by its chart, aws/eks-node-monitoring-agent charts/.../_helpers.tpl at v1.7.0) runs on
 # each, and each carries the condition it sets on NVIDIA nodes (cmd/eks-node-monitoring-agent/
-# main.go: AcceleratedHardwareReady, reason NvidiaGPUIsReady), which EKS node repair acts on.
+# main.go: AcceleratedHardwareReady, True with reason NvidiaGPUIsReady once NVIDIA hardware is
+# seen), which EKS node repair acts on. The agent turns it False for a fault, or with reason
+# DCGMError when it cannot reach the DCGM host engine: either fails this check by name.
 REPAIR_CHECK = "repair-loop"
 AGENT_NAMESPACE = "kube-system"
 AGENT_SELECTOR = "app.kubernetes.io/name=eks-node-monitoring-agent"

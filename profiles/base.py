@@ -175,7 +175,7 @@ PATTERN_WORDS: dict[str, str] = {
     r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$": "an IAM role or user ARN, "
     "e.g. arn:aws:iam::123456789012:role/admins",
     r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$": "a security group ID, e.g. sg-0123456789abcdef0",
-    r"^\d+\.\d+\.\d+-\d{8}$": "an EKS AMI release version, e.g. 1.34.2-20251121",
+    r"^\d+\.\d+\.\d+-\d{8}$": "an EKS AMI release version, e.g. 1.34.2-20251120",
     r"^[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*$": "/-separated names of letters, digits and "
     "_.-, none starting with a dot, e.g. platform/state",
     r"^(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)+$": "an absolute path without . or .. segments, e.g. /datasets",

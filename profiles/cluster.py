@@ -403,8 +403,8 @@ class ClusterConfig(Strict):
     default version for the cluster's Kubernetes version, read at plan time.
     """
     ami_release_version: AmiReleaseVersion | None = None
-    """The EKS AL2023 AMI release every node runs, e.g. 1.34.2-20251121 (the managed node groups' release_version;
-    Karpenter gets alias al2023@v20251121). Unset: managed groups take the newest release when they are created
+    """The EKS AL2023 AMI release every node runs, e.g. 1.34.2-20251120 (the managed node groups' release_version;
+    Karpenter gets alias al2023@v20251120). Unset: managed groups take the newest release when they are created
     and Karpenter follows al2023@latest, so a new AMI and NVIDIA driver reach Karpenter's nodes unplanned and the
     groups differ in age. Pinned: an upgrade is a change to this line that plans like any other. Its Kubernetes
     minor must be the cluster's.

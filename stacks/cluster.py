@@ -124,6 +124,7 @@ class ClusterStack(LayerStack):
             node_security_group_id=node_sg,
             depends_on=(*node_role.attachments, *early_addons),
             ami_release_version=cluster_cfg.ami_release_version,
+            kubernetes_version=cluster_cfg.kubernetes_version,
         )
         system = SystemNodeGroup(
             self,

@@ -396,6 +396,10 @@ def test_every_managed_group_runs_the_pinned_ami_release_or_the_newest(synthesiz
     pinned = synthesized.configs[profile].cluster.ami_release_version
     groups = resources(cluster(synthesized, profile), "aws_eks_node_group").values()
     assert {group.get("release_version") for group in groups} == {pinned}
+    # With a pinned release the groups also name their Kubernetes version: the provider sends only
+    # the release when only it changes, and EKS refuses a new minor's release without the version.
+    version = synthesized.configs[profile].cluster.kubernetes_version if pinned else None
+    assert {group.get("version") for group in groups} == {version}
     assert (pinned is not None) is (profile == "odcr")  # the fixture that pins one
 
 
