@@ -157,7 +157,12 @@ def parse_profile_text(raw: bytes, source: str) -> dict[str, Any]:
     if document is None:
         raise ProfileError(source, ["the profile is empty: start from a shipped one (profiles/*.yaml)"])
     if not isinstance(document, dict):
-        raise ProfileError(source, [f"the profile must be a YAML mapping of settings, not a {type(document).__name__}"])
+        kind = {str: "line of text", list: "list", int: "number", float: "number", bool: "true/false"}.get(
+            type(document), "value"
+        )
+        raise ProfileError(
+            source, [f"the profile must be a YAML mapping of settings (name: value lines), not a {kind}"]
+        )
     return document
 
 
@@ -252,6 +257,8 @@ def _show(value: Any) -> str:
     """A short rendering of a bad value, bounded before it is built (a value can be huge)."""
     if isinstance(value, dict):
         return "a mapping"
+    if value is None:
+        return "nothing (unset)"
     text = _REPR.repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 

@@ -28,11 +28,11 @@ CASES = [
         b"name: one\nregion: us-east-1\nname: two\n",
         "line 3, column 1: duplicate key 'name' (first on line 1)",
     ),
-    ("list", b"- name: x\n", "must be a YAML mapping of settings, not a list"),
+    ("list", b"- name: x\n", "must be a YAML mapping of settings (name: value lines), not a list"),
     ("empty", b"", "the profile is empty"),
     ("comment-only", b"# nothing here\n", "the profile is empty"),
     ("syntax", b"name: x\n  region: [us-east-1\n", "not valid YAML: line 2"),
-    ("scalar", b"just text\n", "not a str"),
+    ("scalar", b"just text\n", "mapping of settings (name: value lines), not a line of text"),
 ]
 
 

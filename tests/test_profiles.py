@@ -584,7 +584,11 @@ STORAGE_BAD_INPUT = [
         "storage.fsx.throughput_mbps_per_tib",
         ["got 200", "allowed: 125, 250, 500, 1000"],
     ),
-    (fsx(deployment_type="PERSISTENT_1"), "storage.fsx.throughput_mbps_per_tib", ["got None", "allowed: 50, 100, 200"]),
+    (
+        fsx(deployment_type="PERSISTENT_1"),
+        "storage.fsx.throughput_mbps_per_tib",
+        ["got nothing (unset)", "allowed: 50, 100, 200"],
+    ),
     (
         fsx(deployment_type="PERSISTENT_1", throughput_mbps_per_tib=100, efa_enabled=True),
         "storage.fsx.efa_enabled",
