@@ -264,3 +264,14 @@ def test_a_gpu_node_without_the_agent_or_its_condition_fails_the_gate():
     assert not result.passed and "AcceleratedHardwareReady is False (NvidiaXID79Error)" in result.detail
     # The system node has neither: it is not a GPU node, so it is not judged.
     assert check_repair_loop(_without(nodes, lambda n: "gpu-training" in str(n)), pods).detail.startswith("no GPU node")
+
+
+def test_the_smoke_test_runs_as_the_restricted_profile_asks_and_no_check_escalates():
+    files = render(load_profile("p5-training"))
+    (smoke,) = files["gpu-smoke-test.yaml"]
+    pod, (container,) = smoke["spec"]["securityContext"], smoke["spec"]["containers"]
+    assert pod == {"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}}
+    assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    (topology,) = files["topology-check.yaml"]
+    assert topology["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert topology["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"] is False
