@@ -153,9 +153,9 @@ def proof_loop(label: str, rev: str, runs: int, emulator: bool) -> int:
             checkov = ROOT / ".tools" / "checkov" / "bin" / "checkov"  # the worktree has no .tools of its own
             if checkov.exists():
                 env.setdefault("CHECKOV", str(checkov))
-            promtool = ROOT / ".tools" / "bin" / "promtool"
-            if promtool.exists():
-                env.setdefault("PROMTOOL", str(promtool))
+            for tool in ("promtool", "amtool"):
+                if (ROOT / ".tools" / "bin" / tool).exists():
+                    env.setdefault(tool.upper(), str(ROOT / ".tools" / "bin" / tool))
             pytest = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
             selection = [] if emulator else ["-m", "not emulator"]

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def amtool() -> str:
     local = ROOT / ".tools/bin/amtool"
-    found = str(local) if local.exists() else shutil.which("amtool")
+    found = os.environ.get("AMTOOL") or (str(local) if local.exists() else shutil.which("amtool"))
     if not found:
         if os.environ.get("CI") == "true":
             pytest.fail("CI needs amtool (make test fetches it into .tools/bin)")
