@@ -344,7 +344,7 @@ class GpuNodeGroup(Construct):
         )
         # Once the drain time has passed the action has run (AWS then deletes it) and AWS refuses
         # one in the past: it is left out, and synthesis warns (stacks/platform.py).
-        if isinstance(cfg.capacity, CapacityBlock) and cfg.capacity.drain_starts > props.now:
+        if isinstance(cfg.capacity, CapacityBlock) and not cfg.capacity.drain_passed(props.now):
             # EC2 shuts a Capacity Block's instances down from 30 minutes before its end, jobs or
             # not, and EKS scales the group down 40 minutes before. The group's Auto Scaling group
             # goes to zero drain_minutes (45 or more) before, so nodes drain and jobs checkpoint first.

@@ -231,6 +231,10 @@ class CapacityBlock(Strict):
         """When the group scales to zero: drain_minutes before the block ends."""
         return self.ends_at - timedelta(minutes=self.drain_minutes)
 
+    def drain_passed(self, now: datetime) -> bool:
+        """The drain time is past: the scheduled action has run (or can no longer be scheduled)."""
+        return self.drain_starts <= now
+
 
 def _check_reservation_id(value: str) -> None:
     if not RESERVATION_ID.fullmatch(value):

@@ -60,12 +60,19 @@ def template_sequences(value: object, path: tuple[str | int, ...]) -> Iterator[F
             yield from template_sequences(item, (*path, index))
 
 
+def karpenter_gpu_pool(config: PlatformConfig) -> bool:
+    """The workloads layer creates Karpenter's GPU pool: with Karpenter, and not in DRA mode.
+    Karpenter does not provision for pods with ResourceClaims (its chart's
+    settings.ignoreDRARequests is true at 1.14.1), so a DRA GPU pod sent to a Karpenter pool would
+    stay Pending: DRA GPUs run on the managed GPU node groups."""
+    return karpenter.DEFINITION.enabled(config) and not dra_mode(config)
+
+
 def gpu_capacity(config: PlatformConfig) -> int:
     """Every GPU the profile can run at once: the GPU node groups at their maximum size, plus the
-    Karpenter GPU pool's limit (no GPU pool in DRA mode: components/k8s/karpenter_pools.node_pools)."""
+    Karpenter GPU pool's limit where there is one."""
     managed = sum(group.max_size * group.catalog_entry.gpu_count for group in config.cluster.gpu_node_groups)
-    pool = karpenter.DEFINITION.enabled(config) and not dra_mode(config)
-    return managed + (config.workloads.gpu_pool.gpu_limit if pool else 0)
+    return managed + (config.workloads.gpu_pool.gpu_limit if karpenter_gpu_pool(config) else 0)
 
 
 def tenant_gpu_quota(config: PlatformConfig, tenant: TenantConfig) -> int:

@@ -78,7 +78,7 @@ def capacity_block_warnings(config: PlatformConfig, now: datetime) -> list[str]:
         f"its drain time ({group.capacity.drain_minutes} minutes before) has passed: no scale-to-zero is scheduled "
         "(EKS scales the group down 40 minutes before the end). Give the group a later block, or remove it."
         for group in config.cluster.gpu_node_groups
-        if isinstance(group.capacity, CapacityBlock) and group.capacity.drain_starts <= now
+        if isinstance(group.capacity, CapacityBlock) and group.capacity.drain_passed(now)
     ]
 
 

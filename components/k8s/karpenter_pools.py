@@ -28,7 +28,7 @@ from components.k8s.crds import (
 )
 from components.labels import GPU_TAINT_K8S, IMDS_HOP_LIMIT, NODE_POOL_LABEL, ROOT_DEVICE_NAME
 from components.user_data import gpu_node_mime
-from profiles.models import PlatformConfig, dra_mode
+from profiles.models import PlatformConfig, karpenter_gpu_pool
 from profiles.workloads import CpuPoolConfig, GpuPoolConfig
 
 NODE_CLASS = "default"
@@ -42,12 +42,10 @@ GPU_POOL = "gpu"
 
 def node_pools(config: PlatformConfig) -> tuple[str, ...]:
     """The NodePools the workloads layer creates (the pre-destroy clean-up and pause act on exactly
-    these): none without Karpenter; no GPU pool in DRA mode. Karpenter does not provision for pods
-    with ResourceClaims (its chart's settings.ignoreDRARequests is true at 1.14.1), so a DRA GPU pod
-    sent to a Karpenter pool would stay Pending: DRA GPUs run on the managed GPU node groups."""
+    these): none without Karpenter; the GPU pool only where profiles.models.karpenter_gpu_pool says."""
     if not karpenter.DEFINITION.enabled(config):
         return ()
-    return (CPU_POOL,) if dra_mode(config) else (CPU_POOL, GPU_POOL)
+    return (CPU_POOL, GPU_POOL) if karpenter_gpu_pool(config) else (CPU_POOL,)
 
 
 @dataclass(frozen=True, kw_only=True)
