@@ -18,8 +18,17 @@ GPU_LEGEND = f"{HOST_LEGEND} GPU {{{{gpu}}}}"
 RUNNING = 'on (namespace, pod) group_left () (kube_pod_status_phase{phase="Running"} == 1)'
 
 
+def per_node(aggregation: str, expr: str) -> Query:
+    """One series per node, e.g. per_node("avg", "DCGM_FI_DEV_GPU_UTIL")."""
+    return Query(f"{aggregation} by ({HOST}) ({expr})", HOST_LEGEND)
+
+
+def per_gpu(expr: str, what: str = "") -> Query:
+    """One series per GPU of each node; `what` names the series when a chart has several."""
+    return Query(f"max by (gpu, {HOST}) ({expr})", f"{GPU_LEGEND} {what}".rstrip())
+
+
 def fleet() -> dict[str, Any]:
-    per_gpu = f"gpu, {HOST}"
     return dashboard(
         "gpu-fleet",
         "GPU fleet",
@@ -31,12 +40,12 @@ def fleet() -> dict[str, Any]:
                 (
                     Chart(
                         "GPU utilisation per node",
-                        (Query(f"avg by ({HOST}) (DCGM_FI_DEV_GPU_UTIL)", HOST_LEGEND),),
+                        (per_node("avg", "DCGM_FI_DEV_GPU_UTIL"),),
                         unit="percent",
                     ),
                     Chart(
                         "Tensor core activity per node",
-                        (Query(f"avg by ({HOST}) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE)", HOST_LEGEND),),
+                        (per_node("avg", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"),),
                         unit="percentunit",
                         description="Fraction of cycles the tensor pipes are busy: low while utilisation is high "
                         "means the GPU waits on data or communication.",
@@ -48,12 +57,12 @@ def fleet() -> dict[str, Any]:
                 (
                     Chart(
                         "Framebuffer used",
-                        (Query(f"max by ({per_gpu}) (gpu:framebuffer_used:ratio)", GPU_LEGEND),),
+                        (per_gpu("gpu:framebuffer_used:ratio"),),
                         unit="percentunit",
                     ),
                     Chart(
                         "Power draw",
-                        (Query(f"sum by ({HOST}) (DCGM_FI_DEV_POWER_USAGE)", HOST_LEGEND),),
+                        (per_node("sum", "DCGM_FI_DEV_POWER_USAGE"),),
                         unit="watt",
                     ),
                 ),
@@ -61,12 +70,10 @@ def fleet() -> dict[str, Any]:
             Section(
                 "Temperature",
                 (
-                    Chart(
-                        "GPU temperature", (Query(f"max by ({per_gpu}) (DCGM_FI_DEV_GPU_TEMP)", GPU_LEGEND),), "celsius"
-                    ),
+                    Chart("GPU temperature", (per_gpu("DCGM_FI_DEV_GPU_TEMP"),), "celsius"),
                     Chart(
                         "Memory temperature",
-                        (Query(f"max by ({per_gpu}) (DCGM_FI_DEV_MEMORY_TEMP)", GPU_LEGEND),),
+                        (per_gpu("DCGM_FI_DEV_MEMORY_TEMP"),),
                         "celsius",
                     ),
                 ),
@@ -76,21 +83,15 @@ def fleet() -> dict[str, Any]:
                 (
                     Chart(
                         "Last XID per GPU (0: none)",
-                        (Query(f"max by ({per_gpu}) (DCGM_FI_DEV_XID_ERRORS)", GPU_LEGEND),),
+                        (per_gpu("DCGM_FI_DEV_XID_ERRORS"),),
                         description="The most recent XID code, not a count: GpuCriticalXid pages on the fatal ones.",
                     ),
                     Chart(
                         "Remapped memory rows",
                         (
-                            Query(
-                                f"max by ({per_gpu}) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)",
-                                f"{GPU_LEGEND} uncorrectable",
-                            ),
-                            Query(
-                                f"max by ({per_gpu}) (DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS)",
-                                f"{GPU_LEGEND} correctable",
-                            ),
-                            Query(f"max by ({per_gpu}) (DCGM_FI_DEV_ROW_REMAP_FAILURE)", f"{GPU_LEGEND} remap failed"),
+                            per_gpu("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "uncorrectable"),
+                            per_gpu("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "correctable"),
+                            per_gpu("DCGM_FI_DEV_ROW_REMAP_FAILURE", "remap failed"),
                         ),
                     ),
                     Chart(
@@ -106,7 +107,7 @@ def fleet() -> dict[str, Any]:
                     ),
                     Chart(
                         "PCIe replays",
-                        (Query(f"sum by ({HOST}) (rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[5m]))", HOST_LEGEND),),
+                        (per_node("sum", "rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[5m])"),),
                         description="Link-level retries: a rising rate points at a failing PCIe link.",
                     ),
                 ),

@@ -33,6 +33,12 @@ GPU_OPERATOR_NAMESPACE = gpu_operator.DEFINITION.namespace
 # DCGM exporter semantics: DCGM_FI_DEV_XID_ERRORS is the last XID code seen (a gauge), not a
 # count, so alerts look at its current value; increase() over it would be meaningless.
 # FB_USED / FB_FREE are MiB gauges; their ratio is 0..1. These rules assume one cluster per Prometheus.
+# What a GPU alert's summary opens with: the GPU and its node, under either exporter's host label.
+ON_GPU = "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}{{ $labels.hostname }} "
+# The series whose last XID is one the node monitoring agent treats as fatal.
+CRITICAL_XID = " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in CRITICAL_XIDS)
+
+
 def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
     """The platform's GPU rules; `idle_minutes` is how long an allocated GPU may sit idle."""
     return {
@@ -48,26 +54,22 @@ def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
                         # The XIDs the EKS node monitoring agent treats as fatal (its node condition makes
                         # EKS repair the node): the same list, so the page and the repair agree.
                         "alert": "GpuCriticalXid",
-                        "expr": " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in CRITICAL_XIDS),
+                        "expr": CRITICAL_XID,
                         "for": "0m",
                         "labels": {"severity": "critical"},
                         "annotations": {
-                            "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}{{ $labels.hostname }} "
-                            "reported fatal XID {{ $value }}",
+                            "summary": ON_GPU + "reported fatal XID {{ $value }}",
                             "description": "The node monitoring agent marks the node unhealthy for this XID and EKS "
                             "repairs it (reboot or replace) after its wait: move or checkpoint jobs on it now.",
                         },
                     },
                     {
                         "alert": "GpuXidCodeReported",
-                        "expr": "DCGM_FI_DEV_XID_ERRORS != 0 unless ("
-                        + " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in CRITICAL_XIDS)
-                        + ")",
+                        "expr": f"DCGM_FI_DEV_XID_ERRORS != 0 unless ({CRITICAL_XID})",
                         "for": "1m",
                         "labels": {"severity": "warning"},
                         "annotations": {
-                            "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}{{ $labels.hostname }} "
-                            "last reported XID {{ $value }}",
+                            "summary": ON_GPU + "last reported XID {{ $value }}",
                             "description": "The value is the most recent XID code, not a count. "
                             "Look the code up before draining: not every XID means failed hardware.",
                         },
@@ -95,8 +97,7 @@ def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
                         "for": "0m",
                         "labels": {"severity": "critical"},
                         "annotations": {
-                            "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}{{ $labels.hostname }} "
-                            "failed to remap a memory row",
+                            "summary": ON_GPU + "failed to remap a memory row",
                             "description": "Its memory can no longer be repaired: drain the node and replace it.",
                         },
                     },
@@ -117,8 +118,7 @@ def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
                         "for": "0m",
                         "labels": {"severity": "critical"},
                         "annotations": {
-                            "summary": "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}{{ $labels.hostname }} "
-                            "remapped a row after an uncorrectable memory error",
+                            "summary": ON_GPU + "remapped a row after an uncorrectable memory error",
                             "description": "Jobs on this GPU may have failed or computed wrong results; drain the "
                             "node and reboot it so the remap takes effect.",
                         },
