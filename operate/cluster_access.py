@@ -142,8 +142,9 @@ def access_options(endpoint: str | None) -> str:
     host = host_name(endpoint) if endpoint else "<the endpoint's host name>"
     return (
         "Reach the API one of these ways (docs/operations.md, Reaching the API): run from a network named in "
-        "cluster.private_endpoint_access.cidrs (a VPN) or a host in a group named in "
-        "cluster.private_endpoint_access.security_groups (a bastion); or forward a local port through such a host, "
+        "cluster.private_endpoint_access.cidrs (peering, a site-to-site VPN) or through a Client VPN endpoint or "
+        "host in a group named in cluster.private_endpoint_access.security_groups (a bastion); or forward a local "
+        "port through such a host, "
         "e.g. aws ssm start-session --target <instance-id> --document-name "
         f"AWS-StartPortForwardingSessionToRemoteHost --parameters host={host},portNumber=443,localPortNumber=8443, "
         f"then export {TUNNEL_ENV}=https://localhost:8443; or open the public endpoint to your egress "

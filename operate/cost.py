@@ -12,6 +12,7 @@ Karpenter launches on demand.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,11 +21,9 @@ from addons import karpenter, mlflow
 from profiles.cluster import CapacityBlock, OdcrCapacity
 
 if TYPE_CHECKING:
-    import subprocess
-
     from profiles.models import PlatformConfig
 
-AwsCli = Callable[[list[str]], "subprocess.CompletedProcess[str]"]
+AwsCli = Callable[[list[str]], subprocess.CompletedProcess[str]]
 
 PRICING_REGION = "us-east-1"  # the Price List API's endpoint that serves every region
 # EKS control plane, standard support: a flat rate per cluster-hour (EKS pricing page; the Price
@@ -92,7 +91,7 @@ def _ask(aws: AwsCli, service: str, filters: dict[str, str]) -> float:
     args = ["pricing", "get-products", "--region", PRICING_REGION, "--service-code", service, "--filters", *terms]
     try:
         answer = aws([*args, "--output", "json"])
-    except (OSError, TimeoutError) as error:
+    except (OSError, subprocess.TimeoutExpired) as error:  # no AWS CLI here, or no answer
         raise PriceUnavailable(f"cannot run the AWS CLI: {error}") from error
     if answer.returncode != 0:
         raise PriceUnavailable((answer.stderr or answer.stdout).strip() or "aws pricing get-products failed")
@@ -126,11 +125,16 @@ def nat_gateway_hourly(aws: AwsCli, region: str) -> float:
 
 def estimate(config: PlatformConfig, aws: AwsCli) -> CostEstimate:
     cluster = config.cluster
+    prices: dict[str, float] = {}  # asked once per instance type, however many groups run it
+
+    def hourly(instance_type: str) -> float:
+        if instance_type not in prices:
+            prices[instance_type] = instance_hourly(aws, config.region, instance_type)
+        return prices[instance_type]
+
     system = cluster.system_node_group
     system_type = system.instance_types[0]  # the group's first choice
-    running = [
-        CostLine(f"system nodes ({system_type})", system.desired_size, instance_hourly(aws, config.region, system_type))
-    ]
+    running = [CostLine(f"system nodes ({system_type})", system.desired_size, hourly(system_type))]
     at_most: list[CostLine] = []
     not_priced: list[str] = []
     for group in cluster.gpu_node_groups:
@@ -140,7 +144,7 @@ def estimate(config: PlatformConfig, aws: AwsCli) -> CostEstimate:
                 "(its fee is paid when the block is bought)"
             )
             continue
-        price = instance_hourly(aws, config.region, group.instance_type)
+        price = hourly(group.instance_type)
         note = "reserved: billed whether used or not" if isinstance(group.capacity, OdcrCapacity) else ""
         running.append(CostLine(f"GPU group {group.name} ({group.instance_type})", group.desired_size, price, note))
         if group.max_size > group.desired_size:

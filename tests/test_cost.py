@@ -124,3 +124,27 @@ def test_two_different_hourly_prices_are_an_error_not_a_guess():
     with pytest.raises(PriceUnavailable, match="several on-demand hourly prices"):
         _hourly(answer)
     assert _hourly({"PriceList": [product("2.0144000000"), product("2.0144000000")]}) == pytest.approx(2.0144)
+
+
+def test_each_instance_type_is_asked_once_and_a_silent_cli_is_an_error():
+    import copy
+    from pathlib import Path
+
+    import yaml
+
+    from profiles import validate_profile
+
+    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "gpu-validation.yaml").read_text())
+    second = copy.deepcopy(doc["cluster"]["gpu_node_groups"][0]) | {"name": "gpu-two"}
+    doc["cluster"]["gpu_node_groups"].append(second)
+    aws = FakeAws()
+    cost = estimate(validate_profile(doc), aws)
+    types = [term for call in aws.calls for term in call if "Field=instanceType" in term]
+    assert sorted(types) == sorted(set(types))  # two g6.8xlarge groups, one question
+    assert sum("gpu-two" in line.what or "gpu-efa" in line.what for line in cost.running) == 2
+
+    def silent(args: list[str]) -> subprocess.CompletedProcess[str]:
+        raise subprocess.TimeoutExpired(["aws", *args], 120)
+
+    with pytest.raises(PriceUnavailable, match="cannot run the AWS CLI"):
+        estimate(load_profile("gpu-validation"), silent)
