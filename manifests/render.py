@@ -3,8 +3,8 @@
 - gpu-smoke-test: nvidia-smi in a pod on a GPU node;
 - topology-check: every GPU and EFA device of one node, listed by nvidia-smi topo and fi_info;
 - container-test: the reference image from the build layer starts and runs;
-- nccl-allreduce: an MPIJob across 2+ GPU nodes requesting every EFA interface of the type,
-  huge pages and a memory-backed /dev/shm;
+- nccl-allreduce: an MPIJob across two GPU nodes requesting every EFA interface of the type,
+  huge pages and a memory-backed /dev/shm, submitted as the first tenant (see `tenant_check_namespace`);
 - mlflow-tracking-check (when the profile runs MLflow): logs a run with a metric and an artifact
   through the tracking Service, as the admin, and reads both back.
 """
@@ -28,11 +28,13 @@ from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, namesp
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
 from profiles.catalog import EFA_RESOURCE, GpuInstanceType
 from profiles.cluster import GpuNodeGroupConfig
-from profiles.models import VALIDATION_NAMESPACE, PlatformConfig, dra_mode
+from profiles.models import VALIDATION_NAMESPACE, PlatformConfig, dra_claim_counts, dra_mode
 from profiles.versions import CUDA_IMAGE, NCCL_TESTS_IMAGE
 
 NAMESPACE = VALIDATION_NAMESPACE
 NCCL_JOB = "nccl-allreduce"
+# The NCCL check proves EFA between nodes: on one node NCCL takes NVLink and never touches EFA.
+NCCL_NODES = 2
 TRAINJOB_API_VERSION = "trainer.kubeflow.org/v1alpha1"
 TRAINJOB_CHECK = "torchrun-check"
 TRAINJOB_CHECK_MARKER = "TRAINJOB_CHECK "
@@ -119,7 +121,7 @@ def _device_resources(target: ValidationTarget, gpus: int, *, all_efa: bool) -> 
 
 
 def render(
-    config: PlatformConfig, *, image: str | None = None, nccl_image: str = NCCL_TESTS_IMAGE, nodes: int = 2
+    config: PlatformConfig, *, image: str | None = None, nccl_image: str = NCCL_TESTS_IMAGE
 ) -> dict[str, list[dict[str, Any]]]:
     """File name -> objects. Empty when the profile has no GPU node group."""
     target = ValidationTarget.for_profile(config)
@@ -191,7 +193,8 @@ def render(
                 gpus=1,
             )
         ]
-    files["nccl-allreduce.yaml"] = [nccl_mpijob(target, nccl_image, nodes)]
+    if tenant_job_nodes(config, target, NCCL_NODES) == NCCL_NODES:
+        files["nccl-allreduce.yaml"] = [nccl_mpijob(target, nccl_image, tenant_check_namespace(config, target))]
     if MLFLOW.enabled(config):
         files["mlflow-tracking-check.yaml"] = [mlflow_check_pod(config)]
     if (train_job := trainjob_check(config, target)) is not None:
@@ -199,11 +202,22 @@ def render(
     return files
 
 
-def trainjob_check_nodes(config: PlatformConfig, target: ValidationTarget) -> int:
-    """Two nodes (the multi-node path) where the group runs them and the first tenant's queue can
-    hold them; fewer where not (0: the check cannot run)."""
-    nodes = min(2, target.group.desired_size)
-    if KUEUE.enabled(config) and config.workloads.tenants:
+def tenant_check_namespace(config: PlatformConfig, target: ValidationTarget) -> str:
+    """Where the multi-node checks run: the first tenant's namespace, so they meet what a tenant's
+    first job meets (its Pod Security level, ResourceQuota, LimitRange, NetworkPolicies and, with
+    Kueue, its queue). The validation namespace only where no tenant could run them: a profile
+    without tenants, or DRA mode where the tenants have no claim template for a whole node."""
+    tenants = config.workloads.tenants
+    if not tenants or (target.dra and target.entry.gpu_count not in dra_claim_counts(config)):
+        return NAMESPACE
+    return tenants[0].name
+
+
+def tenant_job_nodes(config: PlatformConfig, target: ValidationTarget, wanted: int = 2) -> int:
+    """How many of the checked group's nodes a job in `tenant_check_namespace` can get, at most
+    `wanted`: what the group runs and, with Kueue, what the first tenant's queue may hold of it."""
+    nodes = min(wanted, target.group.desired_size)
+    if KUEUE.enabled(config) and tenant_check_namespace(config, target) != NAMESPACE:
         tenant = config.workloads.tenants[0].name
         share = next((s for s in kueue_shares(config)[tenant] if s.flavor.node_group == target.group.name), None)
         nodes = min(nodes, share.most_gpus // target.entry.gpu_count if share else 0)
@@ -220,7 +234,7 @@ def trainjob_check(config: PlatformConfig, target: ValidationTarget) -> dict[str
     """A TrainJob as a tenant submits one: in the first tenant's namespace, without a queue name
     (Kueue's defaulting gives it the tenant's queue), on the platform's runtime for the checked
     group, with torchrun all-reducing a tensor of ones over NCCL across every GPU of its nodes."""
-    if not trainjob_check_applies(config, target) or not trainjob_check_nodes(config, target):
+    if not trainjob_check_applies(config, target) or not tenant_job_nodes(config, target):
         return None
     tenants = config.workloads.tenants
     script = f"cat > /tmp/check.py <<'PY'\n{TRAINJOB_CHECK_SCRIPT.strip()}\nPY\nexec torchrun /tmp/check.py"
@@ -235,7 +249,7 @@ def trainjob_check(config: PlatformConfig, target: ValidationTarget) -> dict[str
                 "apiGroup": "trainer.kubeflow.org",
             },
             "trainer": {
-                "numNodes": trainjob_check_nodes(config, target),
+                "numNodes": tenant_job_nodes(config, target),
                 # One rank per GPU, stated: torchrun's "auto" counts CPUs where CUDA does not start.
                 "numProcPerNode": target.entry.gpu_count,
                 "command": ["/bin/bash", "-c", script],
@@ -284,8 +298,10 @@ def mlflow_check_pod(config: PlatformConfig) -> dict[str, Any]:
     }
 
 
-def nccl_mpijob(target: ValidationTarget, image: str, nodes: int) -> dict[str, Any]:
-    gpus = target.entry.gpu_count
+def nccl_mpijob(target: ValidationTarget, image: str, namespace: str) -> dict[str, Any]:
+    """The all-reduce as a tenant writes it (docs/queues.md): no queue name (Kueue's defaulting gives
+    it the namespace's queue), the launcher on CPU only, each worker a whole node."""
+    gpus, nodes = target.entry.gpu_count, NCCL_NODES
     shm, shm_mount = shm_volume()
     mpirun = [
         "mpirun",
@@ -353,7 +369,7 @@ def nccl_mpijob(target: ValidationTarget, image: str, nodes: int) -> dict[str, A
         }
     }
     job = MpiJob(
-        metadata=ObjectMeta(name=NCCL_JOB, namespace=NAMESPACE),
+        metadata=ObjectMeta(name=NCCL_JOB, namespace=namespace),
         spec=MpiJobSpec(
             slots_per_worker=gpus,
             # The launcher starts once every worker is Ready: on a fresh cluster the workers wait for

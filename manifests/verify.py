@@ -29,12 +29,14 @@ from manifests.render import (
     MLFLOW_CHECK_METRIC,
     NAMESPACE,
     NCCL_JOB,
+    NCCL_NODES,
     TRAINJOB_CHECK,
     TRAINJOB_CHECK_MARKER,
     ValidationTarget,
     render,
+    tenant_check_namespace,
+    tenant_job_nodes,
     trainjob_check_applies,
-    trainjob_check_nodes,
 )
 from operate.kubectl import Kubectl
 from profiles.models import PlatformConfig
@@ -273,6 +275,36 @@ def check_trainjob(log: str, expected_ranks: int) -> CheckResult:
     return CheckResult(TRAINJOB_CHECK, passed, detail)
 
 
+def _nccl_result(
+    config: PlatformConfig,
+    target: ValidationTarget,
+    files: dict[str, list[dict[str, Any]]],
+    multi_node: list[str],
+    *,
+    apply: Callable[[str], CheckResult | None],
+    kubectl: Kubectl,
+    timeout_minutes: int,
+) -> CheckResult:
+    """Run the NCCL MPIJob (as the first tenant, where there is one) and judge its launcher's log."""
+    namespace = tenant_check_namespace(config, target)
+    if not multi_node:
+        where = f"tenant {namespace}'s queue" if namespace != NAMESPACE else "the profile"
+        return CheckResult(
+            NCCL_JOB,
+            False,
+            f"no {NCCL_NODES}-node NCCL job can run: node group {target.group.name} runs "
+            f"{target.group.desired_size} node(s) and {where} holds fewer than {NCCL_NODES} of them",
+        )
+    for file_name in multi_node:
+        if failed := apply(file_name):
+            return failed
+    waited = wait_for(kubectl, namespace, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}", "condition=Succeeded", timeout_minutes)
+    logs = kubectl(["logs", "-n", namespace, "-l", launcher_selector(NCCL_JOB), "--tail=-1"])
+    if waited.returncode != 0:
+        return CheckResult(NCCL_JOB, False, f"the MPIJob in {namespace} did not succeed: {waited.stderr.strip()}")
+    return check_nccl(logs.stdout, target)
+
+
 def _trainjob_results(
     config: PlatformConfig,
     target: ValidationTarget,
@@ -304,7 +336,7 @@ def _trainjob_results(
         )
         logs = kubectl(["logs", "-n", namespace, "-l", f"{JOBSET_NAME_LABEL}={TRAINJOB_CHECK}", "--tail=-1"])
         results.append(
-            check_trainjob(logs.stdout, trainjob_check_nodes(config, target) * target.entry.gpu_count)
+            check_trainjob(logs.stdout, tenant_job_nodes(config, target) * target.entry.gpu_count)
             if waited.returncode == 0
             else CheckResult(TRAINJOB_CHECK, False, f"the TrainJob did not complete: {waited.stderr.strip()}")
         )
@@ -383,15 +415,10 @@ def run_checks(
                 "the reference image ran" if done else "the reference image did not run",
             )
         )
-    for file_name in sorted(multi_node):
-        if failed := apply(file_name):
-            return [*results, failed]
-    waited = wait_for(kubectl, NAMESPACE, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}", "condition=Succeeded", timeout_minutes)
-    logs = kubectl(["logs", "-n", NAMESPACE, "-l", launcher_selector(NCCL_JOB), "--tail=-1"])
     results.append(
-        check_nccl(logs.stdout, target)
-        if waited.returncode == 0
-        else CheckResult("nccl-allreduce", False, f"the MPIJob did not succeed: {waited.stderr.strip()}")
+        _nccl_result(
+            config, target, files, sorted(multi_node), apply=apply, kubectl=kubectl, timeout_minutes=timeout_minutes
+        )
     )
     if MLFLOW.enabled(config):
         done, log = pod_log(MLFLOW_CHECK, mlflow_access.NAMESPACE)

@@ -156,6 +156,27 @@ def test_the_mpijob_starts_after_the_single_node_checks_finished_and_waits_for_i
     assert job["spec"]["launcherCreationPolicy"] == "WaitForWorkersReady"
 
 
+def test_the_mpijob_runs_as_the_first_tenant_and_is_judged_there():
+    """The multi-node check meets what a tenant's first job meets: it is submitted into the first
+    tenant's namespace without a queue name, and verify waits for it and reads its launcher there."""
+    config = load_profile("p5-training")
+    tenant = config.workloads.tenants[0].name
+    kubectl = FakeKubectl(log("nccl-good-p5.log"))
+    run_checks(config, kubectl=kubectl)
+    (job,) = render(config)["nccl-allreduce.yaml"]
+    assert job["metadata"]["namespace"] == tenant and "labels" not in job["metadata"]
+    assert job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
+    (wait,) = [call for call in kubectl.calls if call[0] == "wait" and call[3] == "mpijob/nccl-allreduce"]
+    assert wait[1:3] == ["-n", tenant]
+    (logs,) = [call for call in kubectl.calls if call[0] == "logs" and any("job-role=launcher" in a for a in call)]
+    assert logs[1:3] == ["-n", tenant]
+    # Without tenants there is nobody to run as: the check stays in the validation namespace.
+    alone = load_profile("p5-training").model_copy(deep=True)
+    alone.workloads.tenants.clear()
+    (job,) = render(alone)["nccl-allreduce.yaml"]
+    assert job["metadata"]["namespace"] == "gpu-validation"
+
+
 def test_a_second_run_checks_anew():
     """Finished pods and the MPIJob are deleted before anything is applied: re-applying an
     unchanged finished pod would leave the previous run's logs to be judged."""
@@ -233,6 +254,10 @@ def test_a_tenant_queue_that_cannot_hold_a_node_fails_the_gate_instead_of_waitin
     results = run_checks(config, kubectl=FakeKubectl(log("nccl-good-p5.log")))
     (trainjob,) = [r for r in results if r.name == "torchrun-check"]
     assert not trainjob.passed and "runs no node" in trainjob.detail
+    # The NCCL job would wait for nodes that never come: it fails at once too, and is not applied.
+    assert "nccl-allreduce.yaml" not in render(config)
+    (nccl,) = [r for r in results if r.name == "nccl-allreduce"]
+    assert not nccl.passed and "runs 0 node(s)" in nccl.detail, nccl.detail
 
 
 def test_the_repair_loop_check_passes_when_every_gpu_node_is_monitored():

@@ -1,0 +1,196 @@
+"""The journey "a tenant's first multi-node job", walked across its seams with the job verify runs
+as the first tenant (the NCCL MPIJob, written like docs/queues.md's example):
+
+- Pod Security: the tenant namespace enforces baseline; the MPI Operator's pods (sshd as root,
+  huge pages, a memory-backed /dev/shm, EFA devices) must pass it (tests/pod_security.py, from
+  the upstream checks);
+- ResourceQuota and LimitRange admit the launcher and both workers (tests/admission.py);
+- NetworkPolicies let the launcher reach the workers' sshd, the workers call back to mpirun's
+  daemons and to each other (NCCL's TCP bootstrap), and everyone reach DNS (tests/netpol.py);
+- Kueue gives the job the tenant's queue without a queue name (tests/test_queues.py).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from addons.kueue import DEFINITION as KUEUE
+from addons.kueue.queues import queue_objects
+from components.k8s.mpi import JOB_NAME_LABEL, JOB_ROLE_LABEL, LAUNCHER_ROLE, WORKER_ROLE
+from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
+from manifests.render import NCCL_JOB, render
+from profiles import validate_profile
+from profiles.models import dra_claim_counts
+from tests.admission import admit
+from tests.cases import FIXTURE_PROFILES, FIXTURES, SHIPPED, profile_config
+from tests.netpol import Peer, allowed
+from tests.pod_security import baseline_problems
+from tests.test_namespaces import created_namespaces
+from tests.test_profiles import changed
+from tests.test_queues import kueue_manages
+from tests.test_workloads import KUBE_DNS, _tenant_objects
+
+ALL = SHIPPED + FIXTURES
+# Ports the MPI Operator's job uses besides sshd: PRRTE's daemons call back to mpirun on an
+# ephemeral port, and NCCL's bootstrap listens on one on every rank.
+SSH_PORT, EPHEMERAL_PORT = 22, 45123
+
+
+def tenant_profiles() -> list[str]:
+    """Profiles whose checked group runs the two nodes the job needs (verify fails the others at
+    once: test_verify's test_a_tenant_queue_that_cannot_hold_a_node_fails_the_gate_instead_of_waiting)."""
+    return [p for p in ALL if profile_config(p).workloads.tenants and f"{NCCL_JOB}.yaml" in render(profile_config(p))]
+
+
+def test_every_shipped_profile_runs_the_multi_node_check():
+    assert set(SHIPPED) <= set(tenant_profiles())
+
+
+def nccl_job(config) -> dict:
+    (job,) = render(config)[f"{NCCL_JOB}.yaml"]
+    return job
+
+
+def pod(job: dict, role: str, index: int = 0) -> dict:
+    """One pod of the MPIJob as the operator creates it: the template plus its role labels."""
+    template = job["spec"]["mpiReplicaSpecs"][role.capitalize()]["template"]
+    labels = {JOB_NAME_LABEL: job["metadata"]["name"], JOB_ROLE_LABEL: role}
+    return {
+        "metadata": {"name": f"{NCCL_JOB}-{role}-{index}", "labels": labels},
+        "spec": copy.deepcopy(template["spec"]),
+    }
+
+
+def test_the_baseline_evaluator_refuses_what_a_naive_reading_admits():
+    """Baseline admits root, huge pages and EFA devices, but not one capability beyond the
+    runtime's default set: an MPI worker that adds IPC_LOCK (as some EFA samples do, for locked
+    memory) is refused, although "baseline allows root" would pass it."""
+    worker = {"containers": [{"name": "worker", "image": "x", "securityContext": {"runAsUser": 0}}]}
+    assert baseline_problems(worker) == []
+    locked = copy.deepcopy(worker)
+    locked["containers"][0]["securityContext"]["capabilities"] = {"add": ["IPC_LOCK"]}
+    assert baseline_problems(locked) == ["container worker adds IPC_LOCK"]
+    for broken in (
+        {"hostNetwork": True},
+        {"volumes": [{"name": "dev", "hostPath": {"path": "/dev"}}]},
+        {"securityContext": {"seccompProfile": {"type": "Unconfined"}}},
+        {"securityContext": {"sysctls": [{"name": "kernel.shmmax", "value": "1"}]}},
+        {"initContainers": [{"name": "setup", "securityContext": {"privileged": True}}]},
+    ):
+        assert baseline_problems({**worker, **broken}), broken
+    # The default set may be added back, and a safe sysctl set.
+    allowed_spec = copy.deepcopy(worker)
+    allowed_spec["containers"][0]["securityContext"]["capabilities"] = {"add": ["SYS_CHROOT", "NET_BIND_SERVICE"]}
+    allowed_spec["securityContext"] = {"sysctls": [{"name": "net.ipv4.ip_local_port_range", "value": "1024 65000"}]}
+    assert baseline_problems(allowed_spec) == []
+
+
+@pytest.mark.parametrize("profile", tenant_profiles())
+def test_verifys_multi_node_job_runs_as_the_first_tenant(synthesized, profile):
+    config = synthesized.configs[profile]
+    job = nccl_job(config)
+    tenant = config.workloads.tenants[0].name
+    dra = config.addons.gpu_operator.dra
+    if dra and job["metadata"]["namespace"] != tenant:
+        pytest.skip("DRA mode without a whole-node claim template in the tenant: covered below")
+    assert job["metadata"]["namespace"] == tenant
+    namespace, policies = created_namespaces(synthesized, profile)[tenant]
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    launcher = pod(job, LAUNCHER_ROLE)
+    workers = [pod(job, WORKER_ROLE, i) for i in range(job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"])]
+    assert len(workers) == 2
+
+    for each in (launcher, *workers):
+        assert baseline_problems(each["spec"]) == [], each["metadata"]["name"]
+
+    admitted = admit(
+        [launcher, *workers],
+        limit_ranges=_tenant_objects(synthesized, profile, tenant, "LimitRange"),
+        quotas=_tenant_objects(synthesized, profile, tenant, "ResourceQuota"),
+    )
+    assert admitted.refused is None, admitted.refused
+
+    def flow(source: dict, target: dict, port: int) -> bool:
+        out = allowed(
+            policies,
+            namespace=tenant,
+            direction="Egress",
+            peer=Peer(namespace=tenant, labels=target["metadata"]["labels"]),
+            protocol="TCP",
+            port=port,
+            pod_labels=source["metadata"]["labels"],
+        )
+        into = allowed(
+            policies,
+            namespace=tenant,
+            direction="Ingress",
+            peer=Peer(namespace=tenant, labels=source["metadata"]["labels"]),
+            protocol="TCP",
+            port=port,
+            pod_labels=target["metadata"]["labels"],
+        )
+        return out and into
+
+    assert flow(launcher, workers[0], SSH_PORT) and flow(launcher, workers[1], SSH_PORT)
+    assert flow(workers[0], launcher, EPHEMERAL_PORT) and flow(workers[1], launcher, EPHEMERAL_PORT)
+    assert flow(workers[0], workers[1], EPHEMERAL_PORT) and flow(workers[1], workers[0], EPHEMERAL_PORT)
+    for each in (launcher, *workers):
+        assert allowed(
+            policies,
+            namespace=tenant,
+            direction="Egress",
+            peer=KUBE_DNS,
+            protocol="UDP",
+            port=53,
+            pod_labels=each["metadata"]["labels"],
+        )
+
+    if KUEUE.enabled(config):
+        local = {
+            o["metadata"]["name"]
+            for o in queue_objects(config)
+            if o["kind"] == "LocalQueue" and o["metadata"]["namespace"] == tenant
+        }
+        assert kueue_manages("kubeflow.org/mpijob", namespace["metadata"]["labels"], local)
+
+
+@pytest.mark.parametrize("counts", [[1, 8], [1, 4]])
+def test_in_dra_mode_the_job_claims_what_its_namespace_offers(counts):
+    """In DRA mode a worker claims a whole node's GPUs through a ResourceClaimTemplate, which must
+    exist in the namespace the job runs in. The tenant's namespace has one per `dra_gpu_counts`
+    (made by the workloads layer's tenant objects); without a whole node's count there (g6e.48xlarge
+    has 8 GPUs), the check keeps to the validation namespace, which brings its own."""
+    doc = yaml.safe_load((FIXTURE_PROFILES / "jark.yaml").read_text())
+    doc = changed(doc, cluster__gpu_node_groups__0__desired_size=2, workloads__dra_gpu_counts=counts)
+    config = validate_profile(doc)
+    job = nccl_job(config)
+    namespace = job["metadata"]["namespace"]
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    wanted = {claim["resourceClaimTemplateName"] for claim in worker["resourceClaims"]}
+    storage = SharedStorage(
+        region=config.region,
+        fsx_file_system_id=None,
+        fsx_dns_name=None,
+        fsx_mount_name=None,
+        fsx_capacity_gib=0,
+        fsx_tenant_directories=False,
+        bucket_names={},
+    )
+    tenants = [
+        o
+        for tenant in config.workloads.tenants
+        for o in tenant_objects(
+            TenantProps(config=tenant, storage=storage, gpu_quota=8, dra_gpu_counts=dra_claim_counts(config))
+        )
+    ]
+    rendered = [o for objects in render(config).values() for o in objects]
+    offered = {
+        o["metadata"]["name"]
+        for o in rendered + tenants
+        if o["kind"] == "ResourceClaimTemplate" and o["metadata"]["namespace"] == namespace
+    }
+    assert wanted <= offered, (namespace, wanted, offered)
+    assert (namespace == config.workloads.tenants[0].name) is (8 in counts)
