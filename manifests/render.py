@@ -5,6 +5,8 @@
 - container-test: the reference image from the build layer starts and runs;
 - nccl-allreduce: an MPIJob across two GPU nodes requesting every EFA interface of the type,
   huge pages and a memory-backed /dev/shm, submitted as the first tenant (see `tenant_check_namespace`);
+- ray-check (when the profile runs KubeRay and has tenants): a RayJob as the first tenant, whose
+  two GPU workers each hold a whole node; the driver places one task per node and reports where;
 - mlflow-tracking-check (when the profile runs MLflow): logs a run with a metric and an artifact
   through the tracking Service, as the admin, and reads both back.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from addons.kuberay import DEFINITION as KUBERAY
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue import shares as kueue_shares
 from addons.mlflow import DEFINITION as MLFLOW
@@ -29,12 +32,13 @@ from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
 from profiles.catalog import EFA_RESOURCE, GpuInstanceType
 from profiles.cluster import GpuNodeGroupConfig
 from profiles.models import VALIDATION_NAMESPACE, PlatformConfig, dra_claim_counts, dra_mode
-from profiles.versions import CUDA_IMAGE, NCCL_TESTS_IMAGE
+from profiles.versions import CUDA_IMAGE, NCCL_TESTS_IMAGE, RAY_IMAGE
 
 NAMESPACE = VALIDATION_NAMESPACE
 NCCL_JOB = "nccl-allreduce"
 # The NCCL check proves EFA between nodes: on one node NCCL takes NVLink and never touches EFA.
 NCCL_NODES = 2
+RAY_CHECK_NODES = 2
 TRAINJOB_API_VERSION = "trainer.kubeflow.org/v1alpha1"
 TRAINJOB_CHECK = "torchrun-check"
 TRAINJOB_CHECK_MARKER = "TRAINJOB_CHECK "
@@ -50,6 +54,30 @@ if dist.get_rank() == 0:
     print("{TRAINJOB_CHECK_MARKER}world=%d sum=%d" % (dist.get_world_size(), int(ones.item())), flush=True)
 dist.destroy_process_group()
 """
+RAY_CHECK = "ray-check"
+RAY_CHECK_MARKER = "RAY_CHECK "
+# A placement group of one whole-node bundle per worker, spread strictly over distinct nodes: the
+# driver waits until Ray sees both nodes' GPUs, runs one task in each bundle and prints, for each,
+# the Kubernetes node it ran on (the worker's NODE_NAME, from the downward API; a pod's host name
+# would differ between two pods on one node) and the GPUs Ray gave it, as one JSON line.
+RAY_CHECK_SCRIPT = f"""
+import json, os, sys, ray
+from ray.util.placement_group import placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+nodes, gpus = int(sys.argv[1]), int(sys.argv[2])
+ray.init()
+group = placement_group([{{"GPU": gpus}}] * nodes, strategy="STRICT_SPREAD")
+ray.get(group.ready(), timeout=1200)
+@ray.remote(num_gpus=gpus)
+def where():
+    return {{"node": os.environ["NODE_NAME"], "gpus": len(ray.get_gpu_ids())}}
+strategy = lambda i: PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=i)
+found = ray.get([where.options(scheduling_strategy=strategy(i)).remote() for i in range(nodes)])
+print("{RAY_CHECK_MARKER}" + json.dumps(found), flush=True)
+"""
+# The driver runs on the head: the script reaches it as a file (a ConfigMap), never through the
+# layers of shell quoting between the RayJob's entrypoint and `ray job submit`.
+RAY_CHECK_MOUNT = "/opt/ray-check"
 MLFLOW_CHECK = "mlflow-tracking-check"
 MLFLOW_CHECK_MARKER = "MLFLOW_CHECK "
 MLFLOW_CHECK_METRIC = ("validation_loss", 0.125)
@@ -195,6 +223,8 @@ def render(
         ]
     if tenant_job_nodes(config, target, NCCL_NODES) == NCCL_NODES:
         files["nccl-allreduce.yaml"] = [nccl_mpijob(target, nccl_image, tenant_check_namespace(config, target))]
+    if ray_check_applies(config, target) and tenant_job_nodes(config, target, RAY_CHECK_NODES) == RAY_CHECK_NODES:
+        files[f"{RAY_CHECK}.yaml"] = ray_check(target, tenant_check_namespace(config, target))
     if MLFLOW.enabled(config):
         files["mlflow-tracking-check.yaml"] = [mlflow_check_pod(config)]
     if (train_job := trainjob_check(config, target)) is not None:
@@ -256,6 +286,77 @@ def trainjob_check(config: PlatformConfig, target: ValidationTarget) -> dict[str
             },
         },
     }
+
+
+def ray_check_applies(config: PlatformConfig, target: ValidationTarget) -> bool:
+    """verify owes a RayJob check: KubeRay runs, a tenant exists to submit it as, and GPUs are the
+    extended resource Ray's workers advertise (a DRA claim is not counted by Ray's resources)."""
+    return KUBERAY.enabled(config) and bool(config.workloads.tenants) and not target.dra
+
+
+def ray_check(target: ValidationTarget, namespace: str) -> list[dict[str, Any]]:
+    """A RayJob as a tenant writes one (docs/queues.md): no queue name, the cluster shut down when
+    the job ends (Kueue refuses a RayJob that keeps it), the head on CPU only, each worker a whole
+    node of the checked group (its GPUs, every EFA interface, huge pages and shared memory)."""
+    gpus = target.entry.gpu_count
+    shm, shm_mount = shm_volume()
+    script = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": RAY_CHECK, "namespace": namespace},
+        "data": {"check.py": RAY_CHECK_SCRIPT.lstrip()},
+    }
+    head = {
+        "nodeSelector": dict(SYSTEM_NODES),
+        "containers": [
+            {
+                "name": "ray-head",
+                "image": RAY_IMAGE,
+                "resources": {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
+                "volumeMounts": [{"name": "check", "mountPath": RAY_CHECK_MOUNT, "readOnly": True}],
+            }
+        ],
+        "volumes": [{"name": "check", "configMap": {"name": RAY_CHECK}}],
+    }
+    worker = {
+        "nodeSelector": {NODE_GROUP_LABEL: target.group.name},
+        "tolerations": [dict(GPU_TOLERATION)],
+        "containers": [
+            {
+                "name": "ray-worker",
+                "image": RAY_IMAGE,
+                "env": [*EFA_ENV, {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                "resources": _device_resources(target, gpus, all_efa=True),
+                "volumeMounts": [shm_mount],
+            }
+        ],
+        "volumes": [shm],
+    }
+    job = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": RAY_CHECK, "namespace": namespace},
+        "spec": {
+            "entrypoint": f"python {RAY_CHECK_MOUNT}/check.py {RAY_CHECK_NODES} {gpus}",
+            "shutdownAfterJobFinishes": True,
+            "activeDeadlineSeconds": 3600,
+            "rayClusterSpec": {
+                # The head takes no tasks: the check's tasks must land on the GPU workers.
+                "headGroupSpec": {"rayStartParams": {"num-cpus": "0"}, "template": {"spec": head}},
+                "workerGroupSpecs": [
+                    {
+                        "groupName": "gpu",
+                        "replicas": RAY_CHECK_NODES,
+                        "minReplicas": RAY_CHECK_NODES,
+                        "maxReplicas": RAY_CHECK_NODES,
+                        "rayStartParams": {},
+                        "template": {"spec": worker},
+                    }
+                ],
+            },
+        },
+    }
+    return [script, job]
 
 
 def mlflow_check_pod(config: PlatformConfig) -> dict[str, Any]:

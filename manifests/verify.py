@@ -30,9 +30,13 @@ from manifests.render import (
     NAMESPACE,
     NCCL_JOB,
     NCCL_NODES,
+    RAY_CHECK,
+    RAY_CHECK_MARKER,
+    RAY_CHECK_NODES,
     TRAINJOB_CHECK,
     TRAINJOB_CHECK_MARKER,
     ValidationTarget,
+    ray_check_applies,
     render,
     tenant_check_namespace,
     tenant_job_nodes,
@@ -44,7 +48,8 @@ from profiles.versions import NCCL_TESTS_IMAGE
 
 # Validation objects that run to completion and are judged by their output.
 TRAINJOB_KIND = "TrainJob"
-RUN_ONCE_KINDS = ("Pod", MPIJOB_KIND, TRAINJOB_KIND)
+RAYJOB_KIND = "RayJob"
+RUN_ONCE_KINDS = ("Pod", MPIJOB_KIND, RAYJOB_KIND, TRAINJOB_KIND)
 # Trainer runs a TrainJob as a JobSet of the same name; its pods carry this label.
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
@@ -257,6 +262,26 @@ def check_mlflow(log: str) -> CheckResult:
     )
 
 
+def check_ray(log: str, target: ValidationTarget) -> CheckResult:
+    """The driver's JSON line: one task per node ran on as many distinct hosts as the check's
+    workers, each given every GPU of its node."""
+    found = re.search(rf"{re.escape(RAY_CHECK_MARKER)}(.*)$", log, re.MULTILINE)
+    if not found:
+        return CheckResult(RAY_CHECK, False, "the driver printed no result (see the RayJob's submitter log)")
+    try:
+        placed = json.loads(found.group(1))
+        hosts = {task["node"] for task in placed}
+        gpus = [int(task["gpus"]) for task in placed]
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        return CheckResult(RAY_CHECK, False, f"the driver's result line is not understood: {found.group(1)[:200]!r}")
+    wanted = target.entry.gpu_count
+    if len(placed) != RAY_CHECK_NODES or len(hosts) != RAY_CHECK_NODES:
+        return CheckResult(RAY_CHECK, False, f"tasks ran on {len(hosts)} node(s), expected {RAY_CHECK_NODES}")
+    if any(count != wanted for count in gpus):
+        return CheckResult(RAY_CHECK, False, f"Ray gave the tasks {gpus} GPUs, expected {wanted} each")
+    return CheckResult(RAY_CHECK, True, f"Ray placed a {wanted}-GPU task on each of {len(hosts)} nodes")
+
+
 def wait_for(
     kubectl: Kubectl, namespace: str, obj: str, until: str, timeout_minutes: int
 ) -> subprocess.CompletedProcess[str]:
@@ -303,6 +328,40 @@ def _nccl_result(
     if waited.returncode != 0:
         return CheckResult(NCCL_JOB, False, f"the MPIJob in {namespace} did not succeed: {waited.stderr.strip()}")
     return check_nccl(logs.stdout, target)
+
+
+def _ray_result(
+    config: PlatformConfig,
+    target: ValidationTarget,
+    files: dict[str, list[dict[str, Any]]],
+    *,
+    apply: Callable[[str], CheckResult | None],
+    kubectl: Kubectl,
+    timeout_minutes: int,
+) -> CheckResult:
+    """Run the RayJob as the first tenant (after the MPIJob freed the nodes) and judge its driver."""
+    namespace = tenant_check_namespace(config, target)
+    file_name = f"{RAY_CHECK}.yaml"
+    if file_name not in files:
+        return CheckResult(
+            RAY_CHECK,
+            False,
+            f"no {RAY_CHECK_NODES}-node RayJob can run: node group {target.group.name} runs "
+            f"{target.group.desired_size} node(s) and tenant {namespace}'s queue holds fewer than {RAY_CHECK_NODES}",
+        )
+    if failed := apply(file_name):
+        return failed
+    waited = wait_for(
+        kubectl,
+        namespace,
+        f"{RAYJOB_KIND.lower()}/{RAY_CHECK}",
+        "jsonpath={.status.jobStatus}=SUCCEEDED",
+        timeout_minutes,
+    )
+    if waited.returncode != 0:
+        return CheckResult(RAY_CHECK, False, f"the RayJob in {namespace} did not succeed: {waited.stderr.strip()}")
+    # The submitter Job (named after the RayJob) outlives the cluster and holds the driver's output.
+    return check_ray(kubectl(["logs", "-n", namespace, f"job/{RAY_CHECK}"]).stdout, target)
 
 
 def _trainjob_results(
@@ -376,10 +435,12 @@ def run_checks(
                     ]
                 )
     # The order is explicit: the single-node checks first, each on one GPU node; the multi-node
-    # MPIJob only after they have finished and freed their GPUs, so its workers can get whole nodes.
-    # The TrainJob goes last, through a tenant's queue, once the MPIJob has freed the nodes.
+    # MPIJob only after they have finished and freed their GPUs, so its workers can get whole nodes;
+    # then the RayJob once the MPIJob has freed them, and the TrainJob last, once the RayJob's
+    # cluster is shut down. The three multi-node checks run as the first tenant, through its queue.
     multi_node = {name for name, objects in files.items() if any(o["kind"] == MPIJOB_KIND for o in objects)}
     train_jobs = {name for name, objects in files.items() if any(o["kind"] == TRAINJOB_KIND for o in objects)}
+    ray_jobs = {name for name, objects in files.items() if any(o["kind"] == RAYJOB_KIND for o in objects)}
 
     def apply(file_name: str) -> CheckResult | None:
         with tempfile.TemporaryDirectory() as folder:
@@ -393,7 +454,7 @@ def run_checks(
         )
 
     for file_name in files:
-        if file_name not in multi_node | train_jobs and (failed := apply(file_name)):
+        if file_name not in multi_node | train_jobs | ray_jobs and (failed := apply(file_name)):
             return [repair, failed]
 
     def pod_log(pod: str, namespace: str = NAMESPACE) -> tuple[bool, str]:
@@ -420,6 +481,10 @@ def run_checks(
             config, target, files, sorted(multi_node), apply=apply, kubectl=kubectl, timeout_minutes=timeout_minutes
         )
     )
+    if ray_check_applies(config, target):
+        results.append(
+            _ray_result(config, target, files, apply=apply, kubectl=kubectl, timeout_minutes=timeout_minutes)
+        )
     if MLFLOW.enabled(config):
         done, log = pod_log(MLFLOW_CHECK, mlflow_access.NAMESPACE)
         results.append(

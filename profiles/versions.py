@@ -65,6 +65,11 @@ CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 # the EFA installer, aws-ofi-nccl and nccl-tests (a compound tag Renovate cannot order; by hand).
 NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.42.0-ofiv1.16.0-ncclv2.27.5-1-testsv2.16.4"
 
+# The Ray image of verify's RayJob check and docs/queues.md's example (Ray 2.52 is within KubeRay
+# 1.7's supported range; the -gpu variant carries CUDA).
+# renovate: datasource=docker depName=rayproject/ray
+RAY_IMAGE = "rayproject/ray:2.52.0-py311-gpu"
+
 # CodeBuild's Docker-capable managed image for the build layer (AWS updates it in place per major).
 CODEBUILD_IMAGE = "aws/codebuild/amazonlinux2-x86_64-standard:5.0"
 

@@ -404,7 +404,7 @@ def test_every_pod_set_of_the_platforms_jobs_gets_a_flavour(profile):
     queues = [o for o in queue_objects(config) if o["kind"] == "ClusterQueue"]
     guide = (Path(__file__).resolve().parents[1] / "docs" / "queues.md").read_text()
     jobs = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", guide, flags=re.DOTALL)]
-    jobs += [doc for docs in render(config).values() for doc in docs if doc["kind"] == "MPIJob"]
+    jobs += [doc for docs in render(config).values() for doc in docs if doc["kind"] in ("MPIJob", "RayJob")]
     volumes = TenantVolumes(fsx=True, checkpoints=True)
     runtimes = {
         runtime["metadata"]["name"]: runtime

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from addons.catalog import ARTIFACTS, CHARTS
-from profiles.versions import CUDA_IMAGE, HTTP_PROVIDER_VERSION
+from profiles.versions import CUDA_IMAGE, HTTP_PROVIDER_VERSION, RAY_IMAGE
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = json.loads((ROOT / "renovate.json").read_text())
@@ -50,6 +50,7 @@ def test_release_manifests_images_and_providers_are_tracked():
     pairs = {(m["datasource"], m["depName"], m["currentValue"]) for m in found}
     assert ("terraform-provider", "hashicorp/http", HTTP_PROVIDER_VERSION) in pairs
     assert ("docker", "nvcr.io/nvidia/cuda", CUDA_IMAGE.rsplit(":", 1)[1]) in pairs
+    assert ("docker", "rayproject/ray", RAY_IMAGE.rsplit(":", 1)[1]) in pairs
 
 
 def test_the_config_is_renovates():

@@ -194,3 +194,115 @@ def test_in_dra_mode_the_job_claims_what_its_namespace_offers(counts):
     }
     assert wanted <= offered, (namespace, wanted, offered)
     assert (namespace == config.workloads.tenants[0].name) is (8 in counts)
+
+
+def ray_pods(job: dict) -> tuple[dict, list[dict], dict]:
+    """The RayJob's pods as KubeRay 1.7 labels them (ray-operator/controllers/ray/common/pod.go:
+    ray.io/node-type head|worker, ray.io/cluster), and its submitter Job's pod (batch's job-name)."""
+    cluster = job["spec"]["rayClusterSpec"]
+    name = f"{job['metadata']['name']}-raycluster"
+    head = {
+        "metadata": {"name": f"{name}-head", "labels": {"ray.io/node-type": "head", "ray.io/cluster": name}},
+        "spec": copy.deepcopy(cluster["headGroupSpec"]["template"]["spec"]),
+    }
+    (group,) = cluster["workerGroupSpecs"]
+    workers = [
+        {
+            "metadata": {
+                "name": f"{name}-worker-{i}",
+                "labels": {"ray.io/node-type": "worker", "ray.io/cluster": name},
+            },
+            "spec": copy.deepcopy(group["template"]["spec"]),
+        }
+        for i in range(group["replicas"])
+    ]
+    submitter = {
+        "metadata": {"name": f"{job['metadata']['name']}-submitter", "labels": {"job-name": job["metadata"]["name"]}},
+        "spec": {"containers": [{"name": "ray-job-submitter", "image": "x", "resources": {}}]},
+    }
+    return head, workers, submitter
+
+
+@pytest.mark.parametrize("profile", [p for p in tenant_profiles() if "ray-check.yaml" in render(profile_config(p))])
+def test_verifys_ray_job_runs_as_the_first_tenant(synthesized, profile):
+    """The RayJob check, as the tenant's first Ray job: admitted by baseline, quota and LimitRange;
+    the submitter reaches the head's dashboard (8265), the workers its GCS (6379) and each other,
+    the head the workers; the KubeRay operator (its own namespace) reaches the head's dashboard;
+    Kueue gives it the tenant's queue."""
+    from components.k8s.ray_access import DASHBOARD_PORT, RAY_NAMESPACE
+
+    config = synthesized.configs[profile]
+    tenant = config.workloads.tenants[0].name
+    _, job = render(config)["ray-check.yaml"]
+    assert job["metadata"]["namespace"] == tenant
+    namespace, policies = created_namespaces(synthesized, profile)[tenant]
+    head, workers, submitter = ray_pods(job)
+    for each in (head, *workers):
+        assert baseline_problems(each["spec"]) == [], each["metadata"]["name"]
+    admitted = admit(
+        [head, *workers, submitter],
+        limit_ranges=_tenant_objects(synthesized, profile, tenant, "LimitRange"),
+        quotas=_tenant_objects(synthesized, profile, tenant, "ResourceQuota"),
+    )
+    assert admitted.refused is None, admitted.refused
+
+    def flow(source: dict, target: dict, port: int) -> bool:
+        return allowed(
+            policies,
+            namespace=tenant,
+            direction="Egress",
+            peer=Peer(namespace=tenant, labels=target["metadata"]["labels"]),
+            protocol="TCP",
+            port=port,
+            pod_labels=source["metadata"]["labels"],
+        ) and allowed(
+            policies,
+            namespace=tenant,
+            direction="Ingress",
+            peer=Peer(namespace=tenant, labels=source["metadata"]["labels"]),
+            protocol="TCP",
+            port=port,
+            pod_labels=target["metadata"]["labels"],
+        )
+
+    assert flow(submitter, head, DASHBOARD_PORT)
+    assert all(flow(worker, head, 6379) and flow(head, worker, EPHEMERAL_PORT) for worker in workers)
+    assert flow(workers[0], workers[1], EPHEMERAL_PORT) and flow(workers[1], workers[0], EPHEMERAL_PORT)
+    _, operator_policies = created_namespaces(synthesized, profile)[RAY_NAMESPACE]
+    operator = Peer(namespace=RAY_NAMESPACE, labels={"app.kubernetes.io/name": "kuberay-operator"})
+    assert allowed(
+        operator_policies,
+        namespace=RAY_NAMESPACE,
+        direction="Egress",
+        peer=Peer(namespace=tenant, labels=head["metadata"]["labels"]),
+        protocol="TCP",
+        port=DASHBOARD_PORT,
+        pod_labels=operator.labels,
+    )
+    assert allowed(
+        policies,
+        namespace=tenant,
+        direction="Ingress",
+        peer=operator,
+        protocol="TCP",
+        port=DASHBOARD_PORT,
+        pod_labels=head["metadata"]["labels"],
+    )
+    if KUEUE.enabled(config):
+        local = {
+            o["metadata"]["name"]
+            for o in queue_objects(config)
+            if o["kind"] == "LocalQueue" and o["metadata"]["namespace"] == tenant
+        }
+        assert kueue_manages("ray.io/rayjob", namespace["metadata"]["labels"], local)
+
+
+def test_the_guides_ray_job_uses_the_image_verify_runs():
+    """docs/queues.md's RayJob and verify's check run the same pinned Ray image (profiles/versions.py)."""
+    import re
+    from pathlib import Path
+
+    from profiles.versions import RAY_IMAGE
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "queues.md").read_text()
+    assert set(re.findall(r"image: (rayproject/ray:\S+)", guide)) == {RAY_IMAGE}

@@ -12,6 +12,7 @@ from manifests.render import ValidationTarget, render
 from manifests.verify import (
     check_gpu_smoke,
     check_nccl,
+    check_ray,
     check_repair_loop,
     check_topology,
     check_trainjob,
@@ -106,6 +107,8 @@ class FakeKubectl:
             self.applied.append(Path(args[2]).name)
         elif args[0] == "logs" and any(arg.startswith("jobset.sigs.k8s.io/jobset-name=") for arg in args):
             out = self.trainjob_log
+        elif args[0] == "logs" and args[-1] == "job/ray-check":
+            out = log("ray-check-good-p5.log")
         elif args[0] == "logs":
             target = args[-1] if not args[-1].startswith("--") else "launcher"
             out = {
@@ -126,6 +129,7 @@ def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
         "topology-check",
         "container-test",
         "nccl-allreduce",
+        "ray-check",
         "mlflow-tracking-check",
         "torchrun-check",
     ]
@@ -137,6 +141,7 @@ def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
         "container-test.yaml",
         "mlflow-tracking-check.yaml",
         "nccl-allreduce.yaml",
+        "ray-check.yaml",
         "torchrun-check.yaml",
     ]
 
@@ -189,6 +194,7 @@ def test_a_second_run_checks_anew():
         "pod/topology-check",
         "pod/container-test",
         "mpijob/nccl-allreduce",
+        "rayjob/ray-check",
         "pod/mlflow-tracking-check",
         "trainjob/torchrun-check",
     ]
@@ -254,10 +260,59 @@ def test_a_tenant_queue_that_cannot_hold_a_node_fails_the_gate_instead_of_waitin
     results = run_checks(config, kubectl=FakeKubectl(log("nccl-good-p5.log")))
     (trainjob,) = [r for r in results if r.name == "torchrun-check"]
     assert not trainjob.passed and "runs no node" in trainjob.detail
-    # The NCCL job would wait for nodes that never come: it fails at once too, and is not applied.
-    assert "nccl-allreduce.yaml" not in render(config)
-    (nccl,) = [r for r in results if r.name == "nccl-allreduce"]
-    assert not nccl.passed and "runs 0 node(s)" in nccl.detail, nccl.detail
+    # The NCCL and Ray jobs would wait for nodes that never come: they fail at once too, unapplied.
+    for check in ("nccl-allreduce", "ray-check"):
+        assert f"{check}.yaml" not in render(config)
+        (result,) = [r for r in results if r.name == check]
+        assert not result.passed and "runs 0 node(s)" in result.detail, result.detail
+
+
+def test_the_ray_job_runs_as_the_first_tenant_between_the_mpijob_and_the_train_job():
+    """As a tenant writes one: in the first tenant's namespace with no queue name, the cluster shut
+    down when the job ends (Kueue refuses a RayJob otherwise), two workers of the checked group,
+    each a whole node; verify waits for the job's SUCCEEDED status and reads the submitter's log."""
+    config = load_profile("p5-training")
+    tenant = config.workloads.tenants[0].name
+    kubectl = FakeKubectl(log("nccl-good-p5.log"))
+    results = run_checks(config, kubectl=kubectl)
+    steps = [call for call in kubectl.calls if call[0] in ("apply", "wait")]
+    names = [Path(call[2]).name if call[0] == "apply" else call[3] for call in steps]
+    assert names.index("mpijob/nccl-allreduce") < names.index("ray-check.yaml") < names.index("rayjob/ray-check")
+    assert names.index("rayjob/ray-check") < names.index("torchrun-check.yaml")
+    wait = steps[names.index("rayjob/ray-check")]
+    assert wait[1:3] == ["-n", tenant] and "--for=jsonpath={.status.jobStatus}=SUCCEEDED" in wait
+    assert ["logs", "-n", tenant, "job/ray-check"] in kubectl.calls
+    (ray,) = [r for r in results if r.name == "ray-check"]
+    assert ray.passed, ray.detail
+    script, job = render(config)["ray-check.yaml"]
+    assert script["kind"] == "ConfigMap" and job["kind"] == "RayJob"
+    assert job["metadata"]["namespace"] == script["metadata"]["namespace"] == tenant
+    assert "labels" not in job["metadata"] and job["spec"]["shutdownAfterJobFinishes"] is True
+    (workers,) = job["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    assert workers["replicas"] == 2
+    limits = workers["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["nvidia.com/gpu"] == "8" and limits["vpc.amazonaws.com/efa"] == "32"
+    # The driver's script is valid Python and reads the node name the workers are given.
+    compile(script["data"]["check.py"], "check.py", "exec")
+    env = {e["name"]: e for e in workers["template"]["spec"]["containers"][0]["env"]}
+    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert 'os.environ["NODE_NAME"]' in script["data"]["check.py"]
+
+
+@pytest.mark.parametrize(
+    ("line", "passed", "reason"),
+    [
+        ('RAY_CHECK [{"node": "a", "gpus": 8}, {"node": "b", "gpus": 8}]', True, "each of 2 nodes"),
+        ('RAY_CHECK [{"node": "a", "gpus": 8}, {"node": "a", "gpus": 8}]', False, "on 1 node(s)"),
+        ('RAY_CHECK [{"node": "a", "gpus": 8}, {"node": "b", "gpus": 4}]', False, "[8, 4] GPUs"),
+        ('RAY_CHECK [{"node": "a", "gpus": 8}]', False, "on 1 node(s)"),
+        ("RAY_CHECK not json", False, "not understood"),
+        ("Job 'ray-check-zq8wd' failed", False, "printed no result"),
+    ],
+)
+def test_the_ray_check_needs_both_nodes_with_all_their_gpus(p5, line, passed, reason):
+    result = check_ray(f"2026-12-02 05:10:06,300\tINFO worker.py:1942 -- Connected\n{line}\n", p5)
+    assert result.passed is passed and reason in result.detail, result.detail
 
 
 def test_the_repair_loop_check_passes_when_every_gpu_node_is_monitored():

@@ -59,6 +59,14 @@ def test_every_validation_manifest_validates(synthesized, profile):
         "container-test.yaml",
         # Two nodes or none: the checked group must run both (jark's keeps one up for notebooks).
         *(["nccl-allreduce.yaml"] if max(g.desired_size for g in config.cluster.gpu_node_groups) >= 2 else []),
+        *(
+            ["ray-check.yaml"]
+            if config.addons.kuberay.enabled
+            and config.workloads.tenants
+            and not config.addons.gpu_operator.dra
+            and max(g.desired_size for g in config.cluster.gpu_node_groups) >= 2
+            else []
+        ),
         *(["mlflow-tracking-check.yaml"] if config.addons.mlflow.enabled else []),
         # The TrainJob check runs in a tenant's namespace (not in DRA mode: its runtime asks for nvidia.com/gpu).
         *(
