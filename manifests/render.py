@@ -7,6 +7,9 @@
   huge pages and a memory-backed /dev/shm, submitted as the first tenant (see `tenant_check_namespace`);
 - ray-check (when the profile runs KubeRay and has tenants): a RayJob as the first tenant, whose
   two GPU workers each hold a whole node; the driver places one task per node and reports where;
+- lustre-efa-check (when the FSx file system and the checked group are EFA-enabled): direct I/O
+  through the first tenant's FSx volume on a GPU node, and how many bytes the node's EFA devices
+  moved meanwhile;
 - mlflow-tracking-check (when the profile runs MLflow): logs a run with a metric and an artifact
   through the tracking Service, as the admin, and reads both back.
 """
@@ -29,6 +32,7 @@ from components.k8s.efa_pods import EFA_ENV, HUGEPAGES, shm_volume, worker_memor
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
 from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, namespace_objects
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
+from profiles import tenancy
 from profiles.catalog import EFA_RESOURCE, GpuInstanceType
 from profiles.cluster import GpuNodeGroupConfig
 from profiles.models import VALIDATION_NAMESPACE, PlatformConfig, dra_claim_counts, dra_mode
@@ -78,6 +82,34 @@ print("{RAY_CHECK_MARKER}" + json.dumps(found), flush=True)
 # The driver runs on the head: the script reaches it as a file (a ConfigMap), never through the
 # layers of shell quoting between the RayJob's entrypoint and `ray job submit`.
 RAY_CHECK_MOUNT = "/opt/ray-check"
+LUSTRE_EFA_CHECK = "lustre-efa-check"
+LUSTRE_EFA_CHECK_MARKER = "LUSTRE_EFA_CHECK "
+LUSTRE_EFA_CHECK_MIB = 1024
+# Direct I/O (no client page cache) of LUSTRE_EFA_CHECK_MIB written and read back through the
+# tenant's FSx volume, between two readings of the node's EFA port counters (tx_bytes and rx_bytes
+# of every device: the EFA driver's basic port statistics, all traffic through the device; sysfs
+# is world-readable and not namespaced). LNet's traffic over EFA (kefalnd) shows in them; over its
+# tcp network it does not. The node's other EFA traffic only adds (verify runs this check alone).
+LUSTRE_EFA_CHECK_SCRIPT = f"""
+set -eu
+efa_bytes() {{
+  total=0
+  for counter in /sys/class/infiniband/*/ports/*/hw_counters/tx_bytes \\
+      /sys/class/infiniband/*/ports/*/hw_counters/rx_bytes; do
+    [ -r "$counter" ] && total=$((total + $(cat "$counter")))
+  done
+  echo "$total"
+}}
+devices=$(ls /sys/class/infiniband 2>/dev/null | wc -l)
+file=/fsx/.{LUSTRE_EFA_CHECK}-$(hostname)
+before=$(efa_bytes)
+dd if=/dev/zero of="$file" bs=16M count={LUSTRE_EFA_CHECK_MIB // 16} oflag=direct status=none
+dd if="$file" of=/dev/null bs=16M iflag=direct status=none
+after=$(efa_bytes)
+rm -f "$file"
+moved={2 * LUSTRE_EFA_CHECK_MIB << 20}
+echo "{LUSTRE_EFA_CHECK_MARKER}devices=$devices moved_bytes=$moved efa_bytes=$((after - before))"
+"""
 MLFLOW_CHECK = "mlflow-tracking-check"
 MLFLOW_CHECK_MARKER = "MLFLOW_CHECK "
 MLFLOW_CHECK_METRIC = ("validation_loss", 0.125)
@@ -225,6 +257,8 @@ def render(
         files["nccl-allreduce.yaml"] = [nccl_mpijob(target, nccl_image, tenant_check_namespace(config, target))]
     if ray_check_applies(config, target) and tenant_job_nodes(config, target, RAY_CHECK_NODES) == RAY_CHECK_NODES:
         files[f"{RAY_CHECK}.yaml"] = ray_check(target, tenant_check_namespace(config, target))
+    if lustre_efa_check_applies(config, target):
+        files[f"{LUSTRE_EFA_CHECK}.yaml"] = [lustre_efa_check_pod(target, config.workloads.tenants[0].name)]
     if MLFLOW.enabled(config):
         files["mlflow-tracking-check.yaml"] = [mlflow_check_pod(config)]
     if (train_job := trainjob_check(config, target)) is not None:
@@ -357,6 +391,42 @@ def ray_check(target: ValidationTarget, namespace: str) -> list[dict[str, Any]]:
         },
     }
     return [script, job]
+
+
+def lustre_efa_check_applies(config: PlatformConfig, target: ValidationTarget) -> bool:
+    """verify owes the Lustre-over-EFA check where the file system is EFA-enabled, the checked
+    group has EFA (its nodes set LNet up with efa networks) and a tenant has an FSx volume."""
+    fsx = config.storage.fsx
+    return (
+        fsx.enabled
+        and fsx.efa_enabled
+        and target.group.efa_enabled
+        and fsx.tenant_directories
+        and bool(config.workloads.tenants)
+    )
+
+
+def lustre_efa_check_pod(target: ValidationTarget, tenant: str) -> dict[str, Any]:
+    """As the first tenant, on a node of the checked group, through the tenant's FSx volume. It asks
+    for no GPU or EFA interface: it reads the EFA counters of the node, it does not use EFA itself."""
+    pod = _pod(
+        LUSTRE_EFA_CHECK,
+        target,
+        {
+            "name": "lustre",
+            "image": CUDA_IMAGE,
+            "command": ["/bin/sh", "-c", LUSTRE_EFA_CHECK_SCRIPT],
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
+            "volumeMounts": [{"name": "fsx", "mountPath": "/fsx"}],
+            "securityContext": {"allowPrivilegeEscalation": False},
+        },
+        gpus=0,
+        volumes=[{"name": "fsx", "persistentVolumeClaim": {"claimName": tenancy.FSX_VOLUME}}],
+        securityContext={"seccompProfile": {"type": "RuntimeDefault"}},
+    )
+    pod["metadata"]["namespace"] = tenant
+    pod["spec"].pop("resourceClaims", None)
+    return pod
 
 
 def mlflow_check_pod(config: PlatformConfig) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from components.k8s import mlflow_access
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
 from components.labels import GPU_TRAINING_ROLE, NODE_POOL_LABEL, ROLE_LABEL
 from manifests.render import (
+    LUSTRE_EFA_CHECK,
+    LUSTRE_EFA_CHECK_MARKER,
     MLFLOW_CHECK,
     MLFLOW_CHECK_ARTIFACT,
     MLFLOW_CHECK_MARKER,
@@ -36,6 +38,7 @@ from manifests.render import (
     TRAINJOB_CHECK,
     TRAINJOB_CHECK_MARKER,
     ValidationTarget,
+    lustre_efa_check_applies,
     ray_check_applies,
     render,
     tenant_check_namespace,
@@ -282,6 +285,29 @@ def check_ray(log: str, target: ValidationTarget) -> CheckResult:
     return CheckResult(RAY_CHECK, True, f"Ray placed a {wanted}-GPU task on each of {len(hosts)} nodes")
 
 
+def check_lustre_efa(log: str) -> CheckResult:
+    """The Lustre check's line: the node has EFA devices, and they moved at least half the bytes the
+    direct I/O sent through the file system (2x its size: written, then read back). Over LNet's
+    tcp network they move next to nothing."""
+    found = re.search(rf"{re.escape(LUSTRE_EFA_CHECK_MARKER)}devices=(\d+) moved_bytes=(\d+) efa_bytes=(-?\d+)", log)
+    if not found:
+        return CheckResult(LUSTRE_EFA_CHECK, False, "the check printed no result (see the pod's log)")
+    devices, moved, over_efa = (int(group) for group in found.groups())
+    if devices == 0:
+        return CheckResult(LUSTRE_EFA_CHECK, False, "the node shows no EFA device: Lustre cannot use EFA there")
+    mib = moved >> 20
+    if over_efa * 2 < moved:
+        return CheckResult(
+            LUSTRE_EFA_CHECK,
+            False,
+            f"Lustre traffic did not use EFA: the node's EFA devices moved {over_efa >> 20} MiB while "
+            f"{mib} MiB went through the file system (LNet is on tcp; see `lnetctl net show` on the node)",
+        )
+    return CheckResult(
+        LUSTRE_EFA_CHECK, True, f"{mib} MiB of direct I/O to FSx moved {over_efa >> 20} MiB over {devices} EFA devices"
+    )
+
+
 def wait_for(
     kubectl: Kubectl, namespace: str, obj: str, until: str, timeout_minutes: int
 ) -> subprocess.CompletedProcess[str]:
@@ -434,13 +460,15 @@ def run_checks(
                         "--wait=true",
                     ]
                 )
-    # The order is explicit: the single-node checks first, each on one GPU node; the multi-node
+    # The order is explicit: the single-node checks first, each on one GPU node, then the Lustre
+    # check alone (it reads the node's EFA counters); the multi-node
     # MPIJob only after they have finished and freed their GPUs, so its workers can get whole nodes;
     # then the RayJob once the MPIJob has freed them, and the TrainJob last, once the RayJob's
     # cluster is shut down. The three multi-node checks run as the first tenant, through its queue.
     multi_node = {name for name, objects in files.items() if any(o["kind"] == MPIJOB_KIND for o in objects)}
     train_jobs = {name for name, objects in files.items() if any(o["kind"] == TRAINJOB_KIND for o in objects)}
     ray_jobs = {name for name, objects in files.items() if any(o["kind"] == RAYJOB_KIND for o in objects)}
+    alone = {name for name in files if name == f"{LUSTRE_EFA_CHECK}.yaml"}
 
     def apply(file_name: str) -> CheckResult | None:
         with tempfile.TemporaryDirectory() as folder:
@@ -454,7 +482,7 @@ def run_checks(
         )
 
     for file_name in files:
-        if file_name not in multi_node | train_jobs | ray_jobs and (failed := apply(file_name)):
+        if file_name not in multi_node | train_jobs | ray_jobs | alone and (failed := apply(file_name)):
             return [repair, failed]
 
     def pod_log(pod: str, namespace: str = NAMESPACE) -> tuple[bool, str]:
@@ -474,6 +502,19 @@ def run_checks(
                 "container-test",
                 done and "container-ok" in log,
                 "the reference image ran" if done else "the reference image did not run",
+            )
+        )
+    if lustre_efa_check_applies(config, target):
+        # Alone on the node's EFA devices: after the single-node checks, before the multi-node jobs.
+        tenant = config.workloads.tenants[0].name
+        failed = apply(f"{LUSTRE_EFA_CHECK}.yaml")
+        done, log = (False, "") if failed else pod_log(LUSTRE_EFA_CHECK, tenant)
+        results.append(
+            failed
+            or (
+                check_lustre_efa(log)
+                if done
+                else CheckResult(LUSTRE_EFA_CHECK, False, f"pod did not succeed: {log[-500:]}")
             )
         )
     results.append(

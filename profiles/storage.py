@@ -68,6 +68,12 @@ class FsxConfig(Strict):
     """
     automatic_backup_retention_days: int = Field(0, ge=0, le=90)
     """0 disables backups; SCRATCH_2 has none."""
+
+    @property
+    def tenant_directories(self) -> bool:
+        """Each tenant has a directory /<tenant> in the file system (its data repository
+        associations make it), so each tenant namespace gets an FSx volume of it."""
+        return self.enabled and bool(self.data_repository_associations)
     data_repository_associations: list[DataRepositoryAssociation] = Field(default_factory=list)
     """Links between FSx paths and S3 prefixes; each tenant gets its own copy under /<tenant>."""
 

@@ -73,7 +73,7 @@ class WorkloadsStack(LayerStack):
             fsx_dns_name=storage.fsx_dns_name,
             fsx_mount_name=storage.fsx_mount_name,
             fsx_capacity_gib=config.storage.fsx.storage_capacity_gib,
-            fsx_tenant_directories=bool(config.storage.fsx.data_repository_associations),
+            fsx_tenant_directories=config.storage.fsx.tenant_directories,
             bucket_names=storage.bucket_names,
         )
         tenant_namespaces = []

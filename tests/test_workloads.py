@@ -67,6 +67,16 @@ def test_every_validation_manifest_validates(synthesized, profile):
             and max(g.desired_size for g in config.cluster.gpu_node_groups) >= 2
             else []
         ),
+        # Lustre over EFA: an EFA file system, an EFA group, and a tenant directory to mount.
+        *(
+            ["lustre-efa-check.yaml"]
+            if config.storage.fsx.enabled
+            and config.storage.fsx.efa_enabled
+            and config.storage.fsx.data_repository_associations
+            and config.workloads.tenants
+            and next((g for g in config.cluster.gpu_node_groups if g.efa_enabled), None)
+            else []
+        ),
         *(["mlflow-tracking-check.yaml"] if config.addons.mlflow.enabled else []),
         # The TrainJob check runs in a tenant's namespace (not in DRA mode: its runtime asks for nvidia.com/gpu).
         *(
