@@ -74,6 +74,7 @@ class FsxConfig(Strict):
         """Each tenant has a directory /<tenant> in the file system (its data repository
         associations make it), so each tenant namespace gets an FSx volume of it."""
         return self.enabled and bool(self.data_repository_associations)
+
     data_repository_associations: list[DataRepositoryAssociation] = Field(default_factory=list)
     """Links between FSx paths and S3 prefixes; each tenant gets its own copy under /<tenant>."""
 
