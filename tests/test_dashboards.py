@@ -12,6 +12,10 @@ import pytest
 import yaml
 
 from addons.gpu_operator.dashboards import DASHBOARDS as GPU_DASHBOARDS
+from addons.karpenter import DEFINITION as KARPENTER
+from addons.karpenter.dashboards import DASHBOARDS as KARPENTER_DASHBOARDS
+from addons.kuberay import DEFINITION as KUBERAY
+from addons.kuberay.dashboards import DASHBOARDS as RAY_DASHBOARDS
 from addons.kueue.dashboards import DASHBOARDS as QUEUE_DASHBOARDS
 from addons.monitoring.dashboards import DASHBOARDS as EFA_DASHBOARDS
 from addons.monitoring.install import GPU_RULES
@@ -21,7 +25,7 @@ from tests.synth_helpers import resources
 from tests.test_alert_rules import promtool  # noqa: F401 (the fixture)
 from tests.test_metric_contract import CONTRACT, metric_names
 
-ALL_DASHBOARDS = GPU_DASHBOARDS + QUEUE_DASHBOARDS + EFA_DASHBOARDS
+ALL_DASHBOARDS = GPU_DASHBOARDS + QUEUE_DASHBOARDS + EFA_DASHBOARDS + KARPENTER_DASHBOARDS + RAY_DASHBOARDS
 RECORDED = {rule["record"] for group in GPU_RULES["groups"] for rule in group["rules"] if "record" in rule}
 
 
@@ -32,7 +36,8 @@ def kueue_metrics() -> set[str]:
 def provided() -> set[str]:
     dcgm = {name for read in CONTRACT["dcgm-exporter"]["read_at"].values() for name in read["metrics"]}
     efa = set(CONTRACT["efa-textfile"]["metrics"])
-    return dcgm | set(CONTRACT["kube-state-metrics"]["metrics"]) | kueue_metrics() | efa | RECORDED
+    karpenter, ray = set(CONTRACT["karpenter"]["metrics"]), set(CONTRACT["ray"]["metrics"])
+    return dcgm | set(CONTRACT["kube-state-metrics"]["metrics"]) | kueue_metrics() | efa | karpenter | ray | RECORDED
 
 
 def series_names(name: str) -> set[str]:
@@ -95,6 +100,10 @@ def test_dashboards_are_provisioned_for_the_addons_that_run(synthesized, profile
         expected |= {"dashboard-gpu-fleet", "dashboard-gpu-tenants"}
     if config.addons.kueue.enabled:
         expected.add("dashboard-gpu-queues")
+    if KARPENTER.enabled(config):
+        expected.add("dashboard-karpenter")
+    if KUBERAY.enabled(config):
+        expected.add("dashboard-ray-clusters")
     assert set(maps) == expected
     assert {m["metadata"]["namespace"] for m in maps.values()} <= {"monitoring"}
     stack = synthesized.stack(profile, "addons")

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from addons.karpenter import DEFINITION, HANDLES_RESERVATION_INTERRUPTIONS, KarpenterConfig
+from addons.karpenter.dashboards import DASHBOARDS
 from components.helm.addon import AddonContext, Companions, HelmAddonSpec, Monitors
 from components.helm.monitors import service_monitor
 from components.helm.release import Values
@@ -83,7 +84,10 @@ class KarpenterAddon(HelmAddonSpec[KarpenterConfig]):
         )
 
     def monitors(self, settings: KarpenterConfig) -> Monitors:
-        return Monitors(service_monitors=(service_monitor("karpenter", NAMESPACE, "karpenter", "http-metrics"),))
+        return Monitors(
+            service_monitors=(service_monitor("karpenter", NAMESPACE, "karpenter", "http-metrics"),),
+            dashboards=DASHBOARDS,
+        )
 
 
 ADDON = KarpenterAddon()

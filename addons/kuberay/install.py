@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from addons.kuberay import DEFINITION, KubeRayConfig
+from addons.kuberay.dashboards import DASHBOARDS
 from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath
 from components.helm.common import Placement
 from components.helm.monitors import service_monitor
@@ -60,7 +61,7 @@ class KubeRayAddon(HelmAddonSpec[KubeRayConfig]):
     def monitors(self, settings: KubeRayConfig) -> Monitors:
         # The operator's chart has its own ServiceMonitor option, but it would race the CRDs.
         operator = service_monitor("kuberay-operator", self.namespace, "kuberay-operator", "http")
-        return Monitors(service_monitors=(operator,), pod_monitors=(RAY_POD_MONITOR,))
+        return Monitors(service_monitors=(operator,), pod_monitors=(RAY_POD_MONITOR,), dashboards=DASHBOARDS)
 
 
 ADDON = KubeRayAddon()
