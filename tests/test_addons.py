@@ -326,3 +326,50 @@ def test_the_controllers_are_scraped(synthesized, profile):
     assert monitors["karpenter"]["endpoints"][0]["port"] == "http-metrics"
     if "kuberay-operator" in monitors:
         assert monitors["kuberay-operator"]["namespaceSelector"] == {"matchNames": ["ray-system"]}
+
+
+def test_idle_gpu_notebooks_are_culled_by_the_hub_and_by_their_own_server(synthesized):
+    """The hub's idle culler (z2jh 4.4.0 `cull`: jupyterhub-idle-culler with --timeout and
+    --cull-every) stops a server after the profile's idle minutes, and the notebook server's own
+    settings shut down idle kernels even with a tab open, then the server itself: a GPU notebook
+    left idle ends and releases its GPU. The server reads the file from /etc/jupyter, as
+    jupyter_server_config.json beside the image's .py."""
+    import json as _json
+
+    config = synthesized.configs["jark"]
+    minutes = config.addons.jupyterhub.idle_cull_minutes
+    assert minutes == 60
+    hub = values(releases(synthesized, "jark")["jupyterhub"])
+    cull = hub["cull"]
+    assert cull["enabled"] is True and cull["timeout"] == minutes * 60
+    assert 0 < cull["every"] <= cull["timeout"] and cull["users"] is False and cull["maxAge"] == 0
+    (server,) = hub["singleuser"]["extraFiles"].values()
+    assert server["mountPath"] == "/etc/jupyter/jupyter_server_config.json"
+    kernels = server["data"]["MappingKernelManager"]
+    assert kernels["cull_idle_timeout"] == minutes * 60 and kernels["cull_connected"] is True
+    assert kernels["cull_busy"] is False  # a running cell is never cut off
+    assert server["data"]["ServerApp"]["shutdown_no_activity_timeout"] == minutes * 60
+    _json.dumps(server["data"])  # z2jh writes .json data as JSON
+
+
+def test_culling_can_be_turned_off_and_is_bounded():
+    from addons.jupyterhub.install import culling
+    from profiles import ProfileError, validate_profile
+    from tests.test_profiles import mutated
+
+    assert culling(None) == ({"enabled": False}, {})
+    hub = {
+        "enabled": True,
+        "oidc": {
+            "client_id": "c",
+            "callback_url": "https://hub.example.com/hub/oauth_callback",
+            "authorize_url": "https://id.example.com/authorize",
+            "token_url": "https://id.example.com/token",
+            "userdata_url": "https://id.example.com/userinfo",
+        },
+        "allowed_users": ["someone"],
+    }
+    for minutes in (0, 5, 20000):
+        with pytest.raises(ProfileError) as error:
+            validate_profile(mutated(addons={"jupyterhub": {**hub, "idle_cull_minutes": minutes}}))
+        assert "addons.jupyterhub.idle_cull_minutes" in "\n".join(error.value.problems)

@@ -96,6 +96,10 @@ class JupyterHubConfig(ReleaseConfig):
     """GPU images are large: starts of many minutes are normal."""
     user_storage_gib: int = Field(20, ge=1)
     """Size of each user's home volume, in GiB."""
+    idle_cull_minutes: int | None = Field(60, ge=10, le=10080)
+    """Minutes of no activity after which a notebook's idle kernels are shut down and the hub stops its server, which
+    releases its GPU (the home volume stays). null: never (a GPU notebook then holds its GPU until its user stops it).
+    """
     exposure: JupyterHubExposure = Field(default_factory=JupyterHubExposure)
     """How users reach the hub; private (ClusterIP) by default."""
 

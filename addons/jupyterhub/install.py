@@ -53,6 +53,7 @@ class HubValues(Values):
 class SingleUserValues(Values):
     image: dict[str, str]
     extra_env: dict[str, str] = Field(default_factory=dict)
+    extra_files: dict[str, Any] = Field(default_factory=dict)
     start_timeout: int
     storage: dict[str, Any]
     profile_list: list[dict[str, Any]]
@@ -122,6 +123,7 @@ class JupyterHubValues(Values):
     hub: HubValues
     proxy: ProxyValues
     singleuser: SingleUserValues
+    cull: dict[str, Any]
     # User pods are scheduled by the default scheduler onto Karpenter nodes; no placeholder pods.
     scheduling: dict[str, Any] = Field(
         default_factory=lambda: {"userScheduler": {"enabled": False}, "userPlaceholder": {"enabled": False}}
@@ -134,6 +136,43 @@ def _image(reference: str) -> dict[str, str]:
     if parsed.digest:
         return {"name": parsed.name, "tag": f"{parsed.tag}@{parsed.digest}" if parsed.tag else parsed.digest}
     return {"name": parsed.name, "tag": parsed.tag or ""}
+
+
+# Where the notebook server reads the platform's culling settings: in /etc/jupyter (jupyter_core's
+# SYSTEM_CONFIG_PATH) traitlets loads jupyter_server_config.json after the image's own
+# jupyter_server_config.py (the Jupyter Docker Stacks ship the .py only).
+SERVER_CULLING_FILE = "/etc/jupyter/jupyter_server_config.json"
+CULL_EVERY_SECONDS = 300
+
+
+def culling(minutes: int | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The hub's idle culler (z2jh 4.4.0 values `cull`, run as jupyterhub-idle-culler) and the
+    notebook server's own culling (a z2jh extraFiles entry).
+
+    The hub's culler stops a server whose last activity, as the server reports it to the hub, is
+    older than the timeout. The server's own settings shut down kernels idle (not busy) for as
+    long even while a browser tab is connected (cull_connected), and the server itself once it has
+    no kernel or terminal and no activity for as long: a GPU notebook left with an idle kernel
+    ends, and its pod's GPU is released. Off (None): the chart's culler is off too."""
+    if minutes is None:
+        return {"enabled": False}, {}
+    seconds = minutes * 60
+    hub = {"enabled": True, "timeout": seconds, "every": CULL_EVERY_SECONDS, "users": False, "maxAge": 0}
+    server = {
+        "platform-culling": {
+            "mountPath": SERVER_CULLING_FILE,
+            "data": {
+                "MappingKernelManager": {
+                    "cull_idle_timeout": seconds,
+                    "cull_interval": CULL_EVERY_SECONDS,
+                    "cull_connected": True,
+                    "cull_busy": False,
+                },
+                "ServerApp": {"shutdown_no_activity_timeout": seconds},
+            },
+        }
+    }
+    return hub, server
 
 
 # The GPU notebook's share of its node: what KubeSpawner's guarantees and limits would set.
@@ -189,7 +228,9 @@ def jupyterhub_values(
         "allow_existing_users": False,
         "allowed_users": sorted(cfg.allowed_users),
     }
+    hub_culler, server_culling = culling(cfg.idle_cull_minutes)
     return JupyterHubValues(
+        cull=hub_culler,
         proxy=proxy_values(cfg.exposure),
         hub=HubValues(
             config={"JupyterHub": {"authenticator_class": "generic-oauth"}, "GenericOAuthenticator": authenticator},
@@ -201,6 +242,7 @@ def jupyterhub_values(
             image=_image(cfg.cpu_image),
             # Notebooks log to the platform's MLflow without configuration (the user signs in to it).
             extra_env={env["name"]: env["value"] for env in tracking_env()} if mlflow else {},
+            extra_files=server_culling,
             start_timeout=cfg.start_timeout_seconds,
             # Per-user volumes live in the hub's namespace, next to the pods that mount them.
             storage={
