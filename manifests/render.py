@@ -30,12 +30,13 @@ from components.k8s import mlflow_access
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.k8s.efa_pods import EFA_ENV, HUGEPAGES, shm_volume, worker_memory_gib
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
+from components.k8s.mpi import after_workers
 from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, namespace_objects
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
 from profiles import tenancy
 from profiles.catalog import EFA_RESOURCE, GpuInstanceType
 from profiles.cluster import GpuNodeGroupConfig
-from profiles.models import VALIDATION_NAMESPACE, PlatformConfig, dra_claim_counts, dra_mode
+from profiles.models import VALIDATION_NAMESPACE, PlatformConfig, dra_claim_counts, dra_mode, tenant_gpu_quota
 from profiles.versions import CUDA_IMAGE, NCCL_TESTS_IMAGE, RAY_IMAGE
 
 NAMESPACE = VALIDATION_NAMESPACE
@@ -60,7 +61,9 @@ dist.destroy_process_group()
 """
 RAY_CHECK = "ray-check"
 RAY_CHECK_MARKER = "RAY_CHECK "
-# A placement group of one whole-node bundle per worker, spread strictly over distinct nodes: the
+# A placement group of one whole-node bundle per worker, spread strictly over distinct nodes (each
+# bundle holds the task's default CPU as well as the GPUs: Ray refuses a task whose resources do
+# not fit its bundle, python/ray/util/placement_group.py _validate_resource_shape): the
 # driver waits until Ray sees both nodes' GPUs, runs one task in each bundle and prints, for each,
 # the Kubernetes node it ran on (the worker's NODE_NAME, from the downward API; a pod's host name
 # would differ between two pods on one node) and the GPUs Ray gave it, as one JSON line.
@@ -70,7 +73,7 @@ from ray.util.placement_group import placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 nodes, gpus = int(sys.argv[1]), int(sys.argv[2])
 ray.init()
-group = placement_group([{{"GPU": gpus}}] * nodes, strategy="STRICT_SPREAD")
+group = placement_group([{{"CPU": 1, "GPU": gpus}}] * nodes, strategy="STRICT_SPREAD")
 ray.get(group.ready(), timeout=1200)
 @ray.remote(num_gpus=gpus)
 def where():
@@ -279,11 +282,16 @@ def tenant_check_namespace(config: PlatformConfig, target: ValidationTarget) -> 
 
 def tenant_job_nodes(config: PlatformConfig, target: ValidationTarget, wanted: int = 2) -> int:
     """How many of the checked group's nodes a job in `tenant_check_namespace` can get, at most
-    `wanted`: what the group runs and, with Kueue, what the first tenant's queue may hold of it."""
+    `wanted`: what the group runs, what the first tenant's GPU quota admits and, with Kueue, what
+    its queue may hold of the group."""
     nodes = min(wanted, target.group.desired_size)
-    if KUEUE.enabled(config) and tenant_check_namespace(config, target) != NAMESPACE:
-        tenant = config.workloads.tenants[0].name
-        share = next((s for s in kueue_shares(config)[tenant] if s.flavor.node_group == target.group.name), None)
+    if tenant_check_namespace(config, target) == NAMESPACE:
+        return nodes
+    tenant = config.workloads.tenants[0]
+    # The tenant's ResourceQuota refuses the pod that would pass its GPU quota, queued or not.
+    nodes = min(nodes, tenant_gpu_quota(config, tenant) // target.entry.gpu_count)
+    if KUEUE.enabled(config):
+        share = next((s for s in kueue_shares(config)[tenant.name] if s.flavor.node_group == target.group.name), None)
         nodes = min(nodes, share.most_gpus // target.entry.gpu_count if share else 0)
     return nodes
 
@@ -515,7 +523,7 @@ def nccl_mpijob(target: ValidationTarget, image: str, namespace: str) -> dict[st
                 {
                     "name": "launcher",
                     "image": image,
-                    "command": mpirun,
+                    "command": after_workers(mpirun),
                     "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
                 }
             ],
@@ -545,7 +553,8 @@ def nccl_mpijob(target: ValidationTarget, image: str, namespace: str) -> dict[st
             slots_per_worker=gpus,
             # The launcher starts once every worker is Ready: on a fresh cluster the workers wait for
             # GPU nodes and pull a multi-GB image, and a launcher started at once would spend its
-            # retries on SSH connections to workers that do not exist yet.
+            # retries on SSH connections to workers that do not exist yet. Under Kueue the policy
+            # does not hold (components/k8s/mpi.py), so the launcher's command waits too.
             launcher_creation_policy="WaitForWorkersReady",
             run_policy=RunPolicy(clean_pod_policy="Running", backoff_limit=2, active_deadline_seconds=3600),
             mpi_replica_specs={

@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,9 @@ from typing import Any
 import yaml
 
 from addons.mlflow import DEFINITION as MLFLOW
+from addons.monitoring import DEFINITION as MONITORING
+from addons.monitoring import GRAFANA_CONTAINER, GRAFANA_DEPLOYMENT, GRAFANA_PORT
+from components.dashboards import DASHBOARD_LABEL
 from components.k8s import mlflow_access
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
 from components.labels import GPU_TRAINING_ROLE, NODE_POOL_LABEL, ROLE_LABEL
@@ -111,6 +115,80 @@ def check_repair_loop(nodes_json: str, agent_pods_json: str) -> CheckResult:
     if problems:
         return CheckResult(REPAIR_CHECK, False, "; ".join(problems))
     return CheckResult(REPAIR_CHECK, True, f"{len(gpu_nodes)} GPU node(s) monitored and reporting {REPAIR_CONDITION}")
+
+
+DASHBOARD_CHECK = "grafana-dashboards"
+# Run inside Grafana's container, as its admin (the chart passes the admin user and password to it
+# as GF_SECURITY_ADMIN_USER and GF_SECURITY_ADMIN_PASSWORD): Grafana's search API lists the
+# dashboards it has loaded. busybox wget in the image; nothing leaves the pod, no port-forward.
+GRAFANA_SEARCH = (
+    'auth=$(printf %s "$GF_SECURITY_ADMIN_USER:$GF_SECURITY_ADMIN_PASSWORD" | base64 | tr -d "\\n"); '
+    f'wget -qO- --header "Authorization: Basic $auth" "http://localhost:{GRAFANA_PORT}/api/search?type=dash-db"'
+)
+
+
+def provisioned_dashboards(configmaps_json: str) -> set[str]:
+    """The uids of the dashboards provisioned for Grafana: every dashboard JSON in the ConfigMaps
+    its sidecar loads (labelled grafana_dashboard=1 in the monitoring namespace; the platform's
+    add-ons' and the chart's own)."""
+    found = set()
+    for item in json.loads(configmaps_json).get("items", []):
+        for text in item.get("data", {}).values():
+            try:
+                model = json.loads(text)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(model, dict) and model.get("uid"):
+                found.add(model["uid"])
+    return found
+
+
+def check_dashboards(search_json: str, expected: set[str]) -> CheckResult:
+    """Grafana's search answer lists every dashboard the platform provisioned."""
+    try:
+        loaded = {entry["uid"] for entry in json.loads(search_json) if isinstance(entry, dict) and "uid" in entry}
+    except (json.JSONDecodeError, TypeError):
+        return CheckResult(DASHBOARD_CHECK, False, f"Grafana's search did not answer JSON: {search_json[:200]!r}")
+    missing = sorted(expected - loaded)
+    if missing:
+        return CheckResult(
+            DASHBOARD_CHECK,
+            False,
+            f"Grafana has not loaded {', '.join(missing)} (its dashboard sidecar reads ConfigMaps labelled "
+            "grafana_dashboard=1 in the monitoring namespace)",
+        )
+    return CheckResult(DASHBOARD_CHECK, True, f"Grafana serves the platform's {len(expected)} dashboards")
+
+
+def grafana_dashboards(config: PlatformConfig, kubectl: Kubectl) -> CheckResult | None:
+    """Ask the running Grafana which dashboards it has loaded (None: the profile runs no Grafana)."""
+    if not MONITORING.enabled(config):
+        return None
+    namespace = MONITORING.namespace_of(MONITORING.settings(config))
+    label = "=".join(DASHBOARD_LABEL)
+    maps = kubectl(["get", "configmap", "-n", namespace, "-l", label, "-o", "json"])
+    expected = provisioned_dashboards(maps.stdout) if maps.returncode == 0 else set()
+    if not expected:
+        return CheckResult(
+            DASHBOARD_CHECK, False, f"no dashboard ConfigMap ({label}) in {namespace}: apply the addons layer"
+        )
+    answer = kubectl(
+        [
+            "exec",
+            "-n",
+            namespace,
+            f"deploy/{GRAFANA_DEPLOYMENT}",
+            "-c",
+            GRAFANA_CONTAINER,
+            "--",
+            "sh",
+            "-c",
+            GRAFANA_SEARCH,
+        ]
+    )
+    if answer.returncode != 0:
+        return CheckResult(DASHBOARD_CHECK, False, f"could not ask Grafana: {answer.stderr.strip()[:300]}")
+    return check_dashboards(answer.stdout, expected)
 
 
 def check_gpu_smoke(log: str) -> CheckResult:
@@ -308,6 +386,32 @@ def check_lustre_efa(log: str) -> CheckResult:
     )
 
 
+# The label the Job controller puts on a Job's pods.
+BATCH_JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+POLL_SECONDS = 15
+
+
+def poll_until(
+    kubectl: Kubectl, namespace: str, obj: str, *, jsonpath: str, done: set[str], timeout_minutes: int
+) -> str | None:
+    """Read one field of an object until it holds one of `done` (returned), at most the timeout
+    (None). For a field with more than one end state, which `kubectl wait` cannot wait for."""
+    deadline = time.monotonic() + timeout_minutes * 60
+    while True:
+        value = kubectl(["get", "-n", namespace, obj, "-o", f"jsonpath={jsonpath}"]).stdout.strip()
+        if value in done:
+            return value
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(POLL_SECONDS)
+
+
+def release(kubectl: Kubectl, namespace: str, obj: str) -> None:
+    """Delete a multi-node job that failed or timed out: its pods would keep the GPU nodes (its
+    own deadline is longer than verify's wait) and the next check would wait for them."""
+    kubectl(["delete", "-n", namespace, obj, "--ignore-not-found", "--wait=false"])
+
+
 def wait_for(
     kubectl: Kubectl, namespace: str, obj: str, until: str, timeout_minutes: int
 ) -> subprocess.CompletedProcess[str]:
@@ -352,6 +456,7 @@ def _nccl_result(
     waited = wait_for(kubectl, namespace, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}", "condition=Succeeded", timeout_minutes)
     logs = kubectl(["logs", "-n", namespace, "-l", launcher_selector(NCCL_JOB), "--tail=-1"])
     if waited.returncode != 0:
+        release(kubectl, namespace, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}")
         return CheckResult(NCCL_JOB, False, f"the MPIJob in {namespace} did not succeed: {waited.stderr.strip()}")
     return check_nccl(logs.stdout, target)
 
@@ -377,17 +482,29 @@ def _ray_result(
         )
     if failed := apply(file_name):
         return failed
-    waited = wait_for(
+    job = f"{RAYJOB_KIND.lower()}/{RAY_CHECK}"
+    # KubeRay sets jobStatus from the dashboard before the submitter has printed the driver's
+    # output; jobDeploymentStatus turns Complete only once the submitter Job has finished, and
+    # Failed on failure (ray-operator/controllers/ray/rayjob_controller.go at v1.7.0), so verify
+    # waits for either, not for a SUCCEEDED that a failed job never reaches.
+    state = poll_until(
         kubectl,
         namespace,
-        f"{RAYJOB_KIND.lower()}/{RAY_CHECK}",
-        "jsonpath={.status.jobStatus}=SUCCEEDED",
-        timeout_minutes,
+        job,
+        jsonpath="{.status.jobDeploymentStatus}",
+        done={"Complete", "Failed"},
+        timeout_minutes=timeout_minutes,
     )
-    if waited.returncode != 0:
-        return CheckResult(RAY_CHECK, False, f"the RayJob in {namespace} did not succeed: {waited.stderr.strip()}")
-    # The submitter Job (named after the RayJob) outlives the cluster and holds the driver's output.
-    return check_ray(kubectl(["logs", "-n", namespace, f"job/{RAY_CHECK}"]).stdout, target)
+    outcome = kubectl(["get", "-n", namespace, job, "-o", "jsonpath={.status.jobStatus} {.status.message}"]).stdout
+    if state != "Complete" or not outcome.startswith("SUCCEEDED"):
+        release(kubectl, namespace, job)
+        seen = state or f"not finished after {timeout_minutes} minutes"
+        return CheckResult(RAY_CHECK, False, f"the RayJob in {namespace} did not succeed: {seen} {outcome}".strip())
+    # The submitter Job (named after the RayJob) outlives the cluster; a retried submitter has more
+    # than one pod, so all its pods' logs are read.
+    kubectl(["wait", "-n", namespace, f"job/{RAY_CHECK}", "--for=condition=Complete", "--timeout=5m"])
+    logs = kubectl(["logs", "-n", namespace, "-l", f"{BATCH_JOB_NAME_LABEL}={RAY_CHECK}", "--tail=-1"])
+    return check_ray(logs.stdout, target)
 
 
 def _trainjob_results(
@@ -443,6 +560,7 @@ def run_checks(
     nodes = kubectl(["get", "nodes", "-o", "json"])
     agents = kubectl(["get", "pods", "-n", AGENT_NAMESPACE, "-l", AGENT_SELECTOR, "-o", "json"])
     repair = check_repair_loop(nodes.stdout, agents.stdout)
+    dashboards = grafana_dashboards(config, kubectl)
     files = render(config, image=image, nccl_image=nccl_image)
     # A finished run's pods and MPIJob are still there: re-applying them changes nothing and the
     # waits below would read the previous run's logs. Remove them first, so every check is new.
@@ -483,14 +601,14 @@ def run_checks(
 
     for file_name in files:
         if file_name not in multi_node | train_jobs | ray_jobs | alone and (failed := apply(file_name)):
-            return [repair, failed]
+            return [repair, *([dashboards] if dashboards else []), failed]
 
     def pod_log(pod: str, namespace: str = NAMESPACE) -> tuple[bool, str]:
         waited = wait_for(kubectl, namespace, f"pod/{pod}", "jsonpath={.status.phase}=Succeeded", timeout_minutes)
         logs = kubectl(["logs", "-n", namespace, f"pod/{pod}"])
         return waited.returncode == 0, logs.stdout
 
-    results = [repair]
+    results = [repair, *([dashboards] if dashboards else [])]
     done, log = pod_log("gpu-smoke-test")
     results.append(check_gpu_smoke(log) if done else CheckResult("gpu-smoke-test", False, "pod did not succeed"))
     done, log = pod_log("topology-check")

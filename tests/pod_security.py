@@ -90,7 +90,7 @@ def baseline_problems(spec: dict[str, Any]) -> list[str]:
             problems.append(f"container {name} procMount {context['procMount']}")
         # check_hostProbesAndhostLifecycle.go (1.34+): probes and hooks may not name a host.
         handlers = [container.get(p) for p in ("livenessProbe", "readinessProbe", "startupProbe")]
-        handlers += list(container.get("lifecycle", {}).values())
+        handlers += [container.get("lifecycle", {}).get(hook) for hook in ("postStart", "preStop")]
         for handler in filter(None, handlers):
             if any(handler.get(kind, {}).get("host") for kind in ("httpGet", "tcpSocket")):
                 problems.append(f"container {name} probes or hooks another host")

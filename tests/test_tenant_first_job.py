@@ -13,6 +13,10 @@ as the first tenant (the NCCL MPIJob, written like docs/queues.md's example):
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -21,7 +25,7 @@ from addons.kueue import DEFINITION as KUEUE
 from addons.kueue.queues import queue_objects
 from components.k8s.mpi import JOB_NAME_LABEL, JOB_ROLE_LABEL, LAUNCHER_ROLE, WORKER_ROLE
 from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
-from manifests.render import NCCL_JOB, render
+from manifests.render import NCCL_JOB, ValidationTarget, render
 from profiles import validate_profile
 from profiles.models import dra_claim_counts
 from tests.admission import admit
@@ -306,3 +310,179 @@ def test_the_guides_ray_job_uses_the_image_verify_runs():
 
     guide = (Path(__file__).resolve().parents[1] / "docs" / "queues.md").read_text()
     assert set(re.findall(r"image: (rayproject/ray:\S+)", guide)) == {RAY_IMAGE}
+
+
+FAKE_RAY = '''
+"""Enough of Ray for the check's script: placement groups, tasks scheduled into a bundle, and the
+rule Ray applies when a task is placed in a bundle (python/ray/util/placement_group.py,
+_validate_resource_shape: every resource the task asks for, its default CPU of 1 included, must
+fit the bundle), then one node per bundle (STRICT_SPREAD)."""
+import os
+
+_gpu_ids = []
+
+
+def init():
+    pass
+
+
+class _Group:
+    def __init__(self, bundles, strategy):
+        assert strategy == "STRICT_SPREAD"
+        self.bundle_specs = bundles
+
+    def ready(self):
+        return "ready"
+
+
+def get(value, timeout=None):
+    return [v() for v in value] if isinstance(value, list) else value
+
+
+def get_gpu_ids():
+    return list(_gpu_ids)
+
+
+def remote(num_gpus=0, num_cpus=1):
+    def wrap(function):
+        class Task:
+            def options(self, scheduling_strategy):
+                shape = {"CPU": num_cpus, "GPU": num_gpus}
+                bundle = scheduling_strategy.placement_group.bundle_specs[scheduling_strategy.index]
+                for name, amount in shape.items():
+                    if amount and bundle.get(name, 0) < amount:
+                        raise ValueError(f"Cannot schedule {function.__name__} with the placement group: "
+                                         f"the resource shape {shape} cannot fit into any bundles")
+                index = scheduling_strategy.index
+
+                class Call:
+                    def remote(self):
+                        def run():
+                            _gpu_ids[:] = range(num_gpus)
+                            os.environ["NODE_NAME"] = f"node-{index}"
+                            return function()
+                        return run
+                return Call()
+        return Task()
+    return wrap
+'''
+FAKE_RAY_UTIL = {
+    "placement_group.py": (
+        "from ray import _Group\n\ndef placement_group(bundles, strategy):\n    return _Group(bundles, strategy)\n"
+    ),
+    "scheduling_strategies.py": (
+        "class PlacementGroupSchedulingStrategy:\n"
+        "    def __init__(self, placement_group, placement_group_bundle_index):\n"
+        "        self.placement_group, self.index = placement_group, placement_group_bundle_index\n"
+    ),
+}
+
+
+def run_ray_script(tmp_path, script: str, nodes: int, gpus: int) -> subprocess.CompletedProcess:
+    package = tmp_path / "ray"
+    (package / "util").mkdir(parents=True)
+    (package / "__init__.py").write_text(FAKE_RAY)
+    (package / "util" / "__init__.py").write_text("")
+    for name, text in FAKE_RAY_UTIL.items():
+        (package / "util" / name).write_text(text)
+    (tmp_path / "check.py").write_text(script)
+    return subprocess.run(
+        [sys.executable, str(tmp_path / "check.py"), str(nodes), str(gpus)],
+        env={"PYTHONPATH": str(tmp_path), "PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_ray_checks_tasks_fit_their_bundles(tmp_path):
+    """A task asks for a CPU by default: a GPU-only bundle cannot hold it and Ray refuses the task
+    (the first version of the script did exactly that); the shipped script's bundles hold it."""
+    from manifests.render import RAY_CHECK_SCRIPT
+    from manifests.verify import check_ray
+
+    done = run_ray_script(tmp_path / "now", RAY_CHECK_SCRIPT, 2, 8)
+    assert done.returncode == 0, done.stderr
+    p5 = ValidationTarget.for_profile(profile_config("p5-training"))
+    assert check_ray(done.stdout, p5).passed, done.stdout
+    gpu_only = RAY_CHECK_SCRIPT.replace('{"CPU": 1, "GPU": gpus}', '{"GPU": gpus}')
+    assert gpu_only != RAY_CHECK_SCRIPT
+    refused = run_ray_script(tmp_path / "before", gpu_only, 2, 8)
+    assert refused.returncode != 0 and "cannot fit into any bundles" in refused.stderr
+
+
+def run_launcher_wait(tmp_path, hosts: list[str], port: int, command: list[str]) -> subprocess.CompletedProcess:
+    from components.k8s.mpi import HOSTFILE, SSH_PORT, WAIT_FOR_WORKERS, WAIT_MINUTES
+
+    tmp_path.mkdir(parents=True)
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("".join(f"{host} slots=8\n" for host in hosts))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # getent resolves the names listed in `resolvable` only, as cluster DNS does once a worker exists.
+    (bin_dir / "getent").write_text('#!/bin/sh\ngrep -qx "$2" "$RESOLVABLE" && echo "127.0.0.1 $2"\n')
+    (bin_dir / "getent").chmod(0o755)
+    (tmp_path / "resolvable").write_text("".join(f"{h}\n" for h in hosts if "missing" not in h))
+    script = (
+        WAIT_FOR_WORKERS.replace(HOSTFILE, str(hostfile))
+        .replace(f"$host/{SSH_PORT}", f"127.0.0.1/{port}")
+        .replace(f"SECONDS + {WAIT_MINUTES * 60}", "SECONDS + 2")
+        .replace("sleep 5", "sleep 0.2")
+    )
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RESOLVABLE": str(tmp_path / "resolvable")}
+    return subprocess.run(
+        ["bash", "-c", script, "wait-for-workers", *command], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_launcher_waits_for_every_worker_to_accept_ssh_then_runs_mpirun(tmp_path):
+    """Under Kueue the MPI Operator creates the launcher with the workers (WaitForWorkersReady does
+    not hold for a suspended job): the launcher's command waits until every hostfile entry resolves
+    and accepts connections on the SSH port, then runs mpirun; a worker that never comes fails it."""
+    import socket
+
+    job = nccl_job(profile_config("p5-training"))
+    command = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+    assert command[:2] == ["/bin/bash", "-c"] and command[3] == "wait-for-workers" and command[4] == "mpirun"
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        hosts = ["allreduce-worker-0.allreduce.ml-team.svc", "allreduce-worker-1.allreduce.ml-team.svc"]
+        ran = run_launcher_wait(tmp_path / "up", hosts, port, ["echo", "mpirun ran"])
+        assert ran.returncode == 0 and ran.stdout.strip() == "mpirun ran", ran.stderr
+        missing = run_launcher_wait(tmp_path / "missing", [hosts[0], "missing-worker-1"], port, ["echo", "no"])
+        assert missing.returncode == 1 and "missing-worker-1 did not accept SSH" in missing.stderr
+        assert "no" not in missing.stdout
+    closed = run_launcher_wait(tmp_path / "closed", hosts, port, ["echo", "no"])  # resolves, nothing listens
+    assert closed.returncode == 1 and "did not accept SSH" in closed.stderr
+
+
+def test_a_tenant_gpu_quota_below_two_nodes_fails_the_multi_node_checks_at_once():
+    """Without Kueue only the tenant's ResourceQuota stands between the job and the nodes: with a
+    quota of one node's GPUs the second worker would be refused and the job would wait out
+    verify's timeout. The checks are not rendered and verify says why."""
+    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "p5-training.yaml").read_text())
+    doc = changed(doc, addons__kueue={"enabled": False}, workloads__tenants=[{"name": "ml-team", "gpu_quota": 8}])
+    config = validate_profile(doc)
+    files = render(config)
+    assert "nccl-allreduce.yaml" not in files and "ray-check.yaml" not in files
+    roomy = validate_profile(changed(doc, workloads__tenants=[{"name": "ml-team", "gpu_quota": 16}]))
+    assert {"nccl-allreduce.yaml", "ray-check.yaml"} <= set(render(roomy))
+
+
+def test_the_guides_mpijob_waits_for_its_workers_too():
+    """docs/queues.md's MPIJob is what tenants copy: its launcher waits for the hostfile's workers
+    (from the MPI Operator's hostfile path) before mpirun, as verify's does."""
+    import re
+
+    from components.k8s.mpi import HOSTFILE, SSH_PORT
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "queues.md").read_text()
+    jobs = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", guide, flags=re.DOTALL)]
+    (job,) = [j for j in jobs if j["kind"] == "MPIJob"]
+    (launcher,) = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+    script = launcher["command"][-1]
+    assert launcher["command"][:2] == ["/bin/bash", "-c"]
+    assert HOSTFILE in script and f"/dev/tcp/$host/{SSH_PORT}" in script
+    assert script.index("getent hosts") < script.index("exec mpirun")

@@ -87,6 +87,30 @@ def test_gpu_smoke():
     assert not check_gpu_smoke("No devices were found\n").passed
 
 
+def dashboard_configmaps() -> dict:
+    """The monitoring namespace's dashboard ConfigMaps as `kubectl get -o json` lists them: the
+    platform's (as the addons layer writes them for p5-training) and one of the chart's own."""
+    from addons.gpu_operator.dashboards import DASHBOARDS as GPU
+    from addons.karpenter.dashboards import DASHBOARDS as KARPENTER
+    from addons.kuberay.dashboards import DASHBOARDS as RAY
+    from addons.kueue.dashboards import DASHBOARDS as QUEUES
+    from addons.monitoring.dashboards import DASHBOARDS as EFA
+    from addons.monitoring.install import dashboard_config_maps
+
+    maps = dashboard_config_maps("monitoring", GPU + KARPENTER + RAY + QUEUES + EFA)
+    chart = {"kind": "ConfigMap", "data": {"k8s-resources-cluster.json": json.dumps({"uid": "efa86fd1d0c121a2"})}}
+    return {"apiVersion": "v1", "kind": "List", "items": [*maps, chart]}
+
+
+def grafana_search(exclude: tuple[str, ...] = ()) -> list[dict]:
+    """Grafana's /api/search?type=dash-db answer (one object per dashboard it has loaded)."""
+    uids = {json.loads(text)["uid"] for m in dashboard_configmaps()["items"] for text in m["data"].values()}
+    return [
+        {"id": i, "uid": uid, "title": uid, "uri": f"db/{uid}", "url": f"/d/{uid}/{uid}", "type": "dash-db", "tags": []}
+        for i, uid in enumerate(sorted(uids - set(exclude)), start=1)
+    ]
+
+
 class FakeKubectl:
     """Answers kubectl calls with recorded outputs; remembers what was applied."""
 
@@ -96,10 +120,20 @@ class FakeKubectl:
         self.applied: list[str] = []
         self.calls: list[list[str]] = []
 
+    ray_state = "Complete"
+    ray_outcome = "SUCCEEDED "
+    grafana_missing: tuple[str, ...] = ()
+
     def __call__(self, args: list[str]) -> subprocess.CompletedProcess:
         out = ""
         self.calls.append(args)
-        if args[:2] == ["get", "nodes"]:
+        if args[:2] == ["get", "configmap"] and "grafana_dashboard=1" in args:
+            out = json.dumps(dashboard_configmaps())
+        elif args[0] == "exec" and "deploy/monitoring-grafana" in args:
+            out = json.dumps(grafana_search(exclude=self.grafana_missing))
+        elif args[:2] == ["get", "-n"] and args[3] == "rayjob/ray-check":
+            out = self.ray_state if "jobDeploymentStatus" in args[-1] else self.ray_outcome
+        elif args[:2] == ["get", "nodes"]:
             out = log("nodes-p5.json")
         elif args[:2] == ["get", "pods"] and "app.kubernetes.io/name=eks-node-monitoring-agent" in args:
             out = log("agent-pods-p5.json")
@@ -107,7 +141,7 @@ class FakeKubectl:
             self.applied.append(Path(args[2]).name)
         elif args[0] == "logs" and any(arg.startswith("jobset.sigs.k8s.io/jobset-name=") for arg in args):
             out = self.trainjob_log
-        elif args[0] == "logs" and args[-1] == "job/ray-check":
+        elif args[0] == "logs" and "batch.kubernetes.io/job-name=ray-check" in args:
             out = log("ray-check-good-p5.log")
         elif args[0] == "logs":
             target = args[-1] if not args[-1].startswith("--") else "launcher"
@@ -125,6 +159,7 @@ def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
     results = run_checks(load_profile("p5-training"), kubectl=kubectl, image="repo/img:v1")
     assert [r.name for r in results] == [
         "repair-loop",
+        "grafana-dashboards",
         "gpu-smoke-test",
         "topology-check",
         "container-test",
@@ -277,11 +312,11 @@ def test_the_ray_job_runs_as_the_first_tenant_between_the_mpijob_and_the_train_j
     results = run_checks(config, kubectl=kubectl)
     steps = [call for call in kubectl.calls if call[0] in ("apply", "wait")]
     names = [Path(call[2]).name if call[0] == "apply" else call[3] for call in steps]
-    assert names.index("mpijob/nccl-allreduce") < names.index("ray-check.yaml") < names.index("rayjob/ray-check")
-    assert names.index("rayjob/ray-check") < names.index("torchrun-check.yaml")
-    wait = steps[names.index("rayjob/ray-check")]
-    assert wait[1:3] == ["-n", tenant] and "--for=jsonpath={.status.jobStatus}=SUCCEEDED" in wait
-    assert ["logs", "-n", tenant, "job/ray-check"] in kubectl.calls
+    assert names.index("mpijob/nccl-allreduce") < names.index("ray-check.yaml") < names.index("job/ray-check")
+    assert names.index("job/ray-check") < names.index("torchrun-check.yaml")
+    polled = [c for c in kubectl.calls if c[:4] == ["get", "-n", tenant, "rayjob/ray-check"]]
+    assert polled[0][-1] == "jsonpath={.status.jobDeploymentStatus}"
+    assert ["logs", "-n", tenant, "-l", "batch.kubernetes.io/job-name=ray-check", "--tail=-1"] in kubectl.calls
     (ray,) = [r for r in results if r.name == "ray-check"]
     assert ray.passed, ray.detail
     script, job = render(config)["ray-check.yaml"]
@@ -355,3 +390,35 @@ def test_the_smoke_test_runs_as_the_restricted_profile_asks_and_no_check_escalat
     (topology,) = files["topology-check.yaml"]
     assert topology["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert topology["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+@pytest.mark.parametrize(
+    ("state", "outcome"), [("Failed", "FAILED Job entrypoint command failed"), ("Complete", "STOPPED ")]
+)
+def test_a_ray_job_that_fails_is_reported_at_once_and_deleted(state, outcome):
+    """KubeRay's end states are Complete and Failed: verify stops waiting at either, reports the
+    job's status and message, and deletes the RayJob so its pods free the GPU nodes."""
+    kubectl = FakeKubectl(log("nccl-good-p5.log"))
+    kubectl.ray_state, kubectl.ray_outcome = state, outcome
+    results = run_checks(load_profile("p5-training"), kubectl=kubectl)
+    (ray,) = [r for r in results if r.name == "ray-check"]
+    assert not ray.passed and outcome.split()[0] in ray.detail, ray.detail
+    assert ["delete", "-n", "ml-team", "rayjob/ray-check", "--ignore-not-found", "--wait=false"] in kubectl.calls
+    assert not any(c[0] == "logs" and "batch.kubernetes.io/job-name=ray-check" in c for c in kubectl.calls)
+
+
+def test_grafana_must_serve_every_provisioned_dashboard():
+    """verify asks the running Grafana (its search API, from inside its container) which dashboards
+    it loaded, against every dashboard ConfigMap its sidecar should have read."""
+    kubectl = FakeKubectl(log("nccl-good-p5.log"))
+    kubectl.grafana_missing = ("karpenter",)
+    results = run_checks(load_profile("p5-training"), kubectl=kubectl)
+    (dashboards,) = [r for r in results if r.name == "grafana-dashboards"]
+    assert not dashboards.passed and "karpenter" in dashboards.detail
+    (ask,) = [c for c in kubectl.calls if c[0] == "exec"]
+    assert ask[:7] == ["exec", "-n", "monitoring", "deploy/monitoring-grafana", "-c", "grafana", "--"]
+    assert "GF_SECURITY_ADMIN_PASSWORD" in ask[-1] and "/api/search?type=dash-db" in ask[-1]
+    from manifests.verify import check_dashboards
+
+    assert not check_dashboards("<html>login</html>", {"gpu-fleet"}).passed
+    assert check_dashboards(json.dumps(grafana_search()), {"gpu-fleet", "karpenter"}).passed

@@ -48,6 +48,13 @@ class MonitoringConfig(ReleaseConfig):
 # It moves with the chart pin below.
 EFA_SIDECAR_IMAGE = "quay.io/prometheus/node-exporter:v1.12.1"
 
+# The kube-prometheus-stack release, and the Grafana Deployment its grafana subchart names after it
+# (<release>-grafana), with Grafana's container and port.
+RELEASE_NAME = "monitoring"
+GRAFANA_DEPLOYMENT = f"{RELEASE_NAME}-grafana"
+GRAFANA_CONTAINER = "grafana"
+GRAFANA_PORT = 3000
+
 DEFINITION = AddonDefinition(
     key="monitoring",
     settings_type=MonitoringConfig,

@@ -11,7 +11,7 @@ from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableVali
 from pydantic import Field
 
 from addons import gpu_operator
-from addons.monitoring import DEFINITION, EFA_SIDECAR_IMAGE, AlertReceiver, MonitoringConfig
+from addons.monitoring import DEFINITION, EFA_SIDECAR_IMAGE, RELEASE_NAME, AlertReceiver, MonitoringConfig
 from addons.monitoring.dashboards import DASHBOARDS
 from components.dashboards import DASHBOARD_LABEL
 from components.expressions import expression, template_text
@@ -358,7 +358,7 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
     """Installed first: its CRDs (ServiceMonitor, PrometheusRule) are what later charts template."""
 
     definition = DEFINITION
-    release_name = "monitoring"
+    release_name = RELEASE_NAME
     timeout_seconds = 900
     pod_security = "privileged"
 

@@ -15,3 +15,34 @@ WORKER_ROLE = "worker"
 def launcher_selector(job_name: str) -> str:
     """kubectl's -l selector for one MPIJob's launcher pod."""
     return f"{JOB_NAME_LABEL}={job_name},{JOB_ROLE_LABEL}={LAUNCHER_ROLE}"
+
+
+# The hostfile the operator mounts into the launcher: one "<worker FQDN> slots=<n>" line per worker
+# (kubeflow/mpi-operator v0.8.0 pkg/controller/mpi_job_controller.go: configMountPath /etc/mpi,
+# hostfileName, newConfigMap with OpenMPI's format), written when the job is created.
+HOSTFILE = "/etc/mpi/hostfile"
+SSH_PORT = 22
+WAIT_MINUTES = 20
+# WaitForWorkersReady does not hold under Kueue: a queued MPIJob is created suspended, the operator
+# creates no workers while it is suspended, so "every worker Ready" is 0 == 0 and the launcher Job
+# is made at once and unsuspended with the workers (v0.8.0 mpi_job_controller.go, the
+# launcherCreationPolicy branch; kubeflow/mpi-operator#615). The launcher therefore waits itself:
+# every host of the hostfile resolves and accepts SSH, for at most WAIT_MINUTES, then mpirun runs.
+WAIT_FOR_WORKERS = f"""
+deadline=$((SECONDS + {WAIT_MINUTES * 60}))
+for host in $(awk '{{print $1}}' {HOSTFILE}); do
+  until getent hosts "$host" >/dev/null && timeout 2 bash -c "echo > /dev/tcp/$host/{SSH_PORT}" 2>/dev/null; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "worker $host did not accept SSH within {WAIT_MINUTES} minutes" >&2
+      exit 1
+    fi
+    sleep 5
+  done
+done
+exec "$@"
+"""
+
+
+def after_workers(command: list[str]) -> list[str]:
+    """The launcher's command, run once every worker accepts SSH (bash: /dev/tcp)."""
+    return ["/bin/bash", "-c", WAIT_FOR_WORKERS, "wait-for-workers", *command]
