@@ -70,6 +70,16 @@ NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.42.0-ofi
 # renovate: datasource=docker depName=rayproject/ray
 RAY_IMAGE = "rayproject/ray:2.52.0-py311-gpu"
 
+# The GPU health check's probe: dcgmi (a client of the node's one host engine, the node monitoring
+# agent's DCGM 4.6.1) and bash. The DCGM image GPU Operator v26.7.0 pins for its own standalone
+# DCGM (deployments/gpu-operator/values.yaml dcgm.version).
+# renovate: datasource=docker depName=nvcr.io/nvidia/cloud-native/dcgm
+DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"
+# The health check's judge (addons/gpu_operator/gpu_health.py, standard library only), from the
+# Docker official image's ECR Public mirror (no Docker Hub pull limits).
+# renovate: datasource=docker depName=public.ecr.aws/docker/library/python
+PYTHON_IMAGE = "public.ecr.aws/docker/library/python:3.13-slim"
+
 # CodeBuild's Docker-capable managed image for the build layer (AWS updates it in place per major).
 CODEBUILD_IMAGE = "aws/codebuild/amazonlinux2-x86_64-standard:5.0"
 

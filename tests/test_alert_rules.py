@@ -250,6 +250,11 @@ def node_gpus(capacity: str, allocatable: str) -> list[dict]:
     ]
 
 
+def taint(key: str, values: str) -> dict:
+    labels = f'node="gpu-node-1",key="{key}",value="failed",effect="NoSchedule"'
+    return {"series": f"kube_node_spec_taint{{{labels}}}", "values": values}
+
+
 def expected(alert: str, labels: dict[str, str], value: str) -> dict:
     """The alert as Prometheus raises it: the rule's labels, the series' labels, and the annotations
     with the series' labels and value filled in (a label the series lacks prints empty)."""
@@ -285,6 +290,11 @@ HARDWARE_CASES = [
     ("GpuUncorrectableMemoryError", [rows("job-a", "2x5 _x15"), rows("", "_x6 3x14")], "10m", (GPU_UUID, "1")),
     # Rows remapped long ago (a count that no longer moves) are history, not a new error.
     ("GpuUncorrectableMemoryError", [rows("job-a", "2x90")], "80m", None),
+    # The health check's quarantine taint, as kube-state-metrics reports it (one series per taint).
+    ("GpuNodeQuarantined", [taint("platform/gpu-health", "_x3 1x10")], "10m", ({"node": "gpu-node-1"}, "1")),
+    ("GpuNodeQuarantined", [taint("platform/gpu-health", "_x5 1 _x10")], "5m", None),  # just set: pending
+    ("GpuNodeQuarantined", [taint("platform/gpu-health", "1x2 _x10")], "10m", None),  # lifted long ago
+    ("GpuNodeQuarantined", [taint("nvidia.com/gpu", "1x20")], "10m", None),  # the GPU taint every GPU node has
 ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from addons.definition import AddonDefinition, ReleaseConfig
 from profiles.versions import ChartRef
 
@@ -10,6 +12,10 @@ class GpuOperatorConfig(ReleaseConfig):
     dra: bool = False
     """Opt-in DRA mode: GPU Operator deploys the GPUCluster singleton instead of the ClusterPolicy. Needs Kubernetes
     1.34 or later (resource.k8s.io/v1).
+    """
+    health_check_minutes: int | None = Field(15, ge=5, le=1440)
+    """Minutes between GPU node health checks (GPU count, EFA devices and, on idle nodes, a short DCGM diagnostic); a
+    failing node is tainted platform/gpu-health=failed:NoSchedule until a full check passes. null: no health check.
     """
 
 

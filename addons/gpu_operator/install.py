@@ -9,12 +9,15 @@ singleton replaces the ClusterPolicy, and no standalone DRA driver release is in
 
 from __future__ import annotations
 
+from typing import Any
+
 from cdktf import ITerraformDependable
 from pydantic import Field
 
 from addons import monitoring
 from addons.gpu_operator import DEFINITION, GpuOperatorConfig
 from addons.gpu_operator.dashboards import DASHBOARDS
+from addons.gpu_operator.health_check import health_check_objects
 from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath, installed_release
 from components.helm.common import GPU_TOLERATIONS, Placement, Toggle, Toleration
 from components.helm.release import Values
@@ -108,6 +111,11 @@ class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
             service_monitor=monitoring.DEFINITION.enabled(ctx.config),
             shared_host_engine=bool(ctx.config.cluster.gpu_node_groups),
         )
+
+    def namespace_objects(self, ctx: AddonContext, settings: GpuOperatorConfig) -> list[dict[str, Any]]:
+        if settings.health_check_minutes is None:
+            return []
+        return health_check_objects(self.release_namespace(settings), ctx.config, settings.health_check_minutes)
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         # The DCGM ServiceMonitor needs the Prometheus operator's CRDs.

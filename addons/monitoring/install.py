@@ -11,6 +11,7 @@ from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableVali
 from pydantic import Field
 
 from addons import gpu_operator
+from addons.gpu_operator.gpu_health import QUARANTINE_KEY, REASON_ANNOTATION
 from addons.monitoring import DEFINITION, EFA_SIDECAR_IMAGE, RELEASE_NAME, AlertReceiver, MonitoringConfig
 from addons.monitoring.dashboards import DASHBOARDS
 from components.dashboards import DASHBOARD_LABEL
@@ -87,6 +88,20 @@ def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
                             "summary": "Node {{ $labels.node }} offers {{ $value }} GPU(s) fewer than it has",
                             "description": "The device plugin marked GPUs unhealthy. Drain the node and let EKS "
                             "repair it, or check nvidia-smi and the node monitoring agent's conditions.",
+                        },
+                    },
+                    {
+                        # The GPU health check (addons/gpu_operator/health_check.py) quarantined the node:
+                        # nothing new lands on it until a full check passes; a person should look.
+                        "alert": "GpuNodeQuarantined",
+                        "expr": f'max by (node) (kube_node_spec_taint{{key="{QUARANTINE_KEY}"}}) > 0',
+                        "for": "1m",
+                        "labels": {"severity": "critical"},
+                        "annotations": {
+                            "summary": "GPU node {{ $labels.node }} failed its health check and is quarantined",
+                            "description": "The node takes no new pods. Its reasons are in the node's "
+                            f"{REASON_ANNOTATION} annotation (kubectl describe node); the taint goes once a full "
+                            "check passes, or replace the node.",
                         },
                     },
                     {
