@@ -484,15 +484,16 @@ def _ray_result(
         return failed
     job = f"{RAYJOB_KIND.lower()}/{RAY_CHECK}"
     # KubeRay sets jobStatus from the dashboard before the submitter has printed the driver's
-    # output; jobDeploymentStatus turns Complete only once the submitter Job has finished, and
-    # Failed on failure (ray-operator/controllers/ray/rayjob_controller.go at v1.7.0), so verify
+    # output; jobDeploymentStatus turns Complete only once the submitter Job has finished, Failed on
+    # failure and ValidationFailed for a spec KubeRay refuses (rayjob_controller.go and
+    # apis/ray/v1/rayjob_types.go at v1.7.0), so verify
     # waits for either, not for a SUCCEEDED that a failed job never reaches.
     state = poll_until(
         kubectl,
         namespace,
         job,
         jsonpath="{.status.jobDeploymentStatus}",
-        done={"Complete", "Failed"},
+        done={"Complete", "Failed", "ValidationFailed"},
         timeout_minutes=timeout_minutes,
     )
     outcome = kubectl(["get", "-n", namespace, job, "-o", "jsonpath={.status.jobStatus} {.status.message}"]).stdout

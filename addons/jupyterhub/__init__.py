@@ -97,8 +97,9 @@ class JupyterHubConfig(ReleaseConfig):
     user_storage_gib: int = Field(20, ge=1)
     """Size of each user's home volume, in GiB."""
     idle_cull_minutes: int | None = Field(60, ge=10, le=10080)
-    """Minutes of no activity after which a notebook's idle kernels are shut down and the hub stops its server, which
-    releases its GPU (the home volume stays). null: never (a GPU notebook then holds its GPU until its user stops it).
+    """Minutes after which a notebook's idle kernels are shut down (a busy one never), and then its server stops itself
+    if nothing else is active, which releases its GPU (the home volume stays); an open JupyterLab tab counts as
+    activity. The hub stops servers silent for four times as long (at least a day). null: never.
     """
     exposure: JupyterHubExposure = Field(default_factory=JupyterHubExposure)
     """How users reach the hub; private (ClusterIP) by default."""

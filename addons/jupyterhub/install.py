@@ -143,21 +143,26 @@ def _image(reference: str) -> dict[str, str]:
 # jupyter_server_config.py (the Jupyter Docker Stacks ship the .py only).
 SERVER_CULLING_FILE = "/etc/jupyter/jupyter_server_config.json"
 CULL_EVERY_SECONDS = 300
+HUB_CULL_FACTOR = 4
+HUB_CULL_FLOOR_SECONDS = 24 * 3600
 
 
 def culling(minutes: int | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The hub's idle culler (z2jh 4.4.0 values `cull`, run as jupyterhub-idle-culler) and the
     notebook server's own culling (a z2jh extraFiles entry).
 
-    The hub's culler stops a server whose last activity, as the server reports it to the hub, is
-    older than the timeout. The server's own settings shut down kernels idle (not busy) for as
-    long even while a browser tab is connected (cull_connected), and the server itself once it has
-    no kernel or terminal and no activity for as long: a GPU notebook left with an idle kernel
-    ends, and its pod's GPU is released. Off (None): the chart's culler is off too."""
+    The server's own settings do the prompt work: kernels idle (not busy) for `minutes` are shut
+    down even while a browser tab is connected (cull_connected), and the server stops itself once
+    it has no kernel or terminal and no activity for as long, which ends the pod and releases its
+    GPU. A busy kernel is never culled there. The hub's culler is the backstop for servers that
+    never stop themselves: it counts only activity the server reports, and a cell busy without
+    output reports none, so its timeout is much longer (HUB_CULL_FACTOR times, at least a day).
+    Off (None): the chart's culler is off too."""
     if minutes is None:
         return {"enabled": False}, {}
     seconds = minutes * 60
-    hub = {"enabled": True, "timeout": seconds, "every": CULL_EVERY_SECONDS, "users": False, "maxAge": 0}
+    hub_seconds = max(HUB_CULL_FACTOR * seconds, HUB_CULL_FLOOR_SECONDS)
+    hub = {"enabled": True, "timeout": hub_seconds, "every": CULL_EVERY_SECONDS, "users": False, "maxAge": 0}
     server = {
         "platform-culling": {
             "mountPath": SERVER_CULLING_FILE,

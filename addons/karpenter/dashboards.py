@@ -5,9 +5,11 @@ It reads Karpenter's own metrics at v1.14.1 (kubernetes-sigs/karpenter v1.14.1, 
 karpenter): the NodePool gauges (pkg/controllers/metrics/nodepool/controller.go: usage and limit,
 labelled nodepool and resource_type: the resource name lower-cased, "-" as "_"), the node gauges
 (pkg/controllers/metrics/node/controller.go: allocatable, labelled with the node's well-known
-labels in snake case, nodepool and instance_type among them), the NodeClaim counters
-(pkg/metrics/metrics.go and pkg/controllers/node/health/metrics.go) and the scheduler's queue depth
-(pkg/controllers/provisioning/scheduling/metrics.go).
+labels in snake case, nodepool and instance_type among them, and managed: false for nodes Karpenter
+did not launch, such as the managed node groups'), the NodeClaim counters
+(pkg/metrics/metrics.go and pkg/controllers/node/health/metrics.go) and the scheduler's unschedulable
+pods (pkg/controllers/provisioning/scheduling/metrics.go, labelled by the controller that ran it:
+the provisioner's are the pods waiting; the disruption controller's are its simulations).
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ def karpenter() -> dict[str, Any]:
                         "Nodes by instance type",
                         (
                             Query(
-                                'count by (nodepool, instance_type) (karpenter_nodes_allocatable{resource_type="cpu"})',
+                                "count by (nodepool, instance_type) "
+                                '(karpenter_nodes_allocatable{resource_type="cpu", managed="true"})',
                                 "{{nodepool}} {{instance_type}}",
                             ),
                         ),
@@ -93,9 +96,15 @@ def karpenter() -> dict[str, Any]:
                         description="Node repair (a feature gate): nodes replaced for a bad node condition.",
                     ),
                     Chart(
-                        "Pods waiting for a node",
-                        (Query("sum(karpenter_scheduler_queue_depth)", "pods"),),
-                        description="Pods Karpenter has yet to find a node for.",
+                        "Pods no node can take",
+                        (
+                            Query(
+                                'sum(karpenter_scheduler_unschedulable_pods_count{controller="provisioner"})',
+                                "pods",
+                            ),
+                        ),
+                        description="Pods the provisioner found no node or instance type for (the disruption "
+                        "controller's simulations set the same gauge under its own controller label).",
                     ),
                 ),
             ),

@@ -3,7 +3,8 @@ agent exports (scraped by the add-on's PodMonitor, which adds the pod's namespac
 
 Ray names its node gauges in the reporter agent's METRICS_GAUGES
 (python/ray/dashboard/modules/reporter/reporter_agent.py, exported with the namespace "ray"):
-GPU figures are labelled per GPU (GpuIndex, GpuDeviceName), node figures per Ray node.
+GPU figures are labelled per GPU (GpuIndex, GpuDeviceName), node figures per Ray node. GPU memory
+is reported in MiB (gpu_providers.py: memory_used // MB), utilisations as 0-100.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def ray() -> dict[str, Any]:
                     ),
                     Chart(
                         "GPU memory used per Ray node",
-                        (Query(f"sum by ({PER_POD}) (ray_node_gram_used)", LEGEND),),
+                        # Ray reports GPU memory in MiB, although the gauge's declared unit is bytes.
+                        (Query(f"sum by ({PER_POD}) (ray_node_gram_used) * 1024 * 1024", LEGEND),),
                         unit="bytes",
                     ),
                 ),
