@@ -138,6 +138,7 @@ class PlatformConfig(Strict):
             self._tenant_quotas_fit_a_node,
             self._kueue_counts_extended_gpus,
             self._notebooks_have_nodes,
+            self._driver_runs_the_images_cuda,
         )
         raise_all([problem for check in checks for problem in check()], title="PlatformConfig")
         return self
@@ -293,6 +294,11 @@ class PlatformConfig(Strict):
                         f"smaller than one {node.name} node ({words}): no job on that group could ever be admitted",
                         allowed=f"at least {words}, or unset",
                     )
+
+    def _driver_runs_the_images_cuda(self) -> Iterator[FieldProblem]:
+        from profiles.cuda import driver_problems
+
+        yield from driver_problems(self)
 
     def _kueue_counts_extended_gpus(self) -> Iterator[FieldProblem]:
         if kueue.DEFINITION.enabled(self) and dra_mode(self):
