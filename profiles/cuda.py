@@ -21,15 +21,9 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from addons import jupyterhub, trainer
 from profiles.base import FieldProblem
 from profiles.build import PROJECT_IMAGES_DIR
-from profiles.versions import CUDA_IMAGE
-
-if TYPE_CHECKING:
-    from profiles.models import PlatformConfig
 
 _RECORD = json.loads((Path(__file__).with_name("ami_nvidia_drivers.json")).read_text())
 AMI_DRIVERS: dict[str, dict[str, int]] = _RECORD["releases"]
@@ -87,29 +81,16 @@ def project_dockerfile_images() -> dict[str, str]:
     return found
 
 
-def gpu_images(config: PlatformConfig) -> dict[tuple[str | int, ...], str]:
-    """Where the profile's GPU workloads get an image (its field, or the platform's pin) -> image."""
-    images: dict[tuple[str | int, ...], str] = {("validation", "CUDA_IMAGE"): CUDA_IMAGE}
-    built = project_dockerfile_images()
-    for name, reference in sorted(config.build.reference_implementations.items()):
-        if reference.project_image in built:
-            images[("build", "reference_implementations", name)] = built[reference.project_image]
-    if trainer.DEFINITION.enabled(config):
-        images[("addons", "trainer", "torch_image")] = trainer.DEFINITION.settings(config).torch_image
-    if jupyterhub.DEFINITION.enabled(config):
-        images[("addons", "jupyterhub", "gpu_image")] = jupyterhub.DEFINITION.settings(config).gpu_image
-    return images
-
-
-def driver_problems(config: PlatformConfig) -> Iterator[FieldProblem]:
-    if not config.cluster.gpu_node_groups:
-        return
-    release = config.cluster.ami_release_version
-    found = ami_driver(release, config.cluster.kubernetes_version)
+def driver_problems(
+    release: str | None, kubernetes_version: str, images: dict[tuple[str | int, ...], str]
+) -> Iterator[FieldProblem]:
+    """Problems of GPU nodes on AMI `release` (None: unpinned) running `images` (where each is
+    set -> image reference)."""
+    found = ami_driver(release, kubernetes_version)
     if found is None:
         return
     driver, read_for = found
-    for field, image in gpu_images(config).items():
+    for field, image in images.items():
         cuda = cuda_of(image)
         needed = driver_needed(cuda) if cuda else None
         if cuda is None or needed is None or needed <= driver:

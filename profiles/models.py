@@ -26,10 +26,11 @@ from profiles.aws_facts import zones
 from profiles.base import FieldProblem, Name, Region, Strict, TagKey, TagValue, quantity_value, raise_all
 from profiles.build import BuildConfig
 from profiles.cluster import ClusterConfig
+from profiles.cuda import driver_problems, project_dockerfile_images
 from profiles.naming import RULES, NameSources, derived_names, name_problems
 from profiles.state import StateConfig
 from profiles.storage import MAX_DATA_REPOSITORY_ASSOCIATIONS, StorageConfig
-from profiles.versions import version_tuple
+from profiles.versions import CUDA_IMAGE, version_tuple
 from profiles.workloads import RESERVED_NAMESPACES, TenantConfig, WorkloadsConfig
 
 # The namespace the validation manifests (manifests/render.py) run in.
@@ -295,10 +296,24 @@ class PlatformConfig(Strict):
                         allowed=f"at least {words}, or unset",
                     )
 
-    def _driver_runs_the_images_cuda(self) -> Iterator[FieldProblem]:
-        from profiles.cuda import driver_problems
+    def gpu_images(self) -> dict[tuple[str | int, ...], str]:
+        """Where the profile's GPU workloads get an image (its field, or the platform's pin) -> image."""
+        images: dict[tuple[str | int, ...], str] = {("validation", "CUDA_IMAGE"): CUDA_IMAGE}
+        built = project_dockerfile_images()
+        for name, reference in sorted(self.build.reference_implementations.items()):
+            if reference.project_image in built:
+                images[("build", "reference_implementations", name)] = built[reference.project_image]
+        if trainer.DEFINITION.enabled(self):
+            images[("addons", "trainer", "torch_image")] = trainer.DEFINITION.settings(self).torch_image
+        if jupyterhub.DEFINITION.enabled(self):
+            images[("addons", "jupyterhub", "gpu_image")] = jupyterhub.DEFINITION.settings(self).gpu_image
+        return images
 
-        yield from driver_problems(self)
+    def _driver_runs_the_images_cuda(self) -> Iterator[FieldProblem]:
+        if self.cluster.gpu_node_groups:
+            yield from driver_problems(
+                self.cluster.ami_release_version, self.cluster.kubernetes_version, self.gpu_images()
+            )
 
     def _kueue_counts_extended_gpus(self) -> Iterator[FieldProblem]:
         if kueue.DEFINITION.enabled(self) and dra_mode(self):

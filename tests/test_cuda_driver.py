@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from profiles import ProfileError, validate_profile
-from profiles.cuda import AMI_DRIVERS, CUDA_DRIVER, NEWEST_AMI_RELEASE, ami_driver, cuda_of, driver_needed, gpu_images
+from profiles.cuda import AMI_DRIVERS, CUDA_DRIVER, NEWEST_AMI_RELEASE, ami_driver, cuda_of, driver_needed
 from tests.cases import profile_config
 from tests.test_profiles import changed
 
@@ -53,7 +53,7 @@ def test_the_recorded_amis_and_their_drivers():
 
 
 def test_the_platforms_gpu_images_are_all_found():
-    images = gpu_images(profile_config("p5-training"))
+    images = profile_config("p5-training").gpu_images()
     assert (
         images[("build", "reference_implementations", "nccl-tests")] == "nvcr.io/nvidia/cuda:12.8.1-devel-ubuntu24.04"
     )
