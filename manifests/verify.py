@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from addons.gpu_operator import DEFINITION as GPU_OPERATOR
+from addons.gpu_operator.gpu_health import QUARANTINE_KEY, REASON_ANNOTATION
 from addons.mlflow import DEFINITION as MLFLOW
 from addons.monitoring import DEFINITION as MONITORING
 from addons.monitoring import GRAFANA_CONTAINER, GRAFANA_DEPLOYMENT, GRAFANA_PORT
@@ -189,6 +191,32 @@ def grafana_dashboards(config: PlatformConfig, kubectl: Kubectl) -> CheckResult 
     if answer.returncode != 0:
         return CheckResult(DASHBOARD_CHECK, False, f"could not ask Grafana: {answer.stderr.strip()[:300]}")
     return check_dashboards(answer.stdout, expected)
+
+
+HEALTH_CHECK = "gpu-health-check"
+
+
+def check_gpu_health(nodes_json: str, checker_pods_json: str) -> CheckResult:
+    """The GPU health check runs on every GPU node, and no GPU node is quarantined by it (the
+    reasons it annotated are reported)."""
+    nodes = json.loads(nodes_json or "{}").get("items", [])
+    gpu_nodes = set(gpu_node_names(nodes))
+    if not gpu_nodes:
+        return CheckResult(HEALTH_CHECK, False, "no GPU node is running: nothing can be checked")
+    running = {
+        pod["spec"].get("nodeName")
+        for pod in json.loads(checker_pods_json or "{}").get("items", [])
+        if pod.get("status", {}).get("phase") == "Running"
+    }
+    problems = [f"{name}: the health check does not run there" for name in sorted(gpu_nodes - running)]
+    for node in nodes:
+        name = node["metadata"]["name"]
+        if name in gpu_nodes and any(t.get("key") == QUARANTINE_KEY for t in node.get("spec", {}).get("taints") or []):
+            reasons = node["metadata"].get("annotations", {}).get(REASON_ANNOTATION, "no reason recorded")
+            problems.append(f"{name}: quarantined ({reasons})")
+    if problems:
+        return CheckResult(HEALTH_CHECK, False, "; ".join(problems))
+    return CheckResult(HEALTH_CHECK, True, f"runs on all {len(gpu_nodes)} GPU nodes, none quarantined")
 
 
 def check_gpu_smoke(log: str) -> CheckResult:
@@ -561,7 +589,15 @@ def run_checks(
     nodes = kubectl(["get", "nodes", "-o", "json"])
     agents = kubectl(["get", "pods", "-n", AGENT_NAMESPACE, "-l", AGENT_SELECTOR, "-o", "json"])
     repair = check_repair_loop(nodes.stdout, agents.stdout)
+    health = None
+    if GPU_OPERATOR.enabled(config) and GPU_OPERATOR.settings(config).health_check_minutes is not None:
+        namespace = GPU_OPERATOR.namespace_of(GPU_OPERATOR.settings(config))
+        checkers = kubectl(
+            ["get", "pods", "-n", namespace, "-l", f"app.kubernetes.io/name={HEALTH_CHECK}", "-o", "json"]
+        )
+        health = check_gpu_health(nodes.stdout, checkers.stdout)
     dashboards = grafana_dashboards(config, kubectl)
+    read_only = [repair, *(check for check in (health, dashboards) if check is not None)]
     files = render(config, image=image, nccl_image=nccl_image)
     # A finished run's pods and MPIJob are still there: re-applying them changes nothing and the
     # waits below would read the previous run's logs. Remove them first, so every check is new.
@@ -602,14 +638,14 @@ def run_checks(
 
     for file_name in files:
         if file_name not in multi_node | train_jobs | ray_jobs | alone and (failed := apply(file_name)):
-            return [repair, *([dashboards] if dashboards else []), failed]
+            return [*read_only, failed]
 
     def pod_log(pod: str, namespace: str = NAMESPACE) -> tuple[bool, str]:
         waited = wait_for(kubectl, namespace, f"pod/{pod}", "jsonpath={.status.phase}=Succeeded", timeout_minutes)
         logs = kubectl(["logs", "-n", namespace, f"pod/{pod}"])
         return waited.returncode == 0, logs.stdout
 
-    results = [repair, *([dashboards] if dashboards else [])]
+    results = list(read_only)
     done, log = pod_log("gpu-smoke-test")
     results.append(check_gpu_smoke(log) if done else CheckResult("gpu-smoke-test", False, "pod did not succeed"))
     done, log = pod_log("topology-check")

@@ -102,6 +102,19 @@ def dashboard_configmaps() -> dict:
     return {"apiVersion": "v1", "kind": "List", "items": [*maps, chart]}
 
 
+def health_check_pods(skip: str = "") -> str:
+    """The health check's DaemonSet pods, one Running on each GPU node of nodes-p5.json."""
+    from manifests.verify import gpu_node_names
+
+    nodes = gpu_node_names(json.loads(log("nodes-p5.json"))["items"])
+    items = [
+        {"metadata": {"name": f"gpu-health-check-{i}"}, "spec": {"nodeName": node}, "status": {"phase": "Running"}}
+        for i, node in enumerate(nodes)
+        if node != skip
+    ]
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+
+
 def grafana_search(exclude: tuple[str, ...] = ()) -> list[dict]:
     """Grafana's /api/search?type=dash-db answer (one object per dashboard it has loaded)."""
     uids = {json.loads(text)["uid"] for m in dashboard_configmaps()["items"] for text in m["data"].values()}
@@ -137,6 +150,8 @@ class FakeKubectl:
             out = log("nodes-p5.json")
         elif args[:2] == ["get", "pods"] and "app.kubernetes.io/name=eks-node-monitoring-agent" in args:
             out = log("agent-pods-p5.json")
+        elif args[:2] == ["get", "pods"] and "app.kubernetes.io/name=gpu-health-check" in args:
+            out = health_check_pods()
         elif args[0] == "apply":
             self.applied.append(Path(args[2]).name)
         elif args[0] == "logs" and any(arg.startswith("jobset.sigs.k8s.io/jobset-name=") for arg in args):
@@ -159,6 +174,7 @@ def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
     results = run_checks(load_profile("p5-training"), kubectl=kubectl, image="repo/img:v1")
     assert [r.name for r in results] == [
         "repair-loop",
+        "gpu-health-check",
         "grafana-dashboards",
         "gpu-smoke-test",
         "topology-check",
@@ -422,3 +438,21 @@ def test_grafana_must_serve_every_provisioned_dashboard():
 
     assert not check_dashboards("<html>login</html>", {"gpu-fleet"}).passed
     assert check_dashboards(json.dumps(grafana_search()), {"gpu-fleet", "karpenter"}).passed
+
+
+def test_the_health_check_must_run_on_every_gpu_node_and_quarantine_nothing():
+    from manifests.verify import check_gpu_health, gpu_node_names
+
+    nodes = json.loads(log("nodes-p5.json"))
+    names = gpu_node_names(nodes["items"])
+    assert check_gpu_health(json.dumps(nodes), health_check_pods()).passed
+    missing = check_gpu_health(json.dumps(nodes), health_check_pods(skip=names[0]))
+    assert not missing.passed and f"{names[0]}: the health check does not run there" in missing.detail
+    node = next(n for n in nodes["items"] if n["metadata"]["name"] == names[-1])
+    node.setdefault("spec", {}).setdefault("taints", []).append(
+        {"key": "platform/gpu-health", "value": "failed", "effect": "NoSchedule"}
+    )
+    node["metadata"].setdefault("annotations", {})["platform/gpu-health-reasons"] = "the driver reaches 7 of 8 GPUs"
+    quarantined = check_gpu_health(json.dumps(nodes), health_check_pods())
+    assert not quarantined.passed
+    assert f"{names[-1]}: quarantined (the driver reaches 7 of 8 GPUs)" in quarantined.detail
