@@ -22,8 +22,8 @@ import yaml
 from addons.gpu_operator import DEFINITION as GPU_OPERATOR
 from addons.gpu_operator.gpu_health import QUARANTINE_KEY, REASON_ANNOTATION
 from addons.mlflow import DEFINITION as MLFLOW
+from addons.monitoring import ALERTMANAGER_POD, GRAFANA_CONTAINER, GRAFANA_DEPLOYMENT, GRAFANA_PORT
 from addons.monitoring import DEFINITION as MONITORING
-from addons.monitoring import GRAFANA_CONTAINER, GRAFANA_DEPLOYMENT, GRAFANA_PORT
 from components.dashboards import DASHBOARD_LABEL
 from components.k8s import mlflow_access
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
@@ -217,6 +217,80 @@ def check_gpu_health(nodes_json: str, checker_pods_json: str) -> CheckResult:
     if problems:
         return CheckResult(HEALTH_CHECK, False, "; ".join(problems))
     return CheckResult(HEALTH_CHECK, True, f"runs on all {len(gpu_nodes)} GPU nodes, none quarantined")
+
+
+RECEIVER_CHECK = "alert-receiver"
+TEST_ALERT = "PlatformVerifyTestAlert"
+ALERTMANAGER_CONTAINER = "alertmanager"
+ALERTMANAGER_URL = "http://localhost:9093"
+ALERTMANAGER_SELECTOR = ",".join(f"{key}={value}" for key, value in ALERTMANAGER_POD.items())
+# Alertmanager counts each notification it attempts per integration, and each that failed
+# (alertmanager_notifications_total and alertmanager_notifications_failed_total, notify/notify.go).
+_NOTIFICATIONS = re.compile(r"^alertmanager_notifications(_failed)?_total\{([^}]*)\}\s+(\S+)$", re.MULTILINE)
+
+
+def notification_counts(metrics: str, integration: str) -> tuple[float, float]:
+    """(attempted, failed) notifications of one integration, from Alertmanager's /metrics."""
+    attempted = failed = 0.0
+    for found in _NOTIFICATIONS.finditer(metrics):
+        if f'integration="{integration}"' in found.group(2):
+            if found.group(1):
+                failed += float(found.group(3))
+            else:
+                attempted += float(found.group(3))
+    return attempted, failed
+
+
+def check_alert_receiver(
+    config: PlatformConfig, kubectl: Kubectl, *, sleep: Callable[[float], None] = time.sleep, rounds: int = 12
+) -> CheckResult | None:
+    """Send a short-lived critical test alert through the running Alertmanager (amtool, from inside
+    its pod) and watch its notification counters: the receiver is reachable when a notification to
+    it was attempted and did not fail. None: the profile names no receiver."""
+    settings = MONITORING.settings(config)
+    receiver = settings.alert_receiver if MONITORING.enabled(config) else None
+    if receiver is None:
+        return None
+    namespace = MONITORING.namespace_of(settings)
+    pod = kubectl(
+        ["get", "pods", "-n", namespace, "-l", ALERTMANAGER_SELECTOR, "-o", "jsonpath={.items[0].metadata.name}"]
+    ).stdout.strip()
+    if not pod:
+        return CheckResult(RECEIVER_CHECK, False, f"no Alertmanager pod in {namespace}")
+
+    def inside(*command: str) -> subprocess.CompletedProcess[str]:
+        return kubectl(["exec", "-n", namespace, pod, "-c", ALERTMANAGER_CONTAINER, "--", *command])
+
+    def counts() -> tuple[float, float]:
+        return notification_counts(inside("wget", "-qO-", f"{ALERTMANAGER_URL}/metrics").stdout, receiver.type)
+
+    before = counts()
+    ends = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 300))
+    sent = inside(
+        "amtool",
+        "alert",
+        "add",
+        f"alertname={TEST_ALERT}",
+        "severity=critical",
+        "--annotation=summary=make verify: a test alert, to check that alerts reach this receiver (no action)",
+        f"--end={ends}",
+        f"--alertmanager.url={ALERTMANAGER_URL}",
+    )
+    if sent.returncode != 0:
+        return CheckResult(RECEIVER_CHECK, False, f"Alertmanager refused the test alert: {sent.stderr.strip()[:300]}")
+    for _ in range(rounds):
+        sleep(15)
+        attempted, failed = counts()
+        if failed > before[1]:
+            return CheckResult(
+                RECEIVER_CHECK,
+                False,
+                f"Alertmanager could not deliver to the {receiver.type} receiver (see its log: kubectl logs -n "
+                f"{namespace} {pod} -c {ALERTMANAGER_CONTAINER}); check the Secret {receiver.secret_name}",
+            )
+        if attempted > before[0]:
+            return CheckResult(RECEIVER_CHECK, True, f"a test alert reached the {receiver.type} receiver")
+    return CheckResult(RECEIVER_CHECK, False, f"no notification to {receiver.type} within {rounds * 15} seconds")
 
 
 def check_gpu_smoke(log: str) -> CheckResult:
@@ -581,6 +655,7 @@ def run_checks(
     image: str | None = None,
     nccl_image: str = NCCL_TESTS_IMAGE,
     timeout_minutes: int = 30,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> list[CheckResult]:
     target = ValidationTarget.for_profile(config)
     if target is None:
@@ -597,7 +672,8 @@ def run_checks(
         )
         health = check_gpu_health(nodes.stdout, checkers.stdout)
     dashboards = grafana_dashboards(config, kubectl)
-    read_only = [repair, *(check for check in (health, dashboards) if check is not None)]
+    receiver = check_alert_receiver(config, kubectl, sleep=sleep)
+    read_only = [repair, *(check for check in (health, dashboards, receiver) if check is not None)]
     files = render(config, image=image, nccl_image=nccl_image)
     # A finished run's pods and MPIJob are still there: re-applying them changes nothing and the
     # waits below would read the previous run's logs. Remove them first, so every check is new.

@@ -152,3 +152,82 @@ def test_warnings_reach_the_receiver_only_when_the_profile_asks(amtool, tmp_path
     assert route(amtool, loud, alertname="GpuAllocatedIdle", severity="warning") == CRITICAL_RECEIVER
     assert route(amtool, loud, alertname="GpuCriticalXid", severity="critical") == CRITICAL_RECEIVER
     assert route(amtool, loud, alertname="Watchdog", severity="none") == "null"
+
+
+# ------------------------------------------------------------------ verify: the receiver is reachable
+
+METRICS = """# HELP alertmanager_notifications_failed_total The total number of failed notifications.
+# TYPE alertmanager_notifications_failed_total counter
+alertmanager_notifications_failed_total{{integration="email",reason="other"}} 0
+alertmanager_notifications_failed_total{{integration="slack",reason="clientError"}} {client}
+alertmanager_notifications_failed_total{{integration="slack",reason="other"}} 0
+# HELP alertmanager_notifications_total The total number of attempted notifications.
+# TYPE alertmanager_notifications_total counter
+alertmanager_notifications_total{{integration="email"}} 0
+alertmanager_notifications_total{{integration="pagerduty"}} 0
+alertmanager_notifications_total{{integration="slack"}} {attempted}
+"""
+
+
+class AlertmanagerKubectl:
+    """kubectl against a running Alertmanager: its pod, amtool inside it, and its /metrics, whose
+    slack counters move as `rounds` says (one (attempted, failed) pair per read)."""
+
+    def __init__(self, rounds: list[tuple[int, int]]):
+        self.rounds = rounds
+        self.calls: list[list[str]] = []
+
+    def __call__(self, args: list[str]) -> subprocess.CompletedProcess:
+        self.calls.append(args)
+        out = ""
+        if args[:2] == ["get", "pods"] and "app.kubernetes.io/name=alertmanager" in args:
+            out = "alertmanager-monitoring-kube-prometheus-alertmanager-0"
+        elif args[0] == "exec" and "wget" in args:
+            attempted, failed = self.rounds.pop(0) if len(self.rounds) > 1 else self.rounds[0]
+            out = METRICS.format(attempted=attempted, client=failed)
+        return subprocess.CompletedProcess(args, 0, out, "")
+
+
+def receiver_profile():
+    return validate_profile(mutated(addons={"monitoring": {"alert_receiver": {"type": "slack"}}}))
+
+
+@pytest.mark.parametrize(
+    ("rounds", "passed", "detail"),
+    [
+        ([(3, 0), (3, 0), (4, 0)], True, "a test alert reached the slack receiver"),
+        ([(3, 0), (4, 1)], False, "could not deliver to the slack receiver"),  # Slack refused the webhook
+        ([(3, 0)], False, "no notification to slack within 180 seconds"),
+    ],
+)
+def test_verify_sends_a_test_alert_and_watches_the_receivers_counters(rounds, passed, detail):
+    from manifests.verify import check_alert_receiver
+
+    kubectl = AlertmanagerKubectl(rounds)
+    result = check_alert_receiver(receiver_profile(), kubectl, sleep=lambda _: None)
+    assert result is not None and result.passed is passed and detail in result.detail, result
+    (add,) = [call for call in kubectl.calls if "amtool" in call]
+    assert add[:6] == [
+        "exec",
+        "-n",
+        "monitoring",
+        "alertmanager-monitoring-kube-prometheus-alertmanager-0",
+        "-c",
+        "alertmanager",
+    ]
+    assert "alertname=PlatformVerifyTestAlert" in add and "severity=critical" in add
+    assert any(arg.startswith("--end=") for arg in add)  # it resolves by itself
+
+
+def test_the_test_alert_routes_to_the_receiver(amtool, tmp_path):
+    """The alert verify sends takes the same route as a real page (amtool reads the configuration)."""
+    config = written(tmp_path, AlertReceiver(type="slack"))
+    assert route(amtool, config, alertname="PlatformVerifyTestAlert", severity="critical") == CRITICAL_RECEIVER
+
+
+def test_no_receiver_no_test_alert():
+    from manifests.verify import check_alert_receiver
+
+    kubectl = AlertmanagerKubectl([(0, 0)])
+    assert check_alert_receiver(validate_profile(mutated()), kubectl, sleep=lambda _: None) is None
+    assert kubectl.calls == []

@@ -54,6 +54,8 @@ RELEASE_NAME = "monitoring"
 GRAFANA_DEPLOYMENT = f"{RELEASE_NAME}-grafana"
 GRAFANA_CONTAINER = "grafana"
 GRAFANA_PORT = 3000
+# The Alertmanager pods (the Prometheus operator labels a StatefulSet's pods with the app's name).
+ALERTMANAGER_POD = {"app.kubernetes.io/name": "alertmanager"}
 
 DEFINITION = AddonDefinition(
     key="monitoring",

@@ -12,7 +12,14 @@ from pydantic import Field
 
 from addons import gpu_operator
 from addons.gpu_operator.gpu_health import QUARANTINE_KEY, REASON_ANNOTATION
-from addons.monitoring import DEFINITION, EFA_SIDECAR_IMAGE, RELEASE_NAME, AlertReceiver, MonitoringConfig
+from addons.monitoring import (
+    ALERTMANAGER_POD,
+    DEFINITION,
+    EFA_SIDECAR_IMAGE,
+    RELEASE_NAME,
+    AlertReceiver,
+    MonitoringConfig,
+)
 from addons.monitoring.dashboards import DASHBOARDS
 from components.dashboards import DASHBOARD_LABEL
 from components.expressions import expression, template_text
@@ -226,8 +233,6 @@ def dashboard_config_maps(namespace: str, dashboards: tuple[dict[str, Any], ...]
 # convention), so its configuration names the credential's file, never the credential.
 ALERTMANAGER_SECRETS = "/etc/alertmanager/secrets"
 CRITICAL_RECEIVER = "platform-critical"
-# The Alertmanager pods (the Prometheus operator labels a StatefulSet's pods with the app's name).
-ALERTMANAGER_POD = {"app.kubernetes.io/name": "alertmanager"}
 # The Secret key each receiver type reads.
 RECEIVER_KEYS = {"slack": "url", "pagerduty": "routing_key"}
 
