@@ -14,8 +14,8 @@ class GpuOperatorConfig(ReleaseConfig):
     1.34 or later (resource.k8s.io/v1).
     """
     health_check_minutes: int | None = Field(15, ge=5, le=1440)
-    """Minutes between GPU node health checks (GPU count, EFA devices and, on idle nodes, a short DCGM diagnostic); a
-    failing node is tainted platform/gpu-health=failed:NoSchedule until a full check passes. null: no health check.
+    """Minutes between GPU node health checks (GPU count, EFA devices, DCGM's health watches); a failing node is
+    tainted platform/gpu-health=failed:NoSchedule until a full check passes. null: no health check.
     """
 
 

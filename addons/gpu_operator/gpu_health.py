@@ -5,18 +5,19 @@ plain Python image (from a ConfigMap), and the tests import the same functions.
 What the probe writes into a new folder each round, then renames to `latest` (health-probe.sh):
 - gpus.csv, gpus.rc, gpus.err: `nvidia-smi --query-gpu=index,pci.bus_id,uuid --format=csv,noheader`
   (one "0, 00000000:53:00.0, GPU-..." line per GPU the driver can reach), its exit status, its errors;
-- apps.csv: `nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader` (empty: no process
-  uses a GPU, so the node is idle and the DCGM diagnostic may run);
 - efa.count: the EFA devices in /sys/class/infiniband;
-- diag.json, diag.rc (idle nodes only; `dcgmi diag -r 1 -j` against the node's one host engine, the
-  node monitoring agent's), or diag.skipped when a process used a GPU;
+- health.json and health.rc: `dcgmi health -g 0 -c -j`, DCGM's health watches on every GPU, read
+  from the node's one host engine (the node monitoring agent's); or health.unavailable, why not;
 - at: when the round finished (epoch seconds).
 
 The verdict: the node is failing when the driver reaches fewer GPUs than its instance type has,
-when it shows fewer EFA devices than its node group attaches, or when a DCGM diagnostic test
-fails. A failing node is tainted QUARANTINE_TAINT (NoSchedule: running jobs stay, nothing new
-lands) and annotated with the reasons; the taint is lifted only after a round in which every check
-ran (the diagnostic included) and passed.
+when it shows fewer EFA devices than its node group attaches, when DCGM's health report says
+Failure, or when the probe has stopped finishing rounds (nvidia-smi or dcgmi hung on a wedged
+driver). A failing node is tainted QUARANTINE_TAINT (NoSchedule: running jobs stay, nothing new
+lands) and annotated with the reasons; the taint is lifted after a round in which every check ran
+(DCGM's report included, where a host engine is expected) and passed. DCGM's Warning is reported,
+not quarantined; a host engine that does not answer fails nothing (the node monitoring agent's own
+condition covers it) but keeps a quarantined node quarantined.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from typing import Any
 QUARANTINE_KEY = "platform/gpu-health"
 QUARANTINE_TAINT = {"key": QUARANTINE_KEY, "value": "failed", "effect": "NoSchedule"}
 REASON_ANNOTATION = "platform/gpu-health-reasons"
-# DCGM's result strings (dcgmi/Diag.cpp HelperDisplayDiagResult, DCGM v4.6.0).
-DIAG_FAILED = "Fail"
+# DCGM's health verdicts (dcgmi/Health.cpp HelperHealthToString, DCGM v4.6.0).
+HEALTH_FAILED, HEALTH_WARNING = "Failure", "Warning"
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,9 @@ class Verdict:
     healthy: bool
     reasons: tuple[str, ...]
     complete: bool
-    """Every check ran (the diagnostic was not skipped for a busy node)."""
+    """Every check ran (DCGM's health report included, where a host engine is expected)."""
+    notes: tuple[str, ...] = ()
+    """What was seen without failing the node (a DCGM warning, a host engine that did not answer)."""
 
 
 def gpus_found(csv_text: str) -> int:
@@ -77,32 +80,23 @@ def gpu_problems(csv_text: str, returncode: int, errors: str, expected: int | No
     return problems
 
 
-def diag_problems(text: str) -> list[str]:
-    """Failed tests of a `dcgmi diag -j` answer (DCGM v4.6.0 layout: testing/python3/dcgm_diag_schema.json),
-    or why the answer says nothing."""
-    try:
-        answer = json.loads(text)
-    except json.JSONDecodeError:
-        return [f"the DCGM diagnostic answered no JSON: {text.strip()[:200]!r}"]
-    body = answer.get("DCGM Diagnostic", {}) if isinstance(answer, dict) else {}
-    if body.get("runtime_error"):
-        return [f"the DCGM diagnostic could not run: {body['runtime_error']}"]
-    categories = body.get("test_categories")
-    if not categories:
-        return ["the DCGM diagnostic ran no test"]
-    problems = []
-    for category in categories:
-        for test in category.get("tests", []):
-            failed = [r for r in test.get("results", []) if r.get("status") == DIAG_FAILED]
-            if test.get("test_summary", {}).get("status") == DIAG_FAILED or failed:
-                where = ", ".join(f"{r.get('entity_group', '?')} {r.get('entity_id', '?')}" for r in failed)
-                warnings = [w.get("warning", "") for r in failed for w in r.get("warnings", [])]
-                detail = f" on {where}" if where else ""
-                reason = f": {warnings[0]}" if warnings else ""
-                problems.append(
-                    f"DCGM {category.get('category', '?')} test {test.get('name', '?')} failed{detail}{reason}"
-                )
-    return problems
+def health_report(text: str) -> tuple[str, list[str]]:
+    """(overall verdict, "GPU <id> <system>: <messages>" for each system not Healthy) of a
+    `dcgmi health -c -j` answer. Its layout is dcgmi's JSON output tree (dcgmi/DcgmiOutput.cpp at
+    v4.6.0: sections under "body", a box's text under "value", nested boxes under "children",
+    extra lines under "overflow"), filled by Health::GenerateOutputFromResponse: "Overall Health",
+    then per entity group and id, "Errors" with one box per health system."""
+    body = json.loads(text)["body"]
+    overall = body["Overall Health"]["value"]
+    findings = []
+    for group, boxes in body.items():
+        if group == "Overall Health":
+            continue
+        for entity, box in boxes.get("children", {}).items():
+            for system, found in box.get("children", {}).get("Errors", {}).get("children", {}).items():
+                messages = " ".join(found.get("overflow", []))
+                findings.append(f"{group} {entity} {system} {found.get('value', '?')}: {messages}".rstrip(": "))
+    return overall, findings
 
 
 # The files every round has; a round without one of them (being replaced as it was read) is not judged.
@@ -116,8 +110,9 @@ class IncompleteRound(Exception):
 def judge(round_dir: Path, expected: Expected) -> Verdict:
     """The verdict on one round of the probe's files."""
     missing = [name for name in ROUND_FILES if not (round_dir / name).exists()]
-    if missing or not ((round_dir / "diag.json").exists() or (round_dir / "diag.skipped").exists()):
-        raise IncompleteRound(f"{round_dir} lacks {', '.join(missing) or 'the diagnostic'}")
+    answered = (round_dir / "health.rc").exists()
+    if missing or not (answered or (round_dir / "health.unavailable").exists()):
+        raise IncompleteRound(f"{round_dir} lacks {', '.join(missing) or 'the DCGM report'}")
 
     def read(name: str) -> str:
         return (round_dir / name).read_text()
@@ -126,10 +121,33 @@ def judge(round_dir: Path, expected: Expected) -> Verdict:
     efa = int(read("efa.count").strip() or 0)
     if expected.efa and efa < expected.efa:
         reasons.append(f"{efa} of {expected.efa} EFA devices present")
-    complete = not (round_dir / "diag.skipped").exists()
+    notes: list[str] = []
+    complete = answered and read("health.rc").strip() == "0"
     if complete:
-        reasons += diag_problems(read("diag.json"))
-    return Verdict(healthy=not reasons, reasons=tuple(reasons), complete=complete)
+        try:
+            overall, findings = health_report(read("health.json"))
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            complete, notes = False, [f"DCGM's health report was not understood: {read('health.json')[:200]!r}"]
+        else:
+            if overall == HEALTH_FAILED:
+                reasons += [f"DCGM health: {finding}" for finding in findings] or ["DCGM health: Failure"]
+            elif overall == HEALTH_WARNING:
+                notes += [f"DCGM health warning: {finding}" for finding in findings]
+    elif answered:
+        notes.append(f"dcgmi health failed: {(read('health.json') + read('health.err')).strip()[:200]}")
+    else:
+        notes.append(read("health.unavailable").strip())
+    return Verdict(healthy=not reasons, reasons=tuple(reasons), complete=complete, notes=tuple(notes))
+
+
+def stalled(stamp: str, now: float, interval_seconds: int) -> Verdict | None:
+    """A probe whose last round is older than three intervals (and five minutes) has stopped: on a
+    wedged driver nvidia-smi and dcgmi hang where no time limit can kill them."""
+    age = now - int(stamp)
+    if age <= 3 * interval_seconds + 300:
+        return None
+    reason = f"the probe finished no round for {int(age // 60)} minutes (nvidia-smi or dcgmi hung?)"
+    return Verdict(healthy=False, reasons=(reason,), complete=False)
 
 
 def expected_for(labels: dict[str, str], expectations: dict[str, Any]) -> Expected:
@@ -184,27 +202,36 @@ class Api:
             return answer
 
 
+def now_text() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def main() -> int:
     results, node_name = Path(sys.argv[1]), os.environ["NODE_NAME"]
     expectations = json.loads(Path(sys.argv[2]).read_text())
-    api, seen = Api(), ""
+    interval = int(sys.argv[3])
+    api, judged = Api(), ""
     while True:
         latest = results / "latest"
         stamp = (latest / "at").read_text().strip() if (latest / "at").exists() else ""
-        if stamp and stamp != seen:
-            seen = stamp
-            try:
+        try:
+            verdict = None
+            if stamp and stamp != judged:
                 node = api.call("GET", f"/api/v1/nodes/{node_name}")
                 verdict = judge(latest, expected_for(node["metadata"].get("labels", {}), expectations))
                 if (latest / "at").read_text().strip() != stamp:
                     raise IncompleteRound("a new round replaced this one while it was read")
-                print(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {verdict}", flush=True)
-                patch = node_patch(node, verdict, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            elif stamp and (verdict := stalled(stamp, time.time(), interval)) is not None:
+                node = api.call("GET", f"/api/v1/nodes/{node_name}")
+            if verdict is not None:
+                print(f"{now_text()} {verdict}", flush=True)
+                patch = node_patch(node, verdict, now_text())
                 if patch is not None:
                     api.call("PATCH", f"/api/v1/nodes/{node_name}", patch)
-            except Exception as error:  # a round that fails is retried with the next one
-                print(f"round {stamp} not judged: {error}", file=sys.stderr, flush=True)
-        time.sleep(10)
+                judged = stamp  # only once the round's verdict is on the node: a failed call retries
+        except Exception as error:  # a round that fails is retried
+            print(f"{now_text()} round {stamp} not judged: {error}", file=sys.stderr, flush=True)
+        time.sleep(30)
 
 
 if __name__ == "__main__":

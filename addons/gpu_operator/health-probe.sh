@@ -1,25 +1,32 @@
-# The GPU node health check's probe: every interval, what the node's GPUs and EFA devices look like,
-# and on an idle node a short DCGM diagnostic, written to a new folder that then replaces
+# The GPU node health check's probe: every interval, what the node's GPUs and EFA devices look like
+# and what DCGM's health watches say about them, written to a new folder that then replaces
 # <results>/latest in one rename (the judge, gpu_health.py, never reads a half-written round).
 # Runs in NVIDIA's DCGM image (dcgmi, bash, coreutils) with the node's GPUs visible (nvidia-smi
-# comes from the driver through the container runtime). The diagnostic runs in the node's one host
-# engine (the node monitoring agent's, at $HOST_ENGINE): dcgmi is only its client.
-# Arguments: the results folder, seconds between rounds.
+# comes from the driver through the container runtime). dcgmi is only a client of the node's one
+# host engine (the node monitoring agent's, at $HOST_ENGINE); `dcgmi health` runs inside that
+# engine and needs no diagnostic plugins, so it is safe while jobs run. Every call has a time
+# limit: a wedged driver can hang nvidia-smi (the judge notices a probe that stops finishing).
+# Arguments: the results folder, seconds between rounds. DCGM_HEALTH=0: no host engine expected.
 results=$1
 interval=$2
 while :; do
   round="$results/round.$$"
   rm -rf "$round"
   mkdir -p "$round"
-  nvidia-smi --query-gpu=index,pci.bus_id,uuid --format=csv,noheader > "$round/gpus.csv" 2> "$round/gpus.err"
+  timeout -k 10 60 nvidia-smi --query-gpu=index,pci.bus_id,uuid --format=csv,noheader \
+    > "$round/gpus.csv" 2> "$round/gpus.err"
   echo $? > "$round/gpus.rc"
-  nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader > "$round/apps.csv" 2> /dev/null
   ls /sys/class/infiniband 2> /dev/null | wc -l > "$round/efa.count"
-  if [ -s "$round/apps.csv" ]; then
-    echo "a process uses a GPU" > "$round/diag.skipped"
+  if [ "$DCGM_HEALTH" != "1" ]; then
+    echo "no DCGM host engine on this node" > "$round/health.unavailable"
+  elif ! timeout -k 10 30 dcgmi discovery --host "$HOST_ENGINE" -l > /dev/null 2>&1; then
+    # Asked first with a command that never starts an engine of its own (dcgmi diag would).
+    echo "the DCGM host engine at $HOST_ENGINE does not answer" > "$round/health.unavailable"
   else
-    dcgmi diag --host "$HOST_ENGINE" -r 1 -j > "$round/diag.json" 2> "$round/diag.err"
-    echo $? > "$round/diag.rc"
+    # Every health watch on the all-GPUs group (idempotent), then the report of what they saw.
+    timeout -k 10 30 dcgmi health --host "$HOST_ENGINE" -g 0 -s a > /dev/null 2>&1
+    timeout -k 10 120 dcgmi health --host "$HOST_ENGINE" -g 0 -c -j > "$round/health.json" 2> "$round/health.err"
+    echo $? > "$round/health.rc"
   fi
   date +%s > "$round/at"
   rm -rf "$results/previous"

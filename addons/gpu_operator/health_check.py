@@ -1,12 +1,18 @@
 """The GPU node health check: a DaemonSet on every GPU node, beside the node monitoring agent.
 
-The agent reports faults the driver and DCGM see as they happen (XIDs, NVLink, thermal) and EKS
-node repair acts on its condition. This check looks for what only shows when asked: a GPU the
-driver no longer reaches, missing EFA devices, a short DCGM diagnostic that fails on an idle node.
-A failing node is tainted so nothing new lands on it (running jobs stay) and released once a full
-round passes. Two containers share a folder: the probe (DCGM image, privileged for the GPUs;
+The agent reports faults the driver and DCGM raise as they happen (XIDs, NVLink, thermal) and EKS
+node repair acts on its condition. This check looks for what shows only when asked: a GPU the
+driver no longer reaches, missing EFA devices, and DCGM's health watches (PCIe, memory, InfoROM,
+thermal, power, NVLink) read from the node's one host engine. A failing node is tainted so nothing
+new lands on it (running jobs stay) and released once a full round passes. Two containers share a
+folder: the probe (DCGM image, privileged for the GPUs, host network for the host engine;
 health-probe.sh) and the judge (plain Python, unprivileged; gpu_health.py), which alone talks to
 the API server, as a service account that may read and patch nodes.
+
+DCGM's active diagnostic (dcgmi diag, run by nvvs) is not used: the agent's host engine ships
+without the CUDA plugins nvvs loads at every run level (aws/eks-node-monitoring-agent Dockerfile
+at v1.7.0: the -core and -proprietary packages only; DCGM v4.6.0 nvvs/src/NvidiaValidationSuite.cpp
+and TestFramework.inl), and against an engine it cannot reach dcgmi diag starts one of its own.
 """
 
 from __future__ import annotations
@@ -57,7 +63,11 @@ def health_check_objects(namespace: str, config: PlatformConfig, interval_minute
         "command": ["/bin/bash", f"{SCRIPTS}/health-probe.sh", RESULTS, str(interval_minutes * 60)],
         "env": [
             {"name": "HOST_ENGINE", "value": HOST_ENGINE},
-            # Every GPU, for nvidia-smi, without taking any from the scheduler (the node's jobs keep them).
+            # The node monitoring agent, whose host engine this reads, runs where GPU node groups exist.
+            {"name": "DCGM_HEALTH", "value": "1" if config.cluster.gpu_node_groups else "0"},
+            # Every GPU, for nvidia-smi, without taking any from the scheduler (the node's jobs keep them):
+            # the EKS AL2023 NVIDIA AMI makes nvidia containerd's default runtime (nodeadm), as the
+            # agent's own host engine relies on.
             {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
             {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"},
         ],
@@ -71,7 +81,13 @@ def health_check_objects(namespace: str, config: PlatformConfig, interval_minute
     judge = {
         "name": "judge",
         "image": PYTHON_IMAGE,
-        "command": ["python3", f"{SCRIPTS}/gpu_health.py", RESULTS, f"{SCRIPTS}/expectations.json"],
+        "command": [
+            "python3",
+            f"{SCRIPTS}/gpu_health.py",
+            RESULTS,
+            f"{SCRIPTS}/expectations.json",
+            str(interval_minutes * 60),
+        ],
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
         "securityContext": {
             "runAsNonRoot": True,
@@ -122,6 +138,8 @@ def health_check_objects(namespace: str, config: PlatformConfig, interval_minute
                     "metadata": {"labels": labels},
                     "spec": {
                         "serviceAccountName": NAME,
+                        # Like the node monitoring agent: it must fit on a node full of training pods.
+                        "priorityClassName": "system-node-critical",
                         # The node's one host engine listens on the node (the agent's hostPort 5555).
                         "hostNetwork": True,
                         "dnsPolicy": "ClusterFirstWithHostNet",
