@@ -68,6 +68,53 @@ def pod(job: dict, role: str, index: int = 0) -> dict:
     }
 
 
+def both_ways(policies: list[dict], tenant: str, source: dict, target: dict, port: int) -> bool:
+    """Does the tenant's NetworkPolicy set let `source` open TCP `port` on `target` (egress of the
+    one and ingress of the other), both pods of the tenant's namespace?"""
+    out = allowed(
+        policies,
+        namespace=tenant,
+        direction="Egress",
+        peer=Peer(namespace=tenant, labels=target["metadata"]["labels"]),
+        protocol="TCP",
+        port=port,
+        pod_labels=source["metadata"]["labels"],
+    )
+    into = allowed(
+        policies,
+        namespace=tenant,
+        direction="Ingress",
+        peer=Peer(namespace=tenant, labels=source["metadata"]["labels"]),
+        protocol="TCP",
+        port=port,
+        pod_labels=target["metadata"]["labels"],
+    )
+    return out and into
+
+
+def reaches_dns(policies: list[dict], tenant: str, pod_: dict) -> bool:
+    return allowed(
+        policies,
+        namespace=tenant,
+        direction="Egress",
+        peer=KUBE_DNS,
+        protocol="UDP",
+        port=53,
+        pod_labels=pod_["metadata"]["labels"],
+    )
+
+
+def queued_by_default(config, namespace: dict, framework: str) -> bool:
+    """Kueue (when on) gives the tenant's job of this kind its namespace's LocalQueue."""
+    tenant = namespace["metadata"]["name"]
+    local = {
+        o["metadata"]["name"]
+        for o in queue_objects(config)
+        if o["kind"] == "LocalQueue" and o["metadata"]["namespace"] == tenant
+    }
+    return kueue_manages(framework, namespace["metadata"]["labels"], local)
+
+
 def test_the_baseline_evaluator_refuses_what_a_naive_reading_admits():
     """Baseline admits root, huge pages and EFA devices, but not one capability beyond the
     runtime's default set: an MPI worker that adds IPC_LOCK (as some EFA samples do, for locked
@@ -118,47 +165,14 @@ def test_verifys_multi_node_job_runs_as_the_first_tenant(synthesized, profile):
     assert admitted.refused is None, admitted.refused
 
     def flow(source: dict, target: dict, port: int) -> bool:
-        out = allowed(
-            policies,
-            namespace=tenant,
-            direction="Egress",
-            peer=Peer(namespace=tenant, labels=target["metadata"]["labels"]),
-            protocol="TCP",
-            port=port,
-            pod_labels=source["metadata"]["labels"],
-        )
-        into = allowed(
-            policies,
-            namespace=tenant,
-            direction="Ingress",
-            peer=Peer(namespace=tenant, labels=source["metadata"]["labels"]),
-            protocol="TCP",
-            port=port,
-            pod_labels=target["metadata"]["labels"],
-        )
-        return out and into
+        return both_ways(policies, tenant, source, target, port)
 
     assert flow(launcher, workers[0], SSH_PORT) and flow(launcher, workers[1], SSH_PORT)
     assert flow(workers[0], launcher, EPHEMERAL_PORT) and flow(workers[1], launcher, EPHEMERAL_PORT)
     assert flow(workers[0], workers[1], EPHEMERAL_PORT) and flow(workers[1], workers[0], EPHEMERAL_PORT)
-    for each in (launcher, *workers):
-        assert allowed(
-            policies,
-            namespace=tenant,
-            direction="Egress",
-            peer=KUBE_DNS,
-            protocol="UDP",
-            port=53,
-            pod_labels=each["metadata"]["labels"],
-        )
-
+    assert all(reaches_dns(policies, tenant, each) for each in (launcher, *workers))
     if KUEUE.enabled(config):
-        local = {
-            o["metadata"]["name"]
-            for o in queue_objects(config)
-            if o["kind"] == "LocalQueue" and o["metadata"]["namespace"] == tenant
-        }
-        assert kueue_manages("kubeflow.org/mpijob", namespace["metadata"]["labels"], local)
+        assert queued_by_default(config, namespace, "kubeflow.org/mpijob")
 
 
 @pytest.mark.parametrize("counts", [[1, 8], [1, 4]])
@@ -251,23 +265,7 @@ def test_verifys_ray_job_runs_as_the_first_tenant(synthesized, profile):
     assert admitted.refused is None, admitted.refused
 
     def flow(source: dict, target: dict, port: int) -> bool:
-        return allowed(
-            policies,
-            namespace=tenant,
-            direction="Egress",
-            peer=Peer(namespace=tenant, labels=target["metadata"]["labels"]),
-            protocol="TCP",
-            port=port,
-            pod_labels=source["metadata"]["labels"],
-        ) and allowed(
-            policies,
-            namespace=tenant,
-            direction="Ingress",
-            peer=Peer(namespace=tenant, labels=source["metadata"]["labels"]),
-            protocol="TCP",
-            port=port,
-            pod_labels=target["metadata"]["labels"],
-        )
+        return both_ways(policies, tenant, source, target, port)
 
     assert flow(submitter, head, DASHBOARD_PORT)
     assert all(flow(worker, head, 6379) and flow(head, worker, EPHEMERAL_PORT) for worker in workers)
@@ -293,12 +291,7 @@ def test_verifys_ray_job_runs_as_the_first_tenant(synthesized, profile):
         pod_labels=head["metadata"]["labels"],
     )
     if KUEUE.enabled(config):
-        local = {
-            o["metadata"]["name"]
-            for o in queue_objects(config)
-            if o["kind"] == "LocalQueue" and o["metadata"]["namespace"] == tenant
-        }
-        assert kueue_manages("ray.io/rayjob", namespace["metadata"]["labels"], local)
+        assert queued_by_default(config, namespace, "ray.io/rayjob")
 
 
 def test_the_guides_ray_job_uses_the_image_verify_runs():
