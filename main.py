@@ -261,10 +261,16 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> None:
     import toolchain
 
     toolchain.prepare()
+    from profiles.quotas import node_count_warnings
     from stacks.platform import capacity_block_warnings, local_state_warnings, synthesize
 
     synthesize(config, str(outdir), state_dir=STATE_ROOT / config.name)
-    for warning in [*local_state_warnings(config), *capacity_block_warnings(config, datetime.now(UTC))]:
+    warnings = [
+        *local_state_warnings(config),
+        *capacity_block_warnings(config, datetime.now(UTC)),
+        *node_count_warnings(config),
+    ]
+    for warning in warnings:
         print(warning, file=sys.stderr)
 
 
@@ -588,12 +594,18 @@ def command_cost(config: PlatformConfig, args: argparse.Namespace) -> int:
         )
         return 1
     print("\n".join(report(config, cost)))
+    from profiles.quotas import node_count_warnings
+
+    for warning in node_count_warnings(config):
+        print(warning, file=sys.stderr)
     return 0
 
 
 def command_quotas(config: PlatformConfig, args: argparse.Namespace) -> int:
-    from profiles.quotas import quota_needs
+    from profiles.quotas import node_count_warnings, quota_needs
 
+    for warning in node_count_warnings(config):
+        print(warning, file=sys.stderr)
     print(f"EC2 vCPU quotas {config.name} needs in {config.region} (at its largest sizes):")
     for need in quota_needs(config):
         print(f"  {need.code}  {need.name}: {need.vcpus} vCPUs ({'; '.join(need.reasons)})")

@@ -91,3 +91,19 @@ def quota_needs(config: PlatformConfig) -> list[QuotaNeed]:
             for fam in sorted({family(name) for name in gpu.instance_types}):
                 need(market, fam, gpu.gpu_limit * per_gpu, f"Karpenter gpu pool: up to {gpu.gpu_limit} GPUs")
     return sorted(needs.values(), key=lambda n: (n.market, n.family))
+
+
+def node_count_warnings(config: PlatformConfig) -> list[str]:
+    """A warning when the GPU node groups may run more GPU nodes than the profile's threshold."""
+    groups = config.cluster.gpu_node_groups
+    nodes = sum(group.max_size for group in groups)
+    threshold = config.cluster.gpu_node_warning_threshold
+    if nodes <= threshold:
+        return []
+    sizes = ", ".join(f"{group.name} {group.max_size} x {group.instance_type}" for group in groups)
+    gpus = sum(group.max_size * group.catalog_entry.gpu_count for group in groups)
+    return [
+        f"warning: the GPU node groups may run {nodes} nodes ({gpus} GPUs) at their max_size ({sizes}), more than "
+        f"cluster.gpu_node_warning_threshold ({threshold}). If that is meant, raise the threshold; "
+        "`make quotas` shows the EC2 vCPU quotas it needs."
+    ]

@@ -85,3 +85,24 @@ def test_the_platforms_own_pods_state_requests_within_the_quota(synthesized, pro
             total_cpu += cpu(requests["cpu"])
             total_memory += memory_mib(requests["memory"])
         assert total_cpu <= cpu(hard["requests.cpu"]) and total_memory <= memory_mib(hard["requests.memory"])
+
+
+def test_a_gpu_fleet_larger_than_the_threshold_is_warned_about_with_its_sizes():
+    """1000 GPU nodes (a typo for 10) pass validation, as a real large fleet must, but every
+    synthesis, plan and cost prints a warning naming the groups and the setting that silences it."""
+    from pathlib import Path
+
+    from profiles import validate_profile
+    from profiles.quotas import node_count_warnings
+    from tests.test_profiles import changed
+
+    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "p5-training.yaml").read_text())
+    assert node_count_warnings(validate_profile(doc)) == []
+    typo = validate_profile(changed(doc, cluster__gpu_node_groups__0__max_size=1000))
+    (warning,) = node_count_warnings(typo)
+    assert "1000 nodes (8000 GPUs)" in warning and "p5-efa 1000 x p5.48xlarge" in warning
+    assert "cluster.gpu_node_warning_threshold (16)" in warning
+    meant = validate_profile(
+        changed(doc, cluster__gpu_node_groups__0__max_size=1000, cluster__gpu_node_warning_threshold=1000)
+    )
+    assert node_count_warnings(meant) == []

@@ -60,7 +60,7 @@ def health_check_objects(namespace: str, config: PlatformConfig, interval_minute
     probe = {
         "name": "probe",
         "image": DCGM_IMAGE,
-        "command": ["/bin/bash", f"{SCRIPTS}/health-probe.sh", RESULTS, str(interval_minutes * 60)],
+        "command": ["bash", f"{SCRIPTS}/health-probe.sh", RESULTS, str(interval_minutes * 60)],
         "env": [
             {"name": "HOST_ENGINE", "value": HOST_ENGINE},
             # The node monitoring agent, whose host engine this reads, runs where GPU node groups exist.
