@@ -13,6 +13,7 @@ checked by tests/test_dashboards.py, and promtool parses each one.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,3 +96,51 @@ def dashboard(uid: str, title: str, description: str, sections: tuple[Section, .
 def queries(model: dict[str, Any]) -> list[str]:
     """Every PromQL expression of a dashboard's panels."""
     return [target["expr"] for panel in model["panels"] for target in panel.get("targets", [])]
+
+
+_KEYWORDS = {"by", "on", "and", "or", "unless", "without", "ignoring", "group_left", "group_right", "bool"}
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression reads: identifiers that are not functions, keywords,
+    label names (in matchers or in by/on/without/ignoring lists) or numbers."""
+    text = re.sub(r"\{[^}]*\}", " ", expr)  # label matchers
+    text = re.sub(r"\[[^\]]*\]", " ", text)  # range and subquery selectors ([15m], [1h:5m])
+    text = re.sub(r"\b(offset|@)\s+\S+", " ", text)  # modifiers
+    text = re.sub(r"\b(by|on|without|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)  # label lists
+    names = set()
+    for match in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", text):
+        following = text[match.end() :].lstrip()
+        if not following.startswith("(") and match.group() not in _KEYWORDS:
+            names.add(match.group())
+    return names
+
+
+def docs_page(model: dict[str, Any], *, add_on: str) -> str:
+    """A dashboard's documentation page, written from its model: what it answers, and for each
+    panel what it shows, its queries and the metrics they read (docs/dashboards/<uid>.md)."""
+    lines = [
+        f"# {model['title']}",
+        "",
+        "<!-- Written by `make dashboard-docs` from the dashboard's code; edit the code, not this page. -->",
+        "",
+        model["description"],
+        "",
+        f"- Provisioned with the `{add_on}` add-on, as the ConfigMap `dashboard-{model['uid']}` in the monitoring "
+        f"namespace (uid `{model['uid']}`).",
+        "",
+    ]
+    for panel in model["panels"]:
+        if panel["type"] == "row":
+            lines += [f"## {panel['title']}", ""]
+            continue
+        unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit", "")
+        lines += [f"### {panel['title']}", ""]
+        if panel.get("description"):
+            lines += [panel["description"], ""]
+        lines += [f"Unit: `{unit}`.", ""]
+        for target in panel.get("targets", []):
+            metrics = ", ".join(f"`{name}`" for name in sorted(metric_names(target["expr"])))
+            lines += [f"- `{target['expr']}` (legend `{target['legendFormat']}`): reads {metrics}."]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

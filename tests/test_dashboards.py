@@ -19,11 +19,11 @@ from addons.kuberay.dashboards import DASHBOARDS as RAY_DASHBOARDS
 from addons.kueue.dashboards import DASHBOARDS as QUEUE_DASHBOARDS
 from addons.monitoring.dashboards import DASHBOARDS as EFA_DASHBOARDS
 from addons.monitoring.install import GPU_RULES
-from components.dashboards import DASHBOARD_LABEL, queries
+from components.dashboards import DASHBOARD_LABEL, metric_names, queries
 from tests.cases import SHIPPED, profiles_where
 from tests.synth_helpers import resources
 from tests.test_alert_rules import promtool  # noqa: F401 (the fixture)
-from tests.test_metric_contract import CONTRACT, metric_names
+from tests.test_metric_contract import CONTRACT
 
 ALL_DASHBOARDS = GPU_DASHBOARDS + QUEUE_DASHBOARDS + EFA_DASHBOARDS + KARPENTER_DASHBOARDS + RAY_DASHBOARDS
 RECORDED = {rule["record"] for group in GPU_RULES["groups"] for rule in group["rules"] if "record" in rule}
@@ -138,3 +138,25 @@ def test_queue_gauges_are_read_from_the_leader_only():
     for expr in queries(QUEUE_DASHBOARDS[0]):
         if "histogram_quantile" not in expr:
             assert 'replica_role="leader"' in expr, expr
+
+
+def test_every_dashboard_has_its_docs_page_in_sync(tmp_path):
+    """docs/dashboards/ holds a page per dashboard, written from the dashboards' code: each panel
+    with its queries and the metrics they read. A changed dashboard without `make dashboard-docs`
+    fails here."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("dashboard_docs", root / "scripts" / "dashboard_docs.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    pages = module.pages()
+    assert set(pages) == {f"{model['uid']}.md" for model in ALL_DASHBOARDS} | {"README.md"}
+    folder = root / "docs" / "dashboards"
+    assert {path.name for path in folder.glob("*.md")} == set(pages), "run `make dashboard-docs`"
+    for name, text in pages.items():
+        assert (folder / name).read_text() == text, f"docs/dashboards/{name} is stale: run `make dashboard-docs`"
+    karpenter = pages["karpenter.md"]
+    assert "### GPUs launched and limit" in karpenter and "reads `karpenter_nodepools_usage`" in karpenter

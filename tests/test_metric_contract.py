@@ -5,28 +5,12 @@ renamed or dropped metric would otherwise silently turn an alert off."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from addons.monitoring.install import GPU_RULES
+from components.dashboards import metric_names
 
 CONTRACT = json.loads((Path(__file__).parent / "fixtures" / "metrics" / "contract.json").read_text())
-_KEYWORDS = {"by", "on", "and", "or", "unless", "without", "ignoring", "group_left", "group_right", "bool"}
-
-
-def metric_names(expr: str) -> set[str]:
-    """The metric names a PromQL expression reads: identifiers that are not functions, keywords,
-    label names (in matchers or in by/on/without/ignoring lists) or numbers."""
-    text = re.sub(r"\{[^}]*\}", " ", expr)  # label matchers
-    text = re.sub(r"\[[^\]]*\]", " ", text)  # range and subquery selectors ([15m], [1h:5m])
-    text = re.sub(r"\b(offset|@)\s+\S+", " ", text)  # modifiers
-    text = re.sub(r"\b(by|on|without|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)  # label lists
-    names = set()
-    for match in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", text):
-        following = text[match.end() :].lstrip()
-        if not following.startswith("(") and match.group() not in _KEYWORDS:
-            names.add(match.group())
-    return names
 
 
 def rule_metrics() -> dict[str, set[str]]:
