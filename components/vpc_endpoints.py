@@ -1,7 +1,15 @@
-"""Interface VPC endpoints, so private nodes reach AWS APIs (ECR, STS, ...) without the NAT."""
+"""Interface VPC endpoints, so private nodes reach AWS APIs (ECR, STS, ...) without the NAT.
+
+Each endpoint admits only principals of the platform's own account (aws:PrincipalAccount): a
+credential of another account, found on a node or in a pod, cannot use the VPC's private path to
+reach its own account's APIs. Every caller the platform has is its own (the node role, Pod Identity
+roles through eks-auth, the controllers' roles); pulls of AWS-owned images (the EKS add-ons'
+registries) are made as the node role, whatever account owns the repository.
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from cdktf_cdktf_provider_aws.security_group import SecurityGroup
@@ -24,6 +32,27 @@ class InterfaceEndpointsProps:
     """Service names after com.amazonaws.<region>., e.g. "ecr.api", "sts"."""
     client_security_group_id: str
     """Only members of this group may connect (HTTPS)."""
+    account_id: str
+    """The platform's account: only its principals may use the endpoints."""
+
+
+def own_account_policy(account_id: str) -> str:
+    """The endpoint policy: any action, by principals of `account_id` only."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "OwnAccountPrincipalsOnly",
+                    "Effect": "Allow",
+                    "Principal": "*",
+                    "Action": "*",
+                    "Resource": "*",
+                    "Condition": {"StringEquals": {"aws:PrincipalAccount": account_id}},
+                }
+            ],
+        }
+    )
 
 
 class InterfaceEndpoints(Construct):
@@ -57,5 +86,6 @@ class InterfaceEndpoints(Construct):
                 private_dns_enabled=True,
                 subnet_ids=list(props.subnet_ids),
                 security_group_ids=[group.id],
+                policy=own_account_policy(props.account_id),
                 tags={"Name": f"{props.name}-{service}"},
             )

@@ -95,6 +95,7 @@ class ClusterStack(LayerStack):
                     subnet_ids=private_subnets,
                     services=tuple(vpc.interface_endpoints),
                     client_security_group_id=node_sg,
+                    account_id=control_plane.account_id,
                 ),
             )
 

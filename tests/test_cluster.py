@@ -427,3 +427,39 @@ def test_a_capacity_block_past_its_drain_warns_and_schedules_nothing_new(tmp_pat
     stack = json.loads((tmp_path / "out" / "stacks" / "cluster" / "cdk.tf.json").read_text())
     assert not resources(stack, "aws_autoscaling_schedule")
     assert gpu_node_groups(stack)  # the group itself stays until the profile changes
+
+
+def endpoint_allows(policy: dict, *, principal_account: str | None) -> bool:
+    """IAM's evaluation of an endpoint policy of Allow statements with StringEquals conditions
+    (IAM User Guide, condition operators: a condition key absent from the request makes
+    StringEquals false, so an anonymous request, which has no aws:PrincipalAccount, matches no
+    statement and is implicitly denied)."""
+    context = {"aws:PrincipalAccount": principal_account} if principal_account else {}
+    for statement in policy["Statement"]:
+        conditions = statement.get("Condition", {}).get("StringEquals", {})
+        if statement["Effect"] == "Allow" and all(context.get(key) == value for key, value in conditions.items()):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("profile", ["p5-training", "p5en-training"])
+def test_interface_endpoints_admit_only_the_platforms_own_account(synthesized, profile):
+    """A credential of another account (found on a node or in a pod) cannot use the VPC's private
+    path to its own account's APIs; the S3 gateway endpoint stays open, because S3 is also where
+    AWS's own and third parties' content comes from (ECR's layer bucket through presigned URLs of
+    ECR's account, the AL2023 package repositories anonymously, registries that serve layers from
+    S3 in the same region), which a principal or bucket list would cut off."""
+    stack = cluster(synthesized, profile)
+    (caller,) = resources(stack, "aws_caller_identity", section="data")
+    account = ref("data.aws_caller_identity", caller, "account_id").replace("${data.data.", "${data.")
+    endpoints = resources(stack, "aws_vpc_endpoint").values()
+    for endpoint in (e for e in endpoints if e["vpc_endpoint_type"] == "Interface"):
+        policy = json.loads(endpoint["policy"])
+        (statement,) = policy["Statement"]
+        assert statement["Condition"] == {"StringEquals": {"aws:PrincipalAccount": account}}, endpoint["service_name"]
+        own = json.loads(endpoint["policy"].replace(account, "123456789012"))
+        assert endpoint_allows(own, principal_account="123456789012")
+        assert not endpoint_allows(own, principal_account="999999999999")
+        assert not endpoint_allows(own, principal_account=None)  # anonymous: no condition key, no match
+    (gateway,) = [e for e in endpoints if e["vpc_endpoint_type"] == "Gateway"]
+    assert "policy" not in gateway
