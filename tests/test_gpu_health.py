@@ -62,13 +62,22 @@ def test_nvidia_smi_lists_are_counted_and_errors_reported():
 
 
 def test_dcgm_health_reports_are_read_by_system_and_gpu():
-    assert health_report(text("dcgm-health-healthy-p5.json")) == ("Healthy", [])
+    assert health_report(text("dcgm-health-healthy-p5.json")) == ([], [])
     assert health_report(text("dcgm-health-row-remap-failed-p5.json")) == (
-        "Failure",
         ["GPU 3 Memory system Failure: GPU 3 had uncorrectable memory errors and row remapping failed."],
+        [],
     )
-    overall, findings = health_report(text("dcgm-health-pcie-replays-p5.json"))
-    assert overall == "Warning" and findings[0].startswith("GPU 5 PCIe system Warning: Detected more than 8 PCIe")
+    failures, warnings = health_report(text("dcgm-health-pcie-replays-p5.json"))
+    assert failures == [] and warnings[0].startswith("GPU 5 PCIe system Warning: Detected more than 8 PCIe")
+
+
+def test_a_node_wide_imex_finding_is_not_a_gpu_failure():
+    """On an NVLink instance without an IMEX domain, DCGM's NVLink watch reports the IMEX daemon as
+    not READY, a Failure of the node-wide entity ("None"), and "Overall Health" says Failure. A
+    reader that trusts the overall verdict quarantines every p5 node; the GPUs themselves are fine."""
+    answer = json.loads(text("dcgm-health-imex-not-ready-p5.json"))
+    assert answer["body"]["Overall Health"]["value"] == "Failure"
+    assert health_report(text("dcgm-health-imex-not-ready-p5.json")) == ([], [])
 
 
 def write_round(
@@ -97,7 +106,7 @@ def test_a_round_is_judged_whole(tmp_path):
     unanswered = judge(write_round(tmp_path / "unanswered", gpus=healthy), P5)
     assert unanswered.healthy and not unanswered.complete and "does not answer" in unanswered.notes[0]
     watches_off = judge(
-        write_round(tmp_path / "off", gpus=healthy, health=text("dcgmi-health-watches-off.txt"), health_rc=226), P5
+        write_round(tmp_path / "off", gpus=healthy, health=text("dcgmi-health-watches-off.txt"), health_rc=253), P5
     )
     assert watches_off.healthy and not watches_off.complete and "Health watches not enabled" in watches_off.notes[0]
     # DCGM's Warning is noted, not quarantined.
@@ -120,6 +129,10 @@ def test_a_round_is_judged_whole(tmp_path):
         broken.reasons[2]
         == "DCGM health: GPU 3 Memory system Failure: GPU 3 had uncorrectable memory errors and row remapping failed."
     )
+    # The round that found no watches (the engine restarted) and set them proves nothing about DCGM.
+    just_set = write_round(tmp_path / "set", gpus=healthy, health=text("dcgm-health-healthy-p5.json"))
+    (just_set / "watches.set").write_text("Health monitor systems set successfully.\n0\n")
+    assert not judge(just_set, P5).complete
     # A round being replaced as it is read is never judged: an absent list is not "0 GPUs".
     partial = write_round(tmp_path / "partial", gpus=healthy, health="{}")
     (partial / "gpus.csv").unlink()
@@ -130,8 +143,8 @@ def test_a_round_is_judged_whole(tmp_path):
 def test_a_probe_that_stops_finishing_rounds_is_a_failure():
     """nvidia-smi and dcgmi can hang on a wedged driver where no time limit kills them: the judge
     sees the last round age and quarantines the node."""
-    assert stalled("1764650000", 1764650000 + 3 * 900 + 300, 900) is None
-    verdict = stalled("1764650000", 1764650000 + 3 * 900 + 301, 900)
+    assert stalled(1764650000, 1764650000 + 3 * 900 + 300, 900) is None
+    verdict = stalled(1764650000, 1764650000 + 3 * 900 + 301, 900)
     assert verdict is not None and not verdict.healthy and "finished no round for 50 minutes" in verdict.reasons[0]
     assert node_patch(NODE, verdict, "now") is not None
 
@@ -156,10 +169,16 @@ def test_a_failing_node_is_quarantined_and_released_only_by_a_full_pass():
     assert node_patch(quarantined, failing, "later") is None  # already quarantined
     unanswered = Verdict(healthy=True, reasons=(), complete=False)
     assert node_patch(quarantined, unanswered, "later") is None  # not released without DCGM's report
-    released = node_patch(quarantined, Verdict(healthy=True, reasons=(), complete=True), "2026-12-02T07:00:00Z")
+    passing = Verdict(healthy=True, reasons=(), complete=True)
+    # DCGM's count-over-time checks see the last minute only: one or two quiet rounds do not release.
+    assert node_patch(quarantined, passing, "later", passes=1) is None
+    assert node_patch(quarantined, passing, "later", passes=2) is None
+    released = node_patch(quarantined, passing, "2026-12-02T07:00:00Z", passes=3)
     assert released is not None
     assert released["spec"]["taints"] == [dict(GPU_TAINT_K8S)]
-    assert released["metadata"]["annotations"][REASON_ANNOTATION] == "2026-12-02T07:00:00Z: passed every check"
+    assert released["metadata"]["annotations"][REASON_ANNOTATION] == (
+        "2026-12-02T07:00:00Z: passed every check 3 rounds in a row"
+    )
     assert node_patch(NODE, Verdict(healthy=True, reasons=(), complete=True), "now") is None
     assert QUARANTINE_TAINT == {"key": QUARANTINE_KEY, "value": "failed", "effect": "NoSchedule"}
 
@@ -183,13 +202,24 @@ FAKE_DCGMI = """#!/bin/sh
 echo "$*" >> "$FAKE/dcgmi.calls"
 case "$1" in
   discovery) [ -f "$FAKE/engine-up" ] ;;
-  health) case "$*" in *" -c "*) cat "$FAKE/health.json" ;; esac ;;
+  health)
+    case "$*" in
+      *" -c "*) cat "$FAKE/health.json" ;;
+      *" -s a"*) echo "Health monitor systems set successfully." ;;
+    esac ;;
   *) exit 1 ;;
 esac
 """
 
 
-def run_probe(tmp_path: Path, *, efa: int, engine_up: bool = True, dcgm: str = "1") -> Path:
+def run_probe(
+    tmp_path: Path,
+    *,
+    efa: int,
+    engine_up: bool = True,
+    dcgm: str = "1",
+    report: str = "dcgm-health-row-remap-failed-p5.json",
+) -> Path:
     fake, results, sysfs = tmp_path / "fake", tmp_path / "results", tmp_path / "sys"
     for folder in (fake, results):
         folder.mkdir(parents=True)
@@ -200,7 +230,7 @@ def run_probe(tmp_path: Path, *, efa: int, engine_up: bool = True, dcgm: str = "
     for tool in ("nvidia-smi", "dcgmi"):
         (fake / tool).chmod(0o755)
     (fake / "gpus.csv").write_text(text("nvidia-smi-p5-healthy.csv"))
-    (fake / "health.json").write_text(text("dcgm-health-row-remap-failed-p5.json"))
+    (fake / "health.json").write_text(text(report))
     if engine_up:
         (fake / "engine-up").write_text("")
     script = PROBE_SCRIPT.replace("/sys/class/infiniband", str(sysfs / "class/infiniband"))
@@ -222,11 +252,8 @@ def run_probe(tmp_path: Path, *, efa: int, engine_up: bool = True, dcgm: str = "
 def test_the_probe_reads_dcgm_health_through_the_agents_host_engine_and_never_starts_one(tmp_path):
     up = run_probe(tmp_path / "up", efa=32)
     calls = (tmp_path / "up/fake/dcgmi.calls").read_text().splitlines()
-    assert calls == [
-        "discovery --host localhost:5555 -l",
-        "health --host localhost:5555 -g 0 -s a",
-        "health --host localhost:5555 -g 0 -c -j",
-    ]
+    # Watches are the engine's already: only read (setting them each round would pile up watchers).
+    assert calls == ["discovery --host localhost:5555 -l", "health --host localhost:5555 -g 0 -c -j"]
     assert not any(call.startswith("diag") for call in calls)  # dcgmi diag would start its own engine
     verdict = judge(up, P5)
     assert not verdict.healthy and verdict.complete and "Memory system Failure" in verdict.reasons[0]
@@ -241,6 +268,11 @@ def test_the_probe_reads_dcgm_health_through_the_agents_host_engine_and_never_st
     no_engine = run_probe(tmp_path / "none", efa=32, dcgm="0")
     assert not (tmp_path / "none/fake/dcgmi.calls").exists()
     assert judge(no_engine, P5).notes == ("no DCGM host engine on this node",)
+    restarted = run_probe(tmp_path / "restarted", efa=32, report="dcgmi-health-watches-off.txt")
+    assert (tmp_path / "restarted/fake/dcgmi.calls").read_text().splitlines()[
+        -1
+    ] == "health --host localhost:5555 -g 0 -s a"
+    assert not judge(restarted, P5).complete
     missing_efa = run_probe(tmp_path / "efa", efa=30)
     assert "30 of 32 EFA devices present" in judge(missing_efa, P5).reasons
 

@@ -14,10 +14,10 @@ The verdict: the node is failing when the driver reaches fewer GPUs than its ins
 when it shows fewer EFA devices than its node group attaches, when DCGM's health report says
 Failure, or when the probe has stopped finishing rounds (nvidia-smi or dcgmi hung on a wedged
 driver). A failing node is tainted QUARANTINE_TAINT (NoSchedule: running jobs stay, nothing new
-lands) and annotated with the reasons; the taint is lifted after a round in which every check ran
-(DCGM's report included, where a host engine is expected) and passed. DCGM's Warning is reported,
-not quarantined; a host engine that does not answer fails nothing (the node monitoring agent's own
-condition covers it) but keeps a quarantined node quarantined.
+lands) and annotated with the reasons; the taint is lifted after PASSES_TO_RELEASE rounds in a row
+in which every check ran (DCGM's report included, where a host engine is expected) and passed.
+DCGM's Warning is reported, not quarantined; a host engine that does not answer fails nothing (the
+node monitoring agent's own condition covers it) but keeps a quarantined node quarantined.
 """
 
 from __future__ import annotations
@@ -80,23 +80,34 @@ def gpu_problems(csv_text: str, returncode: int, errors: str, expected: int | No
     return problems
 
 
-def health_report(text: str) -> tuple[str, list[str]]:
-    """(overall verdict, "GPU <id> <system>: <messages>" for each system not Healthy) of a
-    `dcgmi health -c -j` answer. Its layout is dcgmi's JSON output tree (dcgmi/DcgmiOutput.cpp at
-    v4.6.0: sections under "body", a box's text under "value", nested boxes under "children",
-    extra lines under "overflow"), filled by Health::GenerateOutputFromResponse: "Overall Health",
-    then per entity group and id, "Errors" with one box per health system."""
+# The entity group DCGM files node-wide findings under (DCGM_FE_NONE, "None"): the IMEX daemon's
+# state among them, which it reports as a Failure on every NVLink instance that runs no IMEX domain
+# (modules/health/DcgmHealthWatch.cpp MonitorImex at v4.6.0); the node monitoring agent ignores that
+# code on standard GPU instances too (monitors/nvidia/dcgm/dcgm_healthcheck.go at v1.7.0).
+NODE_WIDE = "None"
+
+
+def health_report(text: str) -> tuple[list[str], list[str]]:
+    """(failures, warnings) of a `dcgmi health -c -j` answer, "GPU <id> <system>: <messages>" each.
+    Its layout is dcgmi's JSON output tree (dcgmi/DcgmiOutput.cpp at v4.6.0: sections under "body",
+    a box's text under "value", nested boxes under "children", extra lines under "overflow"),
+    filled by Health::GenerateOutputFromResponse: "Overall Health", then per entity group and id,
+    "Errors" with one box per health system. The verdict is read per system of each GPU entity,
+    not from "Overall Health", which node-wide findings also raise."""
     body = json.loads(text)["body"]
-    overall = body["Overall Health"]["value"]
-    findings = []
+    if "Overall Health" not in body:
+        raise KeyError("Overall Health")
+    failures: list[str] = []
+    warnings: list[str] = []
     for group, boxes in body.items():
-        if group == "Overall Health":
+        if group in ("Overall Health", NODE_WIDE):
             continue
         for entity, box in boxes.get("children", {}).items():
             for system, found in box.get("children", {}).get("Errors", {}).get("children", {}).items():
-                messages = " ".join(found.get("overflow", []))
-                findings.append(f"{group} {entity} {system} {found.get('value', '?')}: {messages}".rstrip(": "))
-    return overall, findings
+                level = found.get("value", "?")
+                finding = f"{group} {entity} {system} {level}: {' '.join(found.get('overflow', []))}".rstrip(": ")
+                (failures if level == HEALTH_FAILED else warnings).append(finding)
+    return failures, warnings
 
 
 # The files every round has; a round without one of them (being replaced as it was read) is not judged.
@@ -125,25 +136,28 @@ def judge(round_dir: Path, expected: Expected) -> Verdict:
     complete = answered and read("health.rc").strip() == "0"
     if complete:
         try:
-            overall, findings = health_report(read("health.json"))
+            failures, warnings = health_report(read("health.json"))
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
             complete, notes = False, [f"DCGM's health report was not understood: {read('health.json')[:200]!r}"]
         else:
-            if overall == HEALTH_FAILED:
-                reasons += [f"DCGM health: {finding}" for finding in findings] or ["DCGM health: Failure"]
-            elif overall == HEALTH_WARNING:
-                notes += [f"DCGM health warning: {finding}" for finding in findings]
+            reasons += [f"DCGM health: {finding}" for finding in failures]
+            notes += [f"DCGM health warning: {finding}" for finding in warnings]
     elif answered:
         notes.append(f"dcgmi health failed: {(read('health.json') + read('health.err')).strip()[:200]}")
     else:
         notes.append(read("health.unavailable").strip())
+    if (round_dir / "watches.set").exists():
+        # Watches just set see nothing yet: this round proves nothing about DCGM.
+        complete = False
+        notes.append("DCGM's health watches were not set (the host engine restarted): set now")
     return Verdict(healthy=not reasons, reasons=tuple(reasons), complete=complete, notes=tuple(notes))
 
 
-def stalled(stamp: str, now: float, interval_seconds: int) -> Verdict | None:
-    """A probe whose last round is older than three intervals (and five minutes) has stopped: on a
-    wedged driver nvidia-smi and dcgmi hang where no time limit can kill them."""
-    age = now - int(stamp)
+def stalled(since: float, now: float, interval_seconds: int) -> Verdict | None:
+    """A probe whose last round (or, before its first, the judge's start) is older than three
+    intervals and five minutes has stopped: on a wedged driver nvidia-smi and dcgmi hang where no
+    time limit can kill them."""
+    age = now - since
     if age <= 3 * interval_seconds + 300:
         return None
     reason = f"the probe finished no round for {int(age // 60)} minutes (nvidia-smi or dcgmi hung?)"
@@ -159,7 +173,14 @@ def expected_for(labels: dict[str, str], expectations: dict[str, Any]) -> Expect
     return Expected(gpus=expectations["instance_types"].get(labels.get("node.kubernetes.io/instance-type", "")), efa=0)
 
 
-def node_patch(node: dict[str, Any], verdict: Verdict, now: str) -> dict[str, Any] | None:
+# Complete, passing rounds in a row before a quarantine is lifted: DCGM's count-over-time checks
+# see the last minute only, so one quiet round does not clear a node.
+PASSES_TO_RELEASE = 3
+
+
+def node_patch(
+    node: dict[str, Any], verdict: Verdict, now: str, *, passes: int = PASSES_TO_RELEASE
+) -> dict[str, Any] | None:
     """The merge patch that quarantines or releases the node (None: nothing to change). It
     carries the node's resourceVersion, so a concurrent change makes it fail and the next round
     tries again; the taint list is written whole, as a merge patch replaces lists."""
@@ -168,9 +189,9 @@ def node_patch(node: dict[str, Any], verdict: Verdict, now: str) -> dict[str, An
     if not verdict.healthy and not quarantined:
         new_taints = [*taints, dict(QUARANTINE_TAINT)]
         note = f"{now}: " + "; ".join(verdict.reasons)
-    elif verdict.healthy and verdict.complete and quarantined:
+    elif verdict.healthy and verdict.complete and quarantined and passes >= PASSES_TO_RELEASE:
         new_taints = [t for t in taints if t.get("key") != QUARANTINE_KEY]
-        note = f"{now}: passed every check"
+        note = f"{now}: passed every check {passes} rounds in a row"
     else:
         return None
     return {
@@ -210,27 +231,29 @@ def main() -> int:
     results, node_name = Path(sys.argv[1]), os.environ["NODE_NAME"]
     expectations = json.loads(Path(sys.argv[2]).read_text())
     interval = int(sys.argv[3])
-    api, judged = Api(), ""
+    api, judged, started, passes = Api(), "", time.time(), 0
     while True:
-        latest = results / "latest"
-        stamp = (latest / "at").read_text().strip() if (latest / "at").exists() else ""
+        latest, stamp = results / "latest", ""
         try:
+            stamp = (latest / "at").read_text().strip() if (latest / "at").exists() else ""
             verdict = None
             if stamp and stamp != judged:
                 node = api.call("GET", f"/api/v1/nodes/{node_name}")
                 verdict = judge(latest, expected_for(node["metadata"].get("labels", {}), expectations))
                 if (latest / "at").read_text().strip() != stamp:
                     raise IncompleteRound("a new round replaced this one while it was read")
-            elif stamp and (verdict := stalled(stamp, time.time(), interval)) is not None:
+                passes = passes + 1 if verdict.healthy and verdict.complete else 0
+            elif (verdict := stalled(int(stamp) if stamp else started, time.time(), interval)) is not None:
                 node = api.call("GET", f"/api/v1/nodes/{node_name}")
+                passes = 0
             if verdict is not None:
                 print(f"{now_text()} {verdict}", flush=True)
-                patch = node_patch(node, verdict, now_text())
+                patch = node_patch(node, verdict, now_text(), passes=passes)
                 if patch is not None:
                     api.call("PATCH", f"/api/v1/nodes/{node_name}", patch)
                 judged = stamp  # only once the round's verdict is on the node: a failed call retries
         except Exception as error:  # a round that fails is retried
-            print(f"{now_text()} round {stamp} not judged: {error}", file=sys.stderr, flush=True)
+            print(f"{now_text()} round {stamp or '(none yet)'} not judged: {error}", file=sys.stderr, flush=True)
         time.sleep(30)
 
 

@@ -4,7 +4,8 @@
 # Runs in NVIDIA's DCGM image (dcgmi, bash, coreutils) with the node's GPUs visible (nvidia-smi
 # comes from the driver through the container runtime). dcgmi is only a client of the node's one
 # host engine (the node monitoring agent's, at $HOST_ENGINE); `dcgmi health` runs inside that
-# engine and needs no diagnostic plugins, so it is safe while jobs run. Every call has a time
+# engine and needs no diagnostic plugins, so it is safe while jobs run. It is a snapshot: DCGM's
+# count-over-time checks (PCIe replays, NVLink, thermal, power) look back one minute. Every call has a time
 # limit: a wedged driver can hang nvidia-smi (the judge notices a probe that stops finishing).
 # Arguments: the results folder, seconds between rounds. DCGM_HEALTH=0: no host engine expected.
 results=$1
@@ -23,10 +24,15 @@ while :; do
     # Asked first with a command that never starts an engine of its own (dcgmi diag would).
     echo "the DCGM host engine at $HOST_ENGINE does not answer" > "$round/health.unavailable"
   else
-    # Every health watch on the all-GPUs group (idempotent), then the report of what they saw.
-    timeout -k 10 30 dcgmi health --host "$HOST_ENGINE" -g 0 -s a > /dev/null 2>&1
+    # The report of the health watches on the all-GPUs group (group 0, the agent's too). Only when
+    # the engine has none (it restarted) are they set, once: each dcgmi connection that sets them
+    # leaves its own watchers in the engine, so setting them every round would pile up.
     timeout -k 10 120 dcgmi health --host "$HOST_ENGINE" -g 0 -c -j > "$round/health.json" 2> "$round/health.err"
     echo $? > "$round/health.rc"
+    if grep -q "Health watches not enabled" "$round/health.json"; then
+      timeout -k 10 30 dcgmi health --host "$HOST_ENGINE" -g 0 -s a > "$round/watches.set" 2>&1
+      echo $? >> "$round/watches.set"
+    fi
   fi
   date +%s > "$round/at"
   rm -rf "$results/previous"
