@@ -161,12 +161,23 @@ def _pod(name: str, target: ValidationTarget, container: dict[str, Any], *, gpus
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "gpu-validation"}},
         "spec": {
             "restartPolicy": "Never",
+            # No check talks to the API server: no service account token in the pod.
+            "automountServiceAccountToken": False,
             "nodeSelector": {NODE_GROUP_LABEL: target.group.name},
             "tolerations": [dict(GPU_TOLERATION)],
             "containers": [container],
             **spec,
         },
     }
+
+
+def _with_cpu_memory(resources: dict[str, Any], *, cpu: str, memory: str) -> dict[str, Any]:
+    """Device resources plus a CPU request and, where they set none, a memory request and limit."""
+    requests = {**resources.get("requests", {}), "cpu": cpu}
+    limits = dict(resources.get("limits", {}))
+    if "memory" not in limits:
+        requests["memory"] = limits["memory"] = memory
+    return {**resources, "requests": requests, "limits": limits}
 
 
 def _device_resources(target: ValidationTarget, gpus: int, *, all_efa: bool) -> dict[str, Any]:
@@ -216,8 +227,12 @@ def render(
                 "name": "nvidia-smi",
                 "image": CUDA_IMAGE,
                 "command": ["nvidia-smi", "-L"],
-                "resources": _device_resources(target, 1, all_efa=False),
-                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                "resources": _with_cpu_memory(_device_resources(target, 1, all_efa=False), cpu="100m", memory="256Mi"),
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "capabilities": {"drop": ["ALL"]},
+                    "readOnlyRootFilesystem": True,
+                },
             },
             gpus=1,
             securityContext={"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}},
@@ -232,10 +247,16 @@ def render(
                 "name": "topology",
                 "image": nccl_image,
                 "command": ["/bin/bash", "-c", "nvidia-smi topo -m && fi_info -p efa -t FI_EP_RDM"],
-                "resources": _device_resources(target, gpus, all_efa=True),
+                "resources": _with_cpu_memory(_device_resources(target, gpus, all_efa=True), cpu="1", memory="1Gi"),
                 "volumeMounts": [shm_mount],
                 "env": list(EFA_ENV),
-                "securityContext": {"allowPrivilegeEscalation": False},
+                # Listing devices opens the verbs device files (world read-write) and registers no
+                # memory: no capability is needed, root only for the devices' ownership.
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "capabilities": {"drop": ["ALL"]},
+                    "readOnlyRootFilesystem": True,
+                },
             },
             gpus=gpus,
             volumes=[shm],
@@ -251,9 +272,22 @@ def render(
                     "name": "reference",
                     "image": image,
                     "command": ["/bin/sh", "-c", "nvidia-smi -L && echo container-ok"],
-                    "resources": _device_resources(target, 1, all_efa=False),
+                    "resources": _with_cpu_memory(
+                        _device_resources(target, 1, all_efa=False), cpu="100m", memory="512Mi"
+                    ),
+                    # The image's own user does not matter for this: nvidia-smi runs as anyone.
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "capabilities": {"drop": ["ALL"]},
+                        "readOnlyRootFilesystem": True,
+                    },
                 },
                 gpus=1,
+                securityContext={
+                    "runAsNonRoot": True,
+                    "runAsUser": 65534,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
             )
         ]
     if tenant_job_nodes(config, target, NCCL_NODES) == NCCL_NODES:
@@ -426,7 +460,12 @@ def lustre_efa_check_pod(target: ValidationTarget, tenant: str) -> dict[str, Any
             "command": ["/bin/sh", "-c", LUSTRE_EFA_CHECK_SCRIPT],
             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
             "volumeMounts": [{"name": "fsx", "mountPath": "/fsx"}],
-            "securityContext": {"allowPrivilegeEscalation": False},
+            # Root owns the tenant's directory: root writes there as its owner, with no capability.
+            "securityContext": {
+                "allowPrivilegeEscalation": False,
+                "capabilities": {"drop": ["ALL"]},
+                "readOnlyRootFilesystem": True,
+            },
         },
         gpus=0,
         volumes=[{"name": "fsx", "persistentVolumeClaim": {"claimName": tenancy.FSX_VOLUME}}],
@@ -455,6 +494,7 @@ def mlflow_check_pod(config: PlatformConfig) -> dict[str, Any]:
         },
         "spec": {
             "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
             "nodeSelector": dict(SYSTEM_NODES),
             "securityContext": {"runAsNonRoot": True, "runAsUser": 1001, "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [

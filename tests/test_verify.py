@@ -402,10 +402,20 @@ def test_the_smoke_test_runs_as_the_restricted_profile_asks_and_no_check_escalat
     (smoke,) = files["gpu-smoke-test.yaml"]
     pod, (container,) = smoke["spec"]["securityContext"], smoke["spec"]["containers"]
     assert pod == {"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}}
-    assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+    }
     (topology,) = files["topology-check.yaml"]
     assert topology["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-    assert topology["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"] is False
+    assert topology["spec"]["containers"][0]["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+    }
+    for pod in (smoke, topology):
+        assert pod["spec"]["automountServiceAccountToken"] is False  # no check talks to the API server
 
 
 @pytest.mark.parametrize(
