@@ -25,6 +25,7 @@ from profiles.addons import AddonsConfig
 from profiles.aws_facts import zones
 from profiles.base import FieldProblem, Name, Region, Strict, TagKey, TagValue, quantity_value, raise_all
 from profiles.build import BuildConfig
+from profiles.catalog import CATALOG
 from profiles.cluster import ClusterConfig
 from profiles.cuda import driver_problems, project_dockerfile_images
 from profiles.naming import RULES, NameSources, derived_names, name_problems
@@ -310,9 +311,14 @@ class PlatformConfig(Strict):
         return images
 
     def _driver_runs_the_images_cuda(self) -> Iterator[FieldProblem]:
-        if self.cluster.gpu_node_groups:
+        # Managed GPU groups and Karpenter's GPU pool run the same AL2023 NVIDIA AMI release.
+        models = {f"gpu_node_groups {g.name}": g.catalog_entry.gpu_model for g in self.cluster.gpu_node_groups}
+        if karpenter_gpu_pool(self):
+            pool = self.workloads.gpu_pool.instance_types
+            models |= {f"gpu_pool {name}": CATALOG[name].gpu_model for name in pool}
+        if models:
             yield from driver_problems(
-                self.cluster.ami_release_version, self.cluster.kubernetes_version, self.gpu_images()
+                self.cluster.ami_release_version, self.cluster.kubernetes_version, self.gpu_images(), models
             )
 
     def _kueue_counts_extended_gpus(self) -> Iterator[FieldProblem]:

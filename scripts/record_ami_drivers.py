@@ -5,8 +5,12 @@ pinned AMI's driver runs the CUDA of the platform's images (no network needed at
 
 GIT_DIR is a clone (bare is fine) of awslabs/amazon-eks-ami. Each release tag vYYYYMMDD builds its
 AL2023 NVIDIA AMIs with templates/al2023/variables-default.json's nvidia_driver_major_version,
-unless templates/al2023/variables-<kubernetes minor>.json sets another for that minor; both are
-read at every tag that has them (earlier tags built no AL2023 NVIDIA AMI from these variables).
+unless templates/al2023/variables-<kubernetes minor>.json sets another for that minor. That holds
+from v20250410 on, checked against the drivers the release notes (CHANGELOG.md's package tables)
+list for every release: before it the variables and the published AMIs differ (v20250403's 1.32
+AMIs shipped 570 under variables saying 560, v20240924's shipped 560 under 555, and the first
+September 2024 tags published no AL2023 NVIDIA AMI), so earlier releases are left out of the record
+and a pin to one of them is not checked.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import subprocess
 from pathlib import Path
 
 RELEASE_TAG = re.compile(r"^v(\d{8})$")
+FIRST_MATCHING_RELEASE = "20250410"
 VARIABLES = "templates/al2023/variables-{}.json"
 KEY = "nvidia_driver_major_version"
 
@@ -42,7 +47,9 @@ def main() -> int:
     releases: dict[str, dict[str, int]] = {}
     for tag in sorted(git(args.git_dir, "tag").stdout.split()):
         matched = RELEASE_TAG.match(tag)
-        if not matched or (default := driver_of(args.git_dir, tag, "default")) is None:
+        if not matched or matched.group(1) < FIRST_MATCHING_RELEASE:
+            continue
+        if (default := driver_of(args.git_dir, tag, "default")) is None:
             continue
         listed = git(args.git_dir, "ls-tree", "--name-only", tag, "templates/al2023/").stdout.split()
         minors = sorted(m.group(1) for path in listed if (m := re.search(r"variables-(\d+\.\d+)\.json$", path)))
@@ -54,6 +61,7 @@ def main() -> int:
     record = {
         "source": {
             "repository": "awslabs/amazon-eks-ami",
+            "since": f"v{FIRST_MATCHING_RELEASE} (earlier releases' variables differ from their published AMIs)",
             "files": f"{VARIABLES.format('default')} and {VARIABLES.format('<minor>')} ({KEY}) at each release tag",
             "newest_release": newest,
         },

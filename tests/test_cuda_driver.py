@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from profiles import ProfileError, validate_profile
-from profiles.cuda import AMI_DRIVERS, CUDA_DRIVER, NEWEST_AMI_RELEASE, ami_driver, cuda_of, driver_needed
+from profiles.cuda import AMI_DRIVERS, NEWEST_AMI_RELEASE, ami_driver, cuda_of, driver_needed
 from tests.cases import profile_config
 from tests.test_profiles import changed
 
@@ -35,17 +35,18 @@ def test_the_cuda_of_an_image_is_read_from_its_tag(image, cuda):
     assert cuda_of(image) == cuda
 
 
-def test_each_cuda_needs_its_toolkits_driver():
-    assert driver_needed((12, 8)) == 570
-    assert driver_needed((12, 7)) == 570  # no 12.7 toolkit: the next one up
-    assert driver_needed((13, 0)) == 580
-    assert driver_needed((13, 9)) is None  # newer than the table: not judged
-    assert sorted(CUDA_DRIVER.values()) == [CUDA_DRIVER[v] for v in sorted(CUDA_DRIVER)]  # newer CUDA, newer driver
+def test_each_cuda_major_needs_its_drivers_branch():
+    """Minor-version compatibility: every 12.x runs on a 525+ driver, every 13.x on 580+; a major the
+    table does not know is not assumed to run."""
+    assert driver_needed((12, 8)) == driver_needed((12, 0)) == 525
+    assert driver_needed((13, 0)) == driver_needed((13, 2)) == 580
+    assert driver_needed((14, 0)) is None
 
 
 def test_the_recorded_amis_and_their_drivers():
     assert max(AMI_DRIVERS) == NEWEST_AMI_RELEASE
     assert AMI_DRIVERS["20251120"] == {"default": 580, "1.28": 570}
+    assert min(AMI_DRIVERS) == "20250410"  # earlier releases' variables differ from their AMIs
     assert ami_driver("1.28.15-20251120", "1.28") == (570, "v20251120")
     assert ami_driver("1.34.2-20251120", "1.34") == (580, "v20251120")
     assert ami_driver("1.35.0-20991231", "1.35") is None  # newer than the record
@@ -65,26 +66,38 @@ def p5(**changes) -> dict:
 
 
 def test_a_pinned_ami_whose_driver_cannot_run_the_images_cuda_is_refused():
-    old = next(date for date, drivers in sorted(AMI_DRIVERS.items()) if drivers["default"] < 570)
+    """A CUDA 13 training image on a release with the 570 driver is refused by name; on a 580 release
+    it runs. The platform's own CUDA 12.8 images run on every recorded release (570 or later)."""
     version = profile_config("p5-training").cluster.kubernetes_version
+    cuda13 = "pytorch/pytorch:2.99.0-cuda13.0-cudnn9-runtime"
     with pytest.raises(ProfileError) as error:
-        validate_profile(p5(cluster__ami_release_version=f"{version}.0-{old}"))
+        validate_profile(p5(cluster__ami_release_version=f"{version}.0-20250514", addons__trainer__torch_image=cuda13))
     text = "\n".join(error.value.problems)
-    assert "cluster.ami_release_version" in text and "needs driver 570 or later" in text
-    assert "nvcr.io/nvidia/cuda:12.8.1" in text and "CUDA 12.8" in text
-    # A release with the 580 driver runs them.
-    validate_profile(p5(cluster__ami_release_version=f"{version}.0-20251120"))
+    assert "cluster.ami_release_version" in text and "addons.trainer.torch_image" in text
+    assert "carries NVIDIA driver 570" in text and "needs driver 580 or later" in text
+    validate_profile(p5(cluster__ami_release_version=f"{version}.0-20251120", addons__trainer__torch_image=cuda13))
+    for release in sorted(AMI_DRIVERS):
+        validate_profile(p5(cluster__ami_release_version=f"{version}.0-{release}"))
 
 
-def test_an_image_newer_than_the_drivers_cuda_is_refused():
+def test_a_cuda_major_the_table_does_not_know_is_refused():
     with pytest.raises(ProfileError) as error:
-        validate_profile(
-            p5(
-                addons__trainer__torch_image="pytorch/pytorch:2.99.0-cuda13.0-cudnn9-runtime",
-                cluster__ami_release_version=f"{profile_config('p5-training').cluster.kubernetes_version}.0-20250514",
-            )
-        )
-    assert "addons.trainer.torch_image" in "\n".join(error.value.problems)
+        validate_profile(p5(addons__trainer__torch_image="pytorch/pytorch:3.0.0-cuda14.0-cudnn10-runtime"))
+    assert "newer than the driver table knows" in "\n".join(error.value.problems)
+
+
+def test_a_gpu_the_amis_driver_does_not_know_is_refused():
+    """B300 GPUs are named by the supported-device list from the 580 branch on: p6-b300 nodes on a
+    570 release would not bring their GPUs up, whatever the images' CUDA."""
+    doc = p5(
+        cluster__gpu_node_groups__0__instance_type="p6-b300.48xlarge",
+        cluster__ami_release_version=f"{profile_config('p5-training').cluster.kubernetes_version}.0-20250514",
+    )
+    with pytest.raises(ProfileError) as error:
+        validate_profile(doc)
+    assert "does not know gpu_node_groups p5-efa's B300 GPUs (driver 580 or later does)" in "\n".join(
+        error.value.problems
+    )
 
 
 def test_the_recorder_reads_each_release_tags_variables(tmp_path):
@@ -109,7 +122,8 @@ def test_the_recorder_reads_each_release_tags_variables(tmp_path):
     (variables / "variables-1.28.json").write_text(json.dumps({"nvidia_driver_major_version": "570"}))
     git("add", "-A")
     git("commit", "-qm", "570")
-    git("tag", "v20250301")
+    git("tag", "v20250301")  # before the first release whose variables match its published AMIs
+    git("tag", "v20250501")
     (variables / "variables-default.json").write_text(json.dumps({"nvidia_driver_major_version": "580"}))
     git("add", "-A")
     git("commit", "-qm", "580")
@@ -124,5 +138,5 @@ def test_the_recorder_reads_each_release_tags_variables(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     record = json.loads(out.read_text())
-    assert record["releases"] == {"20250301": {"default": 570}, "20251120": {"default": 580, "1.28": 570}}
+    assert record["releases"] == {"20250501": {"default": 570}, "20251120": {"default": 580, "1.28": 570}}
     assert record["source"]["newest_release"] == "20251120"
