@@ -1,10 +1,15 @@
 """Interface VPC endpoints, so private nodes reach AWS APIs (ECR, STS, ...) without the NAT.
 
 Each endpoint admits only principals of the platform's own account (aws:PrincipalAccount): a
-credential of another account, found on a node or in a pod, cannot use the VPC's private path to
-reach its own account's APIs. Every caller the platform has is its own (the node role, Pod Identity
-roles through eks-auth, the controllers' roles); pulls of AWS-owned images (the EKS add-ons'
-registries) are made as the node role, whatever account owns the repository.
+credential of another account, found on a node or in a pod, cannot use this private path to reach
+its own account's APIs (the NAT and the global endpoints remain: this narrows a path, it is not a
+data perimeter). Every caller the platform has is its own (the node role, Pod Identity roles
+through eks-auth, the controllers' roles); pulls of AWS-owned images (the EKS add-ons' registries)
+are made as the node role, whatever account owns the repository. STS also admits the two
+federated calls, which are unsigned (AssumeRoleWithWebIdentity for IRSA-style charts, and SAML):
+the role's trust policy decides those. eks-auth gets no policy: EKS documents endpoint policies
+for its `eks` endpoint only, and a service without support refuses any but the full-access one.
+Cross-account Pod Identity (a target role in another account) would be refused here.
 """
 
 from __future__ import annotations
@@ -36,23 +41,32 @@ class InterfaceEndpointsProps:
     """The platform's account: only its principals may use the endpoints."""
 
 
-def own_account_policy(account_id: str) -> str:
-    """The endpoint policy: any action, by principals of `account_id` only."""
-    return json.dumps(
+# Services whose endpoints take no policy but the full-access one.
+WITHOUT_POLICY = ("eks-auth",)
+# The STS calls that carry no AWS signature (the identity provider's token is the credential).
+FEDERATED_STS = ["sts:AssumeRoleWithWebIdentity", "sts:AssumeRoleWithSAML"]
+
+
+def own_account_policy(account_id: str, service: str) -> str | None:
+    """The endpoint policy: any action by principals of `account_id` (and on STS the federated
+    calls); None for a service that takes none."""
+    if service in WITHOUT_POLICY:
+        return None
+    statements: list[dict[str, object]] = [
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "OwnAccountPrincipalsOnly",
-                    "Effect": "Allow",
-                    "Principal": "*",
-                    "Action": "*",
-                    "Resource": "*",
-                    "Condition": {"StringEquals": {"aws:PrincipalAccount": account_id}},
-                }
-            ],
+            "Sid": "OwnAccountPrincipalsOnly",
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": "*",
+            "Resource": "*",
+            "Condition": {"StringEquals": {"aws:PrincipalAccount": account_id}},
         }
-    )
+    ]
+    if service == "sts":
+        statements.append(
+            {"Sid": "FederatedSignIn", "Effect": "Allow", "Principal": "*", "Action": FEDERATED_STS, "Resource": "*"}
+        )
+    return json.dumps({"Version": "2012-10-17", "Statement": statements})
 
 
 class InterfaceEndpoints(Construct):
@@ -86,6 +100,6 @@ class InterfaceEndpoints(Construct):
                 private_dns_enabled=True,
                 subnet_ids=list(props.subnet_ids),
                 security_group_ids=[group.id],
-                policy=own_account_policy(props.account_id),
+                policy=own_account_policy(props.account_id, service),
                 tags={"Name": f"{props.name}-{service}"},
             )

@@ -429,15 +429,20 @@ def test_a_capacity_block_past_its_drain_warns_and_schedules_nothing_new(tmp_pat
     assert gpu_node_groups(stack)  # the group itself stays until the profile changes
 
 
-def endpoint_allows(policy: dict, *, principal_account: str | None) -> bool:
+def endpoint_allows(policy: dict, *, principal_account: str | None, action: str = "ec2:DescribeInstances") -> bool:
     """IAM's evaluation of an endpoint policy of Allow statements with StringEquals conditions
     (IAM User Guide, condition operators: a condition key absent from the request makes
     StringEquals false, so an anonymous request, which has no aws:PrincipalAccount, matches no
-    statement and is implicitly denied)."""
+    such statement; a statement applies only to its actions)."""
     context = {"aws:PrincipalAccount": principal_account} if principal_account else {}
     for statement in policy["Statement"]:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         conditions = statement.get("Condition", {}).get("StringEquals", {})
-        if statement["Effect"] == "Allow" and all(context.get(key) == value for key, value in conditions.items()):
+        if (
+            statement["Effect"] == "Allow"
+            and ("*" in actions or action in actions)
+            and all(context.get(key) == value for key, value in conditions.items())
+        ):
             return True
     return False
 
@@ -454,12 +459,22 @@ def test_interface_endpoints_admit_only_the_platforms_own_account(synthesized, p
     account = ref("data.aws_caller_identity", caller, "account_id").replace("${data.data.", "${data.")
     endpoints = resources(stack, "aws_vpc_endpoint").values()
     for endpoint in (e for e in endpoints if e["vpc_endpoint_type"] == "Interface"):
+        if endpoint["service_name"].endswith(".eks-auth"):
+            # EKS documents endpoint policies for `eks` only; eks-auth keeps the full-access default.
+            assert "policy" not in endpoint
+            continue
         policy = json.loads(endpoint["policy"])
-        (statement,) = policy["Statement"]
+        statement = policy["Statement"][0]
         assert statement["Condition"] == {"StringEquals": {"aws:PrincipalAccount": account}}, endpoint["service_name"]
         own = json.loads(endpoint["policy"].replace(account, "123456789012"))
         assert endpoint_allows(own, principal_account="123456789012")
         assert not endpoint_allows(own, principal_account="999999999999")
         assert not endpoint_allows(own, principal_account=None)  # anonymous: no condition key, no match
+        if endpoint["service_name"].endswith(".sts"):
+            # Web identity and SAML sign-ins are unsigned: allowed by action, trusted by the role.
+            assert endpoint_allows(own, principal_account=None, action="sts:AssumeRoleWithWebIdentity")
+            assert not endpoint_allows(own, principal_account="999999999999", action="sts:AssumeRole")
+        else:
+            assert len(policy["Statement"]) == 1
     (gateway,) = [e for e in endpoints if e["vpc_endpoint_type"] == "Gateway"]
     assert "policy" not in gateway
