@@ -69,8 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("synth", parents=[with_profile], help="synthesize all layers of a profile")
     commands.add_parser("schema", help="write the profile JSON schema for editor completion")
     commands.add_parser("profiles", help="list the shipped profiles: GPU type and count, nodes, EFA interfaces")
-    commands.add_parser(
+    quotas = commands.add_parser(
         "quotas", parents=[with_profile], help="the EC2 vCPU quotas the profile needs, and how to check and raise them"
+    )
+    quotas.add_argument(
+        "--check",
+        action="store_true",
+        help="also read the account's quotas and the GPU groups' reservations (AWS CLI, your credentials)",
     )
     commands.add_parser(
         "cost", parents=[with_profile], help="what the profile costs per hour, at AWS's current on-demand list prices"
@@ -618,7 +623,18 @@ def command_quotas(config: PlatformConfig, args: argparse.Namespace) -> int:
         "Capacity Blocks are bought separately and not counted here; On-Demand P capacity is often unavailable: "
         "cluster.gpu_node_groups[].capacity takes a Capacity Reservation or a Capacity Block."
     )
-    return 0
+    if not args.check:
+        return 0
+    from operate.capacity import quota_problems, reservation_problems
+    from operate.cluster_access import run_aws
+
+    problems, notes = quota_problems(config, run_aws)
+    problems += reservation_problems(config, run_aws)
+    for line in [*notes, *problems]:
+        print(line, file=sys.stderr)
+    if not problems:
+        print("the account's quotas and the GPU groups' reservations fit the profile (the deploy checks them again)")
+    return 1 if problems else 0
 
 
 COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {

@@ -162,6 +162,20 @@ def user_secret_problems(
     ]
 
 
+def capacity_problems(config: PlatformConfig, aws: str = "aws", env: dict[str, str] | None = None) -> list[str]:
+    """EC2 quotas below the profile's needs, and GPU groups' reservations EC2 describes otherwise
+    (operate/capacity.py); quotas that cannot be read do not stop the deploy."""
+    from operate.capacity import quota_problems, reservation_problems
+
+    if shutil.which(aws) is None:
+        return []
+
+    def run(args: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([aws, *args], capture_output=True, text=True, env=env, timeout=120)
+
+    return [*quota_problems(config, run)[0], *reservation_problems(config, run)]
+
+
 def deploy_preflight(
     config: PlatformConfig,
     operator: Operator,
@@ -179,6 +193,7 @@ def deploy_preflight(
             *variable_problems(operator, layers),
             *api,
             *(user_secret_problems(config, operator, layers, kubectl) if kubectl and not api else []),
+            *(capacity_problems(config, aws, operator.env) if "cluster" in layers else []),
         ]
 
     return check
