@@ -455,3 +455,58 @@ def test_tracking_check_passes_only_when_both_read_back():
     assert not any(result.passed for result in failures.values())
     assert "read back as 0.5" in failures["metric"].detail
     assert "no result line" in failures["no result"].detail
+
+
+PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+
+def test_the_sidecar_fetches_rds_cas_once_before_the_first_connection(tmp_path):
+    """verify-full needs RDS's CA bundle: fetched once into the pod's memory volume, before the
+    auth database is first reached; an answer that is not certificates is refused."""
+    module = login_module()
+    fetched: list[str] = []
+    order: list[str] = []
+
+    def fetch(url: str) -> bytes:
+        fetched.append(url)
+        order.append("fetch")
+        return PEM.encode()
+
+    environ = {
+        "PGPASSFILE": str(tmp_path / "pgpass"),
+        "READY_FILE": str(tmp_path / "ready"),
+        "AUTH_DATABASE": AUTH_DATABASE,
+        "DB_SECRET_ARN": "arn",
+        "PGSSLROOTCERT": str(tmp_path / "rds-ca.pem"),
+        "RDS_CA_BUNDLE_URL": "https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem",
+    }
+
+    class Secrets:
+        def get_secret_value(self, SecretId):
+            return {"SecretString": json.dumps({"username": "mlflow", "password": "p"})}
+
+    module.refresh(Secrets(), environ, ensure=lambda name: order.append("connect"), fetch=fetch)
+    assert order == ["fetch", "connect"] and (tmp_path / "rds-ca.pem").read_text() == PEM
+    module.refresh(Secrets(), environ, ensure=lambda name: order.append("connect"), fetch=fetch)
+    assert fetched == [environ["RDS_CA_BUNDLE_URL"]]  # once
+    with pytest.raises(ValueError, match="did not answer a certificate bundle"):
+        module.ensure_ca_bundle(str(tmp_path / "other.pem"), "https://x", fetch=lambda url: b"<html>")
+
+
+def test_server_and_sidecar_verify_the_databases_certificate_and_name(synthesized):
+    """sslmode=require encrypts but accepts any server; verify-full checks the chain to RDS's CAs and
+    that the certificate names the database's host (libpq's PGSSLMODE and PGSSLROOTCERT)."""
+    from addons.mlflow.install import RDS_CA_BUNDLE
+
+    release = next(
+        r
+        for r in resources(synthesized.stack("gpu-validation", "addons"), "helm_release").values()
+        if r["name"] == "mlflow"
+    )
+    values = yaml.safe_load(release["values"][0])
+    server_env = values["extraEnvVars"]  # the chart takes a name -> value map
+    (sidecar,) = values["initContainers"]
+    sidecar_env = {e["name"]: e["value"] for e in sidecar["env"]}
+    for env in (server_env, sidecar_env):
+        assert env["PGSSLMODE"] == "verify-full" and env["PGSSLROOTCERT"] == RDS_CA_BUNDLE
+    assert sidecar_env["RDS_CA_BUNDLE_URL"].startswith("https://truststore.pki.rds.amazonaws.com/")

@@ -48,6 +48,11 @@ DB_LOGIN_SCRIPT = "mlflow-db-login-script"
 DB_LOGIN_DIR = "/run/mlflow-db"
 PASSFILE = f"{DB_LOGIN_DIR}/pgpass"
 READY_FILE = f"{DB_LOGIN_DIR}/ready"
+# libpq checks the server's certificate against Amazon RDS's CAs and the host name (verify-full).
+# The bundle is RDS's published one for every region (its trust store), fetched by the sidecar.
+RDS_CA_BUNDLE = f"{DB_LOGIN_DIR}/rds-ca-bundle.pem"
+RDS_CA_BUNDLE_URL = "https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem"
+TLS_ENV = {"PGSSLMODE": "verify-full", "PGSSLROOTCERT": RDS_CA_BUNDLE}
 SCRIPT_SOURCE = Path(__file__).resolve().parents[2] / "images" / "mlflow" / "db_login.py"
 REFRESH_SECONDS = 300
 # The MLflow image runs as 1001 (the chart's pod security context): the sidecar matches it, so the
@@ -81,7 +86,8 @@ def db_login_sidecar(backend: MlflowBackend, region: str) -> dict[str, Any]:
         "PGPORT": str(POSTGRES_PORT),
         "PGDATABASE": backend.database,
         "PGUSER": backend.username,
-        "PGSSLMODE": "require",
+        **TLS_ENV,
+        "RDS_CA_BUNDLE_URL": RDS_CA_BUNDLE_URL,
         "AWS_REGION": region,
     }
     return {
@@ -149,7 +155,7 @@ def mlflow_values(settings: MlflowConfig, backend: MlflowBackend, *, region: str
         # Clients upload and download through the server: only its role reaches the bucket.
         artifact_root={"proxiedArtifactStorage": True, "s3": {"enabled": True, "bucket": backend.bucket_name}},
         auth=auth,
-        extra_env_vars={"PGPASSFILE": PASSFILE, "PGSSLMODE": "require", "AWS_REGION": region},
+        extra_env_vars={"PGPASSFILE": PASSFILE, **TLS_ENV, "AWS_REGION": region},
         init_containers=[db_login_sidecar(backend, region)],
         extra_volumes=[
             {"name": "db-login", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
@@ -171,7 +177,7 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
         return {
             "allow-tracking-clients": ingress_from_clients(),
             "allow-pod-identity": egress_to_pod_identity_agent(),
-            # Secrets Manager, S3 and STS.
+            # Secrets Manager, S3, STS, and RDS's CA trust store (the bundle libpq verifies against).
             "allow-aws-apis": egress_https_outside_the_node(),
             # The database's interfaces sit in the VPC's private subnets.
             "allow-postgres": {

@@ -6,8 +6,14 @@ reads PGPASSFILE on every new connection, so refreshing the file carries MLflow 
 rotation without a restart, and the password never passes through Helm values, Kubernetes
 Secrets or Terraform state. It lives only in this pod's memory-backed volume.
 
+TLS: libpq verifies the server (PGSSLMODE=verify-full): the certificate must chain to Amazon RDS's
+certificate authorities and name the database's host. Their bundle (PGSSLROOTCERT) is fetched once,
+over HTTPS checked against the system's CAs, from RDS's trust store (RDS_CA_BUNDLE_URL), into the
+same memory-backed folder, before the first connection; the server reads it there too.
+
 Environment: DB_SECRET_ARN, PGPASSFILE, READY_FILE, AUTH_DATABASE (created once, for MLflow's
-basic-auth tables), REFRESH_SECONDS, and libpq's PGHOST/PGPORT/PGDATABASE/PGSSLMODE.
+basic-auth tables), REFRESH_SECONDS, RDS_CA_BUNDLE_URL, and libpq's
+PGHOST/PGPORT/PGDATABASE/PGSSLMODE/PGSSLROOTCERT.
 """
 
 from __future__ import annotations
@@ -51,8 +57,33 @@ def ensure_database(name: str) -> None:
         connection.close()
 
 
-def refresh(client: Any, environ: dict[str, str], *, ensure: Any = ensure_database) -> None:
-    """One round: write the current password; the first time, make the auth database and mark ready."""
+def ensure_ca_bundle(path: str, url: str, *, fetch: Any = None) -> None:
+    """Fetch RDS's CA bundle once (HTTPS, verified against the system's CAs); refuse anything that
+    is not a list of PEM certificates."""
+    if os.path.exists(path):
+        return
+    if fetch is None:
+        import urllib.request
+
+        def fetch(address: str) -> bytes:
+            with urllib.request.urlopen(address, timeout=30) as response:
+                data: bytes = response.read()
+                return data
+
+    text = fetch(url).decode()
+    if "-----BEGIN CERTIFICATE-----" not in text or "PRIVATE KEY" in text:
+        raise ValueError(f"{url} did not answer a certificate bundle")
+    temporary = f"{path}.tmp"
+    with open(temporary, "w") as file:
+        file.write(text)
+    os.replace(temporary, path)
+
+
+def refresh(client: Any, environ: dict[str, str], *, ensure: Any = ensure_database, fetch: Any = None) -> None:
+    """One round: write the current password; the first time, fetch RDS's CA bundle, make the auth
+    database and mark ready."""
+    if environ.get("PGSSLROOTCERT"):
+        ensure_ca_bundle(environ["PGSSLROOTCERT"], environ["RDS_CA_BUNDLE_URL"], fetch=fetch)
     secret = json.loads(client.get_secret_value(SecretId=environ["DB_SECRET_ARN"])["SecretString"])
     write_passfile(environ["PGPASSFILE"], secret["username"], secret["password"])
     if not os.path.exists(environ["READY_FILE"]):
