@@ -144,7 +144,9 @@ def test_release_runs_authenticated_private_server_on_rds_and_s3(synthesized, pr
     assert values["image"] == dict(zip(("repository", "tag"), MLFLOW_IMAGE.rsplit(":", 1), strict=True))
     assert values["service"]["type"] == "ClusterIP"
     assert values["auth"]["enabled"] is True and values["auth"]["appName"] == "basic-auth"
-    assert values["auth"]["defaultPermission"] == settings.default_permission
+    tenants = len(synthesized.configs[profile].workloads.tenants)
+    expected = settings.default_permission or ("NO_PERMISSIONS" if tenants > 1 else "READ")
+    assert values["auth"]["defaultPermission"] == expected
     assert values["backendStore"]["postgres"]["host"].startswith(REMOTE_STORAGE)
     assert values["auth"]["postgres"]["database"] == AUTH_DATABASE
     # Artifacts through the server to the artifact bucket (clients need no S3 access).
@@ -510,3 +512,25 @@ def test_server_and_sidecar_verify_the_databases_certificate_and_name(synthesize
     for env in (server_env, sidecar_env):
         assert env["PGSSLMODE"] == "verify-full" and env["PGSSLROOTCERT"] == RDS_CA_BUNDLE
     assert sidecar_env["RDS_CA_BUNDLE_URL"].startswith("https://truststore.pki.rds.amazonaws.com/")
+
+
+def test_between_several_tenants_mlflow_shares_nothing_unless_the_profile_says_so():
+    """MLflow keeps every team's runs, metrics and artifacts in one store behind its server (the
+    artifacts under the server's role, not the tenants' S3 prefixes): its permissions are the only
+    wall between teams. Two tenants: others' experiments are invisible by default; one: readable."""
+    from addons.mlflow import default_permission
+    from profiles import validate_profile
+    from tests.test_profiles import mutated
+
+    mlflow = {"mlflow": {"enabled": True}}
+    two = validate_profile(mutated(addons=mlflow, workloads={"tenants": [{"name": "team-a"}, {"name": "team-b"}]}))
+    assert default_permission(two) == "NO_PERMISSIONS"
+    one = validate_profile(mutated(addons=mlflow, workloads={"tenants": [{"name": "team-a"}]}))
+    assert default_permission(one) == "READ"
+    chosen = validate_profile(
+        mutated(
+            addons={"mlflow": {"enabled": True, "default_permission": "READ"}},
+            workloads={"tenants": [{"name": "team-a"}, {"name": "team-b"}]},
+        )
+    )
+    assert default_permission(chosen) == "READ"  # the profile's choice stands

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from addons.definition import AddonDefinition, ReleaseConfig
+from addons.definition import AddonDefinition, PlatformConfig, ReleaseConfig
 from profiles.base import FieldProblem, K8sName, Strict
 from profiles.versions import ChartRef
 
@@ -61,8 +61,9 @@ class MlflowConfig(ReleaseConfig):
     """
     admin_secret_name: K8sName = Field("mlflow-admin")
     """With existing_secret: the Secret holding the admin's username and password."""
-    default_permission: Literal["NO_PERMISSIONS", "READ", "EDIT", "MANAGE"] = "READ"
-    """What a signed-in user may do with experiments and models others own."""
+    default_permission: Literal["NO_PERMISSIONS", "READ", "EDIT", "MANAGE"] | None = None
+    """What a signed-in user may do with experiments and models others own. Unset: NO_PERMISSIONS when the profile has
+    more than one tenant (a team sees only what it made or was granted), READ with one."""
 
 
 # The image the chart runs (its app version), also used by the platform's own MLflow containers:
@@ -88,3 +89,13 @@ DEFINITION = AddonDefinition(
     ),
     namespace="mlflow",
 )
+
+
+def default_permission(config: PlatformConfig) -> str:
+    """The MLflow permission on others' experiments and models: the profile's, else none between
+    several tenants (MLflow's runs, metrics and artifacts are one store behind the server, so its
+    permissions are the only wall between teams), read with one."""
+    chosen = DEFINITION.settings(config).default_permission
+    if chosen is not None:
+        return chosen
+    return "NO_PERMISSIONS" if len(config.workloads.tenants) > 1 else "READ"

@@ -21,7 +21,7 @@ from typing import Any
 from cdktf import TerraformVariable, TerraformVariableValidationConfig
 from pydantic import Field
 
-from addons.mlflow import DEFINITION, IMAGE, MlflowConfig
+from addons.mlflow import DEFINITION, IMAGE, MlflowConfig, default_permission
 from components.expressions import matches
 from components.helm.addon import AddonContext, Companions, HelmAddonSpec, RuntimePath
 from components.helm.release import SensitiveValue, Values
@@ -128,14 +128,14 @@ class MlflowValues(Values):
     node_selector: dict[str, str] = Field(default_factory=lambda: dict(SYSTEM_NODES))
 
 
-def mlflow_values(settings: MlflowConfig, backend: MlflowBackend, *, region: str) -> MlflowValues:
+def mlflow_values(settings: MlflowConfig, backend: MlflowBackend, *, region: str, permission: str) -> MlflowValues:
     repository, tag = IMAGE.rsplit(":", 1)
     database = {"enabled": True, "host": backend.address, "port": POSTGRES_PORT}
     login_secret = {"name": DB_LOGIN_SECRET, "usernameKey": "username", "passwordKey": "password"}
     auth: dict[str, Any] = {
         "enabled": True,
         "appName": "basic-auth",
-        "defaultPermission": settings.default_permission,
+        "defaultPermission": permission,
         "postgres": {**database, "database": AUTH_DATABASE, "existingSecret": login_secret},
     }
     if settings.admin_password_from == "variable":
@@ -231,7 +231,9 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
         ]
 
     def values(self, ctx: AddonContext, settings: MlflowConfig) -> MlflowValues:
-        return mlflow_values(settings, self._backend(ctx), region=ctx.config.region)
+        return mlflow_values(
+            settings, self._backend(ctx), region=ctx.config.region, permission=default_permission(ctx.config)
+        )
 
     def state_secrets(self, settings: MlflowConfig) -> tuple[str, ...]:
         # Helm's set_sensitive keeps the value in the release's state.
