@@ -1,7 +1,8 @@
 """Before the cluster layer is applied: does the account have what the profile needs? Through the
-AWS CLI (the deployer's credentials): each EC2 vCPU quota the profile needs (profiles/quotas.py)
-against its current value, and each capacity reservation a GPU group names against what EC2 says
-of it (its state, instance type, zone, size and, for a Capacity Block, its end).
+AWS CLI (the deployer's credentials): the EC2 vCPU quotas against what the apply launches (a
+shortfall stops the deploy) and against the profile's largest sizes (a note), and each capacity
+reservation a GPU group names against what EC2 says of it (its state, instance type, zone, size
+and, for a Capacity Block, its end).
 
 Output formats read: `aws service-quotas get-service-quota` (Quota.Value) and
 `aws ec2 describe-capacity-reservations` (CapacityReservations[]: State, ReservationType,
@@ -14,88 +15,124 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
-from profiles.cluster import CapacityBlock, OdcrCapacity
+from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity
 from profiles.models import PlatformConfig
-from profiles.quotas import quota_needs
+from profiles.quotas import launch_needs, quota_needs
 
 Aws = Callable[[list[str]], subprocess.CompletedProcess[str]]
-# The states in which a reservation holds (or will hold, for a block bought ahead) capacity.
-USABLE = {"odcr": {"active"}, "capacity_block": {"active", "scheduled", "payment-pending"}}
+# The states in which a reservation holds, or will hold, capacity (EC2 User Guide: Capacity
+# Reservation states; an ODCR may stay pending for minutes while launches already succeed).
+USABLE = {"odcr": {"active", "pending"}, "capacity_block": {"active", "scheduled", "payment-pending"}}
+# A block not yet started reports no instances; the count it will hold is in this tag (EC2 User
+# Guide, "View Capacity Blocks").
+REQUESTED_COUNT_TAG = "aws:ec2capacityreservation:incrementalRequestedQuantity"
+
+
+def ask(aws: Aws, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """One AWS CLI call; a timeout is a failed call, never a crash of the deploy."""
+    try:
+        return aws(args)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(args, 124, "", "the AWS CLI did not answer in time")
+
+
+def quota_values(config: PlatformConfig, aws: Aws, codes: list[str]) -> tuple[dict[str, float], list[str]]:
+    """Each quota's current value, and notes for those that could not be read."""
+    values, notes = {}, []
+    for code in codes:
+        args = ["service-quotas", "get-service-quota", "--service-code", "ec2", "--quota-code", code]
+        read = ask(aws, [*args, "--region", config.region, "--output", "json"])
+        try:
+            values[code] = float(json.loads(read.stdout)["Quota"]["Value"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            notes.append(f"quota {code} could not be read: {read.stderr.strip()[:200]}")
+    return values, notes
 
 
 def quota_problems(config: PlatformConfig, aws: Aws) -> tuple[list[str], list[str]]:
-    """(problems, notes): quotas below what the profile needs at its largest sizes, and quotas that
-    could not be read (no servicequotas:GetServiceQuota, no network): not a refusal."""
-    problems, notes = [], []
-    for need in quota_needs(config):
-        args = ["--service-code", "ec2", "--quota-code", need.code, "--region", config.region]
-        read = aws(["service-quotas", "get-service-quota", *args, "--output", "json"])
-        try:
-            value = float(json.loads(read.stdout)["Quota"]["Value"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-            notes.append(f"quota {need.code} ({need.name}) could not be read: {read.stderr.strip()[:200]}")
-            continue
-        if value < need.vcpus:
+    """(problems, notes): quotas below what the apply launches stop the deploy; quotas below the
+    profile's largest sizes (Karpenter's limits, max_size) and quotas that could not be read are
+    notes."""
+    launch, largest = launch_needs(config), quota_needs(config)
+    values, notes = quota_values(config, aws, sorted({need.code for need in [*launch, *largest]}))
+    problems = []
+    for need in launch:
+        value = values.get(need.code)
+        if value is not None and value < need.vcpus:
+            raise_to = f"--service-code ec2 --quota-code {need.code} --region {config.region}"
             problems.append(
-                f"EC2 quota {need.code} ({need.name}) in {config.region} is {value:g} vCPUs; the profile needs "
-                f"{need.vcpus} at its largest sizes ({'; '.join(need.reasons)}). Ask for more: aws service-quotas "
-                f"request-service-quota-increase {' '.join(args)} --desired-value {need.vcpus}"
+                f"EC2 quota {need.code} ({need.name}) in {config.region} is {value:g} vCPUs; the deploy launches "
+                f"{need.vcpus} ({'; '.join(need.reasons)}). Ask for more: aws service-quotas "
+                f"request-service-quota-increase {raise_to} --desired-value {need.vcpus}"
+            )
+    for need in largest:
+        value = values.get(need.code)
+        if value is not None and value < need.vcpus:
+            notes.append(
+                f"EC2 quota {need.code} ({need.name}) is {value:g} vCPUs; at its largest sizes the profile may use "
+                f"{need.vcpus} ({'; '.join(need.reasons)}): scaling up or Karpenter may hit it"
             )
     return problems, notes
 
 
-def reservation_problems(config: PlatformConfig, aws: Aws) -> list[str]:
+def reservation_problems(config: PlatformConfig, aws: Aws, now: datetime | None = None) -> list[str]:
     """Each GPU group's named reservation as EC2 describes it, against the profile."""
+    now = now or datetime.now(UTC)
     problems = []
     for group in config.cluster.gpu_node_groups:
         capacity = group.capacity
         if not isinstance(capacity, OdcrCapacity | CapacityBlock) or capacity.reservation_id is None:
             continue
+        if isinstance(capacity, CapacityBlock) and capacity.drain_passed(now):
+            continue  # over: synthesis warns and schedules no drain (stacks/platform.py)
         where = f"gpu_node_groups {group.name}: reservation {capacity.reservation_id}"
-        read = aws(
-            [
-                "ec2",
-                "describe-capacity-reservations",
-                "--capacity-reservation-ids",
-                capacity.reservation_id,
-                "--region",
-                config.region,
-                "--output",
-                "json",
-            ]
-        )
+        ids = ["--capacity-reservation-ids", capacity.reservation_id]
+        read = ask(aws, ["ec2", "describe-capacity-reservations", *ids, "--region", config.region, "--output", "json"])
         try:
             (found,) = json.loads(read.stdout)["CapacityReservations"]
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             problems.append(f"{where} cannot be found in {config.region}: {read.stderr.strip()[:200] or 'no answer'}")
             continue
-        block = capacity if isinstance(capacity, CapacityBlock) else None
-        if (found.get("ReservationType") == "capacity-block") != (block is not None):
-            kind = (
-                "a Capacity Block" if found.get("ReservationType") == "capacity-block" else "an On-Demand reservation"
-            )
-            problems.append(f"{where} is {kind}; the profile says capacity type {capacity.type}")
-        if found.get("State") not in USABLE[capacity.type]:
-            problems.append(f"{where} is {found.get('State')}, not {' or '.join(sorted(USABLE[capacity.type]))}")
-        if found.get("InstanceType") != group.instance_type:
-            problems.append(f"{where} is for {found.get('InstanceType')}, the group runs {group.instance_type}")
-        if found.get("AvailabilityZone") != capacity.availability_zone:
+        problems += [f"{where} {problem}" for problem in judge_reservation(group, found)]
+    return problems
+
+
+def judge_reservation(group: GpuNodeGroupConfig, found: dict[str, Any]) -> list[str]:
+    """What in EC2's description of the group's reservation disagrees with the profile."""
+    capacity = group.capacity
+    assert isinstance(capacity, OdcrCapacity | CapacityBlock)
+    block = capacity if isinstance(capacity, CapacityBlock) else None
+    problems = []
+    kind = found.get("ReservationType")  # absent from AWS CLIs older than late 2023: not judged
+    if kind is not None and (kind == "capacity-block") != (block is not None):
+        said = "a Capacity Block" if kind == "capacity-block" else "an On-Demand reservation"
+        problems.append(f"is {said}; the profile says capacity type {capacity.type}")
+    state = found.get("State")
+    if state not in USABLE[capacity.type] and (block is not None or group.desired_size):
+        problems.append(f"is {state}, not {' or '.join(sorted(USABLE[capacity.type]))}")
+    if found.get("InstanceType") != group.instance_type:
+        problems.append(f"is for {found.get('InstanceType')}, the group runs {group.instance_type}")
+    if found.get("AvailabilityZone") != capacity.availability_zone:
+        problems.append(f"is in {found.get('AvailabilityZone')}, the profile says {capacity.availability_zone}")
+    total: int | None = int(found.get("TotalInstanceCount", 0))
+    if block is not None and state != "active":
+        # Not started: EC2 reports no instances; the requested count is in a tag, if anywhere.
+        tags = {tag.get("Key"): tag.get("Value") for tag in found.get("Tags", [])}
+        requested = str(tags.get(REQUESTED_COUNT_TAG, ""))
+        total = int(requested) if requested.isdigit() else None
+    wanted = block.instance_count if block else group.desired_size
+    if total is not None and total < wanted:
+        what = "capacity.instance_count" if block else "desired_size"
+        problems.append(f"holds {total} instances; the group's {what} is {wanted}")
+    if block is not None and "EndDate" in found:
+        ends = datetime.fromisoformat(found["EndDate"].replace("Z", "+00:00"))
+        if ends != block.ends_at:
+            stamp = "%Y-%m-%dT%H:%M:%SZ"
             problems.append(
-                f"{where} is in {found.get('AvailabilityZone')}, the profile says {capacity.availability_zone}"
+                f"ends at {ends.strftime(stamp)}; capacity.ends_at says {block.ends_at.strftime(stamp)}, so the "
+                "group would drain at the wrong time"
             )
-        total = int(found.get("TotalInstanceCount", 0))
-        wanted = block.instance_count if block else group.desired_size
-        if total < wanted:
-            what = "capacity.instance_count" if block else "desired_size"
-            problems.append(f"{where} holds {total} instances; the group's {what} is {wanted}")
-        if block and "EndDate" in found:
-            ends = datetime.fromisoformat(found["EndDate"].replace("Z", "+00:00"))
-            if ends != block.ends_at:
-                stamp = "%Y-%m-%dT%H:%M:%SZ"
-                problems.append(
-                    f"{where} ends at {ends.strftime(stamp)}; capacity.ends_at says "
-                    f"{block.ends_at.strftime(stamp)}, so the group would drain at the wrong time"
-                )
     return problems

@@ -162,18 +162,25 @@ def user_secret_problems(
     ]
 
 
-def capacity_problems(config: PlatformConfig, aws: str = "aws", env: dict[str, str] | None = None) -> list[str]:
-    """EC2 quotas below the profile's needs, and GPU groups' reservations EC2 describes otherwise
-    (operate/capacity.py); quotas that cannot be read do not stop the deploy."""
+def capacity_problems(
+    config: PlatformConfig, aws: str = "aws", env: dict[str, str] | None = None, *, note: Callable[[str], None] = print
+) -> list[str]:
+    """EC2 quotas below what the apply launches, and GPU groups' reservations EC2 describes
+    otherwise (operate/capacity.py); what cannot be read, and quotas below the profile's largest
+    sizes, are printed as notes and do not stop the deploy."""
     from operate.capacity import quota_problems, reservation_problems
 
     if shutil.which(aws) is None:
+        note(f"EC2 quotas and reservations not checked: the AWS CLI ({aws}) is not on PATH")
         return []
 
     def run(args: list[str]) -> subprocess.CompletedProcess[str]:
         return subprocess.run([aws, *args], capture_output=True, text=True, env=env, timeout=120)
 
-    return [*quota_problems(config, run)[0], *reservation_problems(config, run)]
+    problems, notes = quota_problems(config, run)
+    for line in notes:
+        note(f"note: {line}")
+    return [*problems, *reservation_problems(config, run)]
 
 
 def deploy_preflight(

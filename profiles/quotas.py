@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from addons import karpenter
 from profiles.aws_facts import vcpus
 from profiles.catalog import CATALOG
-from profiles.cluster import CapacityBlock
+from profiles.cluster import CapacityBlock, OdcrCapacity
 
 if TYPE_CHECKING:
     from profiles.models import PlatformConfig
@@ -91,6 +91,33 @@ def quota_needs(config: PlatformConfig) -> list[QuotaNeed]:
             for fam in sorted({family(name) for name in gpu.instance_types}):
                 need(market, fam, gpu.gpu_limit * per_gpu, f"Karpenter gpu pool: up to {gpu.gpu_limit} GPUs")
     return sorted(needs.values(), key=lambda n: (n.market, n.family))
+
+
+def launch_needs(config: PlatformConfig) -> list[QuotaNeed]:
+    """What the apply itself launches, per On-Demand quota: the system group and every On-Demand
+    GPU group at desired_size (the size each deploy applies). Karpenter's pools launch nothing at
+    apply, and a reservation (ODCR or Capacity Block) holds its quota already, so instances in it
+    add none."""
+    needs: dict[Family, QuotaNeed] = {}
+
+    def need(fam: Family, count: int, reason: str) -> None:
+        entry = needs.setdefault(fam, QuotaNeed("on-demand", fam))
+        entry.vcpus += count
+        entry.reasons.append(reason)
+
+    system = config.cluster.system_node_group
+    largest = max(system.instance_types, key=vcpus)
+    need(family(largest), system.desired_size * vcpus(largest), f"system: {system.desired_size} x {largest}")
+    for group in config.cluster.gpu_node_groups:
+        if isinstance(group.capacity, OdcrCapacity | CapacityBlock) or not group.desired_size:
+            continue
+        size = group.desired_size
+        need(
+            family(group.instance_type),
+            size * group.catalog_entry.vcpus,
+            f"{group.name}: {size} x {group.instance_type}",
+        )
+    return sorted(needs.values(), key=lambda n: n.family)
 
 
 def node_count_warnings(config: PlatformConfig) -> list[str]:

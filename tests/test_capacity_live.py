@@ -14,7 +14,7 @@ import pytest
 from operate.capacity import quota_problems, reservation_problems
 from operate.preflight import capacity_problems
 from profiles import load_profile
-from profiles.quotas import quota_needs
+from profiles.quotas import launch_needs, quota_needs
 from tests.cases import FIXTURE_PROFILES
 
 BLOCK = load_profile(str(FIXTURE_PROFILES / "capacity-block.yaml"))
@@ -50,8 +50,8 @@ def reservation_answer(**changes: object) -> str:
         "InstancePlatform": "Linux/UNIX",
         "AvailabilityZone": "us-east-1b",
         "Tenancy": "default",
-        "TotalInstanceCount": 2,
-        "AvailableInstanceCount": 2,
+        "TotalInstanceCount": 0,
+        "AvailableInstanceCount": 0,
         "EbsOptimized": True,
         "EphemeralStorage": False,
         "State": "scheduled",
@@ -60,7 +60,8 @@ def reservation_answer(**changes: object) -> str:
         "EndDateType": "limited",
         "InstanceMatchCriteria": "targeted",
         "CreateDate": "2099-02-01T09:12:44+00:00",
-        "Tags": [],
+        # Not started yet: no instances; the count the block will hold is in EC2's tag.
+        "Tags": [{"Key": "aws:ec2capacityreservation:incrementalRequestedQuantity", "Value": "2"}],
         "ReservationType": "capacity-block",
     }
     return json.dumps({"CapacityReservations": [{**found, **changes}]})
@@ -87,18 +88,35 @@ class Aws:
         raise AssertionError(args)
 
 
-def test_a_quota_below_the_profiles_need_is_named_with_the_request_to_raise_it():
-    needs = {need.code: need.vcpus for need in quota_needs(ODCR)}
-    low = {code: 0.0 for code in needs}
-    problems, notes = quota_problems(ODCR, Aws(quotas=low))
-    assert len(problems) == len(needs) and notes == []
+def test_a_quota_below_what_the_deploy_launches_stops_it_and_a_ceiling_is_a_note():
+    """The deploy launches the system group and the On-Demand GPU groups at desired_size; groups in
+    a reservation use quota the reservation holds already, and Karpenter launches nothing at apply.
+    Below that, the deploy stops with the request that raises the quota; below the profile's
+    largest sizes (max_size, Karpenter's limits), it is told."""
+    # The ODCR groups launch inside their reservations, and g6-no-efa starts at 0: only the system group.
+    assert [need.code for need in launch_needs(ODCR)] == ["L-1216C47A"]
+    p5 = load_profile("p5-training")
+    launch = {need.code: need for need in launch_needs(p5)}
+    assert launch["L-417A185B"].vcpus == 2 * 192  # desired_size 2 p5.48xlarge, not max_size 4
+    codes = {need.code for need in quota_needs(p5)} | set(launch)
+    problems, notes = quota_problems(p5, Aws(quotas={code: 0.0 for code in codes}))
+    assert len(problems) == len(launch)
     (p_quota,) = [p for p in problems if "L-417A185B" in p]
-    assert f"is 0 vCPUs; the profile needs {needs['L-417A185B']}" in p_quota
-    assert f"--quota-code L-417A185B --region {ODCR.region} --desired-value {needs['L-417A185B']}" in p_quota
-    assert quota_problems(ODCR, Aws(quotas={code: float(vcpus) for code, vcpus in needs.items()})) == ([], [])
+    assert "is 0 vCPUs; the deploy launches 384 (p5-efa: 2 x p5.48xlarge)" in p_quota
+    assert f"--quota-code L-417A185B --region {p5.region} --desired-value 384" in p_quota
+    assert any("L-417A185B" in note and "may use 768" in note for note in notes)  # max_size 4: told, not fatal
+    assert quota_problems(p5, Aws(quotas={code: 384.0 if code == "L-417A185B" else 1e6 for code in codes}))[0] == []
     # Without servicequotas:GetServiceQuota the deploy is not stopped; the quota is noted as unread.
-    problems, notes = quota_problems(ODCR, Aws())
-    assert problems == [] and len(notes) == len(needs) and "AccessDeniedException" in notes[0]
+    problems, notes = quota_problems(p5, Aws())
+    assert problems == [] and len(notes) == len(codes) and "AccessDeniedException" in notes[0]
+
+
+def test_a_cli_that_does_not_answer_is_a_note_not_a_crash():
+    def slow(args):
+        raise subprocess.TimeoutExpired(args, 120)
+
+    problems, notes = quota_problems(ODCR, slow)
+    assert problems == [] and "did not answer in time" in notes[0]
 
 
 def test_a_capacity_block_as_ec2_describes_it_matches_the_profile():
@@ -111,7 +129,11 @@ def test_a_capacity_block_as_ec2_describes_it_matches_the_profile():
         ({"State": "cancelled"}, "is cancelled, not active or payment-pending or scheduled"),
         ({"InstanceType": "p5e.48xlarge"}, "is for p5e.48xlarge, the group runs p5.48xlarge"),
         ({"AvailabilityZone": "us-east-1a"}, "is in us-east-1a, the profile says us-east-1b"),
-        ({"TotalInstanceCount": 1}, "holds 1 instances; the group's capacity.instance_count is 2"),
+        (
+            {"Tags": [{"Key": "aws:ec2capacityreservation:incrementalRequestedQuantity", "Value": "1"}]},
+            "holds 1 instances; the group's capacity.instance_count is 2",
+        ),
+        ({"State": "active", "TotalInstanceCount": 1, "Tags": []}, "holds 1 instances"),
         ({"EndDate": "2099-03-01T10:30:00+00:00"}, "ends at 2099-03-01T10:30:00Z; capacity.ends_at says"),
         ({"ReservationType": "default"}, "is an On-Demand reservation; the profile says capacity type capacity_block"),
     ],
@@ -119,6 +141,21 @@ def test_a_capacity_block_as_ec2_describes_it_matches_the_profile():
 def test_a_block_ec2_describes_otherwise_stops_the_deploy_by_name(changes, expected):
     (problem,) = reservation_problems(BLOCK, Aws(reservation=reservation_answer(**changes)))
     assert problem.startswith("gpu_node_groups p5-block: reservation cr-0123456789abcdef0 ") and expected in problem
+
+
+def test_a_block_not_started_without_the_tag_and_an_old_cli_are_not_judged_on_what_they_lack():
+    no_tag = reservation_answer(Tags=[])
+    assert reservation_problems(BLOCK, Aws(reservation=no_tag)) == []
+    old_cli = json.loads(reservation_answer())
+    del old_cli["CapacityReservations"][0]["ReservationType"]
+    assert reservation_problems(BLOCK, Aws(reservation=json.dumps(old_cli))) == []
+
+
+def test_a_block_whose_drain_has_passed_is_left_to_synthesis_warning():
+    from datetime import datetime
+
+    after = datetime(2099, 3, 1, 11, 0, tzinfo=BLOCK.cluster.gpu_node_groups[0].capacity.ends_at.tzinfo)
+    assert reservation_problems(BLOCK, Aws(reservation=reservation_answer(State="expired")), now=after) == []
 
 
 def test_an_odcr_is_checked_and_a_missing_one_named():
@@ -133,6 +170,8 @@ def test_an_odcr_is_checked_and_a_missing_one_named():
     )
     aws = Aws(reservation=odcr)
     assert reservation_problems(ODCR, aws) == []
+    # Pending for the few minutes EC2 takes to fill it: launches may already succeed.
+    assert reservation_problems(ODCR, Aws(reservation=odcr.replace('"active"', '"pending"'))) == []
     # The group that targets a resource group of reservations is not looked up by id.
     (asked,) = [call for call in aws.calls if call[1] == "describe-capacity-reservations"]
     assert asked[asked.index("--capacity-reservation-ids") + 1] == "cr-0fedcba9876543210"
@@ -153,12 +192,18 @@ def test_the_deploys_preflight_runs_them_through_the_aws_cli(tmp_path):
         f'case "$1" in service-quotas) cat {answers}/quota.json ;; ec2) cat {answers}/reservation.json ;; esac\n'
     )
     aws.chmod(0o755)
-    problems = capacity_problems(BLOCK, str(aws))
+    printed: list[str] = []
+    problems = capacity_problems(BLOCK, str(aws), note=printed.append)
     # A Capacity Block counts against no On-Demand quota; the system nodes' Standard quota does.
     assert any("L-1216C47A" in p and "is 0 vCPUs" in p for p in problems)
     assert not any("L-417A185B" in p for p in problems)
     assert any("is expired, not" in p for p in problems)
-    assert capacity_problems(BLOCK, str(tmp_path / "no-aws-here")) == []  # no CLI: the API checks say so
+    assert any(line.startswith("note: ") for line in printed)  # the largest sizes' shortfall, told
+    printed.clear()
+    assert capacity_problems(BLOCK, str(tmp_path / "no-aws-here"), note=printed.append) == []
+    assert printed == [
+        f"EC2 quotas and reservations not checked: the AWS CLI ({tmp_path / 'no-aws-here'}) is not on PATH"
+    ]
 
 
 def test_the_capacity_checks_run_only_before_the_cluster_layer():

@@ -534,3 +534,36 @@ def test_between_several_tenants_mlflow_shares_nothing_unless_the_profile_says_s
         )
     )
     assert default_permission(chosen) == "READ"  # the profile's choice stands
+
+
+def test_a_change_of_the_default_permission_rolls_the_server():
+    """The chart rolls its pod only for configmap.yaml (mlflow-1.11.5 templates/deployment.yaml
+    checksum/config) and MLflow reads its auth file once, at start: the permission rides in a pod
+    annotation, so a second tenant (NO_PERMISSIONS) reaches the running server."""
+    from addons.mlflow import DEFINITION as MLFLOW_DEFINITION
+    from addons.mlflow import default_permission
+    from addons.mlflow.install import mlflow_values
+    from components.mlflow_backend import MlflowBackend
+    from profiles import validate_profile
+    from tests.test_profiles import mutated
+
+    backend = MlflowBackend(
+        address="db.example.internal",
+        database="mlflow",
+        username="mlflow",
+        secret_arn="arn:aws:secretsmanager:us-west-2:123456789012:secret:rds!db",
+        kms_key_arn="arn:aws:kms:us-west-2:123456789012:key/x",
+        bucket_name="b",
+        bucket_arn="arn:aws:s3:::b",
+    )
+
+    def annotation(tenants: list[str]) -> str:
+        config = validate_profile(
+            mutated(addons={"mlflow": {"enabled": True}}, workloads={"tenants": [{"name": t} for t in tenants]})
+        )
+        values = mlflow_values(
+            MLFLOW_DEFINITION.settings(config), backend, region=config.region, permission=default_permission(config)
+        ).model_dump(by_alias=True)
+        return values["podAnnotations"]["gpu-platform/mlflow-default-permission"]
+
+    assert annotation(["team-a"]) == "READ" and annotation(["team-a", "team-b"]) == "NO_PERMISSIONS"

@@ -112,6 +112,7 @@ def db_login_sidecar(backend: MlflowBackend, region: str) -> dict[str, Any]:
 
 class MlflowValues(Values):
     image: dict[str, str]
+    pod_annotations: dict[str, str] = Field(default_factory=dict)
     service_account: dict[str, Any]
     service: dict[str, Any]
     backend_store: dict[str, Any]
@@ -146,7 +147,12 @@ def mlflow_values(settings: MlflowConfig, backend: MlflowBackend, *, region: str
             "usernameKey": "username",
             "passwordKey": "password",
         }
+    # The chart rolls its pod only when configmap.yaml changes (templates/deployment.yaml at
+    # mlflow-1.11.5), and MLflow reads the auth file (written at pod start) only when it starts: an
+    # annotation of the permission makes a change of it roll the server.
+    annotations = {"gpu-platform/mlflow-default-permission": permission}
     return MlflowValues(
+        pod_annotations=annotations,
         image={"repository": repository, "tag": tag},
         # The server never calls the Kubernetes API; Pod Identity mounts its own token.
         service_account={"create": True, "name": SERVICE_ACCOUNT, "automount": False},
@@ -205,7 +211,7 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
                 port=POSTGRES_PORT,
             ),
             RuntimePath(
-                what="artifacts in S3, the database secret in Secrets Manager, STS",
+                what="artifacts in S3, the database secret in Secrets Manager, STS, RDS's CA trust store",
                 direction="Egress",
                 peer="internet",
                 port=443,
