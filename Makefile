@@ -82,7 +82,7 @@ $(AMTOOL):
 	$@ --version 2>&1 | head -1
 
 quotas: $(STAMP)  ## the EC2 vCPU quotas PROFILE needs, and the aws commands to check and raise them (CHECK=1: read them)
-	$(PY) main.py quotas --profile $(PROFILE) $(if $(CHECK),--check)
+	$(PY) main.py quotas --profile $(PROFILE) $(if $(filter 1 true,$(CHECK)),--check)
 
 cost: $(STAMP)  ## what PROFILE costs per hour at AWS's current on-demand prices (needs AWS credentials)
 	$(PY) main.py cost --profile $(PROFILE)

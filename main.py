@@ -11,6 +11,7 @@
     python main.py pause|resume [--yes] [--profile ...]    # stop / restart every node, keep data
     python main.py diagram [--profile ...] [--readme]      # Mermaid picture of the synthesized layers
     python main.py new-profile PATH [--from NAME]          # start your own profile from a shipped one
+    python main.py quotas [--profile ...] [--check]        # EC2 quotas needed; --check reads the account's
 
 Each profile works in its own folder, cdktf.out/<profile name>/ (stacks, plans, kubeconfig), and
 keeps local state in state/<profile name>/. `cdktf synth` / `cdktf deploy <layer>` run this file

@@ -11,7 +11,9 @@
   through the first tenant's FSx volume on a GPU node, and how many bytes the node's EFA devices
   moved meanwhile;
 - mlflow-tracking-check (when the profile runs MLflow): logs a run with a metric and an artifact
-  through the tracking Service, as the admin, and reads both back.
+  through the tracking Service, as the admin, and reads both back;
+- torchrun-check (when the profile runs Trainer and has tenants): a TrainJob as the first tenant,
+  through its queue, on up to two nodes, all-reducing a tensor of ones across every GPU.
 """
 
 from __future__ import annotations
@@ -217,7 +219,7 @@ def render(
     }
     # The smoke test needs nothing of root: the GPU's device files are world-readable and writable
     # (the driver's default device file mode), so it runs as the Pod Security restricted profile
-    # asks. The topology check keeps root (EFA's verbs device and its locked memory) but gains
+    # asks. The topology check keeps root (the EFA verbs devices' ownership) but gains
     # no privileges and runs under the runtime's seccomp profile; the MPIJob's sshd needs root.
     files["gpu-smoke-test.yaml"] = [
         _pod(

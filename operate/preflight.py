@@ -7,7 +7,9 @@ the user is checked first, so a missing item stops the deploy with what to do an
   variables-only copy of the layers' declarations, so the check and the apply can never disagree;
 - the S3 state bucket, when the profile names one;
 - a way to the cluster's API endpoint, for the Kubernetes layers (the helm and kubernetes
-  providers call it at plan time).
+  providers call it at plan time);
+- before the cluster layer, the account's EC2 vCPU quotas against what the apply launches and each
+  GPU group's reservation against the profile (operate/capacity.py).
 """
 
 from __future__ import annotations

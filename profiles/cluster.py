@@ -418,8 +418,8 @@ class ClusterConfig(Strict):
     gpu_node_groups: list[GpuNodeGroupConfig] = Field(default_factory=list)
     """Managed GPU node groups; EFA-enabled ones get one EFA interface per EFA network card."""
     gpu_node_warning_threshold: int = Field(16, ge=1)
-    """Synthesis, plan and cost warn when the GPU node groups' max_size add up to more GPU nodes than this (a typo such
-    as 100 for 10 would otherwise only show on the bill)."""
+    """Synthesis (so plan, deploy and verify), cost and quotas warn when the GPU node groups' max_size add up to more
+    GPU nodes than this (a typo such as 100 for 10 would otherwise only show on the bill)."""
 
     @field_validator("endpoint_public_access_cidrs")
     @classmethod

@@ -4,8 +4,8 @@ outruns the other is refused by name.
 
 - The driver of each EKS AL2023 AMI release: profiles/ami_nvidia_drivers.json, recorded from
   awslabs/amazon-eks-ami by scripts/record_ami_drivers.py (its newest release stands in for an
-  unpinned profile, which takes the newest AMI; a pinned release newer than the record is not
-  checked).
+  unpinned profile, which takes the newest AMI; a pinned release outside the record, before
+  v20250410 or newer than its newest, is not checked).
 - The driver a CUDA version needs: CUDA's minor-version compatibility (NVIDIA's CUDA Compatibility
   guide): an application built with any 12.x toolkit runs on a 12-series driver, 525 or later, and
   13.x on 580 or later; NVIDIA's own CUDA images declare the same (NVIDIA_REQUIRE_CUDA lists the

@@ -1,7 +1,8 @@
 """The EC2 quotas a profile needs before its first deploy: vCPUs per quota, at the profile's
-largest sizes. EC2 counts running instances in vCPUs per instance family group (the P, the G and VT,
-and the Standard families), separately for On-Demand and Spot; new accounts often start at 0 vCPUs
-of P and G instances, and a p5.48xlarge alone needs 192.
+largest sizes (quota_needs, what `make quotas` prints), and what the apply itself launches
+(launch_needs, what the deploy checks). EC2 counts running instances in vCPUs per instance family
+group (the P, the G and VT, and the Standard families), separately for On-Demand and Spot; new
+accounts often start at 0 vCPUs of P and G instances, and a p5.48xlarge alone needs 192.
 
 Instances in an On-Demand Capacity Reservation count against the On-Demand quotas; Capacity Blocks
 are bought separately and are not counted here.

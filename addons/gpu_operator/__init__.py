@@ -15,7 +15,7 @@ class GpuOperatorConfig(ReleaseConfig):
     """
     health_check_minutes: int | None = Field(15, ge=5, le=1440)
     """Minutes between GPU node health checks (GPU count, EFA devices, DCGM's health watches); a failing node is
-    tainted platform/gpu-health=failed:NoSchedule until a full check passes. null: no health check.
+    tainted platform/gpu-health=failed:NoSchedule until three complete checks in a row pass. null: no health check.
     """
 
 

@@ -6,8 +6,11 @@ What the probe writes into a new folder each round, then renames to `latest` (he
 - gpus.csv, gpus.rc, gpus.err: `nvidia-smi --query-gpu=index,pci.bus_id,uuid --format=csv,noheader`
   (one "0, 00000000:53:00.0, GPU-..." line per GPU the driver can reach), its exit status, its errors;
 - efa.count: the EFA devices in /sys/class/infiniband;
-- health.json and health.rc: `dcgmi health -g 0 -c -j`, DCGM's health watches on every GPU, read
-  from the node's one host engine (the node monitoring agent's); or health.unavailable, why not;
+- health.json, health.rc and health.err: `dcgmi health -g 0 -c -j`, DCGM's health watches on every
+  GPU, read from the node's one host engine (the node monitoring agent's); or health.unavailable,
+  why not; or health.none where no host engine is expected (no node monitoring agent);
+- watches.set: present when the engine had no watches and the probe set them (`dcgmi health -s a`):
+  that round is not complete;
 - at: when the round finished (epoch seconds).
 
 The verdict: the node is failing when the driver reaches fewer GPUs than its instance type has,
@@ -122,7 +125,8 @@ def judge(round_dir: Path, expected: Expected) -> Verdict:
     """The verdict on one round of the probe's files."""
     missing = [name for name in ROUND_FILES if not (round_dir / name).exists()]
     answered = (round_dir / "health.rc").exists()
-    if missing or not (answered or (round_dir / "health.unavailable").exists()):
+    expected_none = (round_dir / "health.none").exists()
+    if missing or not (answered or expected_none or (round_dir / "health.unavailable").exists()):
         raise IncompleteRound(f"{round_dir} lacks {', '.join(missing) or 'the DCGM report'}")
 
     def read(name: str) -> str:
@@ -133,8 +137,8 @@ def judge(round_dir: Path, expected: Expected) -> Verdict:
     if expected.efa and efa < expected.efa:
         reasons.append(f"{efa} of {expected.efa} EFA devices present")
     notes: list[str] = []
-    complete = answered and read("health.rc").strip() == "0"
-    if complete:
+    complete = expected_none or (answered and read("health.rc").strip() == "0")
+    if complete and answered:
         try:
             failures, warnings = health_report(read("health.json"))
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
@@ -144,7 +148,7 @@ def judge(round_dir: Path, expected: Expected) -> Verdict:
             notes += [f"DCGM health warning: {finding}" for finding in warnings]
     elif answered:
         notes.append(f"dcgmi health failed: {(read('health.json') + read('health.err')).strip()[:200]}")
-    else:
+    elif not expected_none:
         notes.append(read("health.unavailable").strip())
     if (round_dir / "watches.set").exists():
         # Watches just set see nothing yet: this round proves nothing about DCGM.

@@ -19,7 +19,7 @@ while :; do
   echo $? > "$round/gpus.rc"
   ls /sys/class/infiniband 2> /dev/null | wc -l > "$round/efa.count"
   if [ "$DCGM_HEALTH" != "1" ]; then
-    echo "no DCGM host engine on this node" > "$round/health.unavailable"
+    echo "no DCGM host engine is expected on this node" > "$round/health.none"
   elif ! timeout -k 10 30 dcgmi discovery --host "$HOST_ENGINE" -l > /dev/null 2>&1; then
     # Asked first with a command that never starts an engine of its own (dcgmi diag would).
     echo "the DCGM host engine at $HOST_ENGINE does not answer" > "$round/health.unavailable"

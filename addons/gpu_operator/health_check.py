@@ -4,7 +4,7 @@ The agent reports faults the driver and DCGM raise as they happen (XIDs, NVLink,
 node repair acts on its condition. This check looks for what shows only when asked: a GPU the
 driver no longer reaches, missing EFA devices, and DCGM's health watches (PCIe, memory, InfoROM,
 thermal, power, NVLink) read from the node's one host engine. A failing node is tainted so nothing
-new lands on it (running jobs stay) and released once a full round passes. Two containers share a
+new lands on it (running jobs stay) and released after three complete, passing rounds in a row. Two containers share a
 folder: the probe (DCGM image, privileged for the GPUs, host network for the host engine;
 health-probe.sh) and the judge (plain Python, unprivileged; gpu_health.py), which alone talks to
 the API server, as a service account that may read and patch nodes.

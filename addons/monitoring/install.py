@@ -99,7 +99,7 @@ def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
                     },
                     {
                         # The GPU health check (addons/gpu_operator/health_check.py) quarantined the node:
-                        # nothing new lands on it until a full check passes; a person should look.
+                        # nothing new lands on it until three complete checks in a row pass; a person should look.
                         "alert": "GpuNodeQuarantined",
                         "expr": f'max by (node) (kube_node_spec_taint{{key="{QUARANTINE_KEY}"}}) > 0',
                         "for": "1m",
@@ -107,8 +107,8 @@ def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
                         "annotations": {
                             "summary": "GPU node {{ $labels.node }} failed its health check and is quarantined",
                             "description": "The node takes no new pods. Its reasons are in the node's "
-                            f"{REASON_ANNOTATION} annotation (kubectl describe node); the taint goes once a full "
-                            "check passes, or replace the node.",
+                            f"{REASON_ANNOTATION} annotation (kubectl describe node); the taint goes after three "
+                            "complete, passing checks in a row, or replace the node.",
                         },
                     },
                     {
