@@ -21,6 +21,8 @@ import yaml
 
 from addons.gpu_operator import DEFINITION as GPU_OPERATOR
 from addons.gpu_operator.gpu_health import QUARANTINE_KEY, REASON_ANNOTATION
+from addons.gpu_operator.health_check import HEALTH_CHECK_SELECTOR
+from addons.gpu_operator.health_check import NAME as HEALTH_CHECK_NAME
 from addons.mlflow import DEFINITION as MLFLOW
 from addons.monitoring import ALERTMANAGER_POD, GRAFANA_CONTAINER, GRAFANA_DEPLOYMENT, GRAFANA_PORT
 from addons.monitoring import DEFINITION as MONITORING
@@ -92,16 +94,21 @@ def gpu_node_names(nodes: list[dict[str, Any]]) -> list[str]:
     )
 
 
+def running_on(pods_json: str) -> set[str]:
+    """The nodes on which the listed pods (kubectl get pods -o json) are Running."""
+    return {
+        pod["spec"].get("nodeName")
+        for pod in json.loads(pods_json or "{}").get("items", [])
+        if pod.get("status", {}).get("phase") == "Running"
+    }
+
+
 def check_repair_loop(nodes_json: str, agent_pods_json: str) -> CheckResult:
     nodes = json.loads(nodes_json or "{}").get("items", [])
     gpu_nodes = gpu_node_names(nodes)
     if not gpu_nodes:
         return CheckResult(REPAIR_CHECK, False, "no GPU node is running: nothing can be checked")
-    agents = {
-        pod["spec"].get("nodeName")
-        for pod in json.loads(agent_pods_json or "{}").get("items", [])
-        if pod.get("status", {}).get("phase") == "Running"
-    }
+    agents = running_on(agent_pods_json)
     problems = []
     for node in nodes:
         name = node["metadata"]["name"]
@@ -193,7 +200,7 @@ def grafana_dashboards(config: PlatformConfig, kubectl: Kubectl) -> CheckResult 
     return check_dashboards(answer.stdout, expected)
 
 
-HEALTH_CHECK = "gpu-health-check"
+HEALTH_CHECK = HEALTH_CHECK_NAME  # the check is named after the DaemonSet it looks at
 
 
 def check_gpu_health(nodes_json: str, checker_pods_json: str) -> CheckResult:
@@ -203,12 +210,9 @@ def check_gpu_health(nodes_json: str, checker_pods_json: str) -> CheckResult:
     gpu_nodes = set(gpu_node_names(nodes))
     if not gpu_nodes:
         return CheckResult(HEALTH_CHECK, False, "no GPU node is running: nothing can be checked")
-    running = {
-        pod["spec"].get("nodeName")
-        for pod in json.loads(checker_pods_json or "{}").get("items", [])
-        if pod.get("status", {}).get("phase") == "Running"
-    }
-    problems = [f"{name}: the health check does not run there" for name in sorted(gpu_nodes - running)]
+    problems = [
+        f"{name}: the health check does not run there" for name in sorted(gpu_nodes - running_on(checker_pods_json))
+    ]
     for node in nodes:
         name = node["metadata"]["name"]
         if name in gpu_nodes and any(t.get("key") == QUARANTINE_KEY for t in node.get("spec", {}).get("taints") or []):
@@ -532,6 +536,18 @@ def check_trainjob(log: str, expected_ranks: int) -> CheckResult:
     return CheckResult(TRAINJOB_CHECK, passed, detail)
 
 
+def too_few_nodes(check: str, job: str, wanted: int, target: ValidationTarget, namespace: str) -> CheckResult:
+    """A multi-node check that cannot run: fewer nodes than it needs in the group, or in what the
+    namespace it runs in (a tenant's quota and queue) may hold of them."""
+    where = f"tenant {namespace}'s quota and queue" if namespace != NAMESPACE else "the profile"
+    return CheckResult(
+        check,
+        False,
+        f"no {wanted}-node {job} can run: node group {target.group.name} runs {target.group.desired_size} node(s) "
+        f"and {where} holds fewer than {wanted} of them",
+    )
+
+
 def _nccl_result(
     config: PlatformConfig,
     target: ValidationTarget,
@@ -545,13 +561,7 @@ def _nccl_result(
     """Run the NCCL MPIJob (as the first tenant, where there is one) and judge its launcher's log."""
     namespace = tenant_check_namespace(config, target)
     if not multi_node:
-        where = f"tenant {namespace}'s queue" if namespace != NAMESPACE else "the profile"
-        return CheckResult(
-            NCCL_JOB,
-            False,
-            f"no {NCCL_NODES}-node NCCL job can run: node group {target.group.name} runs "
-            f"{target.group.desired_size} node(s) and {where} holds fewer than {NCCL_NODES} of them",
-        )
+        return too_few_nodes(NCCL_JOB, "NCCL job", NCCL_NODES, target, namespace)
     for file_name in multi_node:
         if failed := apply(file_name):
             return failed
@@ -576,12 +586,7 @@ def _ray_result(
     namespace = tenant_check_namespace(config, target)
     file_name = f"{RAY_CHECK}.yaml"
     if file_name not in files:
-        return CheckResult(
-            RAY_CHECK,
-            False,
-            f"no {RAY_CHECK_NODES}-node RayJob can run: node group {target.group.name} runs "
-            f"{target.group.desired_size} node(s) and tenant {namespace}'s queue holds fewer than {RAY_CHECK_NODES}",
-        )
+        return too_few_nodes(RAY_CHECK, "RayJob", RAY_CHECK_NODES, target, namespace)
     if failed := apply(file_name):
         return failed
     job = f"{RAYJOB_KIND.lower()}/{RAY_CHECK}"
@@ -667,9 +672,7 @@ def run_checks(
     health = None
     if GPU_OPERATOR.enabled(config) and GPU_OPERATOR.settings(config).health_check_minutes is not None:
         namespace = GPU_OPERATOR.namespace_of(GPU_OPERATOR.settings(config))
-        checkers = kubectl(
-            ["get", "pods", "-n", namespace, "-l", f"app.kubernetes.io/name={HEALTH_CHECK}", "-o", "json"]
-        )
+        checkers = kubectl(["get", "pods", "-n", namespace, "-l", HEALTH_CHECK_SELECTOR, "-o", "json"])
         health = check_gpu_health(nodes.stdout, checkers.stdout)
     dashboards = grafana_dashboards(config, kubectl)
     receiver = check_alert_receiver(config, kubectl, sleep=sleep)
@@ -691,15 +694,17 @@ def run_checks(
                         "--wait=true",
                     ]
                 )
+
     # The order is explicit: the single-node checks first, each on one GPU node, then the Lustre
     # check alone (it reads the node's EFA counters); the multi-node
     # MPIJob only after they have finished and freed their GPUs, so its workers can get whole nodes;
     # then the RayJob once the MPIJob has freed them, and the TrainJob last, once the RayJob's
     # cluster is shut down. The three multi-node checks run as the first tenant, through its queue.
-    multi_node = {name for name, objects in files.items() if any(o["kind"] == MPIJOB_KIND for o in objects)}
-    train_jobs = {name for name, objects in files.items() if any(o["kind"] == TRAINJOB_KIND for o in objects)}
-    ray_jobs = {name for name, objects in files.items() if any(o["kind"] == RAYJOB_KIND for o in objects)}
-    alone = {name for name in files if name == f"{LUSTRE_EFA_CHECK}.yaml"}
+    def holding(kind: str) -> set[str]:
+        return {name for name, objects in files.items() if any(o["kind"] == kind for o in objects)}
+
+    multi_node, train_jobs, ray_jobs = holding(MPIJOB_KIND), holding(TRAINJOB_KIND), holding(RAYJOB_KIND)
+    alone = {f"{LUSTRE_EFA_CHECK}.yaml"} & set(files)
 
     def apply(file_name: str) -> CheckResult | None:
         with tempfile.TemporaryDirectory() as folder:

@@ -28,6 +28,8 @@ from profiles.models import PlatformConfig
 from profiles.versions import DCGM_IMAGE, PYTHON_IMAGE
 
 NAME = "gpu-health-check"
+LABELS = {"app.kubernetes.io/name": NAME}
+HEALTH_CHECK_SELECTOR = ",".join(f"{key}={value}" for key, value in LABELS.items())
 HERE = Path(__file__).parent
 PROBE_SCRIPT = (HERE / "health-probe.sh").read_text()
 JUDGE_SCRIPT = (HERE / "gpu_health.py").read_text()
@@ -55,7 +57,7 @@ def expectations(config: PlatformConfig) -> dict[str, Any]:
 
 
 def health_check_objects(namespace: str, config: PlatformConfig, interval_minutes: int) -> list[dict[str, Any]]:
-    labels = {"app.kubernetes.io/name": NAME}
+    labels = dict(LABELS)
     meta = {"name": NAME, "namespace": namespace, "labels": labels}
     probe = {
         "name": "probe",
