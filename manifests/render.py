@@ -154,6 +154,12 @@ class ValidationTarget:
         return self.entry.max_efa_interfaces if self.group.efa_enabled else 0
 
 
+def locked_down_container() -> dict[str, Any]:
+    """The container security context every check pod runs with: no privilege escalation, no
+    capability, a read-only root. A fresh dict each time, so the YAML carries no anchors."""
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True}
+
+
 def _pod(name: str, target: ValidationTarget, container: dict[str, Any], *, gpus: int, **spec: Any) -> dict[str, Any]:
     if target.dra:
         spec["resourceClaims"] = pod_claims(gpus)
@@ -230,11 +236,7 @@ def render(
                 "image": CUDA_IMAGE,
                 "command": ["nvidia-smi", "-L"],
                 "resources": _with_cpu_memory(_device_resources(target, 1, all_efa=False), cpu="100m", memory="256Mi"),
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "capabilities": {"drop": ["ALL"]},
-                    "readOnlyRootFilesystem": True,
-                },
+                "securityContext": locked_down_container(),
             },
             gpus=1,
             securityContext={"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}},
@@ -254,11 +256,7 @@ def render(
                 "env": list(EFA_ENV),
                 # Listing devices opens the verbs device files (world read-write) and registers no
                 # memory: no capability is needed, root only for the devices' ownership.
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "capabilities": {"drop": ["ALL"]},
-                    "readOnlyRootFilesystem": True,
-                },
+                "securityContext": locked_down_container(),
             },
             gpus=gpus,
             volumes=[shm],
@@ -278,11 +276,7 @@ def render(
                         _device_resources(target, 1, all_efa=False), cpu="100m", memory="512Mi"
                     ),
                     # The image's own user does not matter for this: nvidia-smi runs as anyone.
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "capabilities": {"drop": ["ALL"]},
-                        "readOnlyRootFilesystem": True,
-                    },
+                    "securityContext": locked_down_container(),
                 },
                 gpus=1,
                 securityContext={
@@ -463,11 +457,7 @@ def lustre_efa_check_pod(target: ValidationTarget, tenant: str) -> dict[str, Any
             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
             "volumeMounts": [{"name": "fsx", "mountPath": "/fsx"}],
             # Root owns the tenant's directory: root writes there as its owner, with no capability.
-            "securityContext": {
-                "allowPrivilegeEscalation": False,
-                "capabilities": {"drop": ["ALL"]},
-                "readOnlyRootFilesystem": True,
-            },
+            "securityContext": locked_down_container(),
         },
         gpus=0,
         volumes=[{"name": "fsx", "persistentVolumeClaim": {"claimName": tenancy.FSX_VOLUME}}],
@@ -506,11 +496,7 @@ def mlflow_check_pod(config: PlatformConfig) -> dict[str, Any]:
                     "command": ["python", "-c", MLFLOW_CHECK_SCRIPT],
                     "env": [*mlflow_access.tracking_env(), *login, {"name": "HOME", "value": "/tmp"}],
                     "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "capabilities": {"drop": ["ALL"]},
-                        "readOnlyRootFilesystem": True,
-                    },
+                    "securityContext": locked_down_container(),
                     "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
                 }
             ],
