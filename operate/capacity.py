@@ -52,6 +52,13 @@ def quota_values(config: PlatformConfig, aws: Aws, codes: list[str]) -> tuple[di
     return values, notes
 
 
+def account_problems(config: PlatformConfig, aws: Aws) -> tuple[list[str], list[str]]:
+    """(problems, notes) for the whole account check the deploy's preflight and `make quotas
+    CHECK=1` both run: the quotas (quota_problems) and then the GPU groups' reservations."""
+    problems, notes = quota_problems(config, aws)
+    return [*problems, *reservation_problems(config, aws)], notes
+
+
 def quota_problems(config: PlatformConfig, aws: Aws) -> tuple[list[str], list[str]]:
     """(problems, notes): quotas below what the apply launches stop the deploy; quotas below the
     profile's largest sizes (Karpenter's limits, max_size) and quotas that could not be read are

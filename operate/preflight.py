@@ -170,7 +170,7 @@ def capacity_problems(
     """EC2 quotas below what the apply launches, and GPU groups' reservations EC2 describes
     otherwise (operate/capacity.py); what cannot be read, and quotas below the profile's largest
     sizes, are printed as notes and do not stop the deploy."""
-    from operate.capacity import quota_problems, reservation_problems
+    from operate.capacity import account_problems
 
     if shutil.which(aws) is None:
         note(f"EC2 quotas and reservations not checked: the AWS CLI ({aws}) is not on PATH")
@@ -179,10 +179,10 @@ def capacity_problems(
     def run(args: list[str]) -> subprocess.CompletedProcess[str]:
         return subprocess.run([aws, *args], capture_output=True, text=True, env=env, timeout=120)
 
-    problems, notes = quota_problems(config, run)
+    problems, notes = account_problems(config, run)
     for line in notes:
         note(f"note: {line}")
-    return [*problems, *reservation_problems(config, run)]
+    return problems
 
 
 def deploy_preflight(
