@@ -612,11 +612,12 @@ def command_quotas(config: PlatformConfig, args: argparse.Namespace) -> int:
 
     for warning in node_count_warnings(config):
         print(warning, file=sys.stderr)
+    needs = quota_needs(config)
     print(f"EC2 vCPU quotas {config.name} needs in {config.region} (at its largest sizes):")
-    for need in quota_needs(config):
+    for need in needs:
         print(f"  {need.code}  {need.name}: {need.vcpus} vCPUs ({'; '.join(need.reasons)})")
     print("Check what the account has, and ask for more where it is below (needs AWS credentials):")
-    for need in quota_needs(config):
+    for need in needs:
         quota = f"--service-code ec2 --quota-code {need.code} --region {config.region}"
         print(f"  aws service-quotas get-service-quota {quota}")
         print(f"  aws service-quotas request-service-quota-increase {quota} --desired-value {need.vcpus}")
@@ -626,11 +627,10 @@ def command_quotas(config: PlatformConfig, args: argparse.Namespace) -> int:
     )
     if not args.check:
         return 0
-    from operate.capacity import quota_problems, reservation_problems
+    from operate.capacity import account_problems
     from operate.cluster_access import run_aws
 
-    problems, notes = quota_problems(config, run_aws)
-    problems += reservation_problems(config, run_aws)
+    problems, notes = account_problems(config, run_aws)
     for line in [*notes, *problems]:
         print(line, file=sys.stderr)
     if not problems:

@@ -64,6 +64,10 @@ class QuotaNeed:
     def name(self) -> str:
         return QUOTA_CODES[(self.market, self.family)][1]
 
+    def add(self, vcpus: int, reason: str) -> None:
+        self.vcpus += vcpus
+        self.reasons.append(reason)
+
 
 def quota_needs(config: PlatformConfig) -> list[QuotaNeed]:
     """Each quota the profile needs, with the vCPUs at its largest: every node group at max_size,
@@ -71,9 +75,7 @@ def quota_needs(config: PlatformConfig) -> list[QuotaNeed]:
     needs: dict[tuple[Market, Family], QuotaNeed] = {}
 
     def need(market: Market, fam: Family, count: int, reason: str) -> None:
-        entry = needs.setdefault((market, fam), QuotaNeed(market, fam))
-        entry.vcpus += count
-        entry.reasons.append(reason)
+        needs.setdefault((market, fam), QuotaNeed(market, fam)).add(count, reason)
 
     system = config.cluster.system_node_group
     largest = max(system.instance_types, key=vcpus)
@@ -102,9 +104,7 @@ def launch_needs(config: PlatformConfig) -> list[QuotaNeed]:
     needs: dict[Family, QuotaNeed] = {}
 
     def need(fam: Family, count: int, reason: str) -> None:
-        entry = needs.setdefault(fam, QuotaNeed("on-demand", fam))
-        entry.vcpus += count
-        entry.reasons.append(reason)
+        needs.setdefault(fam, QuotaNeed("on-demand", fam)).add(count, reason)
 
     system = config.cluster.system_node_group
     largest = max(system.instance_types, key=vcpus)
