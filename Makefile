@@ -136,6 +136,21 @@ provider-mirror:  ## make an offline mirror of hashicorp/aws (needs the registry
 		> .tools/mirror-source/main.tf
 	terraform -chdir=.tools/mirror-source providers mirror -platform=linux_amd64 $(MIRROR)
 
+# PostgreSQL's server runs the MLflow database setup in tests (tests/test_mlflow_db_setup.py).
+# Machines of this kind carry Debian's postgresql-15; where one does not, the package is only
+# downloaded and unpacked here (no service is installed, no cluster is made).
+POSTGRES_DEB := postgresql-15
+POSTGRES := $(TOOLS)/postgresql/.ready
+$(POSTGRES):
+	mkdir -p $(TOOLS)/postgresql
+	if ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then \
+		echo "PostgreSQL server: $$(ls -d /usr/lib/postgresql/*/bin | tail -1)"; \
+	else \
+		cd $(TOOLS)/postgresql && apt-get download $(POSTGRES_DEB) && \
+		dpkg-deb -x $$(ls $(POSTGRES_DEB)_*.deb | head -1) . && rm -f $(POSTGRES_DEB)_*.deb; \
+	fi
+	touch $@
+
 # The lint and type gate: ruff's rules and format, and mypy --strict with the settings in
 # pyproject.toml, zero findings.
 # mypy reads the provider bindings' types (about a minute on a cold cache, seconds after).
@@ -146,7 +161,7 @@ lint: $(DEV_STAMP)  ## ruff (rules and format) and mypy --strict
 
 # The emulated deploy cycles run in background processes from the start of the session (see
 # tests/test_emulated_deploy.py); --durations shows the ten slowest tests.
-test: lint $(CHECKOV) $(PROMTOOL) $(AMTOOL)  ## the whole test suite, as CI runs it
+test: lint $(CHECKOV) $(PROMTOOL) $(AMTOOL) $(POSTGRES)  ## the whole test suite, as CI runs it
 	$(PY) -m pytest --durations=10 $(PYTEST_ARGS)
 
 # The one-minute inner loop: ruff, then the fast tests (profiles, synthesis assertions, snapshots,
@@ -154,7 +169,7 @@ test: lint $(CHECKOV) $(PROMTOOL) $(AMTOOL)  ## the whole test suite, as CI runs
 # Before pushing, run make test: every profile, terraform, checkov, HCL exports, the emulator.
 CHECK_TESTS := profiles loader naming schema architecture snapshots addon_registry namespaces quotas dra \
 	karpenter_policy versions renovate docs_commands operate pause state_claim cluster addons workloads \
-	storage_build mlflow diagram verify dashboards cost
+	storage_build mlflow mlflow_db_setup diagram verify dashboards cost
 check: $(DEV_STAMP)  ## the one-minute inner loop (ruff and the fast tests on the default profile)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -15,9 +15,15 @@ class MlflowBackend:
     database: str
     """The database MLflow's tracking tables live in."""
     username: str
-    """The master user MLflow connects as."""
+    """The application role the MLflow server logs in as, with IAM database authentication."""
+    owner_role: str
+    """The role (no login) that owns MLflow's databases and tables; the server acts as it."""
+    master_username: str
+    """The RDS master user: only the database setup job logs in as it."""
+    resource_id: str
+    """The database's resource id (db-...): IAM's rds-db:connect ARNs name it."""
     secret_arn: str
-    """The RDS-managed Secrets Manager secret holding the master user's password."""
+    """The RDS-managed Secrets Manager secret holding the master user's password (the setup job's)."""
     kms_key_arn: str
     """The key that encrypts the database and that secret."""
     bucket_name: str

@@ -2,7 +2,11 @@
 bucket. The database sits in the private subnets behind its own security group, which admits
 PostgreSQL only from the cluster's node group (pods share it: the VPC CNI gives them the node's
 security group). Its master password is made, kept and rotated by RDS in Secrets Manager,
-encrypted with the store's own KMS key: no password is in the profile, the JSON or the state."""
+encrypted with the store's own KMS key: no password is in the profile, the JSON or the state.
+
+MLflow itself never logs in as the master user (a member of rds_superuser): it connects as an
+application role with IAM database authentication, which the addons layer's setup job creates with
+the master password (docs/mlflow.md)."""
 
 from __future__ import annotations
 
@@ -25,6 +29,10 @@ from components.s3 import SecureBucket, SecureBucketProps
 POSTGRES_PORT = 5432
 DATABASE_NAME = "mlflow"
 MASTER_USERNAME = "mlflow"
+# The role MLflow's server logs in as (IAM database authentication, a member of rds_iam), and the
+# role without a login that owns MLflow's databases and tables (docs/mlflow.md).
+APP_USERNAME = "mlflow_app"
+OWNER_ROLE = "mlflow_owner"
 
 
 def artifact_bucket_name(platform_name: str, account_id: str) -> str:
@@ -135,7 +143,8 @@ class MlflowStore(Construct):
             )
             if props.protect
             else None,
-            iam_database_authentication_enabled=False,
+            # The server logs in with 15-minute tokens its Pod Identity role mints (rds-db:connect).
+            iam_database_authentication_enabled=True,
             performance_insights_enabled=False,
             enabled_cloudwatch_logs_exports=["postgresql"],
             apply_immediately=False,
@@ -154,7 +163,10 @@ class MlflowStore(Construct):
         self._backend = MlflowBackend(
             address=database.address,
             database=DATABASE_NAME,
-            username=MASTER_USERNAME,
+            username=APP_USERNAME,
+            owner_role=OWNER_ROLE,
+            master_username=MASTER_USERNAME,
+            resource_id=database.resource_id,
             secret_arn=database.master_user_secret.get(0).secret_arn,
             kms_key_arn=key.arn,
             bucket_name=bucket.name,

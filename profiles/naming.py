@@ -144,6 +144,7 @@ def derived_names(sources: NameSources) -> Iterator[DerivedName]:
         yield DerivedName(at, name, "s3_bucket", f"{name}-mlflow-artifacts-{ACCOUNT}")
         yield DerivedName(at, name, "security_group", f"{name}-mlflow-db")
         yield DerivedName(at, name, "iam_role", f"{name}-mlflow")
+        yield DerivedName(at, name, "iam_role", f"{name}-mlflow-db-setup")
     field: tuple[str | int, ...]
     for index, group in enumerate(sources.gpu_node_groups):
         field = ("cluster", "gpu_node_groups", index, "name")

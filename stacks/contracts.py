@@ -98,10 +98,13 @@ class StorageOutputs:
         outputs={
             "address": ("db_address", "MLflow's PostgreSQL host (private)"),
             "database": ("db_name", "MLflow's database name"),
-            "username": ("db_username", "MLflow's database user"),
+            "username": ("db_username", "The role MLflow logs in as (IAM database authentication)"),
+            "owner_role": ("db_owner_role", "The role that owns MLflow's databases and tables"),
+            "master_username": ("db_master_username", "The database's master user (the setup job's)"),
+            "resource_id": ("db_resource_id", "The database's resource id (IAM's rds-db:connect ARNs name it)"),
             "secret_arn": (
                 "db_secret_arn",
-                "The RDS-managed secret with MLflow's database password (read it in Secrets Manager)",
+                "The RDS-managed secret with the master user's password (read it in Secrets Manager)",
             ),
             "kms_key_arn": ("kms_key_arn", "The KMS key of MLflow's database and its secret"),
             "bucket_name": ("artifact_bucket_name", "The bucket MLflow keeps artifacts in"),

@@ -12,12 +12,10 @@ import os
 import re
 import stat
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
-import boto3
 import pytest
 import yaml
-from moto import mock_aws
 
 from addons.catalog import CHARTS
 from addons.mlflow import IMAGE as MLFLOW_IMAGE
@@ -25,6 +23,7 @@ from addons.mlflow import POSTGRES_MAJOR_VERSION as MLFLOW_POSTGRES_MAJOR_VERSIO
 from addons.mlflow.install import ADMIN_PASSWORD_RULE, AUTH_DATABASE, DB_LOGIN_SECRET, PASSFILE, SCRIPT_SOURCE
 from components.k8s import mlflow_access
 from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
+from components.mlflow_store import APP_USERNAME
 from manifests.render import MLFLOW_CHECK, MLFLOW_CHECK_ARTIFACT, MLFLOW_CHECK_METRIC, render
 from manifests.verify import check_mlflow
 from profiles import available_profiles, load_profile
@@ -156,13 +155,14 @@ def test_release_runs_authenticated_private_server_on_rds_and_s3(synthesized, pr
     # /metrics sits behind basic auth: no monitor that would scrape 401s.
     assert values["serviceMonitor"] == {"enabled": False}
     # The database login never passes through values: the chart's Secret has an empty password,
-    # the sidecar reads the RDS-managed secret by ARN.
+    # the sidecar mints IAM tokens for the application role; the master's secret is not named.
     assert values["backendStore"]["existingDatabaseSecret"]["name"] == DB_LOGIN_SECRET
     assert values["extraEnvVars"]["PGPASSFILE"] == PASSFILE
     (sidecar,) = values["initContainers"]
     assert sidecar["restartPolicy"] == "Always" and "startupProbe" in sidecar
     env = {e["name"]: e["value"] for e in sidecar["env"]}
-    assert env["DB_SECRET_ARN"].startswith(REMOTE_STORAGE) and "master_user_secret" in env["DB_SECRET_ARN"]
+    assert env["PGUSER"] == APP_USERNAME and "DB_SECRET_ARN" not in env
+    assert "master_user_secret" not in release["values"][0]
     assert not re.search(r"(?i)password\s*[:=]\s*\S", release["values"][0].replace("passwordKey: password", ""))
 
 
@@ -195,8 +195,9 @@ def test_admin_password_from_existing_secret_is_not_in_terraform(synthesized):
 
 
 @pytest.mark.parametrize("profile", WITH_MLFLOW)
-def test_server_role_reaches_its_bucket_and_secret_only(synthesized, profile):
+def test_server_role_reaches_its_bucket_and_its_database_user_only(synthesized, profile):
     stack = synthesized.stack(profile, "addons")
+    region = synthesized.configs[profile].region
     (role,) = [r for r in resources(stack, "aws_iam_role").values() if r["name"].endswith("-mlflow")]
     trust = json.loads(role["assume_role_policy"])["Statement"][0]
     assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
@@ -205,30 +206,63 @@ def test_server_role_reaches_its_bucket_and_secret_only(synthesized, profile):
         "mlflow",
         "mlflow",
     )
-    (policy,) = [p for key, p in resources(stack, "aws_iam_role_policy").items() if key.startswith("mlflow")]
-    statements = json.loads(policy["policy"])["Statement"]
-    by_action = {action: s for s in statements for action in s["Action"]}
+    by_action = role_statements(stack, role)
     assert set(by_action) == {
         "s3:ListBucket",
         "s3:AbortMultipartUpload",
         "s3:DeleteObject",
         "s3:GetObject",
         "s3:PutObject",
-        "secretsmanager:GetSecretValue",
-        "kms:Decrypt",
+        "rds-db:connect",
     }
     assert "mlflow_artifacts" in by_action["s3:ListBucket"]["Resource"]
     assert by_action["s3:GetObject"]["Resource"].endswith("/*")
-    assert "master_user_secret" in by_action["secretsmanager:GetSecretValue"]["Resource"]
-    assert by_action["kms:Decrypt"]["Condition"] == {
-        "StringEquals": {"kms:ViaService": f"secretsmanager.{synthesized.configs[profile].region}.amazonaws.com"}
+    # A token for the application role of this one instance (rds-db ARNs name the resource id).
+    database_user = by_action["rds-db:connect"]["Resource"]
+    assert database_user.startswith(f"arn:aws:rds-db:{region}:${{data.aws_caller_identity.")
+    assert re.search(
+        r":dbuser:\$\{data\.terraform_remote_state\.[^}]*resource_id\}/" + APP_USERNAME + "$", database_user
+    )
+    associations = {
+        a["service_account"]: a
+        for a in resources(stack, "aws_eks_pod_identity_association").values()
+        if a["namespace"] == "mlflow"
     }
-    association = [
-        a for a in resources(stack, "aws_eks_pod_identity_association").values() if a["namespace"] == "mlflow"
-    ]
-    assert [(a["service_account"]) for a in association] == ["mlflow"]
+    assert set(associations) == {"mlflow", "mlflow-db-setup"}
     release = mlflow_release(synthesized, profile)
     assert any("aws_eks_pod_identity_association.mlflow" in d for d in release["depends_on"])
+
+
+def role_statements(stack: dict, role: dict) -> dict[str, dict]:
+    """The role's inline policy statements, by action."""
+    role_key = next(k for k, r in resources(stack, "aws_iam_role").items() if r is role)
+    (policy,) = [
+        p for p in resources(stack, "aws_iam_role_policy").values() if f"aws_iam_role.{role_key}." in p["role"]
+    ]
+    return {action: s for s in json.loads(policy["policy"])["Statement"] for action in s["Action"]}
+
+
+@pytest.mark.parametrize("profile", WITH_MLFLOW)
+def test_only_the_setup_job_reads_the_master_password(synthesized, profile):
+    """The master user's secret is the setup job's alone: its role reads that secret (decrypted only
+    through Secrets Manager) and nothing else, and only the setup job's service account assumes it."""
+    stack = synthesized.stack(profile, "addons")
+    region = synthesized.configs[profile].region
+    (role,) = [r for r in resources(stack, "aws_iam_role").values() if r["name"].endswith("-mlflow-db-setup")]
+    tags = json.loads(role["assume_role_policy"])["Statement"][0]["Condition"]["StringEquals"]
+    assert tags["aws:RequestTag/kubernetes-service-account"] == "mlflow-db-setup"
+    by_action = role_statements(stack, role)
+    assert set(by_action) == {"secretsmanager:GetSecretValue", "kms:Decrypt"}
+    assert "master_user_secret" in by_action["secretsmanager:GetSecretValue"]["Resource"]
+    assert by_action["kms:Decrypt"]["Condition"] == {
+        "StringEquals": {"kms:ViaService": f"secretsmanager.{region}.amazonaws.com"}
+    }
+    # No other role of the layer names the secret.
+    role_key = next(k for k, r in resources(stack, "aws_iam_role").items() if r is role)
+    naming_it = [
+        p["role"] for p in resources(stack, "aws_iam_role_policy").values() if "master_user_secret" in p["policy"]
+    ]
+    assert len(naming_it) == 1 and f"aws_iam_role.{role_key}." in naming_it[0]
 
 
 @pytest.mark.parametrize("profile", WITH_MLFLOW)
@@ -379,26 +413,35 @@ def test_password_file_is_owner_only_and_escaped_as_libpq_reads_it(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pgpass"]
 
 
-@mock_aws
-def test_sidecar_follows_the_secret_and_makes_the_auth_database_once(tmp_path):
+def test_sidecar_writes_a_fresh_iam_token_that_libpq_reads_back(tmp_path):
+    """The token is botocore's own (a presigned rds-db connect request, made offline from the
+    role's credentials): it has ':' in it, which the password file escapes, and the file follows
+    each new token. Ready once the first one is written."""
+    import botocore.session
+
     module = login_module()
-    client = boto3.client("secretsmanager", region_name="us-west-2")
-    arn = client.create_secret(Name="rds!db-1", SecretString=json.dumps({"username": "mlflow", "password": "first"}))[
-        "ARN"
-    ]
+    session = botocore.session.get_session()
+    session.set_credentials("AKIDEXAMPLE", "secret", "session-token")
+    rds = session.create_client("rds", region_name="us-west-2")
     environ = {
-        "DB_SECRET_ARN": arn,
         "PGPASSFILE": str(tmp_path / "pgpass"),
         "READY_FILE": str(tmp_path / "ready"),
-        "AUTH_DATABASE": AUTH_DATABASE,
+        "PGHOST": "mlflow.abc.us-west-2.rds.amazonaws.com",
+        "PGPORT": "5432",
+        "PGUSER": APP_USERNAME,
+        "AWS_REGION": "us-west-2",
     }
-    made: list[str] = []
-    module.refresh(client, environ, ensure=made.append)
-    assert made == [AUTH_DATABASE] and (tmp_path / "ready").exists()
-    client.put_secret_value(SecretId=arn, SecretString=json.dumps({"username": "mlflow", "password": "second"}))
-    module.refresh(client, environ, ensure=made.append)  # a rotation: the file follows, no second CREATE
-    assert made == [AUTH_DATABASE]
-    assert parse_passfile_line((tmp_path / "pgpass").read_text())[-1] == "second"
+    module.refresh(rds, environ)
+    assert (tmp_path / "ready").exists()
+    host, port, database, user, token = parse_passfile_line((tmp_path / "pgpass").read_text())
+    assert (host, port, database, user) == ("*", "*", "*", APP_USERNAME)
+    query = parse_qs(urlsplit("https://" + token).query)
+    assert token.startswith(f"{environ['PGHOST']}:5432/?")
+    assert query["Action"] == ["connect"] and query["DBUser"] == [APP_USERNAME]
+    assert query["X-Amz-Expires"] == ["900"] and query["X-Amz-Security-Token"] == ["session-token"]
+    assert "/us-west-2/rds-db/aws4_request" in query["X-Amz-Credential"][0]
+    module.refresh(rds, {**environ, "PGUSER": "someone-else"})
+    assert parse_passfile_line((tmp_path / "pgpass").read_text())[3] == "someone-else"
 
 
 def test_sidecar_script_ships_in_a_config_map(synthesized):
@@ -408,6 +451,7 @@ def test_sidecar_script_ships_in_a_config_map(synthesized):
         if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "mlflow-db-login-script"
     ]
     assert script["data"]["db_login.py"] == Path(SCRIPT_SOURCE).read_text()
+    assert script["data"]["db_setup.py"] == Path(SCRIPT_SOURCE).with_name("db_setup.py").read_text()
     (secret,) = [
         o
         for o in addon_objects(synthesized, "gpu-validation")
@@ -462,9 +506,9 @@ def test_tracking_check_passes_only_when_both_read_back():
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 
-def test_the_sidecar_fetches_rds_cas_once_before_the_first_connection(tmp_path):
+def test_the_sidecar_fetches_rds_cas_once_before_the_first_token(tmp_path):
     """verify-full needs RDS's CA bundle: fetched once into the pod's memory volume, before the
-    auth database is first reached; an answer that is not certificates is refused."""
+    server may start; an answer that is not certificates is refused."""
     module = login_module()
     fetched: list[str] = []
     order: list[str] = []
@@ -474,25 +518,118 @@ def test_the_sidecar_fetches_rds_cas_once_before_the_first_connection(tmp_path):
         order.append("fetch")
         return PEM.encode()
 
+    class Tokens:
+        def generate_db_auth_token(self, **request):
+            order.append("token")
+            return "token"
+
     environ = {
         "PGPASSFILE": str(tmp_path / "pgpass"),
         "READY_FILE": str(tmp_path / "ready"),
-        "AUTH_DATABASE": AUTH_DATABASE,
-        "DB_SECRET_ARN": "arn",
+        "PGHOST": "db",
+        "PGPORT": "5432",
+        "PGUSER": APP_USERNAME,
+        "AWS_REGION": "us-west-2",
         "PGSSLROOTCERT": str(tmp_path / "rds-ca.pem"),
         "RDS_CA_BUNDLE_URL": "https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem",
     }
-
-    class Secrets:
-        def get_secret_value(self, SecretId):
-            return {"SecretString": json.dumps({"username": "mlflow", "password": "p"})}
-
-    module.refresh(Secrets(), environ, ensure=lambda name: order.append("connect"), fetch=fetch)
-    assert order == ["fetch", "connect"] and (tmp_path / "rds-ca.pem").read_text() == PEM
-    module.refresh(Secrets(), environ, ensure=lambda name: order.append("connect"), fetch=fetch)
+    module.refresh(Tokens(), environ, fetch=fetch)
+    assert order == ["fetch", "token"] and (tmp_path / "rds-ca.pem").read_text() == PEM
+    module.refresh(Tokens(), environ, fetch=fetch)
     assert fetched == [environ["RDS_CA_BUNDLE_URL"]]  # once
     with pytest.raises(ValueError, match="did not answer a certificate bundle"):
         module.ensure_ca_bundle(str(tmp_path / "other.pem"), "https://x", fetch=lambda url: b"<html>")
+
+
+def setup_job(synthesized, profile) -> tuple[str, dict]:
+    stack = synthesized.stack(profile, "addons")
+    ((key, job),) = [
+        (k, r)
+        for k, r in resources(stack, "kubernetes_manifest").items()
+        if isinstance(r["manifest"], dict) and r["manifest"].get("kind") == "Job"
+    ]
+    return key, job
+
+
+@pytest.mark.parametrize("profile", WITH_MLFLOW)
+def test_the_setup_job_completes_before_the_server_starts(synthesized, profile):
+    """Terraform waits for the Job's Complete condition, and the server's release depends on it;
+    the Job itself waits for its namespace objects (its service account, the scripts, the
+    NetworkPolicies that let it reach the database) and its Pod Identity association."""
+    key, job = setup_job(synthesized, profile)
+    assert job["wait"] == {"condition": [{"status": "True", "type": "Complete"}]}
+    assert {"spec.selector", "spec.template.metadata.labels"} <= set(job["computed_fields"])
+    assert f"kubernetes_manifest.{key}" in mlflow_release(synthesized, profile)["depends_on"]
+    depends = " ".join(job["depends_on"])
+    assert "aws_eks_pod_identity_association.mlflow-identity_setup-association" in depends
+    for needed in ("serviceaccount-mlflow-mlflow-db-setup", "configmap-mlflow-mlflow-db-login-script"):
+        assert needed in depends, needed
+    assert "networkpolicy-mlflow-allow-postgres" in depends
+    manifest = job["manifest"]
+    pod = manifest["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "mlflow-db-setup" and pod["restartPolicy"] == "Never"
+    (container,) = pod["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert "master_user_secret" in env["DB_SECRET_ARN"] and env["PGSSLMODE"] == "verify-full"
+    assert (env["APP_ROLE"], env["OWNER_ROLE"]) == (APP_USERNAME, "mlflow_owner")
+    # The name follows the database: Terraform hashes this synthesis's digest of the spec with the
+    # database's address and secret, so a new database gets a new Job (its roles made again).
+    other_layer = r"\$\{data\.terraform_remote_state\.cross-stack-reference-input-storage\.outputs\.[^}]*"
+    assert re.fullmatch(
+        r"mlflow-db-setup-\$\{substr\(sha256\(\"[0-9a-f]{16}\|"
+        + other_layer
+        + r"address\}\|"
+        + other_layer
+        + r"secret_arn\}\"\), 0, 10\)\}",
+        manifest["metadata"]["name"],
+    )
+    # Failing on its own deadline before Terraform's wait gives up leaves a Failed Job to read.
+    assert manifest["spec"]["activeDeadlineSeconds"] < int(job["timeouts"]["create"].removesuffix("m")) * 60
+
+
+def test_a_changed_setup_script_makes_a_new_job():
+    """A Job's pod template cannot change: the name carries a digest of the spec, and the spec a
+    digest of the scripts, so changing either runs the setup again under a new name."""
+    from addons.mlflow import install
+    from components.k8s.job import job_name
+    from components.mlflow_backend import MlflowBackend
+
+    backend = MlflowBackend(
+        address="db",
+        database="mlflow",
+        username=APP_USERNAME,
+        owner_role="mlflow_owner",
+        master_username="mlflow",
+        resource_id="db-ABC",
+        secret_arn="arn:aws:secretsmanager:us-west-2:1:secret:rds!db",
+        kms_key_arn="k",
+        bucket_name="b",
+        bucket_arn="arn:aws:s3:::b",
+    )
+    first = job_name("mlflow-db-setup", install.db_setup_job(backend, "us-west-2"))
+    assert re.fullmatch(r"mlflow-db-setup-[0-9a-f]{10}", first)
+    assert job_name("mlflow-db-setup", install.db_setup_job(backend, "us-west-2")) == first  # stable
+    original = install.scripts_digest
+    try:
+        install.scripts_digest = lambda: "changed"
+        assert job_name("mlflow-db-setup", install.db_setup_job(backend, "us-west-2")) != first
+    finally:
+        install.scripts_digest = original
+
+
+def test_a_job_naming_a_value_known_only_at_plan_must_say_so():
+    """A value of another layer in the spec that the name does not follow would leave the old Job
+    in place and its template unchangeable: refused until it is listed."""
+    from cdktf import Fn, Token
+
+    from components.k8s.job import job_name
+
+    later = Fn.upper("db.example")  # stands for another layer's output: unresolved until synthesis
+    job = {"spec": {"template": {"spec": {"containers": [{"env": [{"name": "PGHOST", "value": later}]}]}}}}
+    with pytest.raises(ValueError, match="resolves later"):
+        job_name("setup", job)
+    named = job_name("setup", job, resolved_later=(later,))
+    assert named.startswith("setup-") and Token.is_unresolved(named)  # Terraform finishes the name
 
 
 def test_server_and_sidecar_verify_the_databases_certificate_and_name(synthesized):
@@ -550,7 +687,10 @@ def test_a_change_of_the_default_permission_rolls_the_server():
     backend = MlflowBackend(
         address="db.example.internal",
         database="mlflow",
-        username="mlflow",
+        username=APP_USERNAME,
+        owner_role="mlflow_owner",
+        master_username="mlflow",
+        resource_id="db-ABC",
         secret_arn="arn:aws:secretsmanager:us-west-2:123456789012:secret:rds!db",
         kms_key_arn="arn:aws:kms:us-west-2:123456789012:key/x",
         bucket_name="b",

@@ -1,10 +1,13 @@
 """MLflow tracking server (community-charts' chart): PostgreSQL backend store in RDS, artifacts in
 S3 proxied by the server, MLflow's basic auth on every request, a ClusterIP Service.
 
-Where the database password lives, and who reads it: RDS keeps it in Secrets Manager (encrypted
-with the store's KMS key) and rotates it. The server's Pod Identity role may read that one secret;
-the pod's `db-login` sidecar (images/mlflow/db_login.py) writes it to a libpq password file in a
-memory-backed volume, which libpq reads on every new connection. It never passes through Helm
+How the server logs in to its database: as an application role, with IAM database authentication.
+Before the server starts, a setup Job (images/mlflow/db_setup.py, its own service account and Pod
+Identity role) logs in once as the RDS master user, whose password RDS keeps in Secrets Manager,
+and makes that role, the role that owns MLflow's tables, and the databases. The server's role can
+mint IAM tokens for its application role only and cannot read the master secret. The pod's
+`db-login` sidecar (images/mlflow/db_login.py) writes a fresh token to a libpq password file in a
+memory-backed volume, which libpq reads on every new connection. No password passes through Helm
 values, a Kubernetes Secret or Terraform state. The Kubernetes Secret the chart requires for its
 database settings carries the user name and an empty password, which makes libpq use the file.
 
@@ -15,16 +18,18 @@ runs without `--expose-prometheus`.
 from __future__ import annotations
 
 import base64
+import hashlib
 from pathlib import Path
 from typing import Any
 
-from cdktf import TerraformVariable, TerraformVariableValidationConfig
+from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
 from pydantic import Field
 
 from addons.mlflow import DEFINITION, IMAGE, MlflowConfig, default_permission
 from components.expressions import matches
 from components.helm.addon import AddonContext, Companions, HelmAddonSpec, RuntimePath
 from components.helm.release import SensitiveValue, Values
+from components.k8s.job import CompletedJob, CompletedJobProps
 from components.k8s.mlflow_access import (
     NAMESPACE,
     SERVER_ALLOWED_HOSTS,
@@ -40,6 +45,9 @@ from components.mlflow_identity import MlflowIdentity, MlflowIdentityProps
 from components.mlflow_store import POSTGRES_PORT
 
 SERVICE_ACCOUNT = "mlflow"
+SETUP_SERVICE_ACCOUNT = "mlflow-db-setup"
+SETUP_JOB = "mlflow-db-setup"
+SETUP_TIMEOUT_MINUTES = 10
 ADMIN_USERNAME = "admin"
 AUTH_DATABASE = "mlflow_auth"
 # The chart's database Secret: the user name, and an empty password (libpq then reads the file).
@@ -54,6 +62,8 @@ RDS_CA_BUNDLE = f"{DB_LOGIN_DIR}/rds-ca-bundle.pem"
 RDS_CA_BUNDLE_URL = "https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem"
 TLS_ENV = {"PGSSLMODE": "verify-full", "PGSSLROOTCERT": RDS_CA_BUNDLE}
 SCRIPT_SOURCE = Path(__file__).resolve().parents[2] / "images" / "mlflow" / "db_login.py"
+SETUP_SCRIPT_SOURCE = SCRIPT_SOURCE.with_name("db_setup.py")
+# IAM authentication tokens are good for 15 minutes: a fresh one every 5 leaves room for retries.
 REFRESH_SECONDS = 300
 # The MLflow image runs as 1001 (the chart's pod security context): the sidecar matches it, so the
 # password file is the server's own and owner-only.
@@ -75,16 +85,13 @@ ADMIN_PASSWORD_RULE = "^[^/&%\\\\\\s]{12,}$"
 
 def db_login_sidecar(backend: MlflowBackend, region: str) -> dict[str, Any]:
     """A native sidecar (restartPolicy Always): it starts before the server, whose start waits for
-    its startup probe (the first password file and the auth database), and keeps running."""
+    its startup probe (the CA bundle and the first token in the password file), and keeps running."""
     environment = {
-        "DB_SECRET_ARN": backend.secret_arn,
         "PGPASSFILE": PASSFILE,
         "READY_FILE": READY_FILE,
-        "AUTH_DATABASE": AUTH_DATABASE,
         "REFRESH_SECONDS": str(REFRESH_SECONDS),
         "PGHOST": backend.address,
         "PGPORT": str(POSTGRES_PORT),
-        "PGDATABASE": backend.database,
         "PGUSER": backend.username,
         **TLS_ENV,
         "RDS_CA_BUNDLE_URL": RDS_CA_BUNDLE_URL,
@@ -108,6 +115,66 @@ def db_login_sidecar(backend: MlflowBackend, region: str) -> dict[str, Any]:
             {"name": "db-login-script", "mountPath": "/opt/db-login", "readOnly": True},
         ],
     }
+
+
+def db_setup_job(backend: MlflowBackend, region: str) -> dict[str, Any]:
+    """The Job that makes the databases and roles as the master user (its name is added with a
+    digest of its spec: components/k8s/job.py). On the system nodes, as the image's user, with the
+    CA bundle in a memory-backed folder of its own."""
+    environment = {
+        "DB_SECRET_ARN": backend.secret_arn,
+        "APP_ROLE": backend.username,
+        "OWNER_ROLE": backend.owner_role,
+        "AUTH_DATABASE": AUTH_DATABASE,
+        "PGHOST": backend.address,
+        "PGPORT": str(POSTGRES_PORT),
+        "PGDATABASE": backend.database,
+        **TLS_ENV,
+        "RDS_CA_BUNDLE_URL": RDS_CA_BUNDLE_URL,
+        "AWS_REGION": region,
+        # The ConfigMap's scripts change the Job's spec (and so its name) when they change.
+        "SCRIPTS_DIGEST": scripts_digest(),
+    }
+    container = {
+        "name": "db-setup",
+        "image": IMAGE,
+        "command": ["python", "/opt/db-login/db_setup.py"],
+        "env": [{"name": name, "value": value} for name, value in environment.items()],
+        "securityContext": dict(CONTAINER_SECURITY),
+        "resources": SIDECAR_RESOURCES,
+        "volumeMounts": [
+            {"name": "db-login", "mountPath": DB_LOGIN_DIR},
+            {"name": "db-login-script", "mountPath": "/opt/db-login", "readOnly": True},
+        ],
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"namespace": NAMESPACE, "labels": {"app.kubernetes.io/name": SETUP_JOB}},
+        "spec": {
+            "backoffLimit": 4,
+            # Fails before the apply's wait does, so the Job's Failed condition is there to read.
+            "activeDeadlineSeconds": (SETUP_TIMEOUT_MINUTES - 2) * 60,
+            "template": {
+                "spec": {
+                    "serviceAccountName": SETUP_SERVICE_ACCOUNT,
+                    "automountServiceAccountToken": False,  # Pod Identity mounts its own token
+                    "restartPolicy": "Never",
+                    "nodeSelector": dict(SYSTEM_NODES),
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "db-login", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
+                        {"name": "db-login-script", "configMap": {"name": DB_LOGIN_SCRIPT}},
+                    ],
+                }
+            },
+        },
+    }
+
+
+def scripts_digest() -> str:
+    text = SCRIPT_SOURCE.read_text() + SETUP_SCRIPT_SOURCE.read_text()
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class MlflowValues(Values):
@@ -232,7 +299,16 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
                 "metadata": {"name": DB_LOGIN_SCRIPT, "namespace": NAMESPACE},
-                "data": {"db_login.py": SCRIPT_SOURCE.read_text()},
+                "data": {
+                    "db_login.py": SCRIPT_SOURCE.read_text(),
+                    "db_setup.py": SETUP_SCRIPT_SOURCE.read_text(),
+                },
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": SETUP_SERVICE_ACCOUNT, "namespace": NAMESPACE},
+                "automountServiceAccountToken": False,
             },
         ]
 
@@ -267,7 +343,8 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
 
     def companions(self, ctx: AddonContext, settings: MlflowConfig) -> Companions:
         # The server starts once its role is bound (and, as for every add-on, once its namespace,
-        # login Secret and script exist).
+        # login Secret and script exist). The setup job (before_release) runs after these too: its
+        # own role is among them.
         identity = MlflowIdentity(
             ctx.scope,
             "mlflow-identity",
@@ -277,10 +354,29 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
                 cluster_name=ctx.cluster_name,
                 namespace=NAMESPACE,
                 service_account=SERVICE_ACCOUNT,
+                setup_service_account=SETUP_SERVICE_ACCOUNT,
                 backend=self._backend(ctx),
             ),
         )
-        return Companions(ready=identity.ready)
+        return Companions(ready=(*identity.ready, *identity.setup_ready))
+
+    def before_release(
+        self, ctx: AddonContext, settings: MlflowConfig, *, after: tuple[ITerraformDependable, ...]
+    ) -> tuple[ITerraformDependable, ...]:
+        backend = self._backend(ctx)
+        job = CompletedJob(
+            ctx.scope,
+            "mlflow-db-setup",
+            props=CompletedJobProps(
+                job=db_setup_job(backend, ctx.config.region),
+                name=SETUP_JOB,
+                # A new database (restored from a snapshot, say) gets its roles made again.
+                resolved_later=(backend.address, backend.secret_arn),
+                timeout_minutes=SETUP_TIMEOUT_MINUTES,
+                depends_on=after,
+            ),
+        )
+        return (job.resource,)
 
     @staticmethod
     def _backend(ctx: AddonContext) -> MlflowBackend:

@@ -237,11 +237,19 @@ class HelmAddonSpec(AddonSpec[SettingsT]):
         """Create what the release needs beside it (e.g. its Pod Identity role)."""
         return Companions()
 
+    def before_release(
+        self, ctx: AddonContext, settings: SettingsT, *, after: tuple[ITerraformDependable, ...]
+    ) -> tuple[ITerraformDependable, ...]:
+        """Run what must finish once the namespace and the companions exist and before the release
+        starts (e.g. a setup Job); return what the release waits for."""
+        return ()
+
     def install(self, ctx: AddonContext) -> InstalledAddon:
         settings = self.settings(ctx.config)
         companions = self.companions(ctx, settings)
         ctx = replace(ctx, records=(*ctx.records, *companions.records))
         namespace = self.guarded_namespace(ctx)
+        prepared = self.before_release(ctx, settings, after=(*namespace, *companions.ready))
         release = HelmAddon(
             ctx.scope,
             self.key.replace("_", "-"),
@@ -252,7 +260,7 @@ class HelmAddonSpec(AddonSpec[SettingsT]):
                 values=self.values(ctx, settings),
                 timeout_seconds=self.timeout_seconds,
                 create_namespace=False,
-                depends_on=(*self.depends_on(ctx), *namespace, *companions.ready),
+                depends_on=(*self.depends_on(ctx), *namespace, *companions.ready, *prepared),
                 sensitive_values=self.sensitive_values(ctx, settings),
             ),
         )

@@ -1,24 +1,29 @@
 """The MLflow pod's database login: a native sidecar (run with the MLflow image, which has boto3
-and psycopg2) that keeps a libpq password file current from the RDS-managed secret.
+and psycopg2) that keeps a libpq password file holding a current IAM authentication token.
 
-Why a password file: RDS keeps MLflow's master password in Secrets Manager and rotates it. libpq
-reads PGPASSFILE on every new connection, so refreshing the file carries MLflow across a
-rotation without a restart, and the password never passes through Helm values, Kubernetes
-Secrets or Terraform state. It lives only in this pod's memory-backed volume.
+Why a token: the server logs in as its application role, not the RDS master user, with IAM
+database authentication. Its Pod Identity role may mint tokens for that one role (rds-db:connect);
+a token is a SigV4-signed request made locally from the role's credentials and is good for 15
+minutes. libpq reads PGPASSFILE on every new connection, so rewriting the file every
+REFRESH_SECONDS (well inside the 15 minutes) keeps new connections working; RDS checks a token only
+at login, so open connections outlive it. No password exists for this role, and none passes
+through Helm values, Kubernetes Secrets or Terraform state.
 
-TLS: libpq verifies the server (PGSSLMODE=verify-full): the certificate must chain to Amazon RDS's
-certificate authorities and name the database's host. Their bundle (PGSSLROOTCERT) is fetched once,
-over HTTPS checked against the system's CAs, from RDS's trust store (RDS_CA_BUNDLE_URL), into the
-same memory-backed folder, before the first connection; the server reads it there too.
+TLS: libpq verifies the server (PGSSLMODE=verify-full; IAM authentication requires TLS anyway): the
+certificate must chain to Amazon RDS's certificate authorities and name the database's host. Their
+bundle (PGSSLROOTCERT) is fetched once, over HTTPS checked against the system's CAs, from RDS's
+trust store (RDS_CA_BUNDLE_URL), into the same memory-backed folder, before the first connection;
+the server reads it there too.
 
-Environment: DB_SECRET_ARN, PGPASSFILE, READY_FILE, AUTH_DATABASE (created once, for MLflow's
-basic-auth tables), REFRESH_SECONDS, RDS_CA_BUNDLE_URL, and libpq's
-PGHOST/PGPORT/PGDATABASE/PGSSLMODE/PGSSLROOTCERT.
+The databases, the roles and their grants are made by the setup job (db_setup.py), which runs once
+before the server starts; this sidecar never connects to the database itself.
+
+Environment: PGPASSFILE, READY_FILE, REFRESH_SECONDS, RDS_CA_BUNDLE_URL, AWS_REGION, and libpq's
+PGHOST/PGPORT/PGUSER/PGSSLMODE/PGSSLROOTCERT.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -39,22 +44,6 @@ def write_passfile(path: str, username: str, password: str) -> None:
     with os.fdopen(descriptor, "w") as file:
         file.write(f"*:*:*:{passfile_field(username)}:{passfile_field(password)}\n")
     os.replace(temporary, path)
-
-
-def ensure_database(name: str) -> None:
-    """Create the basic-auth database once (the master user may; MLflow itself does not)."""
-    import psycopg2  # in the MLflow image; imported here so the module loads without it
-    from psycopg2 import sql
-
-    connection = psycopg2.connect(dbname=os.environ["PGDATABASE"])
-    connection.autocommit = True  # CREATE DATABASE cannot run in a transaction
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
-            if cursor.fetchone() is None:
-                cursor.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    finally:
-        connection.close()
 
 
 def ensure_ca_bundle(path: str, url: str, *, fetch: Any = None) -> None:
@@ -79,15 +68,18 @@ def ensure_ca_bundle(path: str, url: str, *, fetch: Any = None) -> None:
     os.replace(temporary, path)
 
 
-def refresh(client: Any, environ: dict[str, str], *, ensure: Any = ensure_database, fetch: Any = None) -> None:
-    """One round: write the current password; the first time, fetch RDS's CA bundle, make the auth
-    database and mark ready."""
+def refresh(rds: Any, environ: dict[str, str], *, fetch: Any = None) -> None:
+    """One round: the first time, fetch RDS's CA bundle; write a fresh token; mark ready."""
     if environ.get("PGSSLROOTCERT"):
         ensure_ca_bundle(environ["PGSSLROOTCERT"], environ["RDS_CA_BUNDLE_URL"], fetch=fetch)
-    secret = json.loads(client.get_secret_value(SecretId=environ["DB_SECRET_ARN"])["SecretString"])
-    write_passfile(environ["PGPASSFILE"], secret["username"], secret["password"])
+    token = rds.generate_db_auth_token(
+        DBHostname=environ["PGHOST"],
+        Port=int(environ["PGPORT"]),
+        DBUsername=environ["PGUSER"],
+        Region=environ["AWS_REGION"],
+    )
+    write_passfile(environ["PGPASSFILE"], environ["PGUSER"], token)
     if not os.path.exists(environ["READY_FILE"]):
-        ensure(environ["AUTH_DATABASE"])
         with open(environ["READY_FILE"], "w"):
             pass
 
@@ -95,12 +87,12 @@ def refresh(client: Any, environ: dict[str, str], *, ensure: Any = ensure_databa
 def main() -> None:
     import boto3  # in the MLflow image
 
-    client = boto3.client("secretsmanager")
     environ = dict(os.environ)
+    rds = boto3.client("rds", region_name=environ["AWS_REGION"])
     interval = int(environ.get("REFRESH_SECONDS", "300"))
     while True:
         try:
-            refresh(client, environ)
+            refresh(rds, environ)
         except Exception as error:  # keep the last good file and try again soon
             print(f"db-login: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
             time.sleep(RETRY_SECONDS)
