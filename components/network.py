@@ -18,6 +18,8 @@ from cdktf_cdktf_provider_aws.vpc import Vpc
 from cdktf_cdktf_provider_aws.vpc_endpoint import VpcEndpoint
 from constructs import Construct
 
+from profiles.cluster import is_zone_id
+
 
 @dataclass(frozen=True, kw_only=True)
 class NetworkProps:
@@ -26,7 +28,7 @@ class NetworkProps:
     cidr: str
     """The VPC's CIDR; a public and a private subnet per AZ are carved from it."""
     availability_zones: tuple[str, ...]
-    """The AZs the VPC spans."""
+    """The AZs the VPC spans: all zone names (us-west-2a) or all zone IDs (usw2-az1)."""
     nat_gateways: Literal["single", "per_az"]
     """One shared NAT gateway, or one per AZ."""
     region: str
@@ -72,13 +74,17 @@ class Network(Construct):
         self._public_subnet_ids: dict[str, str] = {}
         private_route_tables: list[RouteTable] = []
         nat_ids: list[str] = []
+        # A zone ID places the subnet in the same physical zone in every account; a name, in the
+        # zone this account maps it to.
+        by_id = all(is_zone_id(zone) for zone in props.availability_zones)
         for index, zone in enumerate(props.availability_zones):
             public = Subnet(
                 self,
                 f"public-{zone}",
                 vpc_id=vpc.id,
                 cidr_block=public_cidrs[index],
-                availability_zone=zone,
+                availability_zone=None if by_id else zone,
+                availability_zone_id=zone if by_id else None,
                 tags={"Name": f"{props.name}-public-{zone}", "kubernetes.io/role/elb": "1"},
             )
             RouteTableAssociation(self, f"public-{zone}-rt", subnet_id=public.id, route_table_id=public_rt.id)
@@ -87,7 +93,8 @@ class Network(Construct):
                 f"private-{zone}",
                 vpc_id=vpc.id,
                 cidr_block=private_cidrs[index],
-                availability_zone=zone,
+                availability_zone=None if by_id else zone,
+                availability_zone_id=zone if by_id else None,
                 tags={
                     "Name": f"{props.name}-private-{zone}",
                     "kubernetes.io/role/internal-elb": "1",

@@ -48,7 +48,7 @@ from components.labels import (
     SYSTEM_NODES,
 )
 from components.user_data import gpu_node_user_data
-from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, SystemNodeGroupConfig
+from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, SystemNodeGroupConfig, is_zone_id
 from profiles.versions import GPU_AMI_TYPE, SYSTEM_AMI_TYPE
 
 
@@ -193,15 +193,16 @@ def _catalog_precondition(scope: Construct, cfg: GpuNodeGroupConfig) -> Precondi
 
 
 def _offered_precondition(scope: Construct, cfg: GpuNodeGroupConfig, zone: str) -> Precondition:
-    """Plan-time check that EC2 offers the type in the group's zone. Zone names map to different
-    physical zones in each account, so no profile-time table can know; the message lists the
-    zones of this account that do offer it."""
+    """Plan-time check that EC2 offers the type in the group's zone. Offerings differ per account
+    (and zone names map to different physical zones in each), so no profile-time table can know;
+    the message lists the zones of this account that do offer it, named as the profile names them."""
+    by_id = is_zone_id(zone)
 
     def offerings(id_: str, *filters: tuple[str, str]) -> DataAwsEc2InstanceTypeOfferings:
         return DataAwsEc2InstanceTypeOfferings(
             scope,
             id_,
-            location_type="availability-zone",
+            location_type="availability-zone-id" if by_id else "availability-zone",
             filter=[DataAwsEc2InstanceTypeOfferingsFilter(name=name, values=[value]) for name, value in filters],
         )
 
@@ -210,7 +211,9 @@ def _offered_precondition(scope: Construct, cfg: GpuNodeGroupConfig, zone: str) 
     return Precondition(
         condition=expression(f"contains({in_zone.fqn}.instance_types, {string_literal(cfg.instance_type)})"),
         error_message=interpolated(
-            f"EC2 does not offer {cfg.instance_type} in {zone} in this account (zone names differ per account); "
+            f"EC2 does not offer {cfg.instance_type} in {zone} in this account"
+            + ("" if by_id else " (zone names differ per account)")
+            + "; "
             "it is offered in: ",
             Expression(
                 f'length({zones}) > 0 ? join(", ", sort(distinct({zones}))) : '

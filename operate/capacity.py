@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity
+from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, is_zone_id
 from profiles.models import PlatformConfig
 from profiles.quotas import launch_needs, quota_needs
 
@@ -122,8 +122,10 @@ def judge_reservation(group: GpuNodeGroupConfig, found: dict[str, Any]) -> list[
         problems.append(f"is {state}, not {' or '.join(sorted(USABLE[capacity.type]))}")
     if found.get("InstanceType") != group.instance_type:
         problems.append(f"is for {found.get('InstanceType')}, the group runs {group.instance_type}")
-    if found.get("AvailabilityZone") != capacity.availability_zone:
-        problems.append(f"is in {found.get('AvailabilityZone')}, the profile says {capacity.availability_zone}")
+    # EC2 reports both the zone's name (in this account) and its ID: compare the one the profile uses.
+    zone_key = "AvailabilityZoneId" if is_zone_id(capacity.availability_zone) else "AvailabilityZone"
+    if found.get(zone_key) != capacity.availability_zone:
+        problems.append(f"is in {found.get(zone_key)}, the profile says {capacity.availability_zone}")
     total: int | None = int(found.get("TotalInstanceCount", 0))
     if block is not None and state != "active":
         # Not started: EC2 reports no instances; the requested count is in a tag, if anywhere.

@@ -54,15 +54,29 @@ AmiReleaseVersion = Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+-\d{8}$")]
 InterfaceEndpoint = Literal["ecr.api", "ecr.dkr", "sts", "ec2", "eks-auth", "ssm"]
 
 
+# An availability zone's ID (use1-az4, usw2-az1, apne1-az4): the same physical zone in every
+# account, where a zone's name (us-east-1a) is mapped to a different one in each account.
+ZONE_ID = re.compile(r"^[a-z]{2,}[0-9]+-az[0-9]+$")
+
+
+def is_zone_id(zone: str) -> bool:
+    """Whether a profile's zone is a zone ID (use1-az4) rather than a zone name (us-east-1a)."""
+    return ZONE_ID.fullmatch(zone) is not None
+
+
 class VpcConfig(Strict):
     cidr: Cidr = Field("10.0.0.0/16")
     """VPC CIDR; subnets are carved from it per AZ."""
     availability_zones: list[str] = Field(..., min_length=2, max_length=4)
-    """AZ names the VPC spans (at least two, as EKS requires). Named explicitly so synthesis is deterministic and GPU
-    capacity can be pinned to a known AZ.
+    """The AZs the VPC spans (at least two, as EKS requires), all named one way: zone names (us-west-2a) or zone IDs
+    (usw2-az1). Prefer zone IDs: an ID is the same physical zone in every account, while names are mapped to
+    different zones in each account, so a profile shared between accounts, or one whose GPU group uses a reservation
+    (EC2 reports its zone ID too), means the same zone everywhere. Named explicitly so synthesis is deterministic and
+    GPU capacity can be pinned to a known AZ.
     """
     gpu_availability_zone: str | None = Field(None)
-    """AZ of the GPU subnet (EFA does not cross AZs). Default: the first AZ."""
+    """AZ of the GPU subnet (EFA does not cross AZs), one of availability_zones, named the same way. Default: the
+    first AZ."""
     nat_gateways: Literal["single", "per_az"] = Field("single")
     """One shared NAT gateway (cheap) or one per AZ (survives an AZ outage)."""
     allow_public_cidr: bool = Field(False)
@@ -90,6 +104,11 @@ class VpcConfig(Strict):
     def _unique_azs(cls, zones: list[str]) -> list[str]:
         if len(set(zones)) != len(zones):
             raise ValueError("availability zones must be distinct")
+        if len({is_zone_id(zone) for zone in zones}) > 1:
+            ids = ", ".join(zone for zone in zones if is_zone_id(zone))
+            raise ValueError(
+                f"name every availability zone the same way: zone IDs (here {ids}) or zone names, not both"
+            )
         return zones
 
     @model_validator(mode="after")
@@ -121,6 +140,11 @@ class VpcConfig(Strict):
     @property
     def gpu_az(self) -> str:
         return self.gpu_availability_zone or self.availability_zones[0]
+
+    @property
+    def zone_ids(self) -> bool:
+        """The profile names its zones by zone ID (else by zone name)."""
+        return is_zone_id(self.availability_zones[0])
 
 
 class SystemNodeGroupConfig(Strict):
@@ -172,7 +196,7 @@ class OdcrCapacity(Strict):
     )
     """ARN of a resource group of reservations; give this or reservation_id."""
     availability_zone: str = Field(...)
-    """The AZ the reservation was made in."""
+    """The AZ the reservation was made in, named as cluster.vpc names its zones (zone ID or name)."""
 
     @model_validator(mode="after")
     def _one_target(self) -> OdcrCapacity:
@@ -197,7 +221,7 @@ class CapacityBlock(Strict):
     instance_count: int = Field(..., ge=1)
     """Instances in the block; node group sizes stay within it."""
     availability_zone: str = Field(...)
-    """The AZ the block was bought in."""
+    """The AZ the block was bought in, named as cluster.vpc names its zones (zone ID or name)."""
     ends_at: datetime = Field(...)
     """When the block ends, in UTC (its EndDate in aws ec2 describe-capacity-reservations), e.g.
     2027-03-01T11:30:00Z. EC2 reclaims the instances at the end whatever runs on them."""

@@ -26,7 +26,7 @@ from profiles.aws_facts import zones
 from profiles.base import FieldProblem, Name, Region, Strict, TagKey, TagValue, quantity_value, raise_all
 from profiles.build import BuildConfig
 from profiles.catalog import CATALOG
-from profiles.cluster import ClusterConfig
+from profiles.cluster import ClusterConfig, is_zone_id
 from profiles.cuda import driver_problems, project_dockerfile_images
 from profiles.naming import RULES, NameSources, derived_names, name_problems
 from profiles.state import StateConfig
@@ -363,12 +363,17 @@ class PlatformConfig(Strict):
 
     def _azs_in_region(self) -> Iterator[FieldProblem]:
         # Zone names map to different physical zones in each account (the zone IDs do not); the
-        # recorded zones say which names a region has, not which of them an account can use.
+        # recorded zones say which names and IDs a region has, not which of them an account can use.
         known = zones(self.region)
+        ids = sorted(set(known.values()))
         for index, zone in enumerate(self.cluster.vpc.availability_zones):
-            if not re.fullmatch(rf"{re.escape(self.region)}[a-z]", zone) or (known and zone not in known):
+            where = ("cluster", "vpc", "availability_zones", index)
+            if is_zone_id(zone):
+                if ids and zone not in ids:  # a region not recorded: the plan's offering check still runs
+                    yield FieldProblem(where, zone, f"not a zone ID of region {self.region}", allowed=", ".join(ids))
+            elif not re.fullmatch(rf"{re.escape(self.region)}[a-z]", zone) or (known and zone not in known):
                 yield FieldProblem(
-                    ("cluster", "vpc", "availability_zones", index),
+                    where,
                     zone,
                     f"not an availability zone of region {self.region}",
                     allowed=", ".join(known) if known else f"{self.region}a, {self.region}b, ...",

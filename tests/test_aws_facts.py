@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from profiles import load_profile, validate_profile
 from profiles.aws_facts import FACTS
 from tests.test_profiles import assert_reported, mutated
 
@@ -37,3 +38,11 @@ def test_names_that_do_not_exist_are_refused_with_what_exists():
         "cluster.vpc.availability_zones.1",
         ["'us-west-2z'", "us-west-2a, us-west-2b, us-west-2c, us-west-2d"],
     )
+
+
+def test_zone_ids_are_accepted_and_kept_as_the_profile_names_them():
+    """A zone ID (the same physical zone in every account) is as good as a zone name; the GPU zone
+    defaults to the first, named the same way."""
+    config = validate_profile(mutated(cluster__vpc__availability_zones=["usw2-az2", "usw2-az1"]))
+    assert config.cluster.vpc.zone_ids and config.cluster.vpc.gpu_az == "usw2-az2"
+    assert not load_profile("gpu-validation").cluster.vpc.zone_ids

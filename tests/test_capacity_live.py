@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from operate.capacity import quota_problems, reservation_problems
+from operate.capacity import judge_reservation, quota_problems, reservation_problems
 from operate.preflight import capacity_problems
 from profiles import load_profile
 from profiles.quotas import launch_needs, quota_needs
@@ -121,6 +121,18 @@ def test_a_cli_that_does_not_answer_is_a_note_not_a_crash():
 
 def test_a_capacity_block_as_ec2_describes_it_matches_the_profile():
     assert reservation_problems(BLOCK, Aws(reservation=reservation_answer())) == []
+    # Zone names are this account's own: a block named by zone ID matches whatever name it has here.
+    assert reservation_problems(BLOCK, Aws(reservation=reservation_answer(AvailabilityZone="us-east-1d"))) == []
+
+
+def test_a_reservation_named_by_zone_name_is_compared_by_name():
+    group = ODCR.cluster.gpu_node_groups[1]
+    assert group.capacity is not None and group.capacity.availability_zone == "us-west-2c"
+    found = {"InstanceType": group.instance_type, "State": "active", "TotalInstanceCount": group.desired_size}
+    assert not any("is in" in p for p in judge_reservation(group, {**found, "AvailabilityZone": "us-west-2c"}))
+    assert "is in us-west-2a, the profile says us-west-2c" in judge_reservation(
+        group, {**found, "AvailabilityZone": "us-west-2a", "AvailabilityZoneId": "usw2-az3"}
+    )
 
 
 @pytest.mark.parametrize(
@@ -128,7 +140,8 @@ def test_a_capacity_block_as_ec2_describes_it_matches_the_profile():
     [
         ({"State": "cancelled"}, "is cancelled, not active or payment-pending or scheduled"),
         ({"InstanceType": "p5e.48xlarge"}, "is for p5e.48xlarge, the group runs p5.48xlarge"),
-        ({"AvailabilityZone": "us-east-1a"}, "is in us-east-1a, the profile says us-east-1b"),
+        # The block's profile names zones by ID: EC2's zone ID is compared, not this account's name.
+        ({"AvailabilityZoneId": "use1-az4"}, "is in use1-az4, the profile says use1-az6"),
         (
             {"Tags": [{"Key": "aws:ec2capacityreservation:incrementalRequestedQuantity", "Value": "1"}]},
             "holds 1 instances; the group's capacity.instance_count is 2",

@@ -118,7 +118,8 @@ def test_gpu_nodes_only_in_the_one_private_gpu_subnet(synthesized, profile):
     for name, group in gpu_node_groups(stack).items():
         assert group["subnet_ids"] == [ref("aws_subnet", subnet_id)], name
     subnet = resources(stack, "aws_subnet")[subnet_id]
-    assert subnet["availability_zone"] == gpu_az and not subnet.get("map_public_ip_on_launch")
+    placed_by = "availability_zone_id" if synthesized.configs[profile].cluster.vpc.zone_ids else "availability_zone"
+    assert subnet[placed_by] == gpu_az and not subnet.get("map_public_ip_on_launch")
     assert subnet["tags"]["kubernetes.io/role/internal-elb"] == "1"
     # Its default route goes to a NAT gateway, never the internet gateway.
     routes = [r for r in resources(stack, "aws_route").values() if f"private-{gpu_az}-default" in path_of(r)]
@@ -348,6 +349,26 @@ def test_network_shape(synthesized, profile, nats, endpoints):
     publics = [s for s in resources(stack, "aws_subnet").values() if s["tags"].get("kubernetes.io/role/elb") == "1"]
     privates = [s for s in resources(stack, "aws_subnet").values() if s["tags"].get("karpenter.sh/discovery")]
     assert len(publics) == len(privates) == len(synthesized.configs[profile].cluster.vpc.availability_zones) >= 2
+
+
+@pytest.mark.parametrize("profile", [p for p in (*SHIPPED, *FIXTURES) if p in ("gpu-validation", "capacity-block")])
+def test_subnets_and_the_offering_check_use_the_zones_as_the_profile_names_them(synthesized, profile):
+    """Zone IDs place subnets by availability_zone_id (the same physical zone in every account) and
+    ask EC2 for offerings by zone ID; zone names keep availability_zone and name offerings by name."""
+    stack = cluster(synthesized, profile)
+    vpc = synthesized.configs[profile].cluster.vpc
+    key, other = (
+        ("availability_zone_id", "availability_zone") if vpc.zone_ids else ("availability_zone", "availability_zone_id")
+    )
+    subnets = resources(stack, "aws_subnet").values()
+    assert sorted(s[key] for s in subnets) == sorted(vpc.availability_zones * 2)
+    assert not any(other in s for s in subnets)
+    offerings = resources(stack, "aws_ec2_instance_type_offerings", section="data").values()
+    assert offerings and {o["location_type"] for o in offerings} == {
+        "availability-zone-id" if vpc.zone_ids else "availability-zone"
+    }
+    in_zone = [o for o in offerings if any(f["name"] == "location" for f in o["filter"])]
+    assert in_zone and all(f["values"] == [vpc.gpu_az] for o in in_zone for f in o["filter"] if f["name"] == "location")
 
 
 def test_outputs_for_later_layers(synthesized):

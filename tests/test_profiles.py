@@ -162,6 +162,24 @@ BAD_INPUT = [
         ["'us-east-1b'", "not an availability zone of region us-west-2"],
     ),
     (
+        {"cluster__vpc__availability_zones": ["usw2-az1", "us-west-2b"]},
+        "cluster.vpc.availability_zones",
+        ["name every availability zone the same way", "zone IDs (here usw2-az1) or zone names"],
+    ),
+    (
+        {"cluster__vpc__availability_zones": ["usw2-az1", "use1-az1"]},
+        "cluster.vpc.availability_zones.1",
+        ["'use1-az1'", "not a zone ID of region us-west-2", "usw2-az1, usw2-az2"],
+    ),
+    (
+        {
+            "cluster__vpc__availability_zones": ["usw2-az1", "usw2-az2"],
+            "cluster__vpc__gpu_availability_zone": "us-west-2a",
+        },
+        "cluster.vpc.gpu_availability_zone",
+        ["'us-west-2a'", "not one the VPC spans", "allowed: usw2-az1, usw2-az2"],
+    ),
+    (
         {"cluster__vpc__gpu_availability_zone": "us-west-2c"},
         "cluster.vpc.gpu_availability_zone",
         ["'us-west-2c'", "not one the VPC spans", "allowed: us-west-2a, us-west-2b"],
