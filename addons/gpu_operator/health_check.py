@@ -152,6 +152,8 @@ def health_check_objects(namespace: str, config: PlatformConfig, interval_minute
                         },
                         # The GPU taint, and its own quarantine taint: it must keep running to lift it.
                         "tolerations": [{"operator": "Exists"}],
+                        # The judge's syscalls filtered too (the privileged probe runs unconfined whatever this says).
+                        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                         "containers": [probe, judge],
                         "volumes": [
                             {"name": "scripts", "configMap": {"name": NAME}},

@@ -161,6 +161,12 @@ def db_setup_job(backend: MlflowBackend, region: str) -> dict[str, Any]:
                     "automountServiceAccountToken": False,  # Pod Identity mounts its own token
                     "restartPolicy": "Never",
                     "nodeSelector": dict(SYSTEM_NODES),
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 1001,
+                        "runAsGroup": 1001,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
                     "containers": [container],
                     "volumes": [
                         {"name": "db-login", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
