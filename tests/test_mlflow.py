@@ -38,6 +38,24 @@ WITHOUT_MLFLOW = tuple(p for p in ALL if p not in WITH_MLFLOW)
 REMOTE_STORAGE = "${data.terraform_remote_state.cross-stack-reference-input-storage.outputs."
 
 
+def example_backend():
+    """The storage layer's record as plain values (no Terraform tokens)."""
+    from components.mlflow_backend import MlflowBackend
+
+    return MlflowBackend(
+        address="db.example.internal",
+        database="mlflow",
+        username=APP_USERNAME,
+        owner_role="mlflow_owner",
+        master_username="mlflow",
+        resource_id="db-ABC",
+        secret_arn="arn:aws:secretsmanager:us-west-2:123456789012:secret:rds!db",
+        kms_key_arn="arn:aws:kms:us-west-2:123456789012:key/x",
+        bucket_name="b",
+        bucket_arn="arn:aws:s3:::b",
+    )
+
+
 def the(items: dict) -> dict:
     (item,) = items.values()
     return item
@@ -592,20 +610,8 @@ def test_a_changed_setup_script_makes_a_new_job():
     digest of the scripts, so changing either runs the setup again under a new name."""
     from addons.mlflow import install
     from components.k8s.job import job_name
-    from components.mlflow_backend import MlflowBackend
 
-    backend = MlflowBackend(
-        address="db",
-        database="mlflow",
-        username=APP_USERNAME,
-        owner_role="mlflow_owner",
-        master_username="mlflow",
-        resource_id="db-ABC",
-        secret_arn="arn:aws:secretsmanager:us-west-2:1:secret:rds!db",
-        kms_key_arn="k",
-        bucket_name="b",
-        bucket_arn="arn:aws:s3:::b",
-    )
+    backend = example_backend()
     first = job_name("mlflow-db-setup", install.db_setup_job(backend, "us-west-2"))
     assert re.fullmatch(r"mlflow-db-setup-[0-9a-f]{10}", first)
     assert job_name("mlflow-db-setup", install.db_setup_job(backend, "us-west-2")) == first  # stable
@@ -680,22 +686,10 @@ def test_a_change_of_the_default_permission_rolls_the_server():
     from addons.mlflow import DEFINITION as MLFLOW_DEFINITION
     from addons.mlflow import default_permission
     from addons.mlflow.install import mlflow_values
-    from components.mlflow_backend import MlflowBackend
     from profiles import validate_profile
     from tests.test_profiles import mutated
 
-    backend = MlflowBackend(
-        address="db.example.internal",
-        database="mlflow",
-        username=APP_USERNAME,
-        owner_role="mlflow_owner",
-        master_username="mlflow",
-        resource_id="db-ABC",
-        secret_arn="arn:aws:secretsmanager:us-west-2:123456789012:secret:rds!db",
-        kms_key_arn="arn:aws:kms:us-west-2:123456789012:key/x",
-        bucket_name="b",
-        bucket_arn="arn:aws:s3:::b",
-    )
+    backend = example_backend()
 
     def annotation(tenants: list[str]) -> str:
         config = validate_profile(
