@@ -59,6 +59,9 @@ class ServiceRoleProps:
     service assumes the role only on behalf of this account's resources. Default: none."""
     tags: dict[str, str] = field(default_factory=dict)
     """Tags besides the provider's default tags. Default: none."""
+    policy_after: tuple[ITerraformDependable, ...] = ()
+    """The inline policy is written only after these (e.g. a setup the role's old permissions must
+    outlast). Default: nothing."""
 
 
 class ServiceRole(Construct):
@@ -84,7 +87,14 @@ class ServiceRole(Construct):
         ]
         if props.inline_policy is not None:
             self._attachments.append(
-                IamRolePolicy(self, "inline", role=role.id, name=props.name, policy=props.inline_policy)
+                IamRolePolicy(
+                    self,
+                    "inline",
+                    role=role.id,
+                    name=props.name,
+                    policy=props.inline_policy,
+                    depends_on=list(props.policy_after) or None,
+                )
             )
 
     @property
@@ -125,6 +135,7 @@ def pod_identity_role(
     binding: PodIdentityBinding,
     managed_policies: tuple[str, ...] = (),
     inline_policy: str | None = None,
+    policy_after: tuple[ITerraformDependable, ...] = (),
 ) -> ServiceRole:
     """A role for EKS Pod Identity: the agent assumes it and tags the session. The trust policy
     admits only the bound service account: Pod Identity sets the cluster, namespace and service
@@ -137,6 +148,7 @@ def pod_identity_role(
             service="pods.eks.amazonaws.com",
             managed_policies=managed_policies,
             inline_policy=inline_policy,
+            policy_after=policy_after,
             trust_actions=("sts:AssumeRole", "sts:TagSession"),
             trust_conditions={
                 "StringEquals": {

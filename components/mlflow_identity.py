@@ -1,14 +1,17 @@
 """Pod Identity for MLflow's two service accounts, each with only what it needs.
 
-- The server: its artifact bucket, and IAM database authentication as its application role
-  (rds-db:connect for that one database user). Clients never touch S3: the server proxies artifact
-  uploads and downloads (`--serve-artifacts`), so this role is the only way to the artifacts.
-- The database setup job: the RDS-managed secret with the master user's password, decrypted only
-  through Secrets Manager. Nothing else; the server cannot read that secret."""
+- The server (`MlflowIdentity`): its artifact bucket, and IAM database authentication as its
+  application role (rds-db:connect for that one database user). Clients never touch S3: the server
+  proxies artifact uploads and downloads (`--serve-artifacts`), so this role is the only way to the
+  artifacts. Its permissions change only after the database setup job has completed (`after`): a
+  platform whose server logged in with the master password keeps that access until the database
+  has the server's new role, so a failed setup leaves the running server as it was.
+- The database setup job (`MlflowSetupIdentity`): the RDS-managed secret with the master user's
+  password, decrypted only through Secrets Manager. Nothing else; the server cannot read it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cdktf import ITerraformDependable
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
@@ -28,31 +31,57 @@ class MlflowIdentityProps:
     cluster_name: str
     """The cluster's name (a token from the cluster layer)."""
     namespace: str
-    """The MLflow server's namespace."""
+    """MLflow's namespace."""
     service_account: str
-    """The MLflow server's service account."""
-    setup_service_account: str
-    """The database setup job's service account."""
+    """The service account the role is for."""
     backend: MlflowBackend
-    """The database secret, key and artifact bucket the storage layer made."""
+    """The database, its secret and key, and the artifact bucket the storage layer made."""
+    after: tuple[ITerraformDependable, ...] = field(default=())
+    """The role's permissions are set, and its association made, only after these."""
+
+
+def _bound_role(
+    scope: Construct, props: MlflowIdentityProps, *, account: str, name: str, policy: str
+) -> tuple[str, tuple[ITerraformDependable, ...]]:
+    """A Pod Identity role for the props' service account, with its inline policy and association,
+    in `scope`: (its ARN, what its pods wait for)."""
+    role = pod_identity_role(
+        scope,
+        "role",
+        name=name,
+        binding=PodIdentityBinding(
+            account_id=account,
+            cluster_name=props.platform_name,
+            namespace=props.namespace,
+            service_account=props.service_account,
+        ),
+        inline_policy=policy,
+        policy_after=props.after,
+    )
+    association = EksPodIdentityAssociation(
+        scope,
+        "association",
+        cluster_name=props.cluster_name,
+        namespace=props.namespace,
+        service_account=props.service_account,
+        role_arn=role.arn,
+        depends_on=[*role.attachments, *props.after] or None,
+    )
+    return role.arn, (association, *role.attachments)
 
 
 class MlflowIdentity(Construct):
-    """Exposes `role_arn` (the server's), `ready` and `setup_ready` (each role's association)."""
+    """The server's role. Exposes `role_arn` and `ready`."""
 
     def __init__(self, scope: Construct, id_: str, *, props: MlflowIdentityProps):
         super().__init__(scope, id_)
         backend = props.backend
         account = DataAwsCallerIdentity(self, "account").account_id
-        # IAM database authentication: a token for this database user of this instance only.
-        database_user = f"arn:aws:rds-db:{props.region}:{account}:dbuser:{backend.resource_id}/{backend.username}"
-        # The server's construct ids are the ones it had alone: its role and association keep their addresses.
-        server = self._role(
-            ("role", "association"),
+        self._role_arn, self._ready = _bound_role(
+            self,
             props,
             account=account,
             name=f"{props.platform_name}-mlflow",
-            service_account=props.service_account,
             policy=policy_document(
                 allow(["s3:ListBucket"], backend.bucket_arn),
                 # MLflow deletes artifacts of deleted runs (`mlflow gc`) and aborts failed multipart uploads.
@@ -60,15 +89,36 @@ class MlflowIdentity(Construct):
                     ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
                     f"{backend.bucket_arn}/*",
                 ),
-                allow(["rds-db:connect"], database_user),
+                # IAM database authentication: a token for this database user of this instance only.
+                allow(
+                    ["rds-db:connect"],
+                    f"arn:aws:rds-db:{props.region}:{account}:dbuser:{backend.resource_id}/{backend.username}",
+                ),
             ),
         )
-        setup = self._role(
-            ("setup-role", "setup-association"),
+
+    @property
+    def role_arn(self) -> str:
+        """The MLflow server role's ARN."""
+        return self._role_arn
+
+    @property
+    def ready(self) -> tuple[ITerraformDependable, ...]:
+        """What the server's release waits for (its role's policy and association)."""
+        return self._ready
+
+
+class MlflowSetupIdentity(Construct):
+    """The database setup job's role. Exposes `ready`."""
+
+    def __init__(self, scope: Construct, id_: str, *, props: MlflowIdentityProps):
+        super().__init__(scope, id_)
+        backend = props.backend
+        _, self._ready = _bound_role(
+            self,
             props,
-            account=account,
+            account=DataAwsCallerIdentity(self, "account").account_id,
             name=f"{props.platform_name}-mlflow-db-setup",
-            service_account=props.setup_service_account,
             policy=policy_document(
                 allow(["secretsmanager:GetSecretValue"], backend.secret_arn),
                 # The secret is encrypted with the store's key: decrypt only on Secrets Manager's behalf.
@@ -79,55 +129,8 @@ class MlflowIdentity(Construct):
                 ),
             ),
         )
-        self._role_arn = server[0]
-        self._server_ready = server[1]
-        self._setup_ready = setup[1]
-
-    def _role(
-        self,
-        ids: tuple[str, str],
-        props: MlflowIdentityProps,
-        *,
-        account: str,
-        name: str,
-        service_account: str,
-        policy: str,
-    ) -> tuple[str, tuple[ITerraformDependable, ...]]:
-        """A Pod Identity role for one service account and its association: (ARN, what to wait for)."""
-        role = pod_identity_role(
-            self,
-            ids[0],
-            name=name,
-            binding=PodIdentityBinding(
-                account_id=account,
-                cluster_name=props.platform_name,
-                namespace=props.namespace,
-                service_account=service_account,
-            ),
-            inline_policy=policy,
-        )
-        association = EksPodIdentityAssociation(
-            self,
-            ids[1],
-            cluster_name=props.cluster_name,
-            namespace=props.namespace,
-            service_account=service_account,
-            role_arn=role.arn,
-            depends_on=role.attachments or None,
-        )
-        return role.arn, (association, *role.attachments)
-
-    @property
-    def role_arn(self) -> str:
-        """The MLflow server role's ARN."""
-        return self._role_arn
 
     @property
     def ready(self) -> tuple[ITerraformDependable, ...]:
-        """What the server's release waits for (its role and association)."""
-        return self._server_ready
-
-    @property
-    def setup_ready(self) -> tuple[ITerraformDependable, ...]:
-        """What the database setup job waits for (its role and association)."""
-        return self._setup_ready
+        """What the setup job waits for (its role's policy and association)."""
+        return self._ready

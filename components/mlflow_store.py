@@ -147,7 +147,10 @@ class MlflowStore(Construct):
             iam_database_authentication_enabled=True,
             performance_insights_enabled=False,
             enabled_cloudwatch_logs_exports=["postgresql"],
-            apply_immediately=False,
+            # A change is made when the plan that shows it is applied, not in the next maintenance
+            # window: the addons layer relies on IAM authentication being on once this layer is
+            # applied. (An instance class change restarts the database then: MLflow pauses.)
+            apply_immediately=True,
             lifecycle=TerraformResourceLifecycle(
                 prevent_destroy=props.protect, ignore_changes=["final_snapshot_identifier"] if props.protect else None
             ),

@@ -1,11 +1,14 @@
-"""A throwaway PostgreSQL server for tests: Debian's server binaries (machines of this kind carry
-postgresql-15; `make test` unpacks the package into .tools where they do not), a data directory in
-a temporary folder, a Unix socket only (no TCP port), trust authentication. initdb refuses to run
-as root, so under root the server runs as `nobody`."""
+"""Throwaway PostgreSQL servers for tests, of two major versions: 15 (Debian's server binaries:
+machines of this kind carry postgresql-15, and `make test` unpacks the package into .tools where
+they do not) and 16 (the pgserver wheel's, a dev dependency). RDS runs 17; 16 is the release that
+changed the role-membership rules 17 keeps. Each server gets a data directory in a temporary
+folder, a Unix socket only (no TCP port) and trust authentication. initdb refuses to run as root,
+so under root the server runs as `nobody`."""
 
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -21,13 +24,26 @@ SEARCHED = (
 )
 
 
-def server_binaries() -> Path | None:
-    """The newest PostgreSQL bin folder with initdb, pg_ctl and postgres, or None."""
+MAJOR_VERSIONS = (15, 16)
+
+
+def _usable(folder: Path) -> bool:
+    return all(os.access(folder / tool, os.X_OK) for tool in ("initdb", "pg_ctl", "postgres"))
+
+
+def server_binaries(major: int) -> Path | None:
+    """A bin folder with this major version's initdb, pg_ctl and postgres, or None."""
+    if major == 16:
+        found = importlib.util.find_spec("pgserver")  # located, not imported (its import sets up run-time folders)
+        if found is None or not found.submodule_search_locations:
+            return None
+        folder = Path(found.submodule_search_locations[0]) / "pginstall" / "bin"
+        return folder if _usable(folder) else None
     for pattern in SEARCHED:
-        found = sorted(glob.glob(pattern), key=lambda p: int(Path(p).parent.name))
-        for folder in reversed(found):
-            if all(os.access(Path(folder) / tool, os.X_OK) for tool in ("initdb", "pg_ctl", "postgres")):
-                return Path(folder)
+        for found in glob.glob(pattern):
+            folder = Path(found)
+            if folder.parent.name == str(major) and _usable(folder):
+                return folder
     return None
 
 

@@ -104,6 +104,9 @@ def test_database_is_private_encrypted_backed_up_and_its_password_is_rds_managed
     assert db["master_user_secret_kms_key_id"] == db["kms_key_id"]
     assert not {"password", "password_wo"} & set(db)
     assert db["publicly_accessible"] is False
+    # IAM authentication (and any change) takes effect when this layer is applied, not in the next
+    # maintenance window: the addons layer's server logs in with IAM tokens right after.
+    assert db["iam_database_authentication_enabled"] is True and db["apply_immediately"] is True
     assert db["backup_retention_period"] == database.backup_retention_days >= 1
     assert (db["instance_class"], db["multi_az"]) == (database.instance_class, database.multi_az)
     # Data protection follows storage.protect_from_destroy, like the buckets and the file system.
@@ -579,7 +582,17 @@ def test_the_setup_job_completes_before_the_server_starts(synthesized, profile):
     assert {"spec.selector", "spec.template.metadata.labels"} <= set(job["computed_fields"])
     assert f"kubernetes_manifest.{key}" in mlflow_release(synthesized, profile)["depends_on"]
     depends = " ".join(job["depends_on"])
-    assert "aws_eks_pod_identity_association.mlflow-identity_setup-association" in depends
+    assert "aws_eks_pod_identity_association.mlflow-db-setup-identity_association" in depends
+    # The server's permissions change only after the job: a platform whose server used the master
+    # password keeps it until the database has the server's role (a failed setup changes nothing).
+    stack = synthesized.stack(profile, "addons")
+    (server_policy,) = [p for p in resources(stack, "aws_iam_role_policy").values() if p["name"].endswith("-mlflow")]
+    assert server_policy["depends_on"] == [f"kubernetes_manifest.{key}"]
+    (server_association,) = [
+        a for a in resources(stack, "aws_eks_pod_identity_association").values() if a["service_account"] == "mlflow"
+    ]
+    assert f"kubernetes_manifest.{key}" in server_association["depends_on"]
+    assert "mlflow-identity" not in depends  # and the job never waits for the server's role
     for needed in ("serviceaccount-mlflow-mlflow-db-setup", "configmap-mlflow-mlflow-db-login-script"):
         assert needed in depends, needed
     assert "networkpolicy-mlflow-allow-postgres" in depends

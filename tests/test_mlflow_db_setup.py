@@ -1,8 +1,15 @@
-"""The MLflow database setup (images/mlflow/db_setup.py) run against a real PostgreSQL server, set up
-the way RDS sets up an instance: a master user that may create roles and databases but is no
-superuser, the instance's first database owned by it, and a `rds_iam` role (RDS's own: a login
-that is a member of it must present an IAM token). Authentication is trust here: what is tested is
-who may do what once logged in, and who is a member of rds_iam."""
+"""The MLflow database setup (images/mlflow/db_setup.py) run against real PostgreSQL servers, 15 and
+16 (tests/postgres.py), set up the way RDS sets up an instance: a master user that may create roles
+and databases but is no superuser, the instance's first database owned by it, and a `rds_iam` role
+(RDS's own: a login that has it must present an IAM token). Authentication is trust here: what is
+tested is who may do what once logged in, and who has rds_iam.
+
+"Has rds_iam" is inherited membership (pg_has_role ... 'USAGE'). From 16 on, PostgreSQL makes
+every role a CREATEROLE user creates a member of its creator with ADMIN OPTION but without
+INHERIT or SET, so the RDS master is a plain MEMBER of every role it makes, rds_iam's members
+among them; yet AWS's own procedure has the master create IAM users and grant them rds_iam, and
+on RDS 16 a membership WITH INHERIT FALSE keeps the master's password login
+(crossplane-contrib/provider-sql#359). So RDS asks for a token of whoever inherits rds_iam."""
 
 from __future__ import annotations
 
@@ -14,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from components.mlflow_store import APP_USERNAME, DATABASE_NAME, MASTER_USERNAME, OWNER_ROLE
-from tests.postgres import postgres_server, server_binaries
+from tests.postgres import MAJOR_VERSIONS, postgres_server, server_binaries
 
 psycopg2 = pytest.importorskip("psycopg2")
 
@@ -29,15 +36,16 @@ def setup_module():
     return module
 
 
-@pytest.fixture
-def server() -> Iterator[dict[str, str]]:
-    binaries = server_binaries()
+@pytest.fixture(params=MAJOR_VERSIONS, ids=lambda major: f"postgres{major}")
+def server(request) -> Iterator[dict[str, str]]:
+    major = request.param
+    binaries = server_binaries(major)
     if binaries is None:
         if os.environ.get("CI") == "true":
-            pytest.fail("CI needs PostgreSQL's server binaries (make test unpacks Debian's postgresql-15)")
-        pytest.skip("SKIPPING the MLflow database setup tests: no PostgreSQL server binaries (run make test)")
+            pytest.fail(f"CI needs PostgreSQL {major}'s server binaries (make test installs them)")
+        pytest.skip(f"SKIPPING the MLflow database setup on PostgreSQL {major}: no server binaries (run make test)")
     with postgres_server(binaries) as settings:
-        rds_like(settings)
+        rds_like(settings, major)
         yield settings
 
 
@@ -61,17 +69,19 @@ def execute(settings: dict[str, str], user: str, database: str, *statements: str
         connection.close()
 
 
-def rds_like(settings: dict[str, str]) -> None:
+def rds_like(settings: dict[str, str], major: int) -> None:
     """What RDS has made before anyone logs in: rds_iam, the master user (CREATEROLE and CREATEDB,
-    not a superuser) and the instance's database (db_name), owned by the master."""
-    execute(
-        settings,
-        "postgres",
-        "postgres",
+    not a superuser) and the instance's database (db_name), owned by the master. From 16 on,
+    granting a role takes ADMIN OPTION on it: the master may grant rds_iam (AWS documents it), as
+    if through rds_superuser, without inheriting it."""
+    statements = [
         "CREATE ROLE rds_iam NOLOGIN",
         f"CREATE ROLE {MASTER_USERNAME} LOGIN CREATEROLE CREATEDB",
         f"CREATE DATABASE {DATABASE_NAME} OWNER {MASTER_USERNAME}",
-    )
+    ]
+    if major >= 16:
+        statements.append(f"GRANT rds_iam TO {MASTER_USERNAME} WITH ADMIN OPTION, INHERIT FALSE, SET FALSE")
+    execute(settings, "postgres", "postgres", *statements)
 
 
 def run_setup(settings: dict[str, str]) -> list[str]:
@@ -86,7 +96,8 @@ def run_setup(settings: dict[str, str]) -> list[str]:
 
 
 def member(settings: dict[str, str], role: str, of: str) -> bool:
-    ((answer,),) = execute(settings, "postgres", "postgres", f"SELECT pg_has_role('{role}', '{of}', 'MEMBER')")
+    """Whether `role` inherits what `of` has (the membership RDS's rds_iam rule goes by)."""
+    ((answer,),) = execute(settings, "postgres", "postgres", f"SELECT pg_has_role('{role}', '{of}', 'USAGE')")
     return bool(answer)
 
 

@@ -41,7 +41,7 @@ from components.k8s.mlflow_access import (
 from components.k8s.namespaces import egress_https_outside_the_node, egress_to_pod_identity_agent
 from components.labels import SYSTEM_NODES
 from components.mlflow_backend import MlflowBackend
-from components.mlflow_identity import MlflowIdentity, MlflowIdentityProps
+from components.mlflow_identity import MlflowIdentity, MlflowIdentityProps, MlflowSetupIdentity
 from components.mlflow_store import POSTGRES_PORT
 
 SERVICE_ACCOUNT = "mlflow"
@@ -152,10 +152,14 @@ def db_setup_job(backend: MlflowBackend, region: str) -> dict[str, Any]:
         "kind": "Job",
         "metadata": {"namespace": NAMESPACE, "labels": {"app.kubernetes.io/name": SETUP_JOB}},
         "spec": {
-            "backoffLimit": 4,
+            # A first pod may start before its new Pod Identity association takes effect: retries absorb it.
+            "backoffLimit": 6,
             # Fails before the apply's wait does, so the Job's Failed condition is there to read.
             "activeDeadlineSeconds": (SETUP_TIMEOUT_MINUTES - 2) * 60,
             "template": {
+                # Terraform deletes a replaced Job without its pods (no propagation policy): this
+                # label finds them (docs/mlflow.md).
+                "metadata": {"labels": {"app.kubernetes.io/name": SETUP_JOB}},
                 "spec": {
                     "serviceAccountName": SETUP_SERVICE_ACCOUNT,
                     "automountServiceAccountToken": False,  # Pod Identity mounts its own token
@@ -172,7 +176,7 @@ def db_setup_job(backend: MlflowBackend, region: str) -> dict[str, Any]:
                         {"name": "db-login", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
                         {"name": "db-login-script", "configMap": {"name": DB_LOGIN_SCRIPT}},
                     ],
-                }
+                },
             },
         },
     }
@@ -348,27 +352,19 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
         return (SensitiveValue(path="auth.adminPassword", value=password.string_value),)
 
     def companions(self, ctx: AddonContext, settings: MlflowConfig) -> Companions:
-        # The server starts once its role is bound (and, as for every add-on, once its namespace,
-        # login Secret and script exist). The setup job (before_release) runs after these too: its
-        # own role is among them.
-        identity = MlflowIdentity(
-            ctx.scope,
-            "mlflow-identity",
-            props=MlflowIdentityProps(
-                platform_name=ctx.config.name,
-                region=ctx.config.region,
-                cluster_name=ctx.cluster_name,
-                namespace=NAMESPACE,
-                service_account=SERVICE_ACCOUNT,
-                setup_service_account=SETUP_SERVICE_ACCOUNT,
-                backend=self._backend(ctx),
-            ),
+        # The setup job's role first; the server's comes after the job (before_release).
+        setup = MlflowSetupIdentity(
+            ctx.scope, "mlflow-db-setup-identity", props=self._identity(ctx, SETUP_SERVICE_ACCOUNT)
         )
-        return Companions(ready=(*identity.ready, *identity.setup_ready))
+        return Companions(ready=setup.ready)
 
     def before_release(
         self, ctx: AddonContext, settings: MlflowConfig, *, after: tuple[ITerraformDependable, ...]
     ) -> tuple[ITerraformDependable, ...]:
+        # The job runs once its namespace objects (service account, scripts, NetworkPolicies) and
+        # its role exist; Terraform waits for it to complete. Only then does the server's role get
+        # its permissions and the release its new pods: until the database has the server's role,
+        # a running server keeps the access it had.
         backend = self._backend(ctx)
         job = CompletedJob(
             ctx.scope,
@@ -382,7 +378,23 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
                 depends_on=after,
             ),
         )
-        return (job.resource,)
+        server = MlflowIdentity(
+            ctx.scope, "mlflow-identity", props=self._identity(ctx, SERVICE_ACCOUNT, after=(job.resource,))
+        )
+        return (job.resource, *server.ready)
+
+    def _identity(
+        self, ctx: AddonContext, service_account: str, after: tuple[ITerraformDependable, ...] = ()
+    ) -> MlflowIdentityProps:
+        return MlflowIdentityProps(
+            platform_name=ctx.config.name,
+            region=ctx.config.region,
+            cluster_name=ctx.cluster_name,
+            namespace=NAMESPACE,
+            service_account=service_account,
+            backend=self._backend(ctx),
+            after=after,
+        )
 
     @staticmethod
     def _backend(ctx: AddonContext) -> MlflowBackend:
