@@ -7,6 +7,8 @@ so under root the server runs as `nobody`."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import glob
 import importlib.util
 import os
@@ -53,6 +55,30 @@ def _as_server_user(command: list[str]) -> list[str]:
     return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command]
 
 
+@functools.cache
+def _reachable_by_server_user(bin_dir: Path) -> Path:
+    """`bin_dir`, or under root a copy of its installation that `nobody` can reach: a checkout in
+    a folder only root may enter (mktemp -d makes those) hides the wheel's binaries from it. Copied
+    once per session, beside the servers' folders."""
+    if os.geteuid() != 0:
+        return bin_dir
+    probe = subprocess.run(_as_server_user(["test", "-x", str(bin_dir / "initdb")]), check=False)
+    if probe.returncode == 0:
+        return bin_dir
+    copy = Path(tempfile.mkdtemp(prefix="test-postgres-install-"))
+    atexit.register(shutil.rmtree, copy, True)
+    os.chmod(copy, 0o755)
+    # The binaries find their libraries and share files by relative paths: keep the layout.
+    wheel_root = bin_dir.parents[2]  # site-packages: pgserver/pginstall/bin, and auditwheel's pgserver.libs
+    if (wheel_root / "pgserver.libs").is_dir():
+        root, parts = wheel_root, [bin_dir.parent.relative_to(wheel_root), Path("pgserver.libs")]
+    else:  # Debian's package unpacked: usr/lib/postgresql/<major>/bin and usr/share/postgresql/<major>
+        root, parts = bin_dir.parents[4], [Path("usr")]
+    for part in parts:
+        shutil.copytree(root / part, copy / part, symlinks=True)
+    return copy / bin_dir.relative_to(root)
+
+
 def _run(command: list[str]) -> None:
     done = subprocess.run(_as_server_user(command), capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
@@ -64,6 +90,7 @@ def postgres_server(bin_dir: Path) -> Iterator[dict[str, str]]:
     """Start a server in a folder of its own (one the server's user can reach: pytest's folders
     are root's alone); yield libpq's connection settings (host is the socket folder, user the
     bootstrap superuser `postgres`); stop it and remove its files."""
+    bin_dir = _reachable_by_server_user(bin_dir)
     workdir = Path(tempfile.mkdtemp(prefix="test-postgres-"))
     if os.geteuid() == 0:
         shutil.chown(workdir, user="nobody")
