@@ -165,7 +165,7 @@ class GpuNodeGroupProps:
     subnet_id: str
     """One private subnet: EFA does not cross AZs."""
     availability_zone: str
-    """The subnet's availability zone (its name in this account)."""
+    """The subnet's availability zone as the profile names it (a zone name in this account, or a zone ID)."""
     config: GpuNodeGroupConfig
     """The group's validated profile settings."""
     efa_security_group_id: str | None

@@ -6,8 +6,8 @@ and, for a Capacity Block, its end).
 
 Output formats read: `aws service-quotas get-service-quota` (Quota.Value) and
 `aws ec2 describe-capacity-reservations` (CapacityReservations[]: State, ReservationType,
-InstanceType, AvailabilityZone, TotalInstanceCount, EndDate), both as the AWS CLI prints them
-with --output json.
+InstanceType, AvailabilityZone or AvailabilityZoneId as the profile names zones, TotalInstanceCount,
+EndDate), both as the AWS CLI prints them with --output json.
 """
 
 from __future__ import annotations

@@ -54,14 +54,26 @@ AmiReleaseVersion = Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+-\d{8}$")]
 InterfaceEndpoint = Literal["ecr.api", "ecr.dkr", "sts", "ec2", "eks-auth", "ssm"]
 
 
-# An availability zone's ID (use1-az4, usw2-az1, apne1-az4): the same physical zone in every
-# account, where a zone's name (us-east-1a) is mapped to a different one in each account.
-ZONE_ID = re.compile(r"^[a-z]{2,}[0-9]+-az[0-9]+$")
+# A zone's ID (use1-az4, usw2-az1, apne1-az4; a Local Zone's use1-bos1-az1): the same physical
+# zone in every account, where a zone's name (us-east-1a) is mapped to a different one in each.
+ZONE_ID = re.compile(r"^[a-z]{2,}[0-9]+(-[a-z]+[0-9]+)?-az[0-9]+$")
 
 
 def is_zone_id(zone: str) -> bool:
     """Whether a profile's zone is a zone ID (use1-az4) rather than a zone name (us-east-1a)."""
     return ZONE_ID.fullmatch(zone) is not None
+
+
+def zone_form(zones: list[str]) -> str:
+    """How these zones are named, for a message: 'zone IDs' or 'zone names'."""
+    return "zone IDs" if zones and is_zone_id(zones[0]) else "zone names"
+
+
+def _other_form(zone: str, zones: list[str]) -> str:
+    """A hint when `zone` is named the other way than `zones`."""
+    if zones and is_zone_id(zone) != is_zone_id(zones[0]):
+        return f"; cluster.vpc.availability_zones uses {zone_form(zones)}: name it the same way"
+    return ""
 
 
 class VpcConfig(Strict):
@@ -117,7 +129,8 @@ class VpcConfig(Strict):
             raise FieldProblem(
                 "gpu_availability_zone",
                 self.gpu_availability_zone,
-                "the GPU availability zone is not one the VPC spans",
+                "the GPU availability zone is not one the VPC spans"
+                + _other_form(self.gpu_availability_zone, self.availability_zones),
                 allowed=", ".join(self.availability_zones),
             )
         network = ipaddress.IPv4Network(self.cidr)
@@ -572,10 +585,16 @@ class ClusterConfig(Strict):
         for index, group in enumerate(self.gpu_node_groups):
             capacity_az = getattr(group.capacity, "availability_zone", None)
             if capacity_az is not None and capacity_az != self.vpc.gpu_az:
+                where = (
+                    "cluster.vpc.gpu_availability_zone"
+                    if self.vpc.gpu_availability_zone
+                    else "the first of cluster.vpc.availability_zones, the GPU zone by default"
+                )
                 raise FieldProblem(
                     ("gpu_node_groups", index, "capacity", "availability_zone"),
                     capacity_az,
-                    "reserved capacity must be in the GPU availability zone",
-                    allowed=f"{self.vpc.gpu_az} (cluster.vpc.gpu_availability_zone)",
+                    "reserved capacity must be in the GPU availability zone"
+                    + _other_form(capacity_az, self.vpc.availability_zones),
+                    allowed=f"{self.vpc.gpu_az} ({where})",
                 )
         return self

@@ -372,9 +372,10 @@ class PlatformConfig(Strict):
                 if ids and zone not in ids:  # a region not recorded: the plan's offering check still runs
                     yield FieldProblem(where, zone, f"not a zone ID of region {self.region}", allowed=", ".join(ids))
             elif not re.fullmatch(rf"{re.escape(self.region)}[a-z]", zone) or (known and zone not in known):
+                names = ", ".join(known) if known else f"{self.region}a, {self.region}b, ..."
                 yield FieldProblem(
                     where,
                     zone,
                     f"not an availability zone of region {self.region}",
-                    allowed=", ".join(known) if known else f"{self.region}a, {self.region}b, ...",
+                    allowed=f"{names} (or, all of them so, zone IDs: {', '.join(ids)})" if ids else names,
                 )

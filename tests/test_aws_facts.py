@@ -46,3 +46,33 @@ def test_zone_ids_are_accepted_and_kept_as_the_profile_names_them():
     config = validate_profile(mutated(cluster__vpc__availability_zones=["usw2-az2", "usw2-az1"]))
     assert config.cluster.vpc.zone_ids and config.cluster.vpc.gpu_az == "usw2-az2"
     assert not load_profile("gpu-validation").cluster.vpc.zone_ids
+
+
+def test_a_zone_named_the_other_way_is_told_which_way_to_name_it():
+    """The VPC names its zones by ID; a reservation's zone given by name (or a Local Zone's ID)
+    is refused with the form to use and the zone that would do."""
+    import yaml
+
+    from tests.cases import FIXTURE_PROFILES
+
+    block = yaml.safe_load((FIXTURE_PROFILES / "capacity-block.yaml").read_text())
+    block["cluster"]["gpu_node_groups"][0]["capacity"]["availability_zone"] = "us-east-1b"
+    assert_reported(
+        block,
+        "cluster.gpu_node_groups.0.capacity.availability_zone",
+        [
+            "'us-east-1b'",
+            "uses zone IDs: name it the same way",
+            "allowed: use1-az6 (cluster.vpc.gpu_availability_zone)",
+        ],
+    )
+    assert_reported(
+        mutated(cluster__vpc__availability_zones=["usw2-az1", "usw2-lax1-az1"]),
+        "cluster.vpc.availability_zones.1",
+        ["'usw2-lax1-az1'", "not a zone ID of region us-west-2", "usw2-az1, usw2-az2"],
+    )
+    assert_reported(
+        mutated(cluster__vpc__availability_zones=["us-west-2a", "us-west-2q"]),
+        "cluster.vpc.availability_zones.1",
+        ["(or, all of them so, zone IDs: usw2-az1"],
+    )
