@@ -295,6 +295,15 @@ class NodeExporterValues(Values):
                 "command": ["/bin/sh", "-c", EFA_COUNTERS_SCRIPT, "efa-counters"],
                 "args": [EFA_SYSFS, f"{EFA_TEXTFILE_DIR}/efa.prom", "15"],
                 "resources": {"requests": {"cpu": "5m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}},
+                # It reads world-readable sysfs files and writes only its emptyDir: nothing more.
+                "securityContext": {
+                    "runAsNonRoot": True,
+                    "runAsUser": 65534,
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": True,
+                    "capabilities": {"drop": ["ALL"]},
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
             }
         ]
     )
