@@ -39,6 +39,7 @@ from components.k8s.mlflow_access import (
     ingress_from_clients,
 )
 from components.k8s.namespaces import egress_https_outside_the_node, egress_to_pod_identity_agent
+from components.k8s.security import non_root_container
 from components.labels import SYSTEM_NODES
 from components.mlflow_backend import MlflowBackend
 from components.mlflow_identity import MlflowIdentity, MlflowIdentityProps, MlflowSetupIdentity
@@ -65,17 +66,9 @@ SCRIPT_SOURCE = Path(__file__).resolve().parents[2] / "images" / "mlflow" / "db_
 SETUP_SCRIPT_SOURCE = SCRIPT_SOURCE.with_name("db_setup.py")
 # IAM authentication tokens are good for 15 minutes: a fresh one every 5 leaves room for retries.
 REFRESH_SECONDS = 300
-# The MLflow image runs as 1001 (the chart's pod security context): the sidecar matches it, so the
-# password file is the server's own and owner-only.
-CONTAINER_SECURITY = {
-    "allowPrivilegeEscalation": False,
-    "capabilities": {"drop": ["ALL"]},
-    "readOnlyRootFilesystem": True,
-    "runAsNonRoot": True,
-    "runAsUser": 1001,
-    "runAsGroup": 1001,
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
+# The MLflow image runs as 1001 (the chart's pod security context): the sidecar and the setup Job
+# match it, so the password file is the server's own and owner-only.
+MLFLOW_USER = 1001
 SERVER_RESOURCES = {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
 SIDECAR_RESOURCES = {"requests": {"cpu": "10m", "memory": "96Mi"}, "limits": {"memory": "256Mi"}}
 # The MLflow admin password passes sed (the chart writes it into basic_auth.ini) and configparser
@@ -108,7 +101,7 @@ def db_login_sidecar(backend: MlflowBackend, region: str) -> dict[str, Any]:
             "periodSeconds": 5,
             "failureThreshold": 60,
         },
-        "securityContext": dict(CONTAINER_SECURITY),
+        "securityContext": non_root_container(MLFLOW_USER, group=MLFLOW_USER),
         "resources": SIDECAR_RESOURCES,
         "volumeMounts": [
             {"name": "db-login", "mountPath": DB_LOGIN_DIR},
@@ -140,7 +133,7 @@ def db_setup_job(backend: MlflowBackend, region: str) -> dict[str, Any]:
         "image": IMAGE,
         "command": ["python", "/opt/db-login/db_setup.py"],
         "env": [{"name": name, "value": value} for name, value in environment.items()],
-        "securityContext": dict(CONTAINER_SECURITY),
+        "securityContext": non_root_container(MLFLOW_USER, group=MLFLOW_USER),
         "resources": SIDECAR_RESOURCES,
         "volumeMounts": [
             {"name": "db-login", "mountPath": DB_LOGIN_DIR},
@@ -167,8 +160,8 @@ def db_setup_job(backend: MlflowBackend, region: str) -> dict[str, Any]:
                     "nodeSelector": dict(SYSTEM_NODES),
                     "securityContext": {
                         "runAsNonRoot": True,
-                        "runAsUser": 1001,
-                        "runAsGroup": 1001,
+                        "runAsUser": MLFLOW_USER,
+                        "runAsGroup": MLFLOW_USER,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
                     "containers": [container],
