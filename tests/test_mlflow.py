@@ -605,13 +605,13 @@ def test_the_setup_job_completes_before_the_server_starts(synthesized, profile):
     assert (env["APP_ROLE"], env["OWNER_ROLE"]) == (APP_USERNAME, "mlflow_owner")
     # The name follows the database: Terraform hashes this synthesis's digest of the spec with the
     # database's address and secret, so a new database gets a new Job (its roles made again).
-    other_layer = r"\$\{data\.terraform_remote_state\.cross-stack-reference-input-storage\.outputs\.[^}]*"
+    other_layer = r"data\.terraform_remote_state\.cross-stack-reference-input-storage\.outputs\.[^,\]]*"
     assert re.fullmatch(
-        r"mlflow-db-setup-\$\{substr\(sha256\(\"[0-9a-f]{16}\|"
+        r"mlflow-db-setup-\$\{substr\(sha256\(join\(\"\|\", \[\"[0-9a-f]{16}\", "
         + other_layer
-        + r"address\}\|"
+        + r"address, "
         + other_layer
-        + r"secret_arn\}\"\), 0, 10\)\}",
+        + r"secret_arn\]\)\), 0, 10\)\}",
         manifest["metadata"]["name"],
     )
     # Failing on its own deadline before Terraform's wait gives up leaves a Failed Job to read.

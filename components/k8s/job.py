@@ -35,7 +35,9 @@ def job_name(base: str, job: dict[str, Any], *, resolved_later: tuple[str, ...] 
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     if not resolved_later:
         return f"{base}-{digest[:10]}"
-    return f"{base}-" + Fn.substr(Fn.sha256("|".join((digest, *resolved_later))), 0, 10)
+    # The values go to join() as a list: a token inside a string literal passed to a function is
+    # an escape sequence cdktf warns it may render wrongly.
+    return f"{base}-" + Fn.substr(Fn.sha256(Fn.join("|", [digest, *resolved_later])), 0, 10)
 
 
 @dataclass(frozen=True, kw_only=True)
