@@ -36,6 +36,7 @@ MAIN_RESOURCES = {
 
 # cdktf names the data source that reads another stack's outputs after that stack.
 _REMOTE_STATE_PREFIX = "cross-stack-reference-input-"
+_OUTPUT_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _REFERENCE = re.compile(r"\$\{(?P<type>[a-z0-9_]+)\.[^.}]+\.(?P<attribute>[^}]+)\}")
 
 
@@ -52,7 +53,8 @@ def remote_state_edges(stacks: dict[str, dict[str, Any]]) -> list[tuple[str, str
         for source in stack.get("data", {}).get("terraform_remote_state", {}):
             producer = source.removeprefix(_REMOTE_STATE_PREFIX)
             marker = f"data.terraform_remote_state.{source}.outputs."
-            names = {part.split("}")[0].split(".")[0].split("[")[0] for part in text.split(marker)[1:]}
+            # An output's name, whether the reference is a whole `${...}` or a bare one in an expression.
+            names = {match[0] for part in text.split(marker)[1:] if (match := _OUTPUT_NAME.match(part))}
             produced = stacks.get(producer, {}).get("output", {})
             read = Counter(_attribute(produced.get(name, {}).get("value"), name) for name in names)
             outputs = sorted(f"{what} x{count}" if count > 1 else what for what, count in read.items())
