@@ -55,6 +55,7 @@ AUTH_DATABASE = "mlflow_auth"
 DB_LOGIN_SECRET = "mlflow-db-login"
 DB_LOGIN_SCRIPT = "mlflow-db-login-script"
 DB_LOGIN_DIR = "/run/mlflow-db"
+SCRIPTS_DIR = "/opt/db-login"  # the login and setup scripts, from the DB_LOGIN_SCRIPT ConfigMap
 PASSFILE = f"{DB_LOGIN_DIR}/pgpass"
 READY_FILE = f"{DB_LOGIN_DIR}/ready"
 # libpq checks the server's certificate against Amazon RDS's CAs and the host name (verify-full).
@@ -76,6 +77,23 @@ SIDECAR_RESOURCES = {"requests": {"cpu": "10m", "memory": "96Mi"}, "limits": {"m
 ADMIN_PASSWORD_RULE = "^[^/&%\\\\\\s]{12,}$"
 
 
+def login_volumes() -> list[dict[str, Any]]:
+    """The volumes of the pods that log in: a memory-backed folder for the password file and RDS's
+    CA bundle, and the scripts. Fresh each time (no YAML anchors)."""
+    return [
+        {"name": "db-login", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
+        {"name": "db-login-script", "configMap": {"name": DB_LOGIN_SCRIPT}},
+    ]
+
+
+def login_mounts() -> list[dict[str, Any]]:
+    """Where the sidecar and the setup Job mount those volumes."""
+    return [
+        {"name": "db-login", "mountPath": DB_LOGIN_DIR},
+        {"name": "db-login-script", "mountPath": SCRIPTS_DIR, "readOnly": True},
+    ]
+
+
 def db_login_sidecar(backend: MlflowBackend, region: str) -> dict[str, Any]:
     """A native sidecar (restartPolicy Always): it starts before the server, whose start waits for
     its startup probe (the CA bundle and the first token in the password file), and keeps running."""
@@ -94,7 +112,7 @@ def db_login_sidecar(backend: MlflowBackend, region: str) -> dict[str, Any]:
         "name": "db-login",
         "image": IMAGE,
         "restartPolicy": "Always",
-        "command": ["python", "/opt/db-login/db_login.py"],
+        "command": ["python", f"{SCRIPTS_DIR}/db_login.py"],
         "env": [{"name": name, "value": value} for name, value in environment.items()],
         "startupProbe": {
             "exec": {"command": ["python", "-c", f"import os; assert os.path.exists({READY_FILE!r})"]},
@@ -103,10 +121,7 @@ def db_login_sidecar(backend: MlflowBackend, region: str) -> dict[str, Any]:
         },
         "securityContext": non_root_container(MLFLOW_USER, group=MLFLOW_USER),
         "resources": SIDECAR_RESOURCES,
-        "volumeMounts": [
-            {"name": "db-login", "mountPath": DB_LOGIN_DIR},
-            {"name": "db-login-script", "mountPath": "/opt/db-login", "readOnly": True},
-        ],
+        "volumeMounts": login_mounts(),
     }
 
 
@@ -131,14 +146,11 @@ def db_setup_job(backend: MlflowBackend, region: str) -> dict[str, Any]:
     container = {
         "name": "db-setup",
         "image": IMAGE,
-        "command": ["python", "/opt/db-login/db_setup.py"],
+        "command": ["python", f"{SCRIPTS_DIR}/db_setup.py"],
         "env": [{"name": name, "value": value} for name, value in environment.items()],
         "securityContext": non_root_container(MLFLOW_USER, group=MLFLOW_USER),
         "resources": SIDECAR_RESOURCES,
-        "volumeMounts": [
-            {"name": "db-login", "mountPath": DB_LOGIN_DIR},
-            {"name": "db-login-script", "mountPath": "/opt/db-login", "readOnly": True},
-        ],
+        "volumeMounts": login_mounts(),
     }
     return {
         "apiVersion": "batch/v1",
@@ -165,10 +177,7 @@ def db_setup_job(backend: MlflowBackend, region: str) -> dict[str, Any]:
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
                     "containers": [container],
-                    "volumes": [
-                        {"name": "db-login", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
-                        {"name": "db-login-script", "configMap": {"name": DB_LOGIN_SCRIPT}},
-                    ],
+                    "volumes": login_volumes(),
                 },
             },
         },
@@ -233,10 +242,7 @@ def mlflow_values(settings: MlflowConfig, backend: MlflowBackend, *, region: str
         auth=auth,
         extra_env_vars={"PGPASSFILE": PASSFILE, **TLS_ENV, "AWS_REGION": region},
         init_containers=[db_login_sidecar(backend, region)],
-        extra_volumes=[
-            {"name": "db-login", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
-            {"name": "db-login-script", "configMap": {"name": DB_LOGIN_SCRIPT}},
-        ],
+        extra_volumes=login_volumes(),
         extra_volume_mounts=[{"name": "db-login", "mountPath": DB_LOGIN_DIR, "readOnly": True}],
         resources=SERVER_RESOURCES,
     )
