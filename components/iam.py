@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdktf import ITerraformDependable
+from cdktf_cdktf_provider_aws.eks_pod_identity_association import EksPodIdentityAssociation
 from cdktf_cdktf_provider_aws.iam_role import IamRole
 from cdktf_cdktf_provider_aws.iam_role_policy import IamRolePolicy
 from cdktf_cdktf_provider_aws.iam_role_policy_attachment import IamRolePolicyAttachment
@@ -159,4 +160,26 @@ def pod_identity_role(
                 }
             },
         ),
+    )
+
+
+def pod_identity_association(
+    scope: Construct,
+    id_: str,
+    *,
+    role: ServiceRole,
+    binding: PodIdentityBinding,
+    cluster_name: str,
+    depends_on: tuple[ITerraformDependable, ...] = (),
+) -> EksPodIdentityAssociation:
+    """Bind `role` to the service account its trust policy admits (`binding`). `cluster_name` is
+    the cluster layer's token (the association waits for the cluster); the binding's is plain text."""
+    return EksPodIdentityAssociation(
+        scope,
+        id_,
+        cluster_name=cluster_name,
+        namespace=binding.namespace,
+        service_account=binding.service_account,
+        role_arn=role.arn,
+        depends_on=list(depends_on) or None,
     )

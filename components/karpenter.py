@@ -12,7 +12,6 @@ from cdktf_cdktf_provider_aws.cloudwatch_event_rule import CloudwatchEventRule
 from cdktf_cdktf_provider_aws.cloudwatch_event_target import CloudwatchEventTarget
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from cdktf_cdktf_provider_aws.eks_access_entry import EksAccessEntry
-from cdktf_cdktf_provider_aws.eks_pod_identity_association import EksPodIdentityAssociation
 from cdktf_cdktf_provider_aws.sqs_queue import SqsQueue
 from cdktf_cdktf_provider_aws.sqs_queue_policy import SqsQueuePolicy
 from constructs import Construct
@@ -24,6 +23,7 @@ from components.iam import (
     ServiceRoleProps,
     allow,
     deny_insecure_transport,
+    pod_identity_association,
     pod_identity_role,
     policy_document,
 )
@@ -275,16 +275,17 @@ class KarpenterIdentity(Construct):
             )
             CloudwatchEventTarget(self, f"{rule_id}-target", rule=rule.name, arn=queue.arn, target_id="karpenter")
 
+        binding = PodIdentityBinding(
+            account_id=account_id,
+            cluster_name=name,
+            namespace=props.namespace,
+            service_account=props.service_account,
+        )
         controller = pod_identity_role(
             self,
             "controller-role",
             name=f"{name}-karpenter",
-            binding=PodIdentityBinding(
-                account_id=account_id,
-                cluster_name=name,
-                namespace=props.namespace,
-                service_account=props.service_account,
-            ),
+            binding=binding,
             inline_policy=controller_policy(
                 KarpenterScope(
                     cluster_name=name,
@@ -295,13 +296,8 @@ class KarpenterIdentity(Construct):
                 )
             ),
         )
-        association = EksPodIdentityAssociation(
-            self,
-            "pod-identity",
-            cluster_name=props.cluster_name,
-            namespace=props.namespace,
-            service_account=props.service_account,
-            role_arn=controller.arn,
+        association = pod_identity_association(
+            self, "pod-identity", role=controller, binding=binding, cluster_name=props.cluster_name
         )
         self._queue_name = queue.name
         self._node_role_name = node_role.name

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 
 from cdktf import ITerraformDependable
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
-from cdktf_cdktf_provider_aws.eks_pod_identity_association import EksPodIdentityAssociation
 from constructs import Construct
 
-from components.iam import PodIdentityBinding, allow, pod_identity_role, policy_document
+from components.iam import PodIdentityBinding, allow, pod_identity_association, pod_identity_role, policy_document
 from components.mlflow_backend import MlflowBackend
 
 
@@ -45,27 +44,20 @@ def _bound_role(
 ) -> tuple[str, tuple[ITerraformDependable, ...]]:
     """A Pod Identity role for the props' service account, with its inline policy and association,
     in `scope`: (its ARN, what its pods wait for)."""
-    role = pod_identity_role(
-        scope,
-        "role",
-        name=name,
-        binding=PodIdentityBinding(
-            account_id=account,
-            cluster_name=props.platform_name,
-            namespace=props.namespace,
-            service_account=props.service_account,
-        ),
-        inline_policy=policy,
-        policy_after=props.after,
-    )
-    association = EksPodIdentityAssociation(
-        scope,
-        "association",
-        cluster_name=props.cluster_name,
+    binding = PodIdentityBinding(
+        account_id=account,
+        cluster_name=props.platform_name,
         namespace=props.namespace,
         service_account=props.service_account,
-        role_arn=role.arn,
-        depends_on=[*role.attachments, *props.after] or None,
+    )
+    role = pod_identity_role(scope, "role", name=name, binding=binding, inline_policy=policy, policy_after=props.after)
+    association = pod_identity_association(
+        scope,
+        "association",
+        role=role,
+        binding=binding,
+        cluster_name=props.cluster_name,
+        depends_on=(*role.attachments, *props.after),
     )
     return role.arn, (association, *role.attachments)
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cdktf_cdktf_provider_aws.eks_pod_identity_association import EksPodIdentityAssociation
 from constructs import Construct
 
-from components.iam import PodIdentityBinding, allow, pod_identity_role, policy_document
+from components.iam import PodIdentityBinding, allow, pod_identity_association, pod_identity_role, policy_document
 from profiles import tenancy
 
 
@@ -33,16 +32,17 @@ class TenantIdentity(Construct):
     def __init__(self, scope: Construct, id_: str, *, props: TenantIdentityProps):
         super().__init__(scope, id_)
         prefix = tenancy.s3_prefix(props.namespace)
+        binding = PodIdentityBinding(
+            account_id=props.account_id,
+            cluster_name=props.platform_name,
+            namespace=props.namespace,
+            service_account=props.service_account,
+        )
         role = pod_identity_role(
             self,
             "role",
             name=tenancy.role_name(props.platform_name, props.namespace),
-            binding=PodIdentityBinding(
-                account_id=props.account_id,
-                cluster_name=props.platform_name,
-                namespace=props.namespace,
-                service_account=props.service_account,
-            ),
+            binding=binding,
             inline_policy=policy_document(
                 allow(
                     ["s3:ListBucket"],
@@ -55,14 +55,7 @@ class TenantIdentity(Construct):
                 ),
             ),
         )
-        EksPodIdentityAssociation(
-            self,
-            "association",
-            cluster_name=props.cluster_name,
-            namespace=props.namespace,
-            service_account=props.service_account,
-            role_arn=role.arn,
-        )
+        pod_identity_association(self, "association", role=role, binding=binding, cluster_name=props.cluster_name)
         self._role_arn = role.arn
 
     @property
