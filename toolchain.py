@@ -7,6 +7,9 @@
   without the eager `from . import <submodule>` lines, so only the submodules the app imports are
   loaded, and `package.<submodule>` attribute access still imports on demand. Synthesized output
   is byte-identical either way (a test proves it). Switch it off with GPU_PLATFORM_EAGER_BINDINGS=1.
+- `preload_bindings()`: importing the bindings is mostly waiting for Node to load their jsii
+  assemblies (seconds, the floor of every synthesis); a command that will synthesize starts that on
+  a background thread, so the profile's validation runs in the meantime instead of before it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import importlib.machinery
 import os
 import re
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import CodeType, ModuleType
@@ -88,3 +92,32 @@ def prepare() -> None:
     """Everything a process needs before it loads the bindings."""
     use_supported_node()
     use_lazy_bindings()
+
+
+# What the background load imports: the binding packages only. Never the app's own modules, which
+# the main thread imports after validation (two threads importing the same package tree could
+# deadlock on its module locks); the profile validation imports none of these.
+PRELOADED_PACKAGES = ("constructs", "cdktf", *LAZY_PACKAGES)
+_preloads: list[threading.Thread] = []  # at most one per process
+
+
+def _import_bindings() -> None:
+    try:
+        for name in PRELOADED_PACKAGES:
+            importlib.import_module(name)
+    except Exception:  # the main thread's own import raises it again, and reports it
+        return
+
+
+def preload_bindings() -> None:
+    """Start importing the bindings on a background thread (once per process)."""
+    prepare()
+    if not _preloads:
+        _preloads.append(threading.Thread(target=_import_bindings, name="preload-bindings", daemon=True))
+        _preloads[0].start()
+
+
+def preload_running() -> bool:
+    """Whether Node is still loading the bindings for a preload (the process then exits without
+    waiting for it: Node stops by itself once its input closes)."""
+    return any(thread.is_alive() for thread in _preloads)

@@ -32,6 +32,15 @@ def test_broken_profile_exits_2_with_every_problem(tmp_path):
     assert not (tmp_path / "out").exists(), "nothing may be synthesized from an invalid profile"
 
 
+def test_a_usage_error_exits_2_without_waiting_for_the_preloaded_bindings(tmp_path):
+    # `synth` starts loading the bindings before its options are parsed: the exit must not wait
+    # for Node, and argparse's status must survive the early exit.
+    result = run("synth", "--no-such-option", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "unrecognized arguments: --no-such-option" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "cdktf.out").exists()
+
+
 def test_cross_field_problem_is_reported_by_the_cli(tmp_path):
     bad = tmp_path / "no-efa.yaml"
     bad.write_text(

@@ -33,6 +33,37 @@ def test_this_session_uses_lazy_bindings():
     assert cdktf_cdktf_provider_aws.xray_group.XrayGroup  # ... yet reachable on demand
 
 
+PRELOAD = """
+import sys, time, toolchain
+toolchain.preload_bindings()
+assert toolchain.preload_running() or "cdktf" in sys.modules
+from profiles import load_profile
+load_profile("gpu-validation")  # the main thread validates meanwhile
+deadline = time.monotonic() + 100
+while toolchain.preload_running() and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(sorted(name for name in toolchain.PRELOADED_PACKAGES if name in sys.modules))
+print(any(name.startswith(("stacks", "components")) or name.endswith(".install") for name in sys.modules))
+"""
+
+
+def test_the_preload_imports_the_binding_packages_only():
+    """The background load imports the bindings, never the app's own modules (two threads
+    importing one package tree could deadlock on its module locks)."""
+    run = subprocess.run(
+        [sys.executable, "-c", PRELOAD],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert run.returncode == 0, run.stderr
+    loaded, app_modules = run.stdout.splitlines()
+    assert loaded == str(sorted(toolchain.PRELOADED_PACKAGES))
+    assert app_modules == "False"
+
+
 def test_every_profile_is_byte_identical_with_eager_bindings(synthesized, tmp_path):
     names = SHIPPED + FIXTURES
     args = [arg for name in names for arg in (name, profile_source(name))]
