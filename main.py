@@ -275,9 +275,8 @@ def write_schema() -> int:
 
 def synthesize_profile(config: PlatformConfig, outdir: Path) -> None:
     """Load the bindings (once per process) and synthesize every layer into `outdir`."""
-    import toolchain
-
     toolchain.prepare()
+    toolchain.await_preload()
     from profiles.quotas import node_count_warnings
     from stacks.platform import capacity_block_warnings, local_state_warnings, synthesize
 

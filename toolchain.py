@@ -94,16 +94,32 @@ def prepare() -> None:
     use_lazy_bindings()
 
 
-# What the background load imports: the binding packages only. Never the app's own modules, which
-# the main thread imports after validation (two threads importing the same package tree could
-# deadlock on its module locks); the profile validation imports none of these.
+# What the background load imports: the binding packages, then the binding submodules the app's
+# source imports (found by reading it, so the list cannot drift). Never the app's own modules: the
+# main thread imports those after validation and after the preload has finished, so no two
+# threads ever import one package tree at once; the profile validation imports no binding.
 PRELOADED_PACKAGES = ("constructs", "cdktf", *LAZY_PACKAGES)
+APP_SOURCES = ("components", "stacks", "addons")  # the folders whose modules build the stacks
+_BINDING_SUBMODULE_IMPORT = re.compile(r"^\s*from ((?:" + "|".join(LAZY_PACKAGES) + r")\.\w+) import", re.MULTILINE)
 _preloads: list[threading.Thread] = []  # at most one per process
+
+
+def app_binding_submodules(root: Path | None = None) -> list[str]:
+    """The provider binding submodules imported by the app's source (e.g. ...aws.iam_role)."""
+    root = root or Path(__file__).resolve().parent
+    return sorted(
+        {
+            name
+            for folder in APP_SOURCES
+            for path in (root / folder).rglob("*.py")
+            for name in _BINDING_SUBMODULE_IMPORT.findall(path.read_text())
+        }
+    )
 
 
 def _import_bindings() -> None:
     try:
-        for name in PRELOADED_PACKAGES:
+        for name in (*PRELOADED_PACKAGES, *app_binding_submodules()):
             importlib.import_module(name)
     except Exception:  # the main thread's own import raises it again, and reports it
         return
@@ -115,6 +131,12 @@ def preload_bindings() -> None:
     if not _preloads:
         _preloads.append(threading.Thread(target=_import_bindings, name="preload-bindings", daemon=True))
         _preloads[0].start()
+
+
+def await_preload() -> None:
+    """Wait for a preload started earlier (if any) to finish, before the app's own modules load."""
+    for thread in _preloads:
+        thread.join()
 
 
 def preload_running() -> bool:

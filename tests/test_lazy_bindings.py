@@ -34,22 +34,30 @@ def test_this_session_uses_lazy_bindings():
 
 
 PRELOAD = """
-import sys, time, toolchain
+import sys, tempfile, time, toolchain
+from pathlib import Path
 toolchain.preload_bindings()
-assert toolchain.preload_running() or "cdktf" in sys.modules
 from profiles import load_profile
-load_profile("gpu-validation")  # the main thread validates meanwhile
+config = load_profile("gpu-validation")  # the main thread validates meanwhile
 deadline = time.monotonic() + 100
 while toolchain.preload_running() and time.monotonic() < deadline:
     time.sleep(0.05)
+def bindings():
+    return {name for name in sys.modules if name.startswith(toolchain.LAZY_PACKAGES) and "._" not in name}
+preloaded = bindings()
 print(sorted(name for name in toolchain.PRELOADED_PACKAGES if name in sys.modules))
 print(any(name.startswith(("stacks", "components")) or name.endswith(".install") for name in sys.modules))
+from stacks.platform import synthesize
+with tempfile.TemporaryDirectory() as folder:
+    synthesize(config, folder + "/out", state_dir=Path(folder) / "state")
+print(sorted(bindings() - preloaded))
 """
 
 
-def test_the_preload_imports_the_binding_packages_only():
-    """The background load imports the bindings, never the app's own modules (two threads
-    importing one package tree could deadlock on its module locks)."""
+def test_the_preload_imports_the_bindings_synthesis_needs_and_no_app_module():
+    """The background load imports the binding packages and every binding submodule synthesis
+    then uses, never the app's own modules (two threads importing one package tree could deadlock
+    on its module locks)."""
     run = subprocess.run(
         [sys.executable, "-c", PRELOAD],
         capture_output=True,
@@ -59,9 +67,10 @@ def test_the_preload_imports_the_binding_packages_only():
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert run.returncode == 0, run.stderr
-    loaded, app_modules = run.stdout.splitlines()
-    assert loaded == str(sorted(toolchain.PRELOADED_PACKAGES))
+    packages, app_modules, imported_later = run.stdout.splitlines()
+    assert packages == str(sorted(toolchain.PRELOADED_PACKAGES))
     assert app_modules == "False"
+    assert imported_later == "[]", "the source scan missed binding submodules that synthesis imports"
 
 
 def test_every_profile_is_byte_identical_with_eager_bindings(synthesized, tmp_path):
