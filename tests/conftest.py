@@ -175,6 +175,9 @@ class EmulatedCycle:
         return [line for line in self.log.read_text().splitlines() if not line.startswith(self.prefix)]
 
 
+REST_OF_SUITE_NICENESS = 10
+
+
 @pytest.fixture(scope="session")
 def emulated_cycles(synthesis, terraform, tmp_path_factory):
     """Start every emulated profile's cycle now, in the background (each as soon as its own profile
@@ -204,6 +207,10 @@ def emulated_cycles(synthesis, terraform, tmp_path_factory):
             log=root / f"{profile}.log",
             protected=synthesis.configs[profile].storage.protect_from_destroy,
         )
+    # The cycles are the session's critical path (chains of Terraform runs and provider waits);
+    # the other tests need only throughput. From here on this process and what it starts yield
+    # the CPU to the cycles (started above, at the default priority) whenever both want it.
+    os.nice(REST_OF_SUITE_NICENESS)
     yield cycles
     for cycle in cycles.values():
         if cycle.process.poll() is None:
