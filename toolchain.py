@@ -7,6 +7,10 @@
   without the eager `from . import <submodule>` lines, so only the submodules the app imports are
   loaded, and `package.<submodule>` attribute access still imports on demand. Synthesized output
   is byte-identical either way (a test proves it). Switch it off with GPU_PLATFORM_EAGER_BINDINGS=1.
+- `reuse_binding_type_hints()`: every binding call checks its arguments against type hints that
+  `typing.get_type_hints` re-evaluates from strings each time (about 800 calls, a tenth of the
+  stacks' build); the hints of a generated stub never change, so each is evaluated once. The
+  checks themselves still run.
 - `preload_bindings()`: importing the bindings is mostly waiting for Node to load their jsii
   assemblies (seconds, the floor of every synthesis); a command that will synthesize starts that on
   a background thread, so the profile's validation runs in the meantime instead of before it.
@@ -21,9 +25,11 @@ import os
 import re
 import sys
 import threading
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 from types import CodeType, ModuleType
+from typing import Any
 
 LAZY_PACKAGES = ("cdktf_cdktf_provider_aws", "cdktf_cdktf_provider_helm", "cdktf_cdktf_provider_kubernetes")
 _EAGER_SUBMODULE_IMPORT = re.compile(r"^from \. import \w+\s*$", re.MULTILINE)
@@ -88,10 +94,39 @@ def use_lazy_bindings() -> None:
         sys.meta_path.insert(0, _LazyBindingsFinder())
 
 
+# The generated bindings name the functions whose annotations hold a call's argument types so.
+_TYPE_CHECKING_STUB = "_typecheckingstub__"
+
+
+def reuse_binding_type_hints() -> None:
+    """Evaluate each binding stub's type hints once per process (other callers are untouched)."""
+    evaluate = typing.get_type_hints
+    if getattr(evaluate, "reuses_binding_stubs", False):
+        return
+    evaluated: dict[object, dict[str, Any]] = {}
+
+    def get_type_hints(
+        obj: Any, globalns: Any = None, localns: Any = None, include_extras: bool = False
+    ) -> dict[str, Any]:
+        if (
+            globalns is localns is None
+            and not include_extras
+            and getattr(obj, "__name__", "").startswith(_TYPE_CHECKING_STUB)
+        ):
+            if obj not in evaluated:
+                evaluated[obj] = evaluate(obj)
+            return evaluated[obj]
+        return evaluate(obj, globalns, localns, include_extras)
+
+    get_type_hints.reuses_binding_stubs = True  # type: ignore[attr-defined]
+    typing.get_type_hints = get_type_hints
+
+
 def prepare() -> None:
     """Everything a process needs before it loads the bindings."""
     use_supported_node()
     use_lazy_bindings()
+    reuse_binding_type_hints()
 
 
 # What the background load imports: the binding packages, then the binding submodules the app's

@@ -1,4 +1,5 @@
-"""The lazy-bindings import hook changes how fast synthesis starts, never what it writes."""
+"""toolchain.py's process set-up (lazy bindings, the preload, reused type hints) changes how fast
+synthesis starts, never what it writes or checks."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import filecmp
 import os
 import subprocess
 import sys
+import typing
 from pathlib import Path
+
+import pytest
 
 import toolchain
 from stacks import LAYERS
@@ -92,3 +96,21 @@ def test_every_profile_is_byte_identical_with_eager_bindings(synthesized, tmp_pa
                 name,
                 layer,
             )
+
+
+def test_binding_type_hints_are_evaluated_once_and_still_checked(tmp_path):
+    """The reused hints are the bindings' own: a wrong argument type is refused on every call."""
+    from cdktf import App, TerraformStack
+    from cdktf_cdktf_provider_aws.iam_role import IamRole
+
+    toolchain.prepare()
+    stack = TerraformStack(App(outdir=str(tmp_path)), "hints")
+    for attempt in range(2):  # the second call uses the hints evaluated by the first
+        with pytest.raises(TypeError, match="type of argument name must be one of"):
+            IamRole(stack, f"role-{attempt}", name=5, assume_role_policy="{}")  # type: ignore[arg-type]
+    assert typing.get_type_hints.reuses_binding_stubs  # type: ignore[attr-defined]
+
+    def plain(value: int) -> str:
+        return str(value)
+
+    assert typing.get_type_hints(plain) == {"value": int, "return": str}  # other callers unchanged
