@@ -107,8 +107,8 @@ def test_binding_type_hints_are_evaluated_once_and_still_checked(tmp_path):
     stack = TerraformStack(App(outdir=str(tmp_path)), "hints")
     for attempt in range(2):  # the second call uses the hints evaluated by the first
         with pytest.raises(TypeError, match="type of argument name must be one of"):
-            IamRole(stack, f"role-{attempt}", name=5, assume_role_policy="{}")  # type: ignore[arg-type]
-    assert typing.get_type_hints.reuses_binding_stubs  # type: ignore[attr-defined]
+            IamRole(stack, f"role-{attempt}", name=5, assume_role_policy="{}")
+    assert typing.get_type_hints.reuses_binding_stubs
 
     def plain(value: int) -> str:
         return str(value)
