@@ -83,7 +83,7 @@ class ServiceRole(Construct):
         self._arn = role.arn
         self._name = role.name
         self._attachments: list[ITerraformDependable] = [
-            IamRolePolicyAttachment(self, policy.replace("/", "-"), role=role.name, policy_arn=AWS_MANAGED + policy)
+            IamRolePolicyAttachment(self, policy.replace("/", "-"), role=self._name, policy_arn=AWS_MANAGED + policy)
             for policy in props.managed_policies
         ]
         if props.inline_policy is not None:

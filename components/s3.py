@@ -65,10 +65,11 @@ class SecureBucket(Construct):
         )
         self._name = bucket.bucket
         self._arn = bucket.arn
+        bucket_id = bucket.id  # each attribute read is a round trip to jsii: read once, used six times
         S3BucketPublicAccessBlock(
             self,
             "public-access-block",
-            bucket=bucket.id,
+            bucket=bucket_id,
             block_public_acls=True,
             block_public_policy=True,
             ignore_public_acls=True,
@@ -77,20 +78,20 @@ class SecureBucket(Construct):
         S3BucketOwnershipControls(
             self,
             "ownership",
-            bucket=bucket.id,
+            bucket=bucket_id,
             rule=S3BucketOwnershipControlsRule(object_ownership="BucketOwnerEnforced"),
         )
         S3BucketVersioningA(
             self,
             "versioning",
-            bucket=bucket.id,
+            bucket=bucket_id,
             versioning_configuration=S3BucketVersioningVersioningConfiguration(status="Enabled"),
         )
         # SSE-S3: works unchanged with FSx data repository associations and Mountpoint.
         S3BucketServerSideEncryptionConfigurationA(
             self,
             "encryption",
-            bucket=bucket.id,
+            bucket=bucket_id,
             rule=[
                 S3BucketServerSideEncryptionConfigurationRuleA(
                     apply_server_side_encryption_by_default=(
@@ -104,9 +105,9 @@ class SecureBucket(Construct):
         S3BucketPolicy(
             self,
             "tls-only",
-            bucket=bucket.id,
+            bucket=bucket_id,
             policy=policy_document(
-                deny_insecure_transport("s3", [bucket.arn, f"{bucket.arn}/*"]),
+                deny_insecure_transport("s3", [self._arn, f"{self._arn}/*"]),
             ),
         )
         rules = [
@@ -139,7 +140,7 @@ class SecureBucket(Construct):
                     ],
                 )
             )
-        S3BucketLifecycleConfiguration(self, "lifecycle", bucket=bucket.id, rule=rules)
+        S3BucketLifecycleConfiguration(self, "lifecycle", bucket=bucket_id, rule=rules)
 
     @property
     def name(self) -> str:
