@@ -33,19 +33,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import toolchain
-
-# Commands that synthesize the stacks, so load the provider bindings (no command: the cdktf CLI's
-# synth). `hcl` is not one: Node must start with its HCL setting, which that command sets first.
-PRELOADING_COMMANDS = ("synth", "diagram", "plan", "deploy", "destroy", "validate", "verify", "pause", "resume")
-if __name__ == "__main__" and (sys.argv[1:2] or ["synth"])[0] in PRELOADING_COMMANDS:
-    # Node loads the bindings' assemblies (seconds of waiting) while this process imports the
-    # profile model and validates the profile: before the imports below, which are part of that.
-    toolchain.preload_bindings()
-
-from profiles import DEFAULT_PROFILE, PlatformConfig, ProfileError, available_profiles, load_profile  # noqa: E402
-from profiles.loader import resolve  # noqa: E402
-from profiles.schema import SCHEMA_PATH, profile_schema  # noqa: E402
+from profiles import DEFAULT_PROFILE, PlatformConfig, ProfileError, available_profiles, load_profile
+from profiles.loader import resolve
+from profiles.schema import SCHEMA_PATH, profile_schema
 
 if TYPE_CHECKING:
     from operate.kubectl import Kubectl
@@ -182,8 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     cdktf_cli = args.command is None
     if cdktf_cli:  # run by the cdktf CLI: synthesize with the defaults, where the CLI expects it
         args = parser.parse_args(["synth", "--outdir", os.environ.get("CDKTF_OUTDIR") or str(OUTPUT_ROOT)])
-    # Validate before synthesizing: a bad profile fails in well under a second (the exit does not
-    # wait for a preload of the bindings, see the end of this file).
+    # Validate before loading the provider bindings: a bad profile fails in well under a second.
     try:
         config = load_profile(args.profile)
     except ProfileError as error:
@@ -275,8 +264,9 @@ def write_schema() -> int:
 
 def synthesize_profile(config: PlatformConfig, outdir: Path) -> None:
     """Load the bindings (once per process) and synthesize every layer into `outdir`."""
+    import toolchain
+
     toolchain.prepare()
-    toolchain.await_preload()
     from profiles.quotas import node_count_warnings
     from stacks.platform import capacity_block_warnings, local_state_warnings, synthesize
 
@@ -709,12 +699,4 @@ def verify(config: PlatformConfig, *, image: str | None, kubectl: Kubectl, nccl_
 
 
 if __name__ == "__main__":
-    try:
-        code: int | str | None = main()
-    except SystemExit as stop:  # argparse's usage errors
-        code = stop.code
-    if toolchain.preload_running():  # an early exit (a bad profile): Node need not finish loading
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code if isinstance(code, int) else 0 if code is None else 1)
-    sys.exit(code)
+    sys.exit(main())

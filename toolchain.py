@@ -11,9 +11,6 @@
   `typing.get_type_hints` re-evaluates from strings each time (about 800 calls, a tenth of the
   stacks' build); the hints of a generated stub never change, so each is evaluated once. The
   checks themselves still run.
-- `preload_bindings()`: importing the bindings is mostly waiting for Node to load their jsii
-  assemblies (seconds, the floor of every synthesis); a command that will synthesize starts that on
-  a background thread, so the profile's validation runs in the meantime instead of before it.
 """
 
 from __future__ import annotations
@@ -24,7 +21,6 @@ import importlib.machinery
 import os
 import re
 import sys
-import threading
 import typing
 from collections.abc import Sequence
 from pathlib import Path
@@ -127,54 +123,3 @@ def prepare() -> None:
     use_supported_node()
     use_lazy_bindings()
     reuse_binding_type_hints()
-
-
-# What the background load imports: the binding packages, then the binding submodules the app's
-# source imports (found by reading it, so the list cannot drift). Never the app's own modules: the
-# main thread imports those after validation and after the preload has finished, so no two
-# threads ever import one package tree at once; the profile validation imports no binding.
-PRELOADED_PACKAGES = ("constructs", "cdktf", *LAZY_PACKAGES)
-APP_SOURCES = ("components", "stacks", "addons")  # the folders whose modules build the stacks
-_BINDING_SUBMODULE_IMPORT = re.compile(r"^\s*from ((?:" + "|".join(LAZY_PACKAGES) + r")\.\w+) import", re.MULTILINE)
-_preloads: list[threading.Thread] = []  # at most one per process
-
-
-def app_binding_submodules(root: Path | None = None) -> list[str]:
-    """The provider binding submodules imported by the app's source (e.g. ...aws.iam_role)."""
-    root = root or Path(__file__).resolve().parent
-    return sorted(
-        {
-            name
-            for folder in APP_SOURCES
-            for path in (root / folder).rglob("*.py")
-            for name in _BINDING_SUBMODULE_IMPORT.findall(path.read_text())
-        }
-    )
-
-
-def _import_bindings() -> None:
-    try:
-        for name in (*PRELOADED_PACKAGES, *app_binding_submodules()):
-            importlib.import_module(name)
-    except Exception:  # the main thread's own import raises it again, and reports it
-        return
-
-
-def preload_bindings() -> None:
-    """Start importing the bindings on a background thread (once per process)."""
-    prepare()
-    if not _preloads:
-        _preloads.append(threading.Thread(target=_import_bindings, name="preload-bindings", daemon=True))
-        _preloads[0].start()
-
-
-def await_preload() -> None:
-    """Wait for a preload started earlier (if any) to finish, before the app's own modules load."""
-    for thread in _preloads:
-        thread.join()
-
-
-def preload_running() -> bool:
-    """Whether Node is still loading the bindings for a preload (the process then exits without
-    waiting for it: Node stops by itself once its input closes)."""
-    return any(thread.is_alive() for thread in _preloads)

@@ -32,9 +32,7 @@ def test_broken_profile_exits_2_with_every_problem(tmp_path):
     assert not (tmp_path / "out").exists(), "nothing may be synthesized from an invalid profile"
 
 
-def test_a_usage_error_exits_2_without_waiting_for_the_preloaded_bindings(tmp_path):
-    # `synth` starts loading the bindings before its options are parsed: the exit must not wait
-    # for Node, and argparse's status must survive the early exit.
+def test_a_usage_error_exits_2_before_synthesis(tmp_path):
     result = run("synth", "--no-such-option", cwd=tmp_path)
     assert result.returncode == 2
     assert "unrecognized arguments: --no-such-option" in result.stderr and "Traceback" not in result.stderr

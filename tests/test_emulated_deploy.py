@@ -8,6 +8,10 @@ exclusions."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from tests.cases import EMULATED_PROFILES
@@ -32,3 +36,27 @@ def test_apply_replan_teardown(emulated_cycles, profile, report):
             + (f" ({', '.join(counts['excluded'])})" if counts["excluded"] else "")
         )
     assert record["coverage"]["storage"]["resources"] > 0 and record["coverage"]["cluster"]["resources"] > 0
+
+
+NICENESS_OF = """
+import os
+from tests.conftest import yield_cpu_to_the_cycles
+before = os.nice(0)
+yield_cpu_to_the_cycles()
+print(before, os.nice(0))
+"""
+
+
+@pytest.mark.parametrize(("setting", "lowered_by"), [(None, 10), ("3", 3), ("0", 0)])
+def test_the_rest_of_the_suite_yields_the_cpu_to_the_cycles_unless_told_not_to(setting, lowered_by):
+    from tests.conftest import ROOT, SUITE_NICENESS_ENV
+
+    env = {k: v for k, v in os.environ.items() if k != SUITE_NICENESS_ENV}
+    if setting is not None:
+        env[SUITE_NICENESS_ENV] = setting
+    run = subprocess.run(
+        [sys.executable, "-c", NICENESS_OF], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    before, after = map(int, run.stdout.split())
+    assert after == min(before + lowered_by, 19)  # this session itself may already run lowered (19 is the floor)

@@ -1,5 +1,5 @@
-"""toolchain.py's process set-up (lazy bindings, the preload, reused type hints) changes how fast
-synthesis starts, never what it writes or checks."""
+"""toolchain.py's process set-up (lazy bindings, reused type hints) changes how fast synthesis
+starts, never what it writes or checks."""
 
 from __future__ import annotations
 
@@ -35,46 +35,6 @@ def test_this_session_uses_lazy_bindings():
     assert toolchain.lazy_bindings_enabled()
     assert "cdktf_cdktf_provider_aws.xray_group" not in sys.modules  # never imported by the app
     assert cdktf_cdktf_provider_aws.xray_group.XrayGroup  # ... yet reachable on demand
-
-
-PRELOAD = """
-import sys, tempfile, time, toolchain
-from pathlib import Path
-toolchain.preload_bindings()
-from profiles import load_profile
-config = load_profile("gpu-validation")  # the main thread validates meanwhile
-deadline = time.monotonic() + 100
-while toolchain.preload_running() and time.monotonic() < deadline:
-    time.sleep(0.05)
-def bindings():
-    return {name for name in sys.modules if name.startswith(toolchain.LAZY_PACKAGES) and "._" not in name}
-preloaded = bindings()
-print(sorted(name for name in toolchain.PRELOADED_PACKAGES if name in sys.modules))
-print(any(name.startswith(("stacks", "components")) or name.endswith(".install") for name in sys.modules))
-from stacks.platform import synthesize
-with tempfile.TemporaryDirectory() as folder:
-    synthesize(config, folder + "/out", state_dir=Path(folder) / "state")
-print(sorted(bindings() - preloaded))
-"""
-
-
-def test_the_preload_imports_the_bindings_synthesis_needs_and_no_app_module():
-    """The background load imports the binding packages and every binding submodule synthesis
-    then uses, never the app's own modules (two threads importing one package tree could deadlock
-    on its module locks)."""
-    run = subprocess.run(
-        [sys.executable, "-c", PRELOAD],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert run.returncode == 0, run.stderr
-    packages, app_modules, imported_later = run.stdout.splitlines()
-    assert packages == str(sorted(toolchain.PRELOADED_PACKAGES))
-    assert app_modules == "False"
-    assert imported_later == "[]", "the source scan missed binding submodules that synthesis imports"
 
 
 def test_every_profile_is_byte_identical_with_eager_bindings(synthesized, tmp_path):
