@@ -3,7 +3,7 @@
     .venv/bin/python scripts/benchmark.py [--runs 3] [--suite-runs 1 (0 skips d)] [--eager]
 
 Scenarios, each a fresh process, median wall time and peak memory (RSS of the process tree:
-Python plus jsii's Node) over the runs:
+Python plus jsii's Node) over the runs, which take turns (a, b, c, a, b, c, ...):
   a  floor: import the provider bindings the app uses and synthesize an empty stack
   b  main job: `main.py synth` of the default profile
   c  every shipped profile synthesized in one process
@@ -114,16 +114,24 @@ def _run_in(folder: Path, command: list[str], env: dict[str, str]) -> tuple[floa
     return time.monotonic() - started, peak / 1024, output
 
 
-def scenario(command_for_run: Callable[[str], list[str]], runs: int, env: dict[str, str]) -> dict[str, Any]:
-    samples = []
+def scenarios(
+    commands: dict[str, Callable[[str], list[str]]], runs: int, env: dict[str, str]
+) -> dict[str, dict[str, Any]]:
+    """Each scenario `runs` times, interleaved (a, b, c, a, b, c, ...): a slow spell of a shared
+    machine then falls on every scenario alike instead of on whichever ran during it."""
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for _ in range(runs):
-        with tempfile.TemporaryDirectory() as folder:
-            seconds, peak_mib, _ = _run_in(ROOT, command_for_run(folder), env)
-            samples.append((seconds, peak_mib))
+        for name, command_for_run in commands.items():
+            with tempfile.TemporaryDirectory() as folder:
+                seconds, peak_mib, _ = _run_in(ROOT, command_for_run(folder), env)
+                samples[name].append((seconds, peak_mib))
     return {
-        "median_seconds": round(statistics.median(s[0] for s in samples), 2),
-        "peak_mib": round(max(s[1] for s in samples)),
-        "runs": runs,
+        name: {
+            "median_seconds": round(statistics.median(s[0] for s in taken), 2),
+            "peak_mib": round(max(s[1] for s in taken)),
+            "runs": runs,
+        }
+        for name, taken in samples.items()
     }
 
 
@@ -229,27 +237,19 @@ def main() -> int:
     if args.eager:
         env["GPU_PLATFORM_EAGER_BINDINGS"] = "1"
 
-    results: dict[str, Any] = {
-        "a_floor": scenario(lambda d: [PY, "-c", FLOOR, f"{d}/out"], args.runs, env),
-        "b_main_job": scenario(lambda d: [PY, "main.py", "synth", "--outdir", f"{d}/out"], args.runs, env),
-        "c_all_profiles": scenario(lambda d: [PY, "-c", ALL_PROFILES, d], args.runs, env),
-    }
+    results: dict[str, Any] = scenarios(
+        {
+            "a_floor": lambda d: [PY, "-c", FLOOR, f"{d}/out"],
+            "b_main_job": lambda d: [PY, "main.py", "synth", "--outdir", f"{d}/out"],
+            "c_all_profiles": lambda d: [PY, "-c", ALL_PROFILES, d],
+        },
+        args.runs,
+        env,
+    )
     if args.suite_runs:  # 0 skips the (slow) suite
-        results["d_tests_without_emulator"] = scenario(
-            lambda d: [
-                PY,
-                "-m",
-                "pytest",
-                "-q",
-                "-m",
-                "not emulator",
-                "-p",
-                "no:cacheprovider",
-                "--basetemp",
-                f"{d}/t",
-            ],
-            args.suite_runs,
-            env,
+        suite = [PY, "-m", "pytest", "-q", "-m", "not emulator", "-p", "no:cacheprovider"]
+        results |= scenarios(
+            {"d_tests_without_emulator": lambda d: [*suite, "--basetemp", f"{d}/t"]}, args.suite_runs, env
         )
     floor = results["a_floor"]["median_seconds"]
     results["ratio_b_over_a"] = round(results["b_main_job"]["median_seconds"] / floor, 2)
