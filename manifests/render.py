@@ -26,6 +26,7 @@ from addons.kueue import DEFINITION as KUEUE
 from addons.kueue import shares as kueue_shares
 from addons.mlflow import DEFINITION as MLFLOW
 from addons.mlflow import IMAGE as MLFLOW_IMAGE
+from addons.mlflow import IMAGE_USER as MLFLOW_IMAGE_USER
 from addons.trainer import DEFINITION as TRAINER
 from addons.trainer.runtimes import runtime_name
 from components.k8s import mlflow_access
@@ -34,6 +35,7 @@ from components.k8s.efa_pods import EFA_ENV, HUGEPAGES, shm_volume, worker_memor
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
 from components.k8s.mpi import after_workers
 from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, namespace_objects
+from components.k8s.security import NOBODY, non_root_pod
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
 from profiles import tenancy
 from profiles.catalog import EFA_RESOURCE, GpuInstanceType
@@ -239,7 +241,7 @@ def render(
                 "securityContext": locked_down_container(),
             },
             gpus=1,
-            securityContext={"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}},
+            securityContext=non_root_pod(NOBODY),
         )
     ]
     shm, shm_mount = shm_volume()
@@ -279,11 +281,7 @@ def render(
                     "securityContext": locked_down_container(),
                 },
                 gpus=1,
-                securityContext={
-                    "runAsNonRoot": True,
-                    "runAsUser": 65534,
-                    "seccompProfile": {"type": "RuntimeDefault"},
-                },
+                securityContext=non_root_pod(NOBODY),
             )
         ]
     if tenant_job_nodes(config, target, NCCL_NODES) == NCCL_NODES:
@@ -488,7 +486,7 @@ def mlflow_check_pod(config: PlatformConfig) -> dict[str, Any]:
             "restartPolicy": "Never",
             "automountServiceAccountToken": False,
             "nodeSelector": dict(SYSTEM_NODES),
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 1001, "seccompProfile": {"type": "RuntimeDefault"}},
+            "securityContext": non_root_pod(MLFLOW_IMAGE_USER),
             "containers": [
                 {
                     "name": "check",

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from components.k8s.security import non_root_container
+from components.k8s.security import NOBODY, non_root_container
 from components.labels import NODE_GROUP_LABEL
 from components.node_monitoring import HOST_ENGINE
 from profiles.catalog import CATALOG
@@ -92,7 +92,7 @@ def health_check_objects(namespace: str, config: PlatformConfig, interval_minute
             str(interval_minutes * 60),
         ],
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
-        "securityContext": non_root_container(65534),
+        "securityContext": non_root_container(NOBODY),
         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
         "volumeMounts": [
             {"name": "scripts", "mountPath": SCRIPTS, "readOnly": True},

@@ -70,6 +70,7 @@ class MlflowConfig(ReleaseConfig):
 # the database-login sidecar and the validation check.
 # renovate: datasource=docker depName=burakince/mlflow
 IMAGE = "burakince/mlflow:3.15.1"
+IMAGE_USER = 1001  # the image's own user, which the chart's pod security context names
 # The backend store's RDS for PostgreSQL major version. RDS applies minor versions in the
 # maintenance window, and the aws provider does not report them as drift against a major-only pin.
 POSTGRES_MAJOR_VERSION = "17"

@@ -25,7 +25,7 @@ from typing import Any
 from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
 from pydantic import Field
 
-from addons.mlflow import DEFINITION, IMAGE, MlflowConfig, default_permission
+from addons.mlflow import DEFINITION, IMAGE, IMAGE_USER, MlflowConfig, default_permission
 from components.expressions import matches
 from components.helm.addon import AddonContext, Companions, HelmAddonSpec, RuntimePath
 from components.helm.release import SensitiveValue, Values
@@ -39,7 +39,7 @@ from components.k8s.mlflow_access import (
     ingress_from_clients,
 )
 from components.k8s.namespaces import egress_https_outside_the_node, egress_to_pod_identity_agent
-from components.k8s.security import non_root_container
+from components.k8s.security import non_root_container, non_root_pod
 from components.labels import SYSTEM_NODES
 from components.mlflow_backend import MlflowBackend
 from components.mlflow_identity import MlflowIdentity, MlflowIdentityProps, MlflowSetupIdentity
@@ -69,7 +69,7 @@ SETUP_SCRIPT_SOURCE = SCRIPT_SOURCE.with_name("db_setup.py")
 REFRESH_SECONDS = 300
 # The MLflow image runs as 1001 (the chart's pod security context): the sidecar and the setup Job
 # match it, so the password file is the server's own and owner-only.
-MLFLOW_USER = 1001
+MLFLOW_USER = IMAGE_USER
 SERVER_RESOURCES = {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
 SIDECAR_RESOURCES = {"requests": {"cpu": "10m", "memory": "96Mi"}, "limits": {"memory": "256Mi"}}
 # The MLflow admin password passes sed (the chart writes it into basic_auth.ini) and configparser
@@ -170,12 +170,7 @@ def db_setup_job(backend: MlflowBackend, region: str) -> dict[str, Any]:
                     "automountServiceAccountToken": False,  # Pod Identity mounts its own token
                     "restartPolicy": "Never",
                     "nodeSelector": dict(SYSTEM_NODES),
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": MLFLOW_USER,
-                        "runAsGroup": MLFLOW_USER,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": non_root_pod(MLFLOW_USER, group=MLFLOW_USER),
                     "containers": [container],
                     "volumes": login_volumes(),
                 },

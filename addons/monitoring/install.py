@@ -27,7 +27,7 @@ from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, Runtime
 from components.helm.common import Placement, Toggle
 from components.helm.release import SensitiveValue, Values
 from components.k8s.namespaces import egress_https_outside_the_node, ingress_from_control_plane
-from components.k8s.security import non_root_container
+from components.k8s.security import NOBODY, non_root_container
 from components.labels import SYSTEM_NODES
 from components.node_monitoring import CRITICAL_XIDS
 
@@ -270,7 +270,6 @@ class AlertmanagerValues(Values):
 # image writes them for the collector to read (efa-counters.sh says why node-exporter alone does not).
 EFA_COUNTERS_SCRIPT = (Path(__file__).parent / "efa-counters.sh").read_text()
 EFA_TEXTFILE_DIR = "/run/efa"
-NOBODY = 65534  # node-exporter's image user
 EFA_SYSFS = "/host/sys"
 # kube-prometheus-stack's own node-exporter arguments (values.yaml at 88.5.3): setting extraArgs
 # replaces its list, so they are repeated here beside the textfile directory.
