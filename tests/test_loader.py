@@ -40,10 +40,12 @@ CASES = [
 def test_any_content_is_a_clean_error_naming_the_file(tmp_path, name, content, words):
     path = tmp_path / f"{name}.yaml"
     path.write_bytes(content)
-    started = time.monotonic()
+    # The loader's own work, in CPU time: a bomb must not make it spin. Wall time would also count
+    # the CPU the emulated cycles take meanwhile (the rest of the suite yields it to them).
+    started = time.process_time()
     with pytest.raises(ProfileError) as error:
         load_profile(str(path))
-    assert time.monotonic() - started < 1.0, "rejected within a second"
+    assert time.process_time() - started < 1.0, "rejected within a second of CPU"
     assert error.value.source == str(path)
     rendered = error.value.render()
     assert rendered.startswith(f"profile {path} is not valid") and words in rendered, rendered
