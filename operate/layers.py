@@ -169,6 +169,9 @@ class Operator:
         self.heartbeat_seconds = heartbeat_seconds
         self._outputs: dict[str, dict[str, Any]] = {}
         self._resources: dict[str, list[str]] = {}
+        # The last saved plan shown, per layer, with the plan file's identity when it was read:
+        # `terraform show -json` loads the providers' schemas (a few seconds, ~600 MB), once per plan.
+        self._shown: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
 
     def _tf(self, layer: str, *args: str) -> subprocess.CompletedProcess[str]:
         return self.terraform_in(self.stacks_dir / layer, *args, label=layer)
@@ -315,6 +318,7 @@ class Operator:
         return self._plan_and_apply(action, layer)
 
     def _plan_and_apply(self, action: Action, layer: str) -> tuple[bool, str]:
+        self._shown.pop(layer, None)  # the plan file is about to be replaced
         plan = self._tf(
             layer,
             "plan",
@@ -354,6 +358,7 @@ class Operator:
             self.cleanup(layer)  # raises (nothing destroyed) when the cluster is not the profile's
         applied = self._tf(layer, "apply", "-input=false", PLAN_FILE)
         self._outputs.pop(layer, None)  # changed by the apply
+        self._shown.pop(layer, None)
         # A saved plan holds the variables' values (the admin passwords) in plain text: once
         # applied it has no further use.
         (self.stacks_dir / layer / PLAN_FILE).unlink(missing_ok=True)
@@ -466,9 +471,19 @@ class Operator:
         return synthesized
 
     def plan_json(self, layer: str) -> dict[str, Any]:
-        """The saved plan of a layer as JSON (after `plan`)."""
+        """The saved plan of a layer as JSON (after `plan`), shown once per plan file."""
+        try:
+            stat = (self.stacks_dir / layer / PLAN_FILE).stat()
+        except FileNotFoundError:
+            stat = None
+        identity = (stat.st_ino, stat.st_size, stat.st_mtime_ns) if stat else None
+        cached = self._shown.get(layer)
+        if identity and cached and cached[0] == identity:
+            return cached[1]
         shown = self._tf(layer, "show", "-json", PLAN_FILE)
         plan: dict[str, Any] = json.loads(shown.stdout or "{}")
+        if identity:
+            self._shown[layer] = (identity, plan)
         return plan
 
     def outputs(self, layer: str) -> dict[str, Any]:

@@ -170,6 +170,26 @@ def test_plan_shows_the_plan_and_keeps_it(tmp_path, fake_terraform):
     assert f"  saved plan: {tmp_path / 'stacks' / 'cluster' / 'tfplan'}" in lines
 
 
+def test_a_saved_plan_is_shown_once_until_it_is_replaced(tmp_path, fake_terraform):
+    """`terraform show -json` loads every provider schema: the emulated cycle's drift check reads
+    the plan the summary already showed, and must not pay for it twice, nor read a stale plan."""
+    op, log = operator(tmp_path, fake_terraform)
+    op.run("plan", ["cluster"])
+    summarized = op.plan_json("cluster")
+    assert calls(log).count("cluster show") == 1
+    op.run("plan", ["cluster"])  # a new plan: shown anew
+    assert calls(log).count("cluster show") == 2
+    assert op.plan_json("cluster") == summarized
+    assert calls(log).count("cluster show") == 2
+    (tmp_path / "stacks" / "cluster" / "tfplan").write_text("a plan written by hand, longer than the last")
+    op.plan_json("cluster")  # replaced behind the operator's back: shown anew
+    assert calls(log).count("cluster show") == 3
+    (tmp_path / "stacks" / "cluster" / "tfplan").unlink()
+    op.plan_json("cluster")  # no plan file: nothing cached to trust
+    op.plan_json("cluster")
+    assert calls(log).count("cluster show") == 5
+
+
 def test_long_terraform_runs_report_progress(tmp_path, fake_terraform):
     lines: list[str] = []
     op, _ = operator(tmp_path, fake_terraform, lines=lines, slow=1.5, heartbeat=0.4)
