@@ -40,9 +40,12 @@ _print_lock = threading.Lock()
 
 
 # Terraform processes the cycles may run at once, across every cycle of the session (each loads a
-# ~500 MiB aws provider): a pool of lock files named by EMULATOR_TERRAFORM_SLOTS_DIR.
+# ~500 MiB aws provider): a pool of lock files named by EMULATOR_TERRAFORM_SLOTS_DIR. Four, because
+# both cycles deploy storage and build at once: with three, one of the four applies (sometimes
+# p5-training's storage, the critical chain) waited for a slot. With six, no faster (the 2 cores
+# are the limit then) and the emulated tests alone peaked at 6.3 GiB (4.8 GiB with four).
 SLOTS_DIR_ENV = "EMULATOR_TERRAFORM_SLOTS_DIR"
-SLOTS = 3
+SLOTS = 4
 
 
 @contextmanager
