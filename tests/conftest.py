@@ -203,15 +203,16 @@ def emulated_cycles(synthesis, terraform, tmp_path_factory):
     from stacks import AWS_ONLY_LAYERS
 
     root = tmp_path_factory.mktemp("emulated")
-    from tests.emulator.cycle import SLOTS_DIR_ENV
+    from tests.terraform import SLOTS_DIR_ENV
 
+    # One pool of Terraform slots for the cycles and the rest of the suite (tests/terraform.py).
     slots = root / "terraform-slots"
     slots.mkdir()
+    os.environ[SLOTS_DIR_ENV] = str(slots)
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "TF_CLI_CONFIG_FILE": str(terraform.cli_config),
-        SLOTS_DIR_ENV: str(slots),
     }
     cycles = {}
     for profile in EMULATED_PROFILES:
@@ -230,6 +231,7 @@ def emulated_cycles(synthesis, terraform, tmp_path_factory):
     for cycle in cycles.values():
         if cycle.process.poll() is None:
             cycle.process.kill()
+    os.environ.pop(SLOTS_DIR_ENV, None)
 
 
 # Tests that start a jsii runtime of their own (~1.2-1.7 GiB each): run after the rest, when the

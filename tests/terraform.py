@@ -6,16 +6,21 @@ CLI config written for it (TF_CLI_CONFIG_FILE), so a user's own ~/.terraformrc p
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import shutil
 import socket
 import subprocess
+import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from operate.layers import Operator
 from operate.providers import find_provider_mirror, mirror_cli_config
 from profiles.versions import AWS_PROVIDER_VERSION
 
@@ -30,6 +35,51 @@ def registry_reachable(timeout: float = 3.0) -> bool:
             return True
     except OSError:
         return False
+
+
+# The Terraform runs that start providers, which the whole session may run at once: the emulated
+# cycles' and the rest of the suite's alike (each such run is ~0.6 GiB of aws provider and about
+# as much of Terraform decoding its schema). A pool of lock files in the folder this variable
+# names; the session sets it while the emulated cycles run (`make check` runs none: no pool).
+SLOTS_DIR_ENV = "TERRAFORM_SLOTS_DIR"
+# Four, so that both cycles' storage and build applies run at once (with three, one of the four
+# deploy-phase applies, at times p5-training's storage on the critical chain, waited for a slot).
+SLOTS = 4
+# Commands that read files and state only: they start no provider and take no slot.
+WITHOUT_PROVIDERS = frozenset({"init", "output", "state", "fmt", "version", "workspace"})
+
+
+@contextmanager
+def terraform_slot(args: tuple[str, ...] | list[str]) -> Iterator[None]:
+    """Hold one of the session's slots while a Terraform run that starts providers goes on."""
+    folder = os.environ.get(SLOTS_DIR_ENV)
+    command = next((a for a in args if not a.startswith("-")), "")
+    if not folder or command in WITHOUT_PROVIDERS:
+        yield
+        return
+    while True:
+        for index in range(SLOTS):
+            handle = open(Path(folder) / f"slot-{index}", "a")  # noqa: SIM115 (held until released)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                continue
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+                handle.close()
+            return
+        time.sleep(0.5)
+
+
+class SlottedOperator(Operator):
+    """The product's Operator, its provider-starting Terraform runs taking a slot of the pool."""
+
+    def terraform_in(self, folder: Path, *args: str, label: str = "") -> subprocess.CompletedProcess[str]:
+        with terraform_slot(args):
+            return super().terraform_in(folder, *args, label=label)
 
 
 @dataclass(frozen=True)
@@ -66,9 +116,10 @@ class Terraform:
             "CHECKPOINT_DISABLE": "1",
             **(env or {}),
         }
-        return subprocess.run(
-            [self.binary, f"-chdir={workdir}", *args], capture_output=True, text=True, env=full_env, timeout=600
-        )
+        with terraform_slot(args):
+            return subprocess.run(
+                [self.binary, f"-chdir={workdir}", *args], capture_output=True, text=True, env=full_env, timeout=600
+            )
 
     def test(self, stack_json: dict, test_file: str, workdir: Path) -> subprocess.CompletedProcess:
         """`terraform test` of one stack (backend removed) with the given .tftest.hcl text."""

@@ -10,20 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from operate.layers import Operator
 from operate.preflight import api_problems, state_bucket_problems, variable_problems
 from profiles import load_profile
 from tests.cases import FIXTURE_PROFILES
+from tests.terraform import SlottedOperator
 
 GOOD = {"TF_VAR_grafana_admin_password": "grafana-pass-123", "TF_VAR_mlflow_admin_password": "Mlflow-pass-123"}
 
 
-def stacks_with(tmp_path: Path, synthesized, profile: str, env: dict[str, str], terraform=None) -> Operator:
+def stacks_with(tmp_path: Path, synthesized, profile: str, env: dict[str, str], terraform=None) -> SlottedOperator:
     for layer in ("cluster", "addons"):
         folder = tmp_path / "stacks" / layer
         folder.mkdir(parents=True)
         (folder / "cdk.tf.json").write_text(json.dumps(synthesized.stack(profile, layer)))
-    return Operator(
+    return SlottedOperator(
         tmp_path / "stacks",
         terraform=terraform.binary if terraform else "terraform",
         env={"TF_CLI_CONFIG_FILE": str(terraform.cli_config)} | env if terraform else env,

@@ -17,7 +17,7 @@ import pytest
 
 from stacks import LAYERS
 from tests.cases import AWS_LAYERS, FIXTURES, HCL_PROFILES, SHIPPED
-from tests.terraform import describe
+from tests.terraform import SlottedOperator, describe
 
 CASES = [(profile, layer) for profile in SHIPPED + FIXTURES for layer in LAYERS]
 
@@ -127,8 +127,6 @@ def test_every_variable_validation_is_evaluated_by_terraform(synthesized, terraf
 
 
 def test_make_validate_runs_terraform_validate_apart_from_the_deploy_folder(synthesized, terraform, tmp_path):
-    from operate.layers import Operator
-
     for name, stack in (
         ("build", synthesized.stack("gpu-validation", "build")),
         (
@@ -138,7 +136,7 @@ def test_make_validate_runs_terraform_validate_apart_from_the_deploy_folder(synt
     ):
         (tmp_path / "stacks" / name).mkdir(parents=True)
         (tmp_path / "stacks" / name / "cdk.tf.json").write_text(json.dumps(stack))
-    operator = Operator(
+    operator = SlottedOperator(
         tmp_path / "stacks",
         terraform=terraform.binary,
         env={"TF_CLI_CONFIG_FILE": str(terraform.cli_config)},

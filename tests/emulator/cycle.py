@@ -17,66 +17,24 @@ result, which tests/test_emulated_deploy.py reads.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from operate.layers import LayerResult, Operator
 from tests.emulator.local_test import EXCLUDED_TYPES, prepare, unexpected_drift
 from tests.emulator.server import start_emulator
+from tests.terraform import SlottedOperator
 
 RESULT_PREFIX = "CYCLE-RESULT "
 INDEPENDENT = ("storage", "build")  # both read only the cluster layer
 _print_lock = threading.Lock()
-
-
-# Terraform processes the cycles may run at once, across every cycle of the session (each loads a
-# ~500 MiB aws provider): a pool of lock files named by EMULATOR_TERRAFORM_SLOTS_DIR. Four, because
-# both cycles deploy storage and build at once: with three, one of the four applies (sometimes
-# p5-training's storage, the critical chain) waited for a slot. With six, no faster (the 2 cores
-# are the limit then) and the emulated tests alone peaked at 6.3 GiB (4.8 GiB with four).
-SLOTS_DIR_ENV = "EMULATOR_TERRAFORM_SLOTS_DIR"
-SLOTS = 4
-
-
-@contextmanager
-def terraform_slot() -> Iterator[None]:
-    folder = os.environ.get(SLOTS_DIR_ENV)
-    if not folder:
-        yield
-        return
-    while True:
-        for index in range(SLOTS):
-            handle = open(Path(folder) / f"slot-{index}", "a")  # noqa: SIM115 (held until released)
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.close()
-                continue
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-                handle.close()
-            return
-        time.sleep(0.5)
-
-
-class SharedOperator(Operator):
-    """An Operator whose Terraform runs take a slot of the session's pool."""
-
-    def terraform_in(self, folder: Path, *args: str, label: str = "") -> subprocess.CompletedProcess[str]:
-        with terraform_slot():
-            return super().terraform_in(folder, *args, label=label)
 
 
 def _printer(prefix: str) -> Callable[[str], None]:
@@ -101,7 +59,7 @@ def run_cycle(stacks_dir: Path, profile: str, *, protected: bool, env: dict[str,
         coverage = prepare(stacks_dir, ["cluster", *INDEPENDENT], emulator.endpoint)
         full_env = {**env, "AWS_ACCESS_KEY_ID": "emulator", "AWS_SECRET_ACCESS_KEY": "emulator"}
         operators = {
-            layer: SharedOperator(stacks_dir, log=_printer(f"{profile}/{layer}"), env=full_env)
+            layer: SlottedOperator(stacks_dir, log=_printer(f"{profile}/{layer}"), env=full_env)
             for layer in ("cluster", *INDEPENDENT)
         }
         independent = {layer: operators[layer] for layer in INDEPENDENT}
@@ -120,7 +78,7 @@ def run_cycle(stacks_dir: Path, profile: str, *, protected: bool, env: dict[str,
         if any(drift.values()):
             raise AssertionError(f"the re-plan changes more than the documented emulator drift: {drift}")
         phase("re-plan", replanned)
-        whole = SharedOperator(stacks_dir, log=_printer(f"{profile}/all"), env=full_env)
+        whole = SlottedOperator(stacks_dir, log=_printer(f"{profile}/all"), env=full_env)
         if protected:
             refused = whole.run("destroy", ["cluster", *INDEPENDENT])
             if refused[0].ok or "DELETE_DATA=1" not in refused[0].detail or not whole.resources("build"):
