@@ -49,6 +49,10 @@ class StateUnreadable(RuntimeError):
     """Terraform could not read a layer's state (credentials, bucket, lock)."""
 
 
+class PlanUnreadable(RuntimeError):
+    """`terraform show` could not read a layer's saved plan: nothing it would change is known."""
+
+
 REMOTE_STATE_PREFIX = "cross-stack-reference-input-"
 
 
@@ -330,7 +334,10 @@ class Operator:
         self._owner_only(layer)
         if plan.returncode == 1:
             return False, f"terraform plan failed:\n{plan.stderr or plan.stdout}"
-        planned = self.plan_json(layer)
+        try:
+            planned = self.plan_json(layer)
+        except PlanUnreadable as error:
+            return False, str(error)
         for line in summarize_plan(planned):
             self.log(line)
         if action == "destroy":
@@ -481,6 +488,8 @@ class Operator:
         if identity and cached and cached[0] == identity:
             return cached[1]
         shown = self._tf(layer, "show", "-json", PLAN_FILE)
+        if shown.returncode != 0:  # an empty summary would read as "no changes", or a destroy of nothing
+            raise PlanUnreadable(f"terraform show failed:\n{shown.stderr or shown.stdout}")
         plan: dict[str, Any] = json.loads(shown.stdout or "{}")
         if identity:
             self._shown[layer] = (identity, plan)

@@ -208,11 +208,11 @@ def emulated_cycles(synthesis, terraform, tmp_path_factory):
     # One pool of Terraform slots for the cycles and the rest of the suite (tests/terraform.py).
     slots = root / "terraform-slots"
     slots.mkdir()
-    os.environ[SLOTS_DIR_ENV] = str(slots)
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "TF_CLI_CONFIG_FILE": str(terraform.cli_config),
+        SLOTS_DIR_ENV: str(slots),
     }
     cycles = {}
     for profile in EMULATED_PROFILES:
@@ -227,11 +227,15 @@ def emulated_cycles(synthesis, terraform, tmp_path_factory):
             protected=synthesis.configs[profile].storage.protect_from_destroy,
         )
     yield_cpu_to_the_cycles()
-    yield cycles
-    for cycle in cycles.values():
-        if cycle.process.poll() is None:
-            cycle.process.kill()
-    os.environ.pop(SLOTS_DIR_ENV, None)
+    session_env = pytest.MonkeyPatch()  # the rest of the suite's Terraform runs share the pool
+    session_env.setenv(SLOTS_DIR_ENV, str(slots))
+    try:
+        yield cycles
+    finally:
+        for cycle in cycles.values():
+            if cycle.process.poll() is None:
+                cycle.process.kill()
+        session_env.undo()
 
 
 # Tests that start a jsii runtime of their own (~1.2-1.7 GiB each): run after the rest, when the

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from operate.layers import Operator
 from operate.providers import find_provider_mirror, mirror_cli_config
@@ -38,27 +39,45 @@ def registry_reachable(timeout: float = 3.0) -> bool:
 
 
 # The Terraform runs that start providers, which the whole session may run at once: the emulated
-# cycles' and the rest of the suite's alike (each such run is ~0.6 GiB of aws provider and about
+# cycles' and the rest of the suite's alike (each such run is ~0.5 GiB of aws provider and about
 # as much of Terraform decoding its schema). A pool of lock files in the folder this variable
 # names; the session sets it while the emulated cycles run (`make check` runs none: no pool).
 SLOTS_DIR_ENV = "TERRAFORM_SLOTS_DIR"
 # Four, so that both cycles' storage and build applies run at once (with three, one of the four
 # deploy-phase applies, at times p5-training's storage on the critical chain, waited for a slot).
 SLOTS = 4
-# Commands that read files and state only: they start no provider and take no slot.
-WITHOUT_PROVIDERS = frozenset({"init", "output", "state", "fmt", "version", "workspace"})
+# The cycles are the session's critical path: the rest of the suite may hold at most this many
+# slots, and the cycles try the others first, so the suite's runs never take the last two.
+SUITE_SLOTS = 2
+# How long a run waits for a slot before it fails (a run hung in another process holds one).
+SLOT_WAIT_SECONDS = 900
+# Commands that read files and state only: they start no provider and take no slot (checked with
+# TF_LOG=trace on Terraform 1.11: `state show` starts the provider to decode the resource).
+WITHOUT_PROVIDERS = frozenset({"init", "output", "fmt", "version", "workspace"})
+STATE_WITHOUT_PROVIDERS = frozenset({"list", "pull", "push", "mv", "rm", "replace-provider"})
+
+
+def starts_providers(args: tuple[str, ...] | list[str]) -> bool:
+    words = [a for a in args if not a.startswith("-")]
+    command = words[0] if words else ""
+    if command == "state":
+        return len(words) < 2 or words[1] not in STATE_WITHOUT_PROVIDERS
+    return command not in WITHOUT_PROVIDERS
 
 
 @contextmanager
-def terraform_slot(args: tuple[str, ...] | list[str]) -> Iterator[None]:
-    """Hold one of the session's slots while a Terraform run that starts providers goes on."""
+def terraform_slot(args: tuple[str, ...] | list[str], *, critical: bool = False) -> Iterator[None]:
+    """Hold one of the session's slots while a Terraform run that starts providers goes on.
+    `critical` (the emulated cycles) may take any slot, the rest of the suite the first
+    SUITE_SLOTS only."""
     folder = os.environ.get(SLOTS_DIR_ENV)
-    command = next((a for a in args if not a.startswith("-")), "")
-    if not folder or command in WITHOUT_PROVIDERS:
+    if not folder or not starts_providers(args):
         yield
         return
+    order = range(SLOTS - 1, -1, -1) if critical else range(SUITE_SLOTS)
+    deadline = time.monotonic() + SLOT_WAIT_SECONDS
     while True:
-        for index in range(SLOTS):
+        for index in order:
             handle = open(Path(folder) / f"slot-{index}", "a")  # noqa: SIM115 (held until released)
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -71,14 +90,24 @@ def terraform_slot(args: tuple[str, ...] | list[str]) -> Iterator[None]:
                 fcntl.flock(handle, fcntl.LOCK_UN)
                 handle.close()
             return
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"waited {SLOT_WAIT_SECONDS} s for a Terraform slot in {folder} (terraform {' '.join(args)}): "
+                "a run elsewhere in the session holds them all"
+            )
         time.sleep(0.5)
 
 
 class SlottedOperator(Operator):
-    """The product's Operator, its provider-starting Terraform runs taking a slot of the pool."""
+    """The product's Operator, its provider-starting Terraform runs taking a slot of the pool
+    (`critical` for the emulated cycles)."""
+
+    def __init__(self, *args: Any, critical: bool = False, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.critical = critical
 
     def terraform_in(self, folder: Path, *args: str, label: str = "") -> subprocess.CompletedProcess[str]:
-        with terraform_slot(args):
+        with terraform_slot(args, critical=self.critical):
             return super().terraform_in(folder, *args, label=label)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from operate.cleanup import PlatformObjects, platform_objects, pre_destroy_cleanup
 from operate.cluster_access import ClusterAccessError, ClusterTarget, bind_kubectl
-from operate.layers import LAYERS, Operator, destroy_preview, select_layers, summarize_plan
+from operate.layers import LAYERS, Operator, PlanUnreadable, destroy_preview, select_layers, summarize_plan
 from profiles import load_profile
 
 FAKE_TERRAFORM = """#!/usr/bin/env python3
@@ -23,12 +23,22 @@ command = sys.argv[2]
 if command == "plan":
     out = [a.split("=", 1)[1] for a in sys.argv if a.startswith("-out=")]
     if out:
-        open(os.path.join(folder, out[0]), "w").write("plan with TF_VAR values")
+        # Terraform rewrites the plan file in place; the same size and, here, the same mtime:
+        # only its content tells two plans apart.
+        log_file = os.environ["FAKE_TF_LOG"]
+        planned = open(log_file).read().count(f"{layer} plan") if os.path.exists(log_file) else 0
+        path = os.path.join(folder, out[0])
+        open(path, "w").write(f"plan {planned:04d} with TF_VAR values")
+        os.utime(path, ns=(10**18, 10**18))
 tunnel = os.environ.get("TF_VAR_api_tunnel")
 with open(os.environ["FAKE_TF_LOG"], "a") as log:
     log.write(f"{layer} {command}" + (f" via {tunnel}" if tunnel else "") + "\\n")
+if command == "show" and os.environ.get("FAKE_TF_SHOW_FAILS"):
+    sys.stderr.write("Error: Failed to read the given file as a state or plan file\\n")
+    sys.exit(1)
 if command == "show":
-    print(json.dumps({"resource_changes": [
+    shown = os.path.join(folder, [a for a in sys.argv[3:] if not a.startswith("-")][0])
+    print(json.dumps({"plan_file": open(shown).read() if os.path.exists(shown) else None, "resource_changes": [
         {"address": f"aws_vpc.{layer}", "change": {"actions": ["create"]}},
         {"address": f"aws_iam_role.{layer}", "change": {"actions": ["delete", "create"]}},
         {"address": "data.aws_caller_identity.a", "change": {"actions": ["read"]}},
@@ -172,22 +182,39 @@ def test_plan_shows_the_plan_and_keeps_it(tmp_path, fake_terraform):
 
 def test_a_saved_plan_is_shown_once_until_it_is_replaced(tmp_path, fake_terraform):
     """`terraform show -json` loads every provider schema: the emulated cycle's drift check reads
-    the plan the summary already showed, and must not pay for it twice, nor read a stale plan."""
+    the plan the summary already showed, and must not pay for it twice, nor read a stale plan.
+    The fake rewrites the plan file in place with the same size and mtime, as a no-change
+    re-plan can: only the operator's own planning tells it the file changed."""
     op, log = operator(tmp_path, fake_terraform)
+    plan_file = tmp_path / "stacks" / "cluster" / "tfplan"
     op.run("plan", ["cluster"])
-    summarized = op.plan_json("cluster")
+    assert op.plan_json("cluster")["plan_file"] == "plan 0000 with TF_VAR values"
     assert calls(log).count("cluster show") == 1
-    op.run("plan", ["cluster"])  # a new plan: shown anew
+    op.run("plan", ["cluster"])  # a new plan, indistinguishable by its file's size and mtime
     assert calls(log).count("cluster show") == 2
-    assert op.plan_json("cluster") == summarized
+    assert op.plan_json("cluster")["plan_file"] == "plan 0001 with TF_VAR values"
     assert calls(log).count("cluster show") == 2
-    (tmp_path / "stacks" / "cluster" / "tfplan").write_text("a plan written by hand, longer than the last")
-    op.plan_json("cluster")  # replaced behind the operator's back: shown anew
+    plan_file.write_text("plan 9999 with TF_VAR values")  # replaced behind the operator's back
+    assert op.plan_json("cluster")["plan_file"] == "plan 9999 with TF_VAR values"
     assert calls(log).count("cluster show") == 3
-    (tmp_path / "stacks" / "cluster" / "tfplan").unlink()
+    plan_file.unlink()
     op.plan_json("cluster")  # no plan file: nothing cached to trust
     op.plan_json("cluster")
     assert calls(log).count("cluster show") == 5
+
+
+def test_an_unreadable_plan_fails_the_layer_before_anything_is_asked_or_applied(tmp_path, fake_terraform, monkeypatch):
+    """An empty summary would read as 'no changes', or as a destroy that deletes no data."""
+    monkeypatch.setenv("FAKE_TF_SHOW_FAILS", "1")
+    asked: list[str] = []
+    op, log = operator(tmp_path, fake_terraform, confirm=lambda q: asked.append(q) or True, delete_data=True)
+    (result,) = op.run("destroy", ["cluster"])
+    assert not result.ok and "terraform show failed" in result.detail and "as a state or plan file" in result.detail
+    assert asked == [] and "cluster apply" not in calls(log)
+    with pytest.raises(PlanUnreadable):
+        op.plan_json("cluster")  # and it is not remembered as an empty plan
+    with pytest.raises(PlanUnreadable):
+        op.plan_json("cluster")
 
 
 def test_long_terraform_runs_report_progress(tmp_path, fake_terraform):

@@ -1,5 +1,6 @@
 """The session's pool of Terraform slots (tests/terraform.py): a run that starts providers waits
-for a free slot, one that only reads files or state never waits, and without a pool nothing does."""
+for a free slot, one that only reads files or state never waits, the rest of the suite never
+takes the slots kept for the emulated cycles, and without a pool nothing waits."""
 
 from __future__ import annotations
 
@@ -7,20 +8,22 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.terraform import SLOTS, SLOTS_DIR_ENV, Terraform, terraform_slot
+import pytest
+
+from tests.terraform import SLOTS, SLOTS_DIR_ENV, SUITE_SLOTS, Terraform, starts_providers, terraform_slot
 
 FAKE = f"#!{sys.executable}\nimport sys\nprint(' '.join(sys.argv[2:]))\n"
 
 
-def hold_every_slot() -> tuple[threading.Event, list[threading.Thread]]:
-    release, held = threading.Event(), threading.Barrier(SLOTS + 1)
+def hold_slots(count: int, *, critical: bool) -> tuple[threading.Event, list[threading.Thread]]:
+    release, held = threading.Event(), threading.Barrier(count + 1)
 
     def hold() -> None:
-        with terraform_slot(["plan", "-input=false"]):
+        with terraform_slot(["plan", "-input=false"], critical=critical):
             held.wait()
             release.wait()
 
-    holders = [threading.Thread(target=hold) for _ in range(SLOTS)]
+    holders = [threading.Thread(target=hold) for _ in range(count)]
     for holder in holders:
         holder.start()
     held.wait(timeout=10)
@@ -34,17 +37,39 @@ def run_in_background(terraform: Terraform, folder: Path, *args: str) -> tuple[t
     return thread, out
 
 
-def test_a_provider_run_waits_for_a_slot_and_a_state_read_does_not(tmp_path, monkeypatch):
+@pytest.fixture
+def fake(tmp_path, monkeypatch) -> Terraform:
     monkeypatch.setenv(SLOTS_DIR_ENV, str(tmp_path))
     binary = tmp_path / "terraform"
     binary.write_text(FAKE)
     binary.chmod(0o755)
-    terraform = Terraform(str(binary), None, tmp_path / "terraform.rc")
-    release, holders = hold_every_slot()
+    return Terraform(str(binary), None, tmp_path / "terraform.rc")
+
+
+@pytest.mark.parametrize(
+    ("args", "starts"),
+    [
+        (("init", "-backend=false"), False),
+        (("output", "-json"), False),
+        (("state", "list"), False),
+        (("state", "rm", "aws_s3_bucket.a"), False),
+        (("state", "show", "aws_s3_bucket.a"), True),  # decodes the resource with the provider's schema
+        (("show", "-json", "tfplan"), True),
+        (("-no-color", "validate"), True),  # options before the command
+        (("test", "-no-color"), True),
+        (("apply", "-input=false", "tfplan"), True),
+    ],
+)
+def test_which_runs_start_providers(args, starts):
+    assert starts_providers(args) is starts
+
+
+def test_a_provider_run_waits_for_a_slot_and_a_state_read_does_not(tmp_path, fake):
+    release, holders = hold_slots(SLOTS, critical=True)
     try:
-        validate, validated = run_in_background(terraform, tmp_path, "validate", "-json")
+        validate, validated = run_in_background(fake, tmp_path, "validate", "-json")
         for reader in (("init", "-backend=false"), ("output", "-json"), ("state", "list")):
-            thread, out = run_in_background(terraform, tmp_path, *reader)
+            thread, out = run_in_background(fake, tmp_path, *reader)
             thread.join(timeout=10)
             assert out == [" ".join(reader)], f"{reader[0]} waited for a slot"
         validate.join(timeout=1.5)
@@ -57,13 +82,36 @@ def test_a_provider_run_waits_for_a_slot_and_a_state_read_does_not(tmp_path, mon
     assert validated == ["validate -json"]
 
 
-def test_without_a_pool_nothing_waits(tmp_path, monkeypatch):
+def test_the_suite_never_takes_the_slots_kept_for_the_cycles(tmp_path, fake):
+    release, holders = hold_slots(SUITE_SLOTS, critical=False)  # the suite's share, all taken
+    try:
+        validate, validated = run_in_background(fake, tmp_path, "validate")
+        validate.join(timeout=1.5)
+        assert validate.is_alive() and not validated, "the suite took a slot kept for the cycles"
+        cycle_release, cycle_holders = hold_slots(SLOTS - SUITE_SLOTS, critical=True)  # the cycles get theirs
+        cycle_release.set()
+        for holder in cycle_holders:
+            holder.join(timeout=10)
+        assert not any(holder.is_alive() for holder in cycle_holders)
+    finally:
+        release.set()
+        for holder in holders:
+            holder.join()
+    validate.join(timeout=10)
+    assert validated == ["validate"]
+
+
+def test_without_a_pool_nothing_waits(monkeypatch):
     monkeypatch.delenv(SLOTS_DIR_ENV, raising=False)
-    entered = []
-    for _ in range(SLOTS + 2):  # nested: more runs at once than a pool would allow
-        context = terraform_slot(["apply"])
-        context.__enter__()
-        entered.append(context)
-    for context in reversed(entered):
-        context.__exit__(None, None, None)
-    assert len(entered) == SLOTS + 2
+    entered: list[object] = []
+
+    def enter_more_than_a_pool_allows() -> None:
+        for _ in range(SLOTS + 2):
+            context = terraform_slot(["apply"], critical=True)
+            context.__enter__()
+            entered.append(context)
+
+    thread = threading.Thread(target=enter_more_than_a_pool_allows, daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    assert len(entered) == SLOTS + 2, "a run waited with no pool set"

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from operate.layers import LayerResult, Operator
+from operate.layers import LayerResult, Operator, PlanUnreadable
 from tests.emulator.local_test import EXCLUDED_TYPES, prepare, unexpected_drift
 from tests.emulator.server import start_emulator
 from tests.terraform import SlottedOperator
@@ -59,7 +59,7 @@ def run_cycle(stacks_dir: Path, profile: str, *, protected: bool, env: dict[str,
         coverage = prepare(stacks_dir, ["cluster", *INDEPENDENT], emulator.endpoint)
         full_env = {**env, "AWS_ACCESS_KEY_ID": "emulator", "AWS_SECRET_ACCESS_KEY": "emulator"}
         operators = {
-            layer: SlottedOperator(stacks_dir, log=_printer(f"{profile}/{layer}"), env=full_env)
+            layer: SlottedOperator(stacks_dir, log=_printer(f"{profile}/{layer}"), env=full_env, critical=True)
             for layer in ("cluster", *INDEPENDENT)
         }
         independent = {layer: operators[layer] for layer in INDEPENDENT}
@@ -78,7 +78,7 @@ def run_cycle(stacks_dir: Path, profile: str, *, protected: bool, env: dict[str,
         if any(drift.values()):
             raise AssertionError(f"the re-plan changes more than the documented emulator drift: {drift}")
         phase("re-plan", replanned)
-        whole = SlottedOperator(stacks_dir, log=_printer(f"{profile}/all"), env=full_env)
+        whole = SlottedOperator(stacks_dir, log=_printer(f"{profile}/all"), env=full_env, critical=True)
         if protected:
             refused = whole.run("destroy", ["cluster", *INDEPENDENT])
             if refused[0].ok or "DELETE_DATA=1" not in refused[0].detail or not whole.resources("build"):
@@ -119,7 +119,7 @@ def main() -> int:
     args = parser.parse_args()
     try:
         record = run_cycle(args.stacks_dir, args.profile, protected=args.protected, env=dict(os.environ))
-    except AssertionError as error:
+    except (AssertionError, PlanUnreadable) as error:
         record = {"profile": args.profile, "ok": False, "error": str(error)}
     assert all(a.split(".")[0] in EXCLUDED_TYPES for c in record.get("coverage", {}).values() for a in c["excluded"])
     print(RESULT_PREFIX + json.dumps(record), flush=True)
