@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,9 @@ from tests.terraform import SLOTS, SLOTS_DIR_ENV, SUITE_SLOTS, Terraform, starts
 FAKE = f"#!{sys.executable}\nimport sys\nprint(' '.join(sys.argv[2:]))\n"
 
 
-def hold_slots(count: int, *, critical: bool) -> tuple[threading.Event, list[threading.Thread]]:
+@contextmanager
+def slots_held(count: int, *, critical: bool) -> Iterator[None]:
+    """`count` provider runs hold a slot each until the block ends."""
     release, held = threading.Event(), threading.Barrier(count + 1)
 
     def hold() -> None:
@@ -27,7 +31,13 @@ def hold_slots(count: int, *, critical: bool) -> tuple[threading.Event, list[thr
     for holder in holders:
         holder.start()
     held.wait(timeout=10)
-    return release, holders
+    try:
+        yield
+    finally:
+        release.set()
+        for holder in holders:
+            holder.join(timeout=10)
+    assert not any(holder.is_alive() for holder in holders)
 
 
 def run_in_background(terraform: Terraform, folder: Path, *args: str) -> tuple[threading.Thread, list[str]]:
@@ -65,8 +75,7 @@ def test_which_runs_start_providers(args, starts):
 
 
 def test_a_provider_run_waits_for_a_slot_and_a_state_read_does_not(tmp_path, fake):
-    release, holders = hold_slots(SLOTS, critical=True)
-    try:
+    with slots_held(SLOTS, critical=True):
         validate, validated = run_in_background(fake, tmp_path, "validate", "-json")
         for reader in (("init", "-backend=false"), ("output", "-json"), ("state", "list")):
             thread, out = run_in_background(fake, tmp_path, *reader)
@@ -74,31 +83,19 @@ def test_a_provider_run_waits_for_a_slot_and_a_state_read_does_not(tmp_path, fak
             assert out == [" ".join(reader)], f"{reader[0]} waited for a slot"
         validate.join(timeout=1.5)
         assert validate.is_alive() and not validated, "validate ran with every slot taken"
-    finally:
-        release.set()
-        for holder in holders:
-            holder.join()
     validate.join(timeout=10)
     assert validated == ["validate -json"]
 
 
 def test_the_suite_never_takes_the_slots_kept_for_the_cycles(tmp_path, fake):
-    release, holders = hold_slots(SUITE_SLOTS, critical=False)  # the suite's share, all taken
-    try:
-        validate, validated = run_in_background(fake, tmp_path, "validate")
-        validate.join(timeout=1.5)
-        assert validate.is_alive() and not validated, "the suite took a slot kept for the cycles"
-        cycle_release, cycle_holders = hold_slots(SLOTS - SUITE_SLOTS, critical=True)  # the cycles get theirs
-        cycle_release.set()
-        for holder in cycle_holders:
-            holder.join(timeout=10)
-        assert not any(holder.is_alive() for holder in cycle_holders)
-    finally:
-        release.set()
-        for holder in holders:
-            holder.join()
-    validate.join(timeout=10)
-    assert validated == ["validate"]
+    with slots_held(SUITE_SLOTS, critical=False):  # the suite's share, all taken
+        test, tested = run_in_background(fake, tmp_path, "test")
+        test.join(timeout=1.5)
+        assert test.is_alive() and not tested, "the suite took a slot kept for the cycles"
+        with slots_held(SLOTS - SUITE_SLOTS, critical=True):  # the cycles still get theirs
+            pass
+    test.join(timeout=10)
+    assert tested == ["test"]
 
 
 def test_without_a_pool_nothing_waits(monkeypatch):
