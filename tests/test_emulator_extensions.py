@@ -128,3 +128,20 @@ def test_addon_versions_answer_with_one_default(emulator):
     (version,) = addon["addonVersions"]
     assert version["addonVersion"] == "v2.8.0-eksbuild.1"
     assert version["compatibilities"] == [{"clusterVersion": "1.35", "platformVersions": ["*"], "defaultVersion": True}]
+
+
+def test_deleting_a_gateway_endpoint_again_succeeds_as_on_aws(emulator):
+    """The SDK retries a request whose response was lost; the retried delete must not fail the
+    teardown (moto removed the endpoint's routes a second time and failed)."""
+    ec2 = client(emulator, "ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    tables = [ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"] for _ in range(2)]
+    endpoint = ec2.create_vpc_endpoint(
+        VpcId=vpc, ServiceName="com.amazonaws.us-west-2.s3", VpcEndpointType="Gateway", RouteTableIds=tables
+    )["VpcEndpoint"]["VpcEndpointId"]
+    routes = ec2.describe_route_tables(RouteTableIds=tables)["RouteTables"]
+    assert all(any(r.get("GatewayId") == endpoint for r in table["Routes"]) for table in routes)
+    ec2.delete_vpc_endpoints(VpcEndpointIds=[endpoint])
+    ec2.delete_vpc_endpoints(VpcEndpointIds=[endpoint])  # the retry
+    routes = ec2.describe_route_tables(RouteTableIds=tables)["RouteTables"]
+    assert not any(r.get("GatewayId") == endpoint for table in routes for r in table["Routes"])
