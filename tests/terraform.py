@@ -47,7 +47,8 @@ SLOTS_DIR_ENV = "TERRAFORM_SLOTS_DIR"
 # deploy-phase applies, at times p5-training's storage on the critical chain, waited for a slot).
 SLOTS = 4
 # The cycles are the session's critical path: the rest of the suite may hold at most this many
-# slots, and the cycles try the others first, so the suite's runs never take the last two.
+# slots and the cycles try the others first, so the cycles always have two; the rest are shared
+# first come, first served.
 SUITE_SLOTS = 2
 # How long a run waits for a slot before it fails (a run hung in another process holds one).
 SLOT_WAIT_SECONDS = 900

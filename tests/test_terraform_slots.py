@@ -4,6 +4,7 @@ takes the slots kept for the emulated cycles, and without a pool nothing waits."
 
 from __future__ import annotations
 
+import fcntl
 import sys
 import threading
 from collections.abc import Iterator
@@ -27,11 +28,11 @@ def slots_held(count: int, *, critical: bool) -> Iterator[None]:
             held.wait()
             release.wait()
 
-    holders = [threading.Thread(target=hold) for _ in range(count)]
+    holders = [threading.Thread(target=hold, daemon=True) for _ in range(count)]
     for holder in holders:
         holder.start()
-    held.wait(timeout=10)
     try:
+        held.wait(timeout=10)
         yield
     finally:
         release.set()
@@ -96,6 +97,20 @@ def test_the_suite_never_takes_the_slots_kept_for_the_cycles(tmp_path, fake):
             pass
     test.join(timeout=10)
     assert tested == ["test"]
+
+
+def test_the_cycles_take_the_slots_the_suite_cannot_first(tmp_path, fake):
+    def free(index: int) -> bool:
+        with open(tmp_path / f"slot-{index}", "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return True
+
+    with slots_held(1, critical=True):
+        assert [free(i) for i in range(SLOTS)] == [True] * (SLOTS - 1) + [False]
 
 
 def test_without_a_pool_nothing_waits(monkeypatch):

@@ -119,7 +119,7 @@ def main() -> int:
     args = parser.parse_args()
     try:
         record = run_cycle(args.stacks_dir, args.profile, protected=args.protected, env=dict(os.environ))
-    except (AssertionError, PlanUnreadable) as error:
+    except (AssertionError, PlanUnreadable, TimeoutError) as error:  # TimeoutError: no Terraform slot
         record = {"profile": args.profile, "ok": False, "error": str(error)}
     assert all(a.split(".")[0] in EXCLUDED_TYPES for c in record.get("coverage", {}).values() for a in c["excluded"])
     print(RESULT_PREFIX + json.dumps(record), flush=True)
