@@ -365,7 +365,6 @@ class Operator:
             self.cleanup(layer)  # raises (nothing destroyed) when the cluster is not the profile's
         applied = self._tf(layer, "apply", "-input=false", PLAN_FILE)
         self._outputs.pop(layer, None)  # changed by the apply
-        self._shown.pop(layer, None)
         # A saved plan holds the variables' values (the admin passwords) in plain text: once
         # applied it has no further use.
         (self.stacks_dir / layer / PLAN_FILE).unlink(missing_ok=True)
