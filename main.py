@@ -363,6 +363,7 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
         confirm_data=lambda question: args.yes or ask_for_name(question, config.name),
     )
     operator.cleanup = lambda layer: cleanup_profile_cluster(config, operator, outdir / "kubeconfig", layer)
+    operator.settle = lambda layer: settle_profile_cluster(config, operator, outdir / "kubeconfig", layer)
     operator.preflight = deploy_preflight(
         config, operator, kubectl=lambda: profile_kubectl(config, operator, outdir / "kubeconfig")
     )
@@ -409,7 +410,20 @@ def cleanup_profile_cluster(config: PlatformConfig, operator: Operator, kubeconf
     """The pre-destroy clean-up, on the profile's own cluster only."""
     from operate.cleanup import platform_objects, pre_destroy_cleanup
 
-    pre_destroy_cleanup(profile_kubectl(config, operator, kubeconfig), platform_objects(config, layer))
+    owned = platform_objects(config, layer, operator.stack(layer))
+    pre_destroy_cleanup(profile_kubectl(config, operator, kubeconfig), owned, log=operator.log)
+
+
+def settle_profile_cluster(config: PlatformConfig, operator: Operator, kubeconfig: Path, layer: str) -> None:
+    """After a Kubernetes layer's destroy: wait for the volumes it released, on the profile's cluster."""
+    from operate.cleanup import after_destroy, platform_objects
+    from operate.cluster_access import ClusterAccessError
+    from operate.layers import TeardownStuck
+
+    try:
+        after_destroy(profile_kubectl(config, operator, kubeconfig), platform_objects(config, layer), log=operator.log)
+    except ClusterAccessError as error:  # Terraform has deleted things by now: not "nothing deleted"
+        raise TeardownStuck(f"cannot check that its volumes are gone: {error}") from error
 
 
 def command_validate(config: PlatformConfig, args: argparse.Namespace) -> int:

@@ -24,6 +24,13 @@ from typing import Any, Literal
 from stacks import AWS_ONLY_LAYERS, LAYERS
 
 KUBERNETES_LAYERS = ("addons", "workloads")
+
+
+class TeardownStuck(RuntimeError):
+    """A bounded wait of a Kubernetes layer's teardown ran out: the message names what holds the
+    objects and how to release them; running the destroy again resumes."""
+
+
 Action = Literal["plan", "deploy", "destroy"]
 PLAN_FILE = "tfplan"
 # Written only by a destroy with delete_data, in the synthesized folder (the next synth removes it).
@@ -153,6 +160,7 @@ class Operator:
         log: Callable[[str], None] = print,
         confirm: Callable[[str], bool] = lambda _: True,
         cleanup: Callable[[str], object] = lambda _: None,
+        settle: Callable[[str], object] = lambda _: None,
         heartbeat_seconds: float = 30,
         preflight: Callable[[list[str]], list[str]] = lambda _: [],
         delete_data: bool = False,
@@ -167,6 +175,7 @@ class Operator:
         self.log = log
         self.confirm = confirm
         self.cleanup = cleanup
+        self.settle = settle
         self.preflight = preflight
         self.delete_data = delete_data
         self.confirm_data = confirm_data
@@ -316,10 +325,19 @@ class Operator:
         if action == "destroy" and self.delete_data:
             try:
                 stopped = self._lift_protection(layer)
-                return (False, stopped) if stopped else self._plan_and_apply(action, layer)
+                ok, detail = (False, stopped) if stopped else self._plan_and_apply(action, layer)
             finally:  # the next deploy protects the data again
                 (self.stacks_dir / layer / PROTECTION_OVERRIDE).unlink(missing_ok=True)
-        return self._plan_and_apply(action, layer)
+        else:
+            ok, detail = self._plan_and_apply(action, layer)
+        # What the destroy released (volumes) goes after Terraform is done, also on a resumed
+        # destroy that finds nothing left in the state: while the cluster is there to ask.
+        if ok and action == "destroy" and layer in KUBERNETES_LAYERS and self.resources("cluster"):
+            try:
+                self.settle(layer)
+            except TeardownStuck as error:
+                return False, f"the {layer} layer is destroyed, but what it released is not gone yet: {error}"
+        return ok, detail
 
     def _plan_and_apply(self, action: Action, layer: str) -> tuple[bool, str]:
         self._shown.pop(layer, None)  # the plan file is about to be replaced
@@ -362,7 +380,10 @@ class Operator:
             return False, f"not approved: {layer} left as it is{lifted}"
         if action == "destroy" and layer in KUBERNETES_LAYERS:
             self.log(f"clean-up of what controllers made for the {layer} layer")
-            self.cleanup(layer)  # raises (nothing destroyed) when the cluster is not the profile's
+            try:
+                self.cleanup(layer)  # raises ClusterAccessError (nothing deleted) when the cluster is not the profile's
+            except TeardownStuck as error:
+                return False, f"the {layer} layer's clean-up stopped before Terraform's destroy: {error}"
         applied = self._tf(layer, "apply", "-input=false", PLAN_FILE)
         self._outputs.pop(layer, None)  # changed by the apply
         # A saved plan holds the variables' values (the admin passwords) in plain text: once

@@ -1,0 +1,773 @@
+"""A fake Kubernetes cluster for the teardown journey, and a fake Terraform that destroys a
+synthesized layer in it. No API server runs here, so the model carries what decides whether a
+delete ever ends, each rule from the upstream source at the pins:
+
+- Admission, StorageObjectInUseProtection (kubernetes plugin/pkg/admission/storage/
+  storageobjectinuseprotection/admission.go): every new PVC gets `kubernetes.io/pvc-protection`,
+  every new PV `kubernetes.io/pv-protection`.
+- pvc-protection controller (pkg/controller/volume/pvcprotection/pvc_protection_controller.go,
+  podUsesPVC): the finalizer goes only when no *scheduled* pod (spec.nodeName set) references the
+  claim; an unscheduled pod does not hold it.
+- pv-protection controller (pkg/controller/volume/pvprotection, isBeingUsed): the finalizer goes
+  once the PV is no longer Bound.
+- PV controller and the CSI external-provisioner (kubernetes-csi/external-provisioner,
+  `external-provisioner.volume.kubernetes.io/finalizer`): a dynamically provisioned PV whose claim
+  is gone is Released; with reclaim policy Delete the provisioner deletes the volume, while the CSI
+  driver runs (the EBS CSI driver is a cluster-layer add-on), and then the PV. Retain keeps it.
+- Garbage collector (pkg/controller/garbagecollector, background propagation, kubectl's default):
+  an object whose controller owner is gone is deleted.
+- Namespace controller (pkg/controller/namespace/deletion): a deleting namespace has all its
+  objects deleted; its `kubernetes` finalizer goes when none is left.
+- Karpenter (pkg/controllers/node/termination at v1.x): a deleting NodeClaim keeps
+  `karpenter.sh/termination` while its node has pods to evict; eviction respects
+  PodDisruptionBudgets; an evicted pod of a controller comes back unscheduled; the finalizer goes
+  once the node is empty (but for DaemonSet pods) and the instance is terminated. Only while
+  Karpenter's controller runs. An EC2NodeClass keeps `karpenter.k8s.aws/termination` while a
+  NodeClaim uses it.
+- Service controller (k8s.io/cloud-provider/controllers/service): a LoadBalancer Service keeps
+  `service.kubernetes.io/load-balancer-cleanup` until the load balancer is deleted (EKS runs the
+  cloud provider in its control plane: always here).
+- kubectl delete: `--wait` is true by default and waits for the object to be gone; when `--timeout`
+  runs out it fails with "timed out waiting for the condition".
+- Terraform's kubernetes provider (2.38.0, manifest/provider/apply.go): deleting a
+  kubernetes_manifest waits until the object is gone (10 minutes by default), or fails with
+  `Timed out when waiting for resource ... to be deleted`; an object already gone is fine.
+  helm_release's destroy uninstalls the release (its objects are deleted). Terraform destroys a
+  resource only after everything that depends on it.
+
+Time is not simulated: each action runs every controller until nothing changes, so "still there
+afterwards" means "held until something else changes", which is what a wait that cannot end is.
+The state lives in a JSON file, shared by the in-process kubectl and the fake terraform process.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
+PV_PROTECTION = "kubernetes.io/pv-protection"
+PROVISIONER_FINALIZER = "external-provisioner.volume.kubernetes.io/finalizer"
+NODECLAIM_TERMINATION = "karpenter.sh/termination"
+NODECLASS_TERMINATION = "karpenter.k8s.aws/termination"
+LB_CLEANUP = "service.kubernetes.io/load-balancer-cleanup"
+NAMESPACE_FINALIZER = "kubernetes"
+RELEASE_ANNOTATION = "meta.helm.sh/release-name"
+ADDRESS_ANNOTATION = "test/terraform-address"
+SYSTEM_NODE = "system-1"
+MANAGED_GPU_NODE = "gpu-1"
+
+# kubectl's resource names for the kinds the model knows: (group, Kind, namespaced).
+RESOURCES = {
+    "pods": ("", "Pod", True),
+    "persistentvolumeclaims": ("", "PersistentVolumeClaim", True),
+    "persistentvolumes": ("", "PersistentVolume", False),
+    "services": ("", "Service", True),
+    "namespaces": ("", "Namespace", False),
+    "nodes": ("", "Node", False),
+    "nodepools.karpenter.sh": ("karpenter.sh", "NodePool", False),
+    "nodeclaims.karpenter.sh": ("karpenter.sh", "NodeClaim", False),
+    "poddisruptionbudgets": ("policy", "PodDisruptionBudget", True),
+}
+SHORT_NAMES = {
+    "pod": "pods",
+    "pvc": "persistentvolumeclaims",
+    "pv": "persistentvolumes",
+    "service": "services",
+    "svc": "services",
+}
+CLUSTER_SCOPED = {"Namespace", "Node", "PersistentVolume", "StorageClass", "NodePool", "NodeClaim", "EC2NodeClass"}
+CLUSTER_SCOPED |= {"ClusterRole", "ClusterRoleBinding", "ClusterQueue", "ResourceFlavor", "ClusterTrainingRuntime"}
+CLUSTER_SCOPED |= {"PriorityClass", "DeviceClass", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+
+
+def _group(obj: dict[str, Any]) -> str:
+    version = obj.get("apiVersion", "v1")
+    return version.split("/", 1)[0] if "/" in version else ""
+
+
+class Cluster:
+    def __init__(self, objects: list[dict[str, Any]] | None = None, *, csi_driver: bool = True):
+        self.objects = objects or []
+        self.csi_driver = csi_driver
+
+    # --- persistence (the fake terraform runs in its own process) ---
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps({"objects": self.objects, "csi_driver": self.csi_driver}))
+
+    @classmethod
+    def load(cls, path: Path) -> Cluster:
+        data = json.loads(path.read_text())
+        return cls(data["objects"], csi_driver=data["csi_driver"])
+
+    # --- the API ---
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj.setdefault("metadata", {})
+        meta.setdefault("uid", str(uuid.uuid4()))
+        finalizers = meta.setdefault("finalizers", [])
+        kind = obj["kind"]
+        if kind not in CLUSTER_SCOPED:
+            meta.setdefault("namespace", "default")
+        added = {
+            "PersistentVolumeClaim": PVC_PROTECTION,
+            "PersistentVolume": PV_PROTECTION,
+            "Namespace": NAMESPACE_FINALIZER,
+            "NodeClaim": NODECLAIM_TERMINATION,
+            "EC2NodeClass": NODECLASS_TERMINATION,
+        }.get(kind)
+        if added and added not in finalizers:
+            finalizers.append(added)
+        if kind == "Service" and obj.get("spec", {}).get("type") == "LoadBalancer":
+            finalizers.append(LB_CLEANUP)
+        self.objects.append(obj)
+        return obj
+
+    def find(self, kind: str, namespace: str | None, name: str, group: str | None = None) -> dict[str, Any] | None:
+        for obj in self.objects:
+            meta = obj["metadata"]
+            if (
+                obj["kind"] == kind
+                and meta["name"] == name
+                and meta.get("namespace") == (namespace if kind not in CLUSTER_SCOPED else None)
+                and (group is None or _group(obj) == group)
+            ):
+                return obj
+        return None
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [obj for obj in self.objects if obj["kind"] == kind]
+
+    def delete(self, obj: dict[str, Any]) -> None:
+        obj["metadata"]["deletionTimestamp"] = "now"
+        self.reconcile()
+
+    def exists(self, obj: dict[str, Any]) -> bool:
+        uid = obj["metadata"]["uid"]
+        return any(o["metadata"]["uid"] == uid for o in self.objects)
+
+    # --- the controllers ---
+    def reconcile(self) -> None:
+        for _ in range(1000):
+            if not self._step():
+                return
+        raise AssertionError("the model's controllers do not settle")
+
+    def _step(self) -> bool:
+        changed = False
+        alive = {o["metadata"]["uid"] for o in self.objects}
+        for obj in list(self.objects):
+            meta = obj["metadata"]
+            deleting = "deletionTimestamp" in meta
+            if deleting and not meta["finalizers"]:
+                self.objects.remove(obj)
+                return True
+            owners = meta.get("ownerReferences", [])
+            if owners and not deleting and all(ref["uid"] not in alive for ref in owners):  # garbage collector
+                meta["deletionTimestamp"] = "gc"
+                return True
+            changed |= self._released_volume(obj)
+            if deleting:
+                changed |= self._finalize(obj)
+        return changed
+
+    def _drop(self, obj: dict[str, Any], finalizer: str) -> bool:
+        if finalizer in obj["metadata"]["finalizers"]:
+            obj["metadata"]["finalizers"].remove(finalizer)
+            return True
+        return False
+
+    def _finalize(self, obj: dict[str, Any]) -> bool:
+        kind, meta = obj["kind"], obj["metadata"]
+        if kind == "Namespace":
+            inside = [o for o in self.objects if o["metadata"].get("namespace") == meta["name"]]
+            if not inside:
+                return self._drop(obj, NAMESPACE_FINALIZER)
+            marked = False
+            for item in inside:
+                if "deletionTimestamp" not in item["metadata"]:
+                    item["metadata"]["deletionTimestamp"] = "namespace"
+                    marked = True
+            return marked
+        if kind == "PersistentVolumeClaim":
+            held = any(
+                pod["metadata"].get("namespace") == meta["namespace"]
+                and pod.get("spec", {}).get("nodeName")
+                and any(
+                    v.get("persistentVolumeClaim", {}).get("claimName") == meta["name"]
+                    for v in pod.get("spec", {}).get("volumes", [])
+                )
+                for pod in self.of_kind("Pod")
+            )
+            return False if held else self._drop(obj, PVC_PROTECTION)
+        if kind == "PersistentVolume":
+            changed = False
+            if obj.get("status", {}).get("phase") != "Bound":
+                changed |= self._drop(obj, PV_PROTECTION)
+            if self.csi_driver:
+                changed |= self._drop(obj, PROVISIONER_FINALIZER)
+            return changed
+        if kind == "Service":
+            return self._drop(obj, LB_CLEANUP)
+        if kind == "NodeClaim" and self.karpenter_running():
+            return self._terminate_node(obj)
+        if kind == "EC2NodeClass" and self.karpenter_running():
+            used = any(
+                claim["spec"].get("nodeClassRef", {}).get("name") == meta["name"] for claim in self.of_kind("NodeClaim")
+            )
+            return False if used else self._drop(obj, NODECLASS_TERMINATION)
+        return False
+
+    def _released_volume(self, pv: dict[str, Any]) -> bool:
+        """A bound PV whose claim is gone: Released; reclaim policy Delete deletes it."""
+        if pv["kind"] != "PersistentVolume" or pv.get("status", {}).get("phase") != "Bound":
+            return False
+        ref = pv["spec"].get("claimRef", {})
+        if self.find("PersistentVolumeClaim", ref.get("namespace"), ref.get("name", "")) is not None:
+            return False
+        pv["status"]["phase"] = "Released"
+        if pv["spec"].get("persistentVolumeReclaimPolicy") == "Delete":
+            pv["metadata"].setdefault("deletionTimestamp", "reclaim")
+        return True
+
+    def karpenter_running(self) -> bool:
+        return any(
+            pod["metadata"].get("labels", {}).get("app.kubernetes.io/name") == "karpenter"
+            and "deletionTimestamp" not in pod["metadata"]
+            for pod in self.of_kind("Pod")
+        )
+
+    def _blocked_by_budget(self, pod: dict[str, Any]) -> bool:
+        labels = pod["metadata"].get("labels", {})
+        return any(
+            budget["metadata"]["namespace"] == pod["metadata"]["namespace"]
+            and budget["spec"].get("maxUnavailable") == 0
+            and budget["spec"]["selector"]["matchLabels"].items() <= labels.items()
+            for budget in self.of_kind("PodDisruptionBudget")
+        )
+
+    def _terminate_node(self, claim: dict[str, Any]) -> bool:
+        node = claim.get("status", {}).get("nodeName")
+        on_node = [
+            pod
+            for pod in self.of_kind("Pod")
+            if pod["spec"].get("nodeName") == node
+            and not any(ref["kind"] == "DaemonSet" for ref in pod["metadata"].get("ownerReferences", []))
+        ]
+        evictable = [pod for pod in on_node if not self._blocked_by_budget(pod)]
+        for pod in evictable:
+            self.objects.remove(pod)
+            owner = next((r for r in pod["metadata"].get("ownerReferences", []) if r.get("controller")), None)
+            if owner and any(o["metadata"]["uid"] == owner["uid"] for o in self.objects):
+                again = json.loads(json.dumps(pod))
+                again["metadata"]["name"] += "-again"
+                again["metadata"]["uid"] += "-again"
+                again["spec"]["nodeName"] = ""  # pending: no node left in the pool
+                self.objects.append(again)
+        if len(evictable) < len(on_node):
+            return bool(evictable)
+        gone = self.find("Node", None, node or "")
+        if gone is not None:
+            self.objects.remove(gone)
+        return self._drop(claim, NODECLAIM_TERMINATION)
+
+    # --- helm ---
+    def uninstall(self, release: str, namespace: str) -> None:
+        for obj in list(self.objects):
+            annotations = obj["metadata"].get("annotations", {})
+            if (
+                annotations.get(RELEASE_ANNOTATION) == release
+                and annotations.get("meta.helm.sh/release-namespace") == namespace
+            ):
+                obj["metadata"].setdefault("deletionTimestamp", "helm")
+        self.reconcile()
+
+    # --- kubectl ---
+    def resolve(self, resource: str) -> tuple[str | None, str]:
+        """(group, Kind) for a kubectl resource argument."""
+        resource = SHORT_NAMES.get(resource, resource)
+        if resource in RESOURCES:
+            group, kind, _ = RESOURCES[resource]
+            return group, kind
+        parts = resource.split(".")
+        if len(parts) >= 3:  # Kind.version.group
+            return ".".join(parts[2:]), parts[0]
+        return None, resource  # a bare Kind
+
+    def kubectl(self, args: list[str]) -> subprocess.CompletedProcess[str]:
+        if args[:1] == ["--kubeconfig"]:
+            args = args[4:]
+        self.reconcile()  # the controllers run between any two calls
+
+        def done(code: int, out: str = "", err: str = "") -> subprocess.CompletedProcess[str]:
+            return subprocess.CompletedProcess(args, code, out, err)
+
+        namespace = args[args.index("-n") + 1] if "-n" in args else None
+        verb, resource = args[0], args[1]
+        group, kind = self.resolve(resource)
+        if verb == "get" and "--all-namespaces" in args:
+            items = [o for o in self.objects if o["kind"] == kind and (group is None or _group(o) == group)]
+            return done(0, json.dumps({"items": items}))
+        name = args[2]
+        obj = self.find(kind, namespace, name, group)
+        if verb == "get":
+            if obj is None:
+                return done(1, "", f'Error from server (NotFound): {resource} "{name}" not found')
+            return done(0, json.dumps(obj))
+        if verb == "delete":
+            if obj is None:
+                return done(0) if "--ignore-not-found" in args else done(1, "", f'{resource} "{name}" not found')
+            self.delete(obj)
+            if "--wait=false" not in args and self.exists(obj):
+                return done(1, "", f"error: timed out waiting for the condition on {resource}/{name}")
+            return done(0, f"{resource} {name} deleted")
+        raise AssertionError(f"the model does not know kubectl {' '.join(args)}")
+
+
+# --- a running platform, seeded from its synthesized stacks ---
+
+
+def _pod(
+    cluster: Cluster,
+    name: str,
+    namespace: str,
+    *,
+    owner: dict[str, Any] | None,
+    node: str,
+    claims: tuple[str, ...] = (),
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels or {}}
+    if annotations:
+        meta["annotations"] = annotations
+    if owner:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": owner["apiVersion"],
+                "kind": owner["kind"],
+                "name": owner["metadata"]["name"],
+                "uid": owner["metadata"]["uid"],
+                "controller": True,
+            }
+        ]
+    return cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": meta,
+            "spec": {
+                "nodeName": node,
+                "volumes": [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims],
+            },
+        }
+    )
+
+
+def _owned(cluster: Cluster, api_version: str, kind: str, name: str, namespace: str, **meta: Any) -> dict[str, Any]:
+    return cluster.create(
+        {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace, **meta}}
+    )
+
+
+def _dynamic_claim(cluster: Cluster, name: str, namespace: str, storage_class: str, **meta: Any) -> None:
+    """A claim the EBS CSI driver provisioned, bound to its volume (reclaim policy of the class)."""
+    reclaim = "Delete"
+    for sc in cluster.of_kind("StorageClass"):
+        if sc["metadata"]["name"] == storage_class:
+            reclaim = sc.get("reclaimPolicy", "Delete")
+    volume = f"pvc-{namespace}-{name}"
+    cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": namespace, **meta},
+            "spec": {"storageClassName": storage_class, "volumeName": volume},
+        }
+    )
+    cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": volume, "finalizers": [PROVISIONER_FINALIZER]},
+            "spec": {
+                "storageClassName": storage_class,
+                "persistentVolumeReclaimPolicy": reclaim,
+                "claimRef": {"namespace": namespace, "name": name},
+            },
+            "status": {"phase": "Bound"},
+        }
+    )
+
+
+def _values(release: dict[str, Any]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for text in release.get("values", []):
+        merged.update(yaml.safe_load(text) or {})
+    return merged
+
+
+def _dig(values: dict[str, Any], *path: str) -> Any:
+    for key in path:
+        if not isinstance(values, dict):
+            return None
+        values = values.get(key)  # type: ignore[assignment]
+    return values
+
+
+def running_platform(stacks: dict[str, dict[str, Any]]) -> Cluster:
+    """The cluster of a deployed profile at work: what its addons and workloads layers created
+    (Terraform's objects, each marked with its address), the releases' pods, the claims their
+    charts make, a JupyterHub user, Karpenter's nodes, and a tenant's two-node job on the GPU pool
+    mounting the tenant's claims and a scratch volume."""
+    cluster = Cluster()
+    cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": SYSTEM_NODE}})
+    for layer in ("addons", "workloads"):
+        for rtype, bodies in stacks[layer].get("resource", {}).items():
+            for name, body in bodies.items():
+                address = f"{rtype}.{name}"
+                if rtype == "kubernetes_manifest" and not isinstance(body["manifest"], dict):
+                    _upstream_manifest(cluster, address, body, bodies)
+                elif rtype == "kubernetes_manifest":
+                    obj = json.loads(json.dumps(body["manifest"]))
+                    obj["metadata"].setdefault("annotations", {})[ADDRESS_ANNOTATION] = address
+                    if obj["kind"] == "PersistentVolume":
+                        obj.setdefault("status", {})["phase"] = "Bound"
+                    cluster.create(obj)
+                elif rtype == "kubernetes_storage_class_v1":
+                    cluster.create(
+                        {
+                            "apiVersion": "storage.k8s.io/v1",
+                            "kind": "StorageClass",
+                            "metadata": {
+                                "name": body["metadata"]["name"],
+                                "annotations": {ADDRESS_ANNOTATION: address},
+                            },
+                            "reclaimPolicy": body.get("reclaim_policy", "Delete"),
+                        }
+                    )
+    # Static PVs are bound to the claims that name them.
+    for claim in cluster.of_kind("PersistentVolumeClaim"):
+        volume = claim.get("spec", {}).get("volumeName")
+        pv = cluster.find("PersistentVolume", None, volume) if volume else None
+        if pv is not None:
+            pv["spec"]["claimRef"] = {"namespace": claim["metadata"]["namespace"], "name": claim["metadata"]["name"]}
+    for release in stacks["addons"].get("resource", {}).get("helm_release", {}).values():
+        _release(cluster, release)
+    _karpenter_nodes(cluster)
+    node_groups = stacks["cluster"].get("resource", {}).get("aws_eks_node_group", {})
+    _tenant_jobs(cluster, managed_gpu_nodes=any(not name.startswith("system") for name in node_groups))
+    cluster.reconcile()
+    return cluster
+
+
+def _upstream_manifest(cluster: Cluster, address: str, body: dict[str, Any], manifests: dict[str, Any]) -> None:
+    """A for_each over an upstream release manifest (the MPI Operator's): its controller, in the
+    namespace the resource depends on."""
+    namespace = next(
+        manifests[dep.split(".", 1)[1]]["manifest"]["metadata"]["name"]
+        for dep in body.get("depends_on", [])
+        if dep.split(".", 1)[1] in manifests
+        and isinstance(manifests[dep.split(".", 1)[1]]["manifest"], dict)
+        and manifests[dep.split(".", 1)[1]]["manifest"]["kind"] == "Namespace"
+    )
+    marked = {ADDRESS_ANNOTATION: address}
+    controller = _owned(cluster, "apps/v1", "Deployment", address.split(".", 1)[1], namespace, annotations=marked)
+    _pod(cluster, f"{controller['metadata']['name']}-0", namespace, owner=controller, node=SYSTEM_NODE)
+
+
+def _release(cluster: Cluster, release: dict[str, Any]) -> None:
+    name, namespace, chart = release["name"], release["namespace"], release["chart"]
+    helm = {RELEASE_ANNOTATION: name, "meta.helm.sh/release-namespace": namespace}
+    values = _values(release)
+    deployment = _owned(cluster, "apps/v1", "Deployment", name, namespace, annotations=dict(helm))
+    labels = {"app.kubernetes.io/name": "karpenter"} if chart == "karpenter" else {}
+    claims: tuple[str, ...] = ()
+    if chart == "jupyterhub":
+        # The chart's hub keeps its database on a claim (hub.db.type sqlite-pvc, the default) and
+        # serves users through proxy-public; each user's server mounts claim-<user>.
+        if (_dig(values, "hub", "db", "type") or "sqlite-pvc") == "sqlite-pvc":
+            storage_class = _dig(values, "hub", "db", "pvc", "storageClassName") or "gp3"
+            _dynamic_claim(cluster, "hub-db-dir", namespace, storage_class, annotations=dict(helm))
+            claims = ("hub-db-dir",)
+        service_type = _dig(values, "proxy", "service", "type") or "LoadBalancer"
+        cluster.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "proxy-public", "namespace": namespace, "annotations": dict(helm)},
+                "spec": {"type": service_type},
+            }
+        )
+        if (_dig(values, "singleuser", "storage", "type") or "dynamic") == "dynamic":
+            storage_class = _dig(values, "singleuser", "storage", "dynamic", "storageClass") or "gp3"
+            _dynamic_claim(cluster, "claim-alice", namespace, storage_class)
+            _pod(cluster, "jupyter-alice", namespace, owner=None, node=SYSTEM_NODE, claims=("claim-alice",))
+    _pod(cluster, f"{name}-0", namespace, owner=deployment, node=SYSTEM_NODE, claims=claims, labels=labels)
+    template = _dig(values, "prometheus", "prometheusSpec", "storageSpec", "volumeClaimTemplate")
+    if chart == "kube-prometheus-stack" and template:
+        # The operator's StatefulSet (from the release's Prometheus object) makes the claim from its
+        # volumeClaimTemplate; the default retention policy leaves it when the StatefulSet goes.
+        statefulset = _owned(cluster, "apps/v1", "StatefulSet", f"prometheus-{name}", namespace, annotations=dict(helm))
+        claim = f"prometheus-{name}-db-prometheus-{name}-0"
+        _dynamic_claim(cluster, claim, namespace, template.get("spec", {}).get("storageClassName") or "gp3")
+        _pod(cluster, f"prometheus-{name}-0", namespace, owner=statefulset, node=SYSTEM_NODE, claims=(claim,))
+
+
+def _karpenter_nodes(cluster: Cluster) -> None:
+    for pool in cluster.of_kind("NodePool"):
+        name = pool["metadata"]["name"]
+        node = f"{name}-node-1"
+        cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+        cluster.create(
+            {
+                "apiVersion": "karpenter.sh/v1",
+                "kind": "NodeClaim",
+                "metadata": {
+                    "name": f"{name}-abcde",
+                    "labels": {"karpenter.sh/nodepool": name},
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "karpenter.sh/v1",
+                            "kind": "NodePool",
+                            "name": name,
+                            "uid": pool["metadata"]["uid"],
+                            "blockOwnerDeletion": True,
+                        }
+                    ],
+                },
+                "spec": {"nodeClassRef": pool["spec"]["template"]["spec"]["nodeClassRef"]},
+                "status": {"nodeName": node},
+            }
+        )
+
+
+def _tenant_jobs(cluster: Cluster, *, managed_gpu_nodes: bool) -> None:
+    """In each namespace where the workloads layer makes claims: an MPIJob (launcher Job, two
+    workers) on a managed GPU node (or the GPU pool's, without managed GPU groups), mounting those
+    claims and a scratch volume of its own; and on every Karpenter node a notebook Deployment's pod
+    mounting the same claims."""
+    pools = [p["metadata"]["name"] for p in cluster.of_kind("NodePool")]
+    gpu_node = MANAGED_GPU_NODE if managed_gpu_nodes or "gpu" not in pools else "gpu-node-1"
+    if gpu_node == MANAGED_GPU_NODE:
+        cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": MANAGED_GPU_NODE}})
+    namespaces = sorted(
+        {
+            c["metadata"]["namespace"]
+            for c in cluster.of_kind("PersistentVolumeClaim")
+            if ADDRESS_ANNOTATION in c["metadata"].get("annotations", {})
+        }
+    )
+    for namespace in namespaces:
+        claims = tuple(
+            c["metadata"]["name"]
+            for c in cluster.of_kind("PersistentVolumeClaim")
+            if c["metadata"]["namespace"] == namespace
+        )
+        _dynamic_claim(cluster, "scratch", namespace, "gp3")
+        job = _owned(cluster, "kubeflow.org/v2beta1", "MPIJob", "train", namespace)
+        launcher = cluster.create(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {
+                    "name": "train-launcher",
+                    "namespace": namespace,
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "kubeflow.org/v2beta1",
+                            "kind": "MPIJob",
+                            "name": "train",
+                            "uid": job["metadata"]["uid"],
+                            "controller": True,
+                        }
+                    ],
+                },
+            }
+        )
+        _pod(
+            cluster,
+            "train-launcher-x",
+            namespace,
+            owner=launcher,
+            node=gpu_node,
+            claims=claims,
+            labels={"job": "train"},
+        )
+        for index in range(2):
+            _pod(
+                cluster,
+                f"train-worker-{index}",
+                namespace,
+                owner=job,
+                node=gpu_node,
+                claims=(*claims, "scratch"),
+                labels={"job": "train"},
+            )
+        for pool in pools:
+            notebook = _owned(cluster, "apps/v1", "Deployment", f"notebook-{pool}", namespace)
+            _pod(cluster, f"notebook-{pool}-x", namespace, owner=notebook, node=f"{pool}-node-1", claims=claims)
+
+
+# --- the fake terraform ---
+
+
+def _dependencies(stack: dict[str, Any]) -> dict[str, set[str]]:
+    """Each resource's dependencies: depends_on and the resources its body refers to."""
+    addresses = {f"{t}.{n}" for t, bodies in stack.get("resource", {}).items() for n in bodies}
+    deps: dict[str, set[str]] = {}
+    for rtype, bodies in stack.get("resource", {}).items():
+        for name, body in bodies.items():
+            text = json.dumps({k: v for k, v in body.items() if k != "//"})
+            named = set(body.get("depends_on", [])) | {
+                m.group(1) for m in re.finditer(r"\$\{([a-z0-9_]+\.[A-Za-z0-9_-]+)", text) if m.group(1) in addresses
+            }
+            deps[f"{rtype}.{name}"] = named & addresses
+    return deps
+
+
+def destroy(cluster: Cluster, stack: dict[str, Any], state: list[str]) -> tuple[list[str], str]:
+    """Destroy the addresses in `state` in Terraform's order; returns what is left and the error."""
+    deps = _dependencies(stack)
+    left = list(state)
+    bodies = {f"{t}.{n}": b for t, group in stack.get("resource", {}).items() for n, b in group.items()}
+    while left:
+        wave = [a for a in left if not any(a in deps.get(other, set()) for other in left if other != a)]
+        assert wave, f"a dependency cycle among {left}"
+        deleted = []
+        for address in wave:
+            rtype = address.split(".", 1)[0]
+            if rtype == "helm_release":
+                cluster.uninstall(bodies[address]["name"], bodies[address]["namespace"])
+            elif rtype.startswith("kubernetes_"):
+                for obj in cluster.objects:
+                    if obj["metadata"].get("annotations", {}).get(ADDRESS_ANNOTATION) == address:
+                        obj["metadata"].setdefault("deletionTimestamp", "terraform")
+                        deleted.append((address, obj))
+        cluster.reconcile()
+        stuck = [(a, o) for a, o in deleted if cluster.exists(o)]
+        left = [a for a in left if a not in wave or any(a == s for s, _ in stuck)]
+        if stuck:
+            return left, "\n".join(
+                f'Error: Timed out when waiting for resource "{o["metadata"]["name"]}" to be deleted (with {a})'
+                for a, o in stuck
+            )
+    return left, ""
+
+
+FAKE_TERRAFORM = """#!{python}
+import sys
+sys.path.insert(0, {root!r})
+from tests.cluster_model import terraform_main
+sys.exit(terraform_main(sys.argv[1:]))
+"""
+
+
+def install_fake_terraform(folder: Path) -> Path:
+    binary = folder / "terraform"
+    binary.write_text(FAKE_TERRAFORM.format(python=sys.executable, root=str(Path(__file__).parent.parent)))
+    binary.chmod(0o755)
+    return binary
+
+
+def terraform_main(argv: list[str]) -> int:
+    """Enough of Terraform for a destroy: init, plan -destroy, show -json, apply of the saved plan
+    (and the targeted apply that lifts data protection), state list, output -json. The cluster and
+    every layer's state are in the file named by FAKE_CLUSTER."""
+    import os
+
+    folder = Path(argv[0].split("=", 1)[1])
+    layer, command, rest = folder.name, argv[1], argv[2:]
+    world_path = Path(os.environ["FAKE_CLUSTER"])
+    world = json.loads(world_path.read_text())
+    state: list[str] = world["state"][layer]
+    with open(world_path.parent / "terraform.log", "a") as log:
+        log.write(f"{layer} {command}\n")
+    if command == "init":
+        return 0
+    if command == "state":
+        print("\n".join(state))
+        return 0
+    if command == "output":
+        if layer == "cluster" and state:
+            print(
+                json.dumps({"cluster_name": {"value": world["cluster_name"]}, "endpoint": {"value": world["endpoint"]}})
+            )
+        else:
+            print("{}")
+        return 0
+    if command == "plan":
+        (folder / "tfplan").write_text(json.dumps({"destroy": "-destroy" in rest, "addresses": state}))
+        return 2 if state else 0
+    if command == "show":
+        plan = json.loads((folder / "tfplan").read_text())
+        print(
+            json.dumps(
+                {
+                    "resource_changes": [
+                        {"address": a, "type": a.split(".")[0], "change": {"actions": ["delete"]}}
+                        for a in plan["addresses"]
+                    ]
+                }
+            )
+        )
+        return 0
+    if command == "apply" and "tfplan" in rest:
+        stack = json.loads((folder / "cdk.tf.json").read_text())
+        cluster = Cluster(world["cluster"]["objects"], csi_driver=world["cluster"]["csi_driver"])
+        left, error = destroy(cluster, stack, state)
+        world["state"][layer] = left
+        world["cluster"] = {"objects": cluster.objects, "csi_driver": cluster.csi_driver}
+        world_path.write_text(json.dumps(world))
+        if error:
+            sys.stderr.write(error + "\n")
+            return 1
+        return 0
+    if command == "apply":  # -target: lifting data protection changes nothing the model holds
+        return 0
+    raise AssertionError(f"the fake terraform does not know {command}")
+
+
+class World:
+    """The model's file: the cluster and every layer's state; kubectl reads and writes it too."""
+
+    def __init__(self, path: Path, stacks: dict[str, dict[str, Any]], *, cluster_name: str, cluster: Cluster):
+        self.path = path
+        self.calls: list[list[str]] = []
+        state = {
+            layer: [f"{t}.{n}" for t, bodies in stack.get("resource", {}).items() for n in bodies]
+            for layer, stack in stacks.items()
+        }
+        path.write_text(
+            json.dumps(
+                {
+                    "state": state,
+                    "cluster": {"objects": cluster.objects, "csi_driver": cluster.csi_driver},
+                    "cluster_name": cluster_name,
+                    "endpoint": "https://ABC.gr7.us-west-2.eks.amazonaws.com",
+                }
+            )
+        )
+
+    @property
+    def cluster(self) -> Cluster:
+        data = json.loads(self.path.read_text())["cluster"]
+        return Cluster(data["objects"], csi_driver=data["csi_driver"])
+
+    def kubectl(self, args: list[str]) -> subprocess.CompletedProcess[str]:
+        world = json.loads(self.path.read_text())
+        cluster = Cluster(world["cluster"]["objects"], csi_driver=world["cluster"]["csi_driver"])
+        done = cluster.kubectl(args)
+        world["cluster"]["objects"] = cluster.objects
+        self.path.write_text(json.dumps(world))
+        self.calls.append(args)
+        return done
+
+    def state(self, layer: str) -> list[str]:
+        return list(json.loads(self.path.read_text())["state"][layer])

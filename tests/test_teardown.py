@@ -1,0 +1,206 @@
+"""The teardown journey: `make destroy DELETE_DATA=1` of a deployed profile, walked through the real
+Operator and clean-up against a cluster that models Kubernetes' and Karpenter's finalizers
+(tests/cluster_model.py) and a Terraform that destroys the synthesized layers in dependency order,
+waiting for each Kubernetes object as the kubernetes provider does.
+
+What each component expects of the others here (the contract, cited in tests/cluster_model.py):
+a claim goes only once no scheduled pod mounts it; Terraform waits for each object it deletes and
+deletes a namespace's objects before the namespace; Karpenter drains and terminates NodeClaims
+while it runs (the addons layer); the EBS CSI driver (the cluster layer) deletes released volumes.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+
+import pytest
+
+import main
+import operate.cleanup
+import operate.cluster_access
+from operate.cleanup import (
+    PlatformObjects,
+    Waiter,
+    after_destroy,
+    platform_objects,
+    pre_destroy_cleanup,
+    terraform_claims,
+)
+from operate.layers import LAYERS, Operator, TeardownStuck
+from tests.cases import SHIPPED, profile_config
+from tests.cluster_model import PVC_PROTECTION, Cluster, World, install_fake_terraform, running_platform
+
+# Every shipped profile, and the one fixture with JupyterHub (a LoadBalancer and the hub's claim).
+TEARDOWN_PROFILES = (*SHIPPED, "jark")
+
+
+def deployed(synthesized, profile: str, tmp_path) -> tuple[World, Operator]:
+    """A deployed profile: its synthesized stacks, every layer's state full, its cluster at work,
+    and the Operator wired as `main.py destroy --delete-data` wires it (confirmations given)."""
+    stacks_dir = tmp_path / "stacks"
+    shutil.copytree(synthesized.folder(profile) / "stacks", stacks_dir)
+    stacks = synthesized.stacks[profile]
+    config = profile_config(profile)
+    world = World(tmp_path / "world.json", stacks, cluster_name=config.name, cluster=running_platform(stacks))
+    op = Operator(
+        stacks_dir,
+        terraform=str(install_fake_terraform(tmp_path)),
+        env={"FAKE_CLUSTER": str(world.path)},
+        log=lambda _: None,
+        confirm=lambda _: True,
+        delete_data=True,
+        confirm_data=lambda _: True,
+    )
+    op.cleanup = lambda layer: main.cleanup_profile_cluster(config, op, tmp_path / "kubeconfig", layer)
+    op.settle = lambda layer: main.settle_profile_cluster(config, op, tmp_path / "kubeconfig", layer)
+    return world, op
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def bound_to_the_model(monkeypatch):
+    """kubectl, as main.profile_kubectl binds it, is the model's; the clean-up's waits run on a
+    simulated clock (the model settles at once, so a wait that ends, ends at its first look)."""
+    worlds: list[World] = []
+    clock = Clock()
+    monkeypatch.setattr(operate.cleanup, "Waiter", functools.partial(Waiter, clock=clock, sleep=clock.sleep))
+
+    def bind(target, kubeconfig, *, tunnel=None):
+        return worlds[-1].kubectl
+
+    monkeypatch.setattr(operate.cluster_access, "bind_kubectl", bind)
+    return worlds
+
+
+def test_the_model_holds_a_mounted_claim_as_kubernetes_does(synthesized):
+    """The case a fake without finalizers gets wrong: deleting and waiting for Prometheus's claim
+    while Prometheus runs times out, and the claim stays Terminating; once the release is
+    uninstalled, the claim and its volume go."""
+    cluster = running_platform(synthesized.stacks[SHIPPED[0]])
+    claim = next(c for c in cluster.of_kind("PersistentVolumeClaim") if c["metadata"]["name"].startswith("prometheus-"))
+    name, namespace = claim["metadata"]["name"], claim["metadata"]["namespace"]
+    waited = cluster.kubectl(["delete", "pvc", name, "-n", namespace, "--wait=true", "--timeout=15m"])
+    assert waited.returncode == 1 and "timed out waiting for the condition" in waited.stderr
+    assert cluster.find("PersistentVolumeClaim", namespace, name)["metadata"]["finalizers"] == [PVC_PROTECTION]
+    release = next(d for d in cluster.of_kind("StatefulSet"))["metadata"]["annotations"]["meta.helm.sh/release-name"]
+    cluster.uninstall(release, namespace)
+    assert cluster.find("PersistentVolumeClaim", namespace, name) is None
+    assert not [v for v in cluster.of_kind("PersistentVolume") if v["spec"]["claimRef"]["name"] == name]
+
+
+def test_an_unscheduled_pod_does_not_hold_a_claim():
+    """podUsesPVC counts only scheduled pods: a pod evicted and pending holds nothing."""
+    cluster = Cluster()
+    cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c", "namespace": "t"}})
+    pod = cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "t"},
+            "spec": {"nodeName": "", "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]},
+        }
+    )
+    assert cluster.kubectl(["delete", "pvc", "c", "-n", "t"]).returncode == 0
+    assert cluster.exists(pod)
+
+
+@pytest.mark.parametrize("profile", TEARDOWN_PROFILES)
+def test_a_full_teardown_finishes_and_leaves_nothing_billing(profile, synthesized, tmp_path, bound_to_the_model):
+    world, op = deployed(synthesized, profile, tmp_path)
+    bound_to_the_model.append(world)
+    results = op.run("destroy", list(LAYERS))
+    assert [r.layer for r in results] == list(reversed(LAYERS)), results
+    assert all(r.ok for r in results), [r.detail for r in results if not r.ok]
+    assert all(not world.state(layer) for layer in LAYERS)
+    # What the cluster held when its layer went: nothing that bills outside Terraform's state.
+    cluster = world.cluster
+    assert cluster.of_kind("PersistentVolume") == [] and cluster.of_kind("NodeClaim") == []
+    assert [s for s in cluster.of_kind("Service") if s["spec"].get("type") == "LoadBalancer"] == []
+
+
+@pytest.mark.parametrize("profile", TEARDOWN_PROFILES)
+def test_after_the_kubernetes_layers_no_volume_node_or_load_balancer_is_left(
+    profile, synthesized, tmp_path, bound_to_the_model
+):
+    world, op = deployed(synthesized, profile, tmp_path)
+    bound_to_the_model.append(world)
+    results = op.run("destroy", ["workloads", "addons"])
+    assert all(r.ok for r in results), [r.detail for r in results if not r.ok]
+    cluster = world.cluster
+    assert cluster.of_kind("PersistentVolumeClaim") == []
+    assert [v["metadata"]["name"] for v in cluster.of_kind("PersistentVolume")] == []
+    assert cluster.of_kind("NodeClaim") == [] and cluster.of_kind("Service") == []
+    owned = {
+        ns for layer in ("addons", "workloads") for ns in platform_objects(profile_config(profile), layer).namespaces
+    }
+    assert not [n for n in cluster.of_kind("Namespace") if n["metadata"]["name"] in owned]
+
+
+def test_a_teardown_stopped_on_its_volumes_resumes(synthesized, tmp_path, bound_to_the_model):
+    """Terraform destroyed the workloads layer, but its volumes are not deleted yet (the CSI driver
+    is not answering): the layer fails, naming the volumes, and the destroy goes no further. The
+    next destroy finds nothing in the layer's state, still waits for the volumes, then goes on."""
+    world, op = deployed(synthesized, SHIPPED[0], tmp_path)
+    bound_to_the_model.append(world)
+    world.path.write_text(world.path.read_text().replace('"csi_driver": true', '"csi_driver": false'))
+    (stopped,) = op.run("destroy", ["workloads", "addons"])
+    assert not stopped.ok and stopped.layer == "workloads"
+    assert "volumes are not deleted" in stopped.detail and "pvc-ml-team-scratch" in stopped.detail
+    assert "run the destroy again" in stopped.detail
+    assert world.state("workloads") == [] and world.state("addons")  # Terraform's part of workloads is done
+    world.path.write_text(world.path.read_text().replace('"csi_driver": false', '"csi_driver": true'))
+    op._resources.clear()
+    results = op.run("destroy", ["workloads", "addons"])
+    assert [(r.layer, r.ok) for r in results] == [("workloads", True), ("addons", True)], results
+    assert world.cluster.of_kind("PersistentVolume") == []
+
+
+def test_terraform_owned_claims_are_read_from_the_stack(synthesized):
+    claims = terraform_claims(synthesized.stack(SHIPPED[0], "workloads"))
+    assert ("ml-team", "fsx") in claims
+    assert terraform_claims(synthesized.stack(SHIPPED[0], "addons")) == ()
+
+
+def test_a_drain_blocked_by_a_budget_stops_in_bounded_time_and_names_the_pods(synthesized):
+    cluster = running_platform(synthesized.stacks[SHIPPED[0]])
+    cluster.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "keep", "namespace": "ml-team"},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"job": "train"}}},
+        }
+    )
+    # The job on a Karpenter node, with a budget that allows no eviction.
+    for pod in cluster.of_kind("Pod"):
+        if pod["metadata"]["name"].startswith("notebook-gpu"):
+            pod["metadata"]["labels"] = {"job": "train"}
+    clock = Clock()
+    owned = PlatformObjects(namespaces=("ml-team",), node_pools=("cpu", "gpu"))
+    with pytest.raises(TeardownStuck) as stuck:
+        pre_destroy_cleanup(cluster.kubectl, owned, log=lambda _: None, waiter=Waiter(clock=clock, sleep=clock.sleep))
+    message = str(stuck.value)
+    assert "gpu-abcde" in message and "ml-team/notebook-gpu-x" in message and "PodDisruptionBudget" in message
+    assert message.index("Fix:") < message.index("run the destroy again")
+    assert 75 * 60 <= clock.now <= 75 * 60 + 10
+
+
+def test_a_claim_still_mounted_after_the_destroy_names_its_pod(synthesized):
+    cluster = running_platform(synthesized.stacks[SHIPPED[0]])
+    clock = Clock()
+    claim = next(c for c in cluster.of_kind("PersistentVolumeClaim") if c["metadata"]["name"].startswith("prometheus-"))
+    owned = PlatformObjects(namespaces=(claim["metadata"]["namespace"],), node_pools=())
+    with pytest.raises(TeardownStuck, match=r"mounted by monitoring/prometheus-monitoring-0"):
+        after_destroy(cluster.kubectl, owned, log=lambda _: None, waiter=Waiter(clock=clock, sleep=clock.sleep))
+    assert 15 * 60 <= clock.now <= 15 * 60 + 10
