@@ -180,12 +180,41 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USER_ERROR
     if args.outdir is None:
         args.outdir = str(OUTPUT_ROOT / config.name)
+    from operate.tools import ToolMissing
+
+    try:
+        return run_command(config, args)
+    except ToolMissing as error:  # one line, whichever step found the tool missing
+        print(error, file=sys.stderr)
+        return EXIT_USER_ERROR
+
+
+def run_command(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.tools import require_tool
+
+    for tool in COMMAND_TOOLS.get(args.command, ()):  # before anything is synthesized or asked
+        require_tool(tool)
     clash = claim_state(config, args.profile, args.command)
     if clash:
         print(clash, file=sys.stderr)
         return EXIT_USER_ERROR
-    handler = COMMANDS[args.command]
-    return handler(config, args)
+    return COMMANDS[args.command](config, args)
+
+
+# The tools each command always runs. Others are found where they are needed: the AWS CLI for
+# `quotas --check`, an S3 state claim and the NCCL image lookup; kubectl and the AWS CLI for a
+# destroy's clean-up and the deploy's Secrets check (operate/tools.py).
+COMMAND_TOOLS: dict[str, tuple[str, ...]] = {
+    "plan": ("terraform",),
+    "deploy": ("terraform",),
+    "destroy": ("terraform",),
+    "validate": ("terraform",),
+    "outputs": ("terraform",),
+    "verify": ("terraform", "aws", "kubectl"),
+    "pause": ("terraform", "aws", "kubectl"),
+    "resume": ("terraform", "aws", "kubectl"),
+    "cost": ("aws",),
+}
 
 
 # Commands that read or write the profile's state: with an S3 backend they check the claim there.
@@ -387,7 +416,10 @@ def profile_kubectl(config: PlatformConfig, operator: Operator, kubeconfig: Path
     """kubectl bound to the profile's own cluster, as the cluster layer's outputs name it."""
     from operate.cluster_access import ClusterAccessError, ClusterTarget, api_tunnel, bind_kubectl
     from operate.layers import StateUnreadable
+    from operate.tools import require_tool
 
+    require_tool("aws")  # writes the kubeconfig
+    require_tool("kubectl")
     try:
         outputs = operator.outputs("cluster")
     except StateUnreadable as error:
@@ -514,6 +546,7 @@ def nccl_test_image(
         return NCCL_TESTS_IMAGE
     from operate.cluster_access import run_aws
     from operate.layers import StateUnreadable
+    from operate.tools import ToolMissing
 
     try:
         repositories = operator.outputs("build").get("repository_urls", {}).get("value", {})
@@ -535,7 +568,7 @@ def nccl_test_image(
     ]
     try:
         found = (aws or run_aws)(ask)
-    except (OSError, subprocess.TimeoutExpired) as error:  # no AWS CLI here, or no answer
+    except (OSError, subprocess.TimeoutExpired, ToolMissing) as error:  # no AWS CLI here, or no answer
         found = subprocess.CompletedProcess(ask, 1, "", f"cannot ask ECR: {error}")
     if found.returncode == 0:
         return f"{repository}:{tag}"
@@ -629,6 +662,9 @@ def command_quotas(config: PlatformConfig, args: argparse.Namespace) -> int:
         return 0
     from operate.capacity import account_problems
     from operate.cluster_access import run_aws
+    from operate.tools import require_tool
+
+    require_tool("aws")
 
     problems, notes = account_problems(config, run_aws)
     for line in [*notes, *problems]:

@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 
 from operate.kubectl import Kubectl
 from operate.kubectl import kubectl as run_kubectl
+from operate.tools import require_tool
 from stacks import API_TUNNEL_PATTERN, API_TUNNEL_VARIABLE
 
 TUNNEL_ENV = f"TF_VAR_{API_TUNNEL_VARIABLE}"
@@ -27,7 +28,8 @@ AwsCli = Kubectl  # the same shape: arguments in, finished process out
 
 
 def run_aws(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["aws", *args], capture_output=True, text=True, timeout=120)
+    """The AWS CLI (ToolMissing when it is not installed)."""
+    return subprocess.run([require_tool("aws"), *args], capture_output=True, text=True, timeout=120)
 
 
 class ClusterAccessError(RuntimeError):

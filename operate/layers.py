@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from operate.tools import require_tool
 from stacks import AWS_ONLY_LAYERS, LAYERS
 
 KUBERNETES_LAYERS = ("addons", "workloads")
@@ -181,8 +182,9 @@ class Operator:
         return self.terraform_in(self.stacks_dir / layer, *args, label=layer)
 
     def terraform_in(self, folder: Path, *args: str, label: str = "") -> subprocess.CompletedProcess[str]:
-        """Run Terraform in `folder`, logging a progress line while it runs longer than the heartbeat."""
-        command = [self.terraform, f"-chdir={folder}", *args, "-no-color"]
+        """Run Terraform in `folder`, logging a progress line while it runs longer than the heartbeat.
+        Raises ToolMissing when there is no Terraform to run."""
+        command = [require_tool(self.terraform, self.env.get("PATH")), f"-chdir={folder}", *args, "-no-color"]
         started = time.monotonic()
         with subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env

@@ -761,3 +761,38 @@ def test_terraform_never_inherits_a_workspace_or_extra_arguments(tmp_path, monke
     env = Operator(tmp_path).env
     assert not any(k == "TF_WORKSPACE" or k.startswith("TF_CLI_ARGS") for k in env)
     assert env["AWS_PROFILE"] == "kept" and env["TF_INPUT"] == "0"
+
+
+# ------------------------------------------------------------------ tools that are not installed
+
+
+def test_an_operator_without_terraform_says_so_and_runs_nothing(tmp_path, fake_terraform):
+    from operate.tools import ToolMissing
+
+    (tmp_path / "empty").mkdir()
+    op = Operator(tmp_path / "stacks", env={"PATH": str(tmp_path / "empty")}, log=lambda _: None)
+    with pytest.raises(ToolMissing, match=r"^terraform is not installed \(or not on PATH\): install Terraform 1.10"):
+        op.run("plan", ["cluster"])
+
+
+def test_a_destroy_whose_clean_up_has_no_kubectl_stops_before_it_deletes(tmp_path, fake_terraform, monkeypatch, capsys):
+    """`main.py destroy` with terraform on PATH but neither kubectl nor the AWS CLI: the clean-up,
+    which runs before the layer's apply, names the missing tool; nothing is destroyed."""
+    import main
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "terraform").symlink_to(fake_terraform)
+    outdir = tmp_path / "out"
+    (outdir / "stacks").mkdir(parents=True)
+    (outdir / "stacks" / "workloads").symlink_to(tmp_path / "stacks" / "workloads")
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("FAKE_TF_LOG", str(log))
+    monkeypatch.setenv("FAKE_TF_ENDPOINT", TARGET.endpoint)
+    monkeypatch.setattr(main, "synthesize_profile", lambda config, outdir: None)
+    code = main.main(["destroy", "--layer", "workloads", "--yes", "--outdir", str(outdir)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("aws is not installed (or not on PATH): install the AWS CLI v2")
+    assert "workloads plan" in calls(log) and "workloads apply" not in calls(log)
