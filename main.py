@@ -398,9 +398,16 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
     try:
         results = operator.run(args.command, layers)
     except ClusterAccessError as error:
-        print(f"destroy stopped before deleting anything in the cluster: {error}", file=sys.stderr)
+        tell(f"destroy stopped before deleting anything in the cluster: {error}")
         return 1
     return 0 if results and all(result.ok for result in results) and len(results) == len(layers) else 1
+
+
+def tell(message: str) -> None:
+    """A message on stderr, in short lines (operate/messages.py)."""
+    from operate.messages import wrap
+
+    print("\n".join(wrap(message)), file=sys.stderr)
 
 
 def ask(question: str) -> bool:
@@ -518,7 +525,7 @@ def command_verify(config: PlatformConfig, args: argparse.Namespace) -> int:
     try:
         kubectl = profile_kubectl(config, operator, outdir / "kubeconfig")
     except ClusterAccessError as error:
-        print(f"verify cannot run: {error}", file=sys.stderr)
+        tell(f"verify cannot run: {error}")
         return 1
     return verify(
         config, image=args.image, kubectl=kubectl, nccl_image=nccl_test_image(config, operator, args.nccl_image)
@@ -614,7 +621,7 @@ def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
             return 1
         pause(config, kubectl=kubectl, aws=run_aws, node_pools=node_pools, cluster_queues=cluster_queues)
     except ClusterAccessError as error:
-        print(f"{args.command} stopped: {error}", file=sys.stderr)
+        tell(f"{args.command} stopped: {error}")
         return 1
     return 0
 

@@ -128,7 +128,7 @@ def bind_kubectl(
     if reached.returncode != 0:
         where = f"through the forward {tunnel}" if tunnel else f"at {target.endpoint}"
         raise ClusterAccessError(
-            f"cluster {target.name} does not answer {where} ({(reached.stderr or reached.stdout).strip()}). "
+            f"cluster {target.name} does not answer {where} ({(reached.stderr or reached.stdout).strip()}).\n"
             + access_options(target.endpoint)
         )
     return bound
@@ -140,15 +140,19 @@ def host_name(url: str) -> str:
 
 
 def access_options(endpoint: str | None) -> str:
-    """The ways to reach a private API endpoint from this machine, as docs/operations.md gives them."""
-    host = host_name(endpoint) if endpoint else "<the endpoint's host name>"
+    """The ways to reach a private API endpoint from this machine, as docs/operations.md gives them
+    (lines for operate/messages.py: a list, and the forward's commands to copy)."""
+    host = host_name(endpoint) if endpoint else "<host name of cluster.endpoint in make outputs>"
     return (
-        "Reach the API one of these ways (docs/operations.md, Reaching the API): run from a network named in "
-        "cluster.private_endpoint_access.cidrs (peering, a site-to-site VPN) or through a Client VPN endpoint or "
-        "host in a group named in cluster.private_endpoint_access.security_groups (a bastion); or forward a local "
-        "port through such a host, "
-        "e.g. aws ssm start-session --target <instance-id> --document-name "
-        f"AWS-StartPortForwardingSessionToRemoteHost --parameters host={host},portNumber=443,localPortNumber=8443, "
-        f"then export {TUNNEL_ENV}=https://localhost:8443; or open the public endpoint to your egress "
-        "(cluster.endpoint_public_access with endpoint_public_access_cidrs)."
+        "Ways to reach it (docs/operations.md, Reaching the API):\n"
+        "- run from a network named in cluster.private_endpoint_access.cidrs (peering, a site-to-site VPN), "
+        "or through a Client VPN endpoint or host (a bastion) in a group named in "
+        "cluster.private_endpoint_access.security_groups;\n"
+        "- or forward a local port through such a host, e.g. with SSM:\n"
+        f"    EKS_HOST={host}\n"
+        "    aws ssm start-session --target <instance-id> --document-name AWS-StartPortForwardingSessionToRemoteHost"
+        ' --parameters "host=$EKS_HOST,portNumber=443,localPortNumber=8443"\n'
+        f"    export {TUNNEL_ENV}=https://localhost:8443\n"
+        "- or open the public endpoint to your egress (cluster.endpoint_public_access with "
+        "endpoint_public_access_cidrs)."
     )

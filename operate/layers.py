@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from operate.messages import bullet
 from operate.tools import require_tool
 from stacks import AWS_ONLY_LAYERS, LAYERS
 
@@ -256,7 +257,8 @@ class Operator:
         unchanged = "any layer was applied" if action == "deploy" else "anything was deleted"
         self.log(f"{action} stopped before {unchanged}:")
         for problem in problems:
-            self.log(f"  - {problem}")
+            for line in bullet(problem):
+                self.log(line)
         return LayerResult(ordered[0], False, 0.0, ("pre-flight: " if action == "deploy" else "") + "; ".join(problems))
 
     def destroy_refusals(self, ordered: list[str]) -> list[str]:
@@ -284,10 +286,10 @@ class Operator:
         if protected and not self.delete_data:
             names = ", ".join(f"{address} ({layer})" for layer, address in protected)
             refusals.append(
-                f"protected data would stop this destroy half-way and leave the cluster running: {names}. "
-                "To delete everything, data included: make destroy DELETE_DATA=1 (asks you to type "
-                "the profile name). To stop paying for nodes and keep the data: make pause. To remove "
-                "only the layers above storage: make destroy LAYER=workloads, then LAYER=addons."
+                "Choose one: make destroy DELETE_DATA=1 deletes everything, data included (you type the "
+                "profile name); make pause stops paying for nodes and keeps the data; make destroy "
+                "LAYER=workloads, then LAYER=addons removes only the layers above storage.\n"
+                f"Why: protected data would stop this destroy half-way and leave the cluster running: {names}."
             )
         return refusals
 

@@ -25,6 +25,7 @@ from urllib.parse import urlparse
 from operate.cluster_access import ClusterAccessError, access_options, api_tunnel
 from operate.kubectl import Kubectl
 from operate.layers import KUBERNETES_LAYERS, StateUnreadable
+from operate.tools import ToolMissing
 
 if TYPE_CHECKING:
     from operate.layers import Operator
@@ -42,8 +43,8 @@ def variable_problems(operator: Operator, layers: list[str]) -> list[str]:
         declared.update(operator.stack(layer).get("variable", {}))
     unset = [name for name, body in declared.items() if "default" not in body and f"TF_VAR_{name}" not in operator.env]
     problems = [
-        f"variable {name} is not set. {declared[name].get('description', '')} "
-        f"Set it before deploying: export TF_VAR_{name}='...'"
+        f"Set TF_VAR_{name} before deploying: export TF_VAR_{name}='...'\n"
+        f"variable {name} is not set. {declared[name].get('description', '')}".strip()
         for name in unset
     ]
     judged = {name: body for name, body in declared.items() if name not in unset}
@@ -75,15 +76,15 @@ def state_bucket_problems(config: PlatformConfig, aws: str = "aws", env: dict[st
     if bucket is None:
         return []
     if shutil.which(aws) is None:
-        return [f"the state bucket {bucket} cannot be checked: the AWS CLI ({aws}) is not on PATH"]
+        return [f"{ToolMissing(aws)}\nthe state bucket s3://{bucket} cannot be checked without it"]
     region = config.state.region or config.region
     checked = subprocess.run(
         [aws, "s3api", "head-bucket", "--bucket", bucket, "--region", region], capture_output=True, text=True, env=env
     )
     if checked.returncode != 0:
         return [
-            f"the state bucket s3://{bucket} ({region}) cannot be used: {checked.stderr.strip() or 'not found'}. "
-            "Create it as docs/operations.md (State) shows, or fix state.bucket / state.region."
+            "Create the state bucket as docs/operations.md (State) shows, or fix state.bucket / state.region.\n"
+            f"the state bucket s3://{bucket} ({region}) cannot be used: {checked.stderr.strip() or 'not found'}"
         ]
     return []
 
@@ -113,14 +114,18 @@ def api_problems(
         if config.cluster.endpoint_public_access:
             return []
         return [
-            "the addons and workloads layers need the cluster's API endpoint, which this profile keeps private "
-            "(reachable only through the VPC this deploy creates): deploy the AWS layers first (make deploy "
-            "LAYER=aws), then the rest once you can reach the endpoint. " + access_options(None)
+            "Deploy the AWS layers first (make deploy LAYER=aws), then the rest from where the endpoint "
+            "answers.\n"
+            "Why: the addons and workloads layers call the cluster's API endpoint, which this profile keeps "
+            "private: only the VPC this deploy creates reaches it.\n" + access_options(None)
         ]
     if tunnel is not None:
-        silent = f"nothing answers at the forward {tunnel} (TCP): start it first. "
+        silent = f"Start the forward {tunnel} first: nothing answers there (TCP).\n"
     else:
-        silent = f"the cluster's API endpoint {endpoint} does not answer from this machine (TCP 443). "
+        silent = (
+            f"Deploy from where the endpoint answers: the cluster's API endpoint {endpoint} does not answer "
+            "from this machine (TCP 443).\n"
+        )
     return [] if reachable(tunnel or endpoint) else [silent + access_options(endpoint)]
 
 
@@ -147,9 +152,9 @@ def user_secret_problems(
         return [str(error)]
     if not deployed:
         return [
-            f"the addons layer reads Secrets you create first ({', '.join(f'{ns}/{n}' for ns, n in wanted)}), "
-            "which can only exist once the cluster does: deploy LAYER=cluster first, create them, then deploy "
-            "the rest"
+            "make deploy LAYER=cluster first, create the Secrets below in it, then deploy the rest.\n"
+            f"Why: the addons layer reads Secrets you create ({', '.join(f'{ns}/{n}' for ns, n in wanted)}), "
+            "which can only exist once the cluster does."
         ]
     try:
         run = kubectl()

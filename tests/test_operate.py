@@ -631,6 +631,11 @@ def test_protected_data_refuses_a_full_destroy_before_anything_is_deleted(tmp_pa
     assert "DELETE_DATA=1" in result.detail and "make pause" in result.detail
     assert not any(c.endswith((" plan", " apply")) for c in calls(log))
     assert "destroy stopped before anything was deleted:" in lines
+    # Short lines, the choices first.
+    assert lines[lines.index("destroy stopped before anything was deleted:") + 1].startswith(
+        "  - Choose one: make destroy DELETE_DATA=1 deletes everything"
+    )
+    assert all(len(line) <= 100 for line in lines), lines
 
 
 def test_a_layer_still_used_above_is_not_destroyed(tmp_path, fake_terraform):
