@@ -114,8 +114,10 @@ hcl: $(STAMP)  ## write the stacks as HCL (leaving cdktf)
 # deploy and destroy show each layer's plan and ask; AUTO_APPROVE=1 on the make command line approves
 # (needed without a terminal). An AUTO_APPROVE exported in the shell approves nothing.
 APPROVE = $(if $(and $(filter command line,$(origin AUTO_APPROVE)),$(filter 1 true,$(AUTO_APPROVE))),--yes)
+# SKIP_QUOTA_CHECK=1: deploy even when the account's quotas or reservations cannot be read (warned).
 plan deploy destroy: $(STAMP)  ## plan / deploy / destroy LAYER of PROFILE, plans shown (DELETE_DATA=1: with the data)
 	$(PY) main.py $@ --profile $(PROFILE) --layer $(LAYER) $(APPROVE) \
+		$(if $(and $(filter deploy,$@),$(filter 1 true,$(SKIP_QUOTA_CHECK))),--skip-quota-check) \
 		$(if $(and $(filter destroy,$@),$(DELETE_DATA)),--delete-data)
 
 pause resume: $(STAMP)  ## stop every node and keep data and cluster / scale the nodes back

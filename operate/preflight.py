@@ -9,7 +9,8 @@ the user is checked first, so a missing item stops the deploy with what to do an
 - a way to the cluster's API endpoint, for the Kubernetes layers (the helm and kubernetes
   providers call it at plan time);
 - before the cluster layer, the account's EC2 vCPU quotas against what the apply launches and each
-  GPU group's reservation against the profile (operate/capacity.py).
+  GPU group's reservation against the profile (operate/capacity.py); what cannot be read stops the
+  deploy too, unless the user skips it (--skip-quota-check, with a warning naming it).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from urllib.parse import urlparse
 from operate.cluster_access import ClusterAccessError, access_options, api_tunnel
 from operate.kubectl import Kubectl
 from operate.layers import KUBERNETES_LAYERS, StateUnreadable
+from operate.messages import wrap
 from operate.tools import ToolMissing
 
 if TYPE_CHECKING:
@@ -170,24 +172,42 @@ def user_secret_problems(
 
 
 def capacity_problems(
-    config: PlatformConfig, aws: str = "aws", env: dict[str, str] | None = None, *, note: Callable[[str], None] = print
+    config: PlatformConfig,
+    aws: str = "aws",
+    env: dict[str, str] | None = None,
+    *,
+    note: Callable[[str], None] = print,
+    skip_unread: bool = False,
 ) -> list[str]:
-    """EC2 quotas below what the apply launches, and GPU groups' reservations EC2 describes
-    otherwise (operate/capacity.py); what cannot be read, and quotas below the profile's largest
-    sizes, are printed as notes and do not stop the deploy."""
-    from operate.capacity import account_problems
+    """EC2 quotas below what the apply launches, GPU groups' reservations EC2 describes otherwise,
+    and (unless `skip_unread`, the user's --skip-quota-check) what could not be read: all stop the
+    deploy (operate/capacity.py). Quotas below the profile's largest sizes are printed as notes;
+    with `skip_unread`, a warning names what could not be read and goes unchecked."""
+    from operate.capacity import AccountCheck, account_check
 
     if shutil.which(aws) is None:
-        note(f"EC2 quotas and reservations not checked: the AWS CLI ({aws}) is not on PATH")
-        return []
+        check = AccountCheck(unread=[f"every EC2 quota and reservation: {ToolMissing(aws)}"])
+    else:
 
-    def run(args: list[str]) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([aws, *args], capture_output=True, text=True, env=env, timeout=120)
+        def run(args: list[str]) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([aws, *args], capture_output=True, text=True, env=env, timeout=120)
 
-    problems, notes = account_problems(config, run)
-    for line in notes:
+        check = account_check(config, run)
+    for line in check.notes:
         note(f"note: {line}")
-    return problems
+    unread = "\n".join(f"- {line}" for line in check.unread)
+    if not check.unread:
+        return check.problems
+    if skip_unread:
+        for line in wrap(f"warning: --skip-quota-check: deploying without these, which could not be read:\n{unread}"):
+            note(line)
+        return check.problems
+    return [
+        *check.problems,
+        "Let this deploy read the EC2 quotas and reservations below, or deploy without them: make deploy "
+        "SKIP_QUOTA_CHECK=1 (a warning names what goes unchecked).\n"
+        f"Not read, so not checked:\n{unread}",
+    ]
 
 
 def deploy_preflight(
@@ -196,9 +216,12 @@ def deploy_preflight(
     aws: str = "aws",
     reachable: Callable[[str], bool] = endpoint_reachable,
     kubectl: Callable[[], Kubectl] | None = None,
+    *,
+    skip_quota_check: bool = False,
 ) -> Callable[[list[str]], list[str]]:
     """The check `Operator.run("deploy", ...)` makes before its first apply. `kubectl` binds
-    kubectl to the profile's cluster (only called when that cluster exists)."""
+    kubectl to the profile's cluster (only called when that cluster exists); `skip_quota_check`
+    lets the deploy go on past quotas and reservations that could not be read."""
 
     def check(layers: list[str]) -> list[str]:
         api = api_problems(config, operator, layers, reachable)
@@ -207,7 +230,11 @@ def deploy_preflight(
             *variable_problems(operator, layers),
             *api,
             *(user_secret_problems(config, operator, layers, kubectl) if kubectl and not api else []),
-            *(capacity_problems(config, aws, operator.env) if "cluster" in layers else []),
+            *(
+                capacity_problems(config, aws, operator.env, skip_unread=skip_quota_check)
+                if "cluster" in layers
+                else []
+            ),
         ]
 
     return check

@@ -285,3 +285,18 @@ def test_manifests_that_would_read_the_build_layer_name_terraform(tmp_path):
     # With the image given, or nothing synthesized, it needs no Terraform.
     given = run_without_tools(tmp_path, "manifests", "--nccl-image", "mine:1")
     assert given.returncode == 0, given.stderr
+
+
+def make_dry_run(*args: str) -> str:
+    """The main.py command line a make target runs (make -n: nothing runs)."""
+    done = subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    (line,) = [" ".join(line.split()) for line in done.stdout.replace("\\\n", " ").splitlines() if "main.py" in line]
+    return line
+
+
+def test_skip_quota_check_reaches_the_deploy_only():
+    assert "--skip-quota-check" in make_dry_run("deploy", "SKIP_QUOTA_CHECK=1")
+    assert "--skip-quota-check" not in make_dry_run("deploy")
+    assert "--skip-quota-check" not in make_dry_run("plan", "SKIP_QUOTA_CHECK=1")
+    help_text = " ".join(run("deploy", "--help").stdout.split())
+    assert "--skip-quota-check deploy even when the EC2 quotas or the GPU groups' reservations" in help_text
