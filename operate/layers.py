@@ -47,6 +47,36 @@ _SYMBOLS = {
 }
 
 
+Validation = Literal["valid", "INVALID", "not checked"]
+# Terraform's diagnostics when `init` could not download a provider (Terraform 1.10 and 1.11), and
+# what their detail says when no registry answered: DNS, TCP, TLS or HTTP failures on the way to
+# registry.terraform.io or the provider's download.
+PROVIDER_DOWNLOAD_FAILED = ("Failed to query available provider packages", "Failed to install provider")
+REGISTRY_UNREACHABLE = (
+    "could not connect to",
+    "failed to request discovery document",
+    "could not query provider registry",
+    "dial tcp",
+    "connection refused",
+    "no such host",
+    "i/o timeout",
+    "TLS handshake timeout",
+    "Client.Timeout exceeded",
+    "context deadline exceeded",
+)
+
+
+def registry_unreachable(init_output: str) -> bool:
+    """Did `terraform init` fail because no provider registry answered (not for the configuration)?
+    Terraform wraps its diagnostics at the terminal's width: whitespace is not compared."""
+    said = " ".join(init_output.split())
+    if "including problems with the configuration" in said:  # it found errors in the configuration too
+        return False
+    return any(failed in said for failed in PROVIDER_DOWNLOAD_FAILED) and any(
+        marker in said for marker in REGISTRY_UNREACHABLE
+    )
+
+
 class StateUnreadable(RuntimeError):
     """Terraform could not read a layer's state (credentials, bucket, lock)."""
 
@@ -419,17 +449,19 @@ class Operator:
                 return f"could not lift the protection:\n{lifted.stderr or lifted.stdout}"
         return None
 
-    def validate(self, layer: str) -> tuple[bool, str]:
+    def validate(self, layer: str) -> tuple[Validation, str]:
         """`terraform validate` of a layer with its real providers, in a data folder of its own
-        (the layer's backend and deploy folder are untouched)."""
+        (the layer's backend and deploy folder are untouched): valid, INVALID, or not checked when
+        the providers could not be downloaded (then nothing is known of the configuration)."""
         data_dir = str(self.stacks_dir / layer / ".terraform-validate")
         saved, self.env = self.env, {**self.env, "TF_DATA_DIR": data_dir}
         try:
             init = self._tf(layer, "init", "-backend=false", "-input=false")
+            said = (init.stderr or init.stdout).strip()
             if init.returncode != 0:
-                return False, f"terraform init failed:\n{(init.stderr or init.stdout).strip()}"
+                return ("not checked" if registry_unreachable(said) else "INVALID"), f"terraform init failed:\n{said}"
             checked = self._tf(layer, "validate")
-            return checked.returncode == 0, (checked.stdout + checked.stderr).strip()
+            return ("valid" if checked.returncode == 0 else "INVALID"), (checked.stdout + checked.stderr).strip()
         finally:
             self.env = saved
 
