@@ -162,7 +162,15 @@ def build_parser() -> argparse.ArgumentParser:
                 "--delete-data",
                 action="store_true",
                 help="full teardown: also delete the protected data (buckets, file system, database); "
-                "asks you to type the profile name (make destroy DELETE_DATA=1)",
+                "asks you to type the profile name, which --yes does not answer (make destroy DELETE_DATA=1)",
+            )
+            sub.add_argument(
+                "--confirm-delete-data",
+                metavar="PROFILE_NAME",
+                default=None,
+                help="for CI, with --delete-data: the profile's name, confirming the deletion of its data "
+                "without the typed question; any other name refuses (make destroy DELETE_DATA=1 "
+                "CONFIRM_DELETE_DATA=<name>)",
             )
     return parser
 
@@ -388,15 +396,33 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USER_ERROR
+    delete_data = getattr(args, "delete_data", False)
+    confirmed = getattr(args, "confirm_delete_data", None)
+    refusal = data_confirmation_refusal(config, delete_data, confirmed, interactive)
+    if refusal:
+        tell(refusal)
+        return EXIT_USER_ERROR
+    if confirmed:
+        tell(
+            f"warning: --confirm-delete-data={confirmed}: the protected data of {config.name} (buckets, file "
+            "system, database) is deleted without asking you to type its name; each layer's data is listed first."
+        )
     outdir = Path(args.outdir)
     synthesize_profile(config, outdir)
-    delete_data = getattr(args, "delete_data", False)
+
+    def confirm_data(question: str) -> bool:
+        """The typed name, never --yes: the plans' approval is not the data's."""
+        if confirmed:
+            print(f"{question} Confirmed by --confirm-delete-data={confirmed}.", file=sys.stderr)
+            return True
+        return ask_for_name(question, config.name)
+
     operator = Operator(
         outdir / "stacks",
         env=provider_env(outdir),
         confirm=lambda question: args.yes or ask(question),
         delete_data=delete_data,
-        confirm_data=lambda question: args.yes or ask_for_name(question, config.name),
+        confirm_data=confirm_data,
     )
     operator.cleanup = lambda layer: cleanup_profile_cluster(config, operator, outdir / "kubeconfig", layer)
     operator.preflight = deploy_preflight(
@@ -411,6 +437,32 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
         tell(f"destroy stopped before deleting anything in the cluster: {error}")
         return 1
     return 0 if results and all(result.ok for result in results) and len(results) == len(layers) else 1
+
+
+def data_confirmation_refusal(
+    config: PlatformConfig, delete_data: bool, confirmed: str | None, interactive: bool
+) -> str | None:
+    """Why a destroy must not start for want of the data's confirmation, before anything runs:
+    --confirm-delete-data without --delete-data or with another profile's name, or --delete-data
+    with no terminal to type the name on and no --confirm-delete-data."""
+    confirm = f"make destroy DELETE_DATA=1 CONFIRM_DELETE_DATA={config.name} AUTO_APPROVE=1"
+    if confirmed is not None and not delete_data:
+        return (
+            f"Add --delete-data ({confirm}): --confirm-delete-data confirms a deletion of data, and none is asked for."
+        )
+    if confirmed is not None and confirmed != config.name:
+        return (
+            f"Give this profile's name to delete its data: --confirm-delete-data={config.name}.\n"
+            f"--confirm-delete-data={confirmed!r} is not the name of profile {config.name}: nothing was deleted."
+        )
+    if delete_data and confirmed is None and not interactive:
+        return (
+            f"Run it on a terminal to type the profile name, or confirm the deletion explicitly: {confirm} "
+            "(on the make command line).\n"
+            "refusing to delete data without its typed confirmation: there is no terminal to ask on, and "
+            "AUTO_APPROVE=1 (--yes) approves the plans, never the deletion of data."
+        )
+    return None
 
 
 def tell(message: str) -> None:

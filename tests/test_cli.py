@@ -287,11 +287,14 @@ def test_manifests_that_would_read_the_build_layer_name_terraform(tmp_path):
     assert given.returncode == 0, given.stderr
 
 
-def make_dry_run(*args: str) -> str:
-    """The main.py command line a make target runs (make -n: nothing runs)."""
+def make_dry_run(*args: str) -> list[str]:
+    """The main.py arguments a make target passes (make -n: nothing runs)."""
+    import shlex
+
     done = subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
-    (line,) = [" ".join(line.split()) for line in done.stdout.replace("\\\n", " ").splitlines() if "main.py" in line]
-    return line
+    (line,) = [line for line in done.stdout.replace("\\\n", " ").splitlines() if "main.py" in line]
+    words = shlex.split(line)
+    return words[words.index("main.py") + 1 :]
 
 
 def test_skip_quota_check_reaches_the_deploy_only():
@@ -300,3 +303,23 @@ def test_skip_quota_check_reaches_the_deploy_only():
     assert "--skip-quota-check" not in make_dry_run("plan", "SKIP_QUOTA_CHECK=1")
     help_text = " ".join(run("deploy", "--help").stdout.split())
     assert "--skip-quota-check deploy even when the EC2 quotas or the GPU groups' reservations" in help_text
+
+
+def test_confirm_delete_data_comes_from_the_make_command_line_only():
+    words = make_dry_run("destroy", "DELETE_DATA=1", "CONFIRM_DELETE_DATA=gpu-validation", "AUTO_APPROVE=1")
+    assert words[-3:] == ["--yes", "--delete-data", "--confirm-delete-data=gpu-validation"]
+    # Alone it is passed on, so that main.py refuses it (it asks for no deletion of data).
+    assert make_dry_run("destroy", "CONFIRM_DELETE_DATA=gpu-validation")[-1] == "--confirm-delete-data=gpu-validation"
+    assert "--confirm-delete-data" not in make_dry_run("plan", "CONFIRM_DELETE_DATA=gpu-validation")
+    # Exported in the shell, as AUTO_APPROVE, it confirms nothing.
+    import os
+
+    exported = subprocess.run(
+        ["make", "-n", "destroy", "DELETE_DATA=1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "CONFIRM_DELETE_DATA": "gpu-validation"},
+    )
+    assert "--delete-data" in exported.stdout and "--confirm-delete-data" not in exported.stdout
