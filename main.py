@@ -390,10 +390,9 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
         return EXIT_USER_ERROR
     interactive = sys.stdin.isatty()
     if args.command != "plan" and not args.yes and not interactive:
-        print(
-            f"refusing to {args.command} without confirmation: there is no terminal to ask on. Review the plan "
-            f"(make plan), then approve with --yes (make {args.command} AUTO_APPROVE=1).",
-            file=sys.stderr,
+        tell(
+            f"Review the plan (make plan), then approve with --yes (make {args.command} AUTO_APPROVE=1).\n"
+            f"refusing to {args.command} without confirmation: there is no terminal to ask on."
         )
         return EXIT_USER_ERROR
     delete_data = getattr(args, "delete_data", False)
@@ -556,11 +555,10 @@ def command_outputs(config: PlatformConfig, args: argparse.Namespace) -> int:
             print(line)
         printed += len(lines)
     if not printed:
-        print(
+        tell(
+            "Deploy first: make deploy\n"
             f"nothing is deployed for profile {config.name}: no layer has outputs in its state "
-            f"({'s3://' + config.state.bucket if config.state.bucket else STATE_ROOT / config.name}). "
-            "Deploy first: make deploy",
-            file=sys.stderr,
+            f"({'s3://' + config.state.bucket if config.state.bucket else STATE_ROOT / config.name})."
         )
         return 1
     return 0
@@ -663,10 +661,9 @@ def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
     from operate.providers import provider_env
 
     if not args.yes and not sys.stdin.isatty():
-        print(
-            f"refusing to {args.command} without confirmation: there is no terminal to ask on. Approve with "
-            f"--yes (make {args.command} AUTO_APPROVE=1).",
-            file=sys.stderr,
+        tell(
+            f"Approve with --yes (make {args.command} AUTO_APPROVE=1).\n"
+            f"refusing to {args.command} without confirmation: there is no terminal to ask on."
         )
         return EXIT_USER_ERROR
     outdir = Path(args.outdir)
@@ -700,10 +697,9 @@ def command_cost(config: PlatformConfig, args: argparse.Namespace) -> int:
     try:
         cost = estimate(config, run_aws)
     except PriceUnavailable as error:
-        print(
-            f"cannot price {config.name}: {error}. The AWS Price List API needs AWS credentials with "
-            "pricing:GetProducts (any region; it answers from us-east-1).",
-            file=sys.stderr,
+        tell(
+            f"cannot price {config.name}: {error}.\nThe AWS Price List API needs AWS credentials with "
+            "pricing:GetProducts (any region; it answers from us-east-1)."
         )
         return 1
     print("\n".join(report(config, cost)))

@@ -116,6 +116,9 @@ def test_deploy_and_destroy_refuse_without_a_terminal_or_yes(tmp_path):
         )
         assert result.returncode == 2, result.stderr
         assert "--yes" in result.stderr and "AUTO_APPROVE=1" in result.stderr
+        lines = result.stderr.splitlines()
+        assert lines[0] == f"Review the plan (make plan), then approve with --yes (make {command} AUTO_APPROVE=1)."
+        assert all(len(line) <= 100 for line in lines), lines
         assert not (tmp_path / "cdktf.out" / "gpu-validation" / "stacks").exists(), "nothing may run"
 
 

@@ -780,6 +780,20 @@ def test_an_operator_without_terraform_says_so_and_runs_nothing(tmp_path, fake_t
         op.run("plan", ["cluster"])
 
 
+def test_kubectl_and_the_aws_cli_that_are_not_installed_are_named(tmp_path, monkeypatch):
+    from operate.cluster_access import run_aws
+    from operate.kubectl import kubectl
+    from operate.tools import ToolMissing
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ToolMissing, match=r"^kubectl is not installed \(or not on PATH\): install kubectl, https://"):
+        kubectl(["version"])
+    with pytest.raises(
+        ToolMissing, match=r"^aws is not installed \(or not on PATH\): install the AWS CLI v2, https://"
+    ):
+        run_aws(["sts", "get-caller-identity"])
+
+
 def test_a_destroy_whose_clean_up_has_no_kubectl_stops_before_it_deletes(tmp_path, fake_terraform, monkeypatch, capsys):
     """`main.py destroy` with terraform on PATH but neither kubectl nor the AWS CLI: the clean-up,
     which runs before the layer's apply, names the missing tool; nothing is destroyed."""
