@@ -193,8 +193,8 @@ def capacity_problems(
             return subprocess.run([aws, *args], capture_output=True, text=True, env=env, timeout=120)
 
         check = account_check(config, run)
-    for line in check.notes:
-        note(f"note: {line}")
+    for line in [wrapped for told in check.notes for wrapped in wrap(f"note: {told}")]:
+        note(line)
     unread = "\n".join(f"- {line}" for line in check.unread)
     if not check.unread:
         return check.problems

@@ -256,6 +256,7 @@ def test_the_deploys_preflight_runs_them_through_the_aws_cli(tmp_path):
     assert not any("L-417A185B" in p for p in problems)
     assert any("is expired, not" in p for p in problems)
     assert any(line.startswith("note: ") for line in printed)  # the largest sizes' shortfall, told
+    assert all(len(line) <= 100 for line in printed), printed
 
 
 def test_the_preflight_stops_on_what_it_could_not_read_unless_told_to_skip_it(tmp_path):
