@@ -27,6 +27,7 @@ export JSII_RUNTIME_PACKAGE_CACHE_ROOT ?= $(CURDIR)/.cache/jsii
 help:  ## this list
 	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | expand -t 24
 	@echo "PROFILE=<name or path> (default $(PROFILE)), LAYER=all|aws|<layer>, AUTO_APPROVE=1"
+	@echo "deploy: SKIP_QUOTA_CHECK=1; destroy: DELETE_DATA=1, in CI with CONFIRM_DELETE_DATA=<profile name>"
 LAYER ?= all
 # Terraform (and the cdktf CLI) never call HashiCorp's update-check service.
 export CHECKPOINT_DISABLE := 1
@@ -114,9 +115,14 @@ hcl: $(STAMP)  ## write the stacks as HCL (leaving cdktf)
 # deploy and destroy show each layer's plan and ask; AUTO_APPROVE=1 on the make command line approves
 # (needed without a terminal). An AUTO_APPROVE exported in the shell approves nothing.
 APPROVE = $(if $(and $(filter command line,$(origin AUTO_APPROVE)),$(filter 1 true,$(AUTO_APPROVE))),--yes)
+# SKIP_QUOTA_CHECK=1: deploy even when the account's quotas or reservations cannot be read (warned).
+# DELETE_DATA=1 asks you to type the profile name, which AUTO_APPROVE does not answer; in CI,
+# CONFIRM_DELETE_DATA=<profile name> on the make command line confirms it (warned).
+CONFIRM_DATA = $(if $(and $(filter command line,$(origin CONFIRM_DELETE_DATA)),$(CONFIRM_DELETE_DATA)),--confirm-delete-data='$(CONFIRM_DELETE_DATA)')
 plan deploy destroy: $(STAMP)  ## plan / deploy / destroy LAYER of PROFILE, plans shown (DELETE_DATA=1: with the data)
 	$(PY) main.py $@ --profile $(PROFILE) --layer $(LAYER) $(APPROVE) \
-		$(if $(and $(filter destroy,$@),$(DELETE_DATA)),--delete-data)
+		$(if $(and $(filter deploy,$@),$(filter 1 true,$(SKIP_QUOTA_CHECK))),--skip-quota-check) \
+		$(if $(and $(filter destroy,$@),$(DELETE_DATA)),--delete-data) $(if $(filter destroy,$@),$(CONFIRM_DATA))
 
 pause resume: $(STAMP)  ## stop every node and keep data and cluster / scale the nodes back
 	$(PY) main.py $@ --profile $(PROFILE) $(APPROVE)

@@ -150,12 +150,27 @@ def build_parser() -> argparse.ArgumentParser:
             action="store_true",
             help="apply without asking (make ... AUTO_APPROVE=1 on the command line passes it)",
         )
+        if name == "deploy":
+            sub.add_argument(
+                "--skip-quota-check",
+                action="store_true",
+                help="deploy even when the EC2 quotas or the GPU groups' reservations cannot be read (a warning "
+                "names them); a shortfall that is read still stops it (make deploy SKIP_QUOTA_CHECK=1)",
+            )
         if name == "destroy":
             sub.add_argument(
                 "--delete-data",
                 action="store_true",
                 help="full teardown: also delete the protected data (buckets, file system, database); "
-                "asks you to type the profile name (make destroy DELETE_DATA=1)",
+                "asks you to type the profile name, which --yes does not answer (make destroy DELETE_DATA=1)",
+            )
+            sub.add_argument(
+                "--confirm-delete-data",
+                metavar="PROFILE_NAME",
+                default=None,
+                help="for CI, with --delete-data: the profile's name, confirming the deletion of its data "
+                "without the typed question; any other name refuses (make destroy DELETE_DATA=1 "
+                "CONFIRM_DELETE_DATA=<name>)",
             )
     return parser
 
@@ -180,12 +195,41 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USER_ERROR
     if args.outdir is None:
         args.outdir = str(OUTPUT_ROOT / config.name)
+    from operate.tools import ToolMissing
+
+    try:
+        return run_command(config, args)
+    except ToolMissing as error:  # one line, whichever step found the tool missing
+        print(error, file=sys.stderr)
+        return EXIT_USER_ERROR
+
+
+def run_command(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.tools import require_tool
+
+    for tool in COMMAND_TOOLS.get(args.command, ()):  # before anything is synthesized or asked
+        require_tool(tool)
     clash = claim_state(config, args.profile, args.command)
     if clash:
         print(clash, file=sys.stderr)
         return EXIT_USER_ERROR
-    handler = COMMANDS[args.command]
-    return handler(config, args)
+    return COMMANDS[args.command](config, args)
+
+
+# The tools each command always runs. Others are found where they are needed: the AWS CLI for
+# `quotas --check`, an S3 state claim and the NCCL image lookup; kubectl and the AWS CLI for a
+# destroy's clean-up and the deploy's Secrets check (operate/tools.py).
+COMMAND_TOOLS: dict[str, tuple[str, ...]] = {
+    "plan": ("terraform",),
+    "deploy": ("terraform",),
+    "destroy": ("terraform",),
+    "validate": ("terraform",),
+    "outputs": ("terraform",),
+    "verify": ("terraform", "aws", "kubectl"),
+    "pause": ("terraform", "aws", "kubectl"),
+    "resume": ("terraform", "aws", "kubectl"),
+    "cost": ("aws",),
+}
 
 
 # Commands that read or write the profile's state: with an S3 backend they check the claim there.
@@ -346,33 +390,86 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
         return EXIT_USER_ERROR
     interactive = sys.stdin.isatty()
     if args.command != "plan" and not args.yes and not interactive:
-        print(
-            f"refusing to {args.command} without confirmation: there is no terminal to ask on. Review the plan "
-            f"(make plan), then approve with --yes (make {args.command} AUTO_APPROVE=1).",
-            file=sys.stderr,
+        tell(
+            f"Review the plan (make plan), then approve with --yes (make {args.command} AUTO_APPROVE=1).\n"
+            f"refusing to {args.command} without confirmation: there is no terminal to ask on."
         )
         return EXIT_USER_ERROR
+    delete_data = getattr(args, "delete_data", False)
+    confirmed = getattr(args, "confirm_delete_data", None)
+    refusal = data_confirmation_refusal(config, delete_data, confirmed, interactive)
+    if refusal:
+        tell(refusal)
+        return EXIT_USER_ERROR
+    if confirmed:
+        tell(
+            f"warning: --confirm-delete-data={confirmed}: the protected data of {config.name} (buckets, file "
+            "system, database) is deleted without asking you to type its name; each layer's data is listed first."
+        )
     outdir = Path(args.outdir)
     synthesize_profile(config, outdir)
-    delete_data = getattr(args, "delete_data", False)
+
+    def confirm_data(question: str) -> bool:
+        """The typed name, never --yes: the plans' approval is not the data's."""
+        if confirmed:
+            print(f"{question} Confirmed by --confirm-delete-data={confirmed}.", file=sys.stderr)
+            return True
+        return ask_for_name(question, config.name)
+
     operator = Operator(
         outdir / "stacks",
         env=provider_env(outdir),
         confirm=lambda question: args.yes or ask(question),
         delete_data=delete_data,
-        confirm_data=lambda question: args.yes or ask_for_name(question, config.name),
+        confirm_data=confirm_data,
     )
     operator.cleanup = lambda layer: cleanup_profile_cluster(config, operator, outdir / "kubeconfig", layer)
     operator.settle = lambda layer: settle_profile_cluster(config, operator, outdir / "kubeconfig", layer)
     operator.preflight = deploy_preflight(
-        config, operator, kubectl=lambda: profile_kubectl(config, operator, outdir / "kubeconfig")
+        config,
+        operator,
+        kubectl=lambda: profile_kubectl(config, operator, outdir / "kubeconfig"),
+        skip_quota_check=getattr(args, "skip_quota_check", False),
     )
     try:
         results = operator.run(args.command, layers)
     except ClusterAccessError as error:
-        print(f"destroy stopped before deleting anything in the cluster: {error}", file=sys.stderr)
+        tell(f"destroy stopped before deleting anything in the cluster: {error}")
         return 1
     return 0 if results and all(result.ok for result in results) and len(results) == len(layers) else 1
+
+
+def data_confirmation_refusal(
+    config: PlatformConfig, delete_data: bool, confirmed: str | None, interactive: bool
+) -> str | None:
+    """Why a destroy must not start for want of the data's confirmation, before anything runs:
+    --confirm-delete-data without --delete-data or with another profile's name, or --delete-data
+    with no terminal to type the name on and no --confirm-delete-data."""
+    confirm = f"make destroy DELETE_DATA=1 CONFIRM_DELETE_DATA={config.name} AUTO_APPROVE=1"
+    if confirmed is not None and not delete_data:
+        return (
+            f"Add --delete-data ({confirm}): --confirm-delete-data confirms a deletion of data, and none is asked for."
+        )
+    if confirmed is not None and confirmed != config.name:
+        return (
+            f"Give this profile's name to delete its data: --confirm-delete-data={config.name}.\n"
+            f"--confirm-delete-data={confirmed!r} is not the name of profile {config.name}: nothing was deleted."
+        )
+    if delete_data and confirmed is None and not interactive:
+        return (
+            f"Run it on a terminal to type the profile name, or confirm the deletion explicitly: {confirm} "
+            "(on the make command line).\n"
+            "refusing to delete data without its typed confirmation: there is no terminal to ask on, and "
+            "AUTO_APPROVE=1 (--yes) approves the plans, never the deletion of data."
+        )
+    return None
+
+
+def tell(message: str) -> None:
+    """A message on stderr, in short lines (operate/messages.py)."""
+    from operate.messages import wrap
+
+    print("\n".join(wrap(message)), file=sys.stderr)
 
 
 def ask(question: str) -> bool:
@@ -433,12 +530,20 @@ def command_validate(config: PlatformConfig, args: argparse.Namespace) -> int:
     outdir = Path(args.outdir)
     synthesize_profile(config, outdir)
     operator = Operator(outdir / "stacks", env=provider_env(outdir), log=lambda _: None)
+    unchecked = []
     failed = 0
     for layer in select_layers(args.layer):
-        ok, detail = operator.validate(layer)
-        print(f"{'valid' if ok else 'INVALID'} {config.name} {layer}" + ("" if ok else f":\n{detail}"))
-        failed += not ok
-    return 1 if failed else 0
+        outcome, detail = operator.validate(layer)
+        print(f"{outcome} {config.name} {layer}" + ("" if outcome == "valid" else f":\n{detail}"))
+        failed += outcome == "INVALID"
+        unchecked += [layer] if outcome == "not checked" else []
+    if unchecked:
+        tell(
+            "Run make validate where registry.terraform.io answers: Terraform could not download the providers "
+            f"from here, so {', '.join(unchecked)} {'was' if len(unchecked) == 1 else 'were'} not checked "
+            "(neither valid nor invalid)."
+        )
+    return 1 if failed or unchecked else 0
 
 
 def command_outputs(config: PlatformConfig, args: argparse.Namespace) -> int:
@@ -464,11 +569,10 @@ def command_outputs(config: PlatformConfig, args: argparse.Namespace) -> int:
             print(line)
         printed += len(lines)
     if not printed:
-        print(
+        tell(
+            "Deploy first: make deploy\n"
             f"nothing is deployed for profile {config.name}: no layer has outputs in its state "
-            f"({'s3://' + config.state.bucket if config.state.bucket else STATE_ROOT / config.name}). "
-            "Deploy first: make deploy",
-            file=sys.stderr,
+            f"({'s3://' + config.state.bucket if config.state.bucket else STATE_ROOT / config.name})."
         )
         return 1
     return 0
@@ -500,7 +604,7 @@ def command_verify(config: PlatformConfig, args: argparse.Namespace) -> int:
     try:
         kubectl = profile_kubectl(config, operator, outdir / "kubeconfig")
     except ClusterAccessError as error:
-        print(f"verify cannot run: {error}", file=sys.stderr)
+        tell(f"verify cannot run: {error}")
         return 1
     return verify(
         config, image=args.image, kubectl=kubectl, nccl_image=nccl_test_image(config, operator, args.nccl_image)
@@ -528,6 +632,7 @@ def nccl_test_image(
         return NCCL_TESTS_IMAGE
     from operate.cluster_access import run_aws
     from operate.layers import StateUnreadable
+    from operate.tools import ToolMissing
 
     try:
         repositories = operator.outputs("build").get("repository_urls", {}).get("value", {})
@@ -549,7 +654,7 @@ def nccl_test_image(
     ]
     try:
         found = (aws or run_aws)(ask)
-    except (OSError, subprocess.TimeoutExpired) as error:  # no AWS CLI here, or no answer
+    except (OSError, subprocess.TimeoutExpired, ToolMissing) as error:  # no AWS CLI here, or no answer
         found = subprocess.CompletedProcess(ask, 1, "", f"cannot ask ECR: {error}")
     if found.returncode == 0:
         return f"{repository}:{tag}"
@@ -570,10 +675,9 @@ def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
     from operate.providers import provider_env
 
     if not args.yes and not sys.stdin.isatty():
-        print(
-            f"refusing to {args.command} without confirmation: there is no terminal to ask on. Approve with "
-            f"--yes (make {args.command} AUTO_APPROVE=1).",
-            file=sys.stderr,
+        tell(
+            f"Approve with --yes (make {args.command} AUTO_APPROVE=1).\n"
+            f"refusing to {args.command} without confirmation: there is no terminal to ask on."
         )
         return EXIT_USER_ERROR
     outdir = Path(args.outdir)
@@ -595,7 +699,7 @@ def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
             return 1
         pause(config, kubectl=kubectl, aws=run_aws, node_pools=node_pools, cluster_queues=cluster_queues)
     except ClusterAccessError as error:
-        print(f"{args.command} stopped: {error}", file=sys.stderr)
+        tell(f"{args.command} stopped: {error}")
         return 1
     return 0
 
@@ -607,10 +711,9 @@ def command_cost(config: PlatformConfig, args: argparse.Namespace) -> int:
     try:
         cost = estimate(config, run_aws)
     except PriceUnavailable as error:
-        print(
-            f"cannot price {config.name}: {error}. The AWS Price List API needs AWS credentials with "
-            "pricing:GetProducts (any region; it answers from us-east-1).",
-            file=sys.stderr,
+        tell(
+            f"cannot price {config.name}: {error}.\nThe AWS Price List API needs AWS credentials with "
+            "pricing:GetProducts (any region; it answers from us-east-1)."
         )
         return 1
     print("\n".join(report(config, cost)))
@@ -641,15 +744,29 @@ def command_quotas(config: PlatformConfig, args: argparse.Namespace) -> int:
     )
     if not args.check:
         return 0
-    from operate.capacity import account_problems
+    from operate.capacity import account_check
     from operate.cluster_access import run_aws
 
-    problems, notes = account_problems(config, run_aws)
-    for line in [*notes, *problems]:
-        print(line, file=sys.stderr)
-    if not problems:
-        print("the account's quotas and the GPU groups' reservations fit the profile (the deploy checks them again)")
-    return 1 if problems else 0
+    check = account_check(config, run_aws)  # run_aws: one line when there is no AWS CLI
+    for line in check.notes:
+        tell(f"note: {line}")
+    for problem in check.problems:
+        tell(problem)
+    if check.unread:
+        tell(
+            "Fix what stops these reads, then check again (make quotas CHECK=1). Not read, so not checked:\n"
+            + "\n".join(f"- {line}" for line in check.unread)
+        )
+        print(
+            f"not checked: {len(check.unread)} of the account's quotas and reservations could not be read, "
+            "so whether they are enough is not known",
+            file=sys.stderr,
+        )
+        return 1
+    if check.problems:
+        return 1
+    print("the account's quotas and the GPU groups' reservations fit the profile (the deploy checks them again)")
+    return 0
 
 
 COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {

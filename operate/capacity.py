@@ -8,6 +8,10 @@ Output formats read: `aws service-quotas get-service-quota` (Quota.Value) and
 `aws ec2 describe-capacity-reservations` (CapacityReservations[]: State, ReservationType,
 InstanceType, AvailabilityZone or AvailabilityZoneId as the profile names zones, TotalInstanceCount,
 EndDate), both as the AWS CLI prints them with --output json.
+
+What could not be read (no credentials, access denied, throttled, no answer) is never taken as
+fitting: it is reported as unread, with the AWS CLI's reason. `make quotas CHECK=1` fails on it,
+and the deploy stops on it unless told to go on without it (--skip-quota-check).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +36,40 @@ USABLE = {"odcr": {"active", "pending"}, "capacity_block": {"active", "scheduled
 REQUESTED_COUNT_TAG = "aws:ec2capacityreservation:incrementalRequestedQuantity"
 
 
+@dataclass(frozen=True)
+class AccountCheck:
+    """What the account check found: each thing it checks is read and fits, read and does not
+    fit (a problem or a note), or could not be read (unread: never taken as fitting)."""
+
+    problems: list[str] = field(default_factory=list)
+    """Read, and short of what the deploy needs: the deploy stops."""
+    notes: list[str] = field(default_factory=list)
+    """Read, and short of the profile's largest sizes only."""
+    unread: list[str] = field(default_factory=list)
+    """Not read, each with what and why (no credentials, access denied, throttled, no answer)."""
+
+    def __add__(self, other: AccountCheck) -> AccountCheck:
+        return AccountCheck(
+            [*self.problems, *other.problems], [*self.notes, *other.notes], [*self.unread, *other.unread]
+        )
+
+
+# What the AWS CLI says when it could not ask (its own words, or the service's error code), and
+# what to do about it.
+UNREAD_HINTS = (
+    (
+        ("Unable to locate credentials", "NoCredentialProviders", "The config profile", "Error loading SSO"),
+        "no usable AWS credentials here: aws configure, aws sso login or AWS_PROFILE",
+    ),
+    (
+        ("ExpiredToken", "InvalidClientTokenId", "UnrecognizedClientException", "SignatureDoesNotMatch"),
+        "the AWS credentials are expired or invalid",
+    ),
+    (("AccessDenied", "UnauthorizedOperation", "not authorized"), "this identity may not read it"),
+    (("Throttling", "TooManyRequests", "Rate exceeded", "RequestLimitExceeded"), "throttled: try again shortly"),
+)
+
+
 def ask(aws: Aws, args: list[str]) -> subprocess.CompletedProcess[str]:
     """One AWS CLI call; a timeout is a failed call, never a crash of the deploy."""
     try:
@@ -39,41 +78,49 @@ def ask(aws: Aws, args: list[str]) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(args, 124, "", "the AWS CLI did not answer in time")
 
 
-def quota_values(config: PlatformConfig, aws: Aws, codes: list[str]) -> tuple[dict[str, float], list[str]]:
-    """Each quota's current value, and notes for those that could not be read."""
-    values, notes = {}, []
-    for code in codes:
+def why_unread(read: subprocess.CompletedProcess[str]) -> str:
+    """The AWS CLI's own reason a read failed (first lines, shortened), after a hint of what to do."""
+    said = " ".join((read.stderr or "").split())[:200] or (
+        f"exit status {read.returncode}, no error message" if read.returncode else "an answer that is not EC2's JSON"
+    )
+    hint = next((hint for markers, hint in UNREAD_HINTS if any(m in said for m in markers)), None)
+    return f"{hint} ({said})" if hint else said
+
+
+def quota_values(config: PlatformConfig, aws: Aws, names: dict[str, str]) -> tuple[dict[str, float], list[str]]:
+    """Each quota's current value (`names`: code -> name), and what could not be read and why."""
+    values, unread = {}, []
+    for code, name in sorted(names.items()):
         args = ["service-quotas", "get-service-quota", "--service-code", "ec2", "--quota-code", code]
         read = ask(aws, [*args, "--region", config.region, "--output", "json"])
         try:
             values[code] = float(json.loads(read.stdout)["Quota"]["Value"])
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-            notes.append(f"quota {code} could not be read: {read.stderr.strip()[:200]}")
-    return values, notes
+            unread.append(f"EC2 quota {code} ({name}) in {config.region}: {why_unread(read)}")
+    return values, unread
 
 
-def account_problems(config: PlatformConfig, aws: Aws) -> tuple[list[str], list[str]]:
-    """(problems, notes) for the whole account check the deploy's preflight and `make quotas
-    CHECK=1` both run: the quotas (quota_problems) and then the GPU groups' reservations."""
-    problems, notes = quota_problems(config, aws)
-    return [*problems, *reservation_problems(config, aws)], notes
+def account_check(config: PlatformConfig, aws: Aws) -> AccountCheck:
+    """The whole account check the deploy's preflight and `make quotas CHECK=1` both run: the
+    quotas (quota_check), then the GPU groups' reservations (reservation_check)."""
+    return quota_check(config, aws) + reservation_check(config, aws)
 
 
-def quota_problems(config: PlatformConfig, aws: Aws) -> tuple[list[str], list[str]]:
-    """(problems, notes): quotas below what the apply launches stop the deploy; quotas below the
-    profile's largest sizes (Karpenter's limits, max_size) and quotas that could not be read are
-    notes."""
+def quota_check(config: PlatformConfig, aws: Aws) -> AccountCheck:
+    """Quotas below what the apply launches are problems (they stop the deploy); quotas below the
+    profile's largest sizes (Karpenter's limits, max_size) are notes; quotas that could not be
+    read are unread."""
     launch, largest = launch_needs(config), quota_needs(config)
-    values, notes = quota_values(config, aws, sorted({need.code for need in [*launch, *largest]}))
-    problems = []
+    values, unread = quota_values(config, aws, {need.code: need.name for need in [*launch, *largest]})
+    problems, notes = [], []
     for need in launch:
         value = values.get(need.code)
         if value is not None and value < need.vcpus:
             raise_to = f"--service-code ec2 --quota-code {need.code} --region {config.region}"
             problems.append(
-                f"EC2 quota {need.code} ({need.name}) in {config.region} is {value:g} vCPUs; the deploy launches "
-                f"{need.vcpus} ({'; '.join(need.reasons)}). Ask for more: aws service-quotas "
-                f"request-service-quota-increase {raise_to} --desired-value {need.vcpus}"
+                f"Ask for more of EC2 quota {need.code} ({need.name}) in {config.region}, then deploy:\n"
+                f"  aws service-quotas request-service-quota-increase {raise_to} --desired-value {need.vcpus}\n"
+                f"It is {value:g} vCPUs; the deploy launches {need.vcpus} ({'; '.join(need.reasons)})."
             )
     for need in largest:
         value = values.get(need.code)
@@ -82,13 +129,19 @@ def quota_problems(config: PlatformConfig, aws: Aws) -> tuple[list[str], list[st
                 f"EC2 quota {need.code} ({need.name}) is {value:g} vCPUs; at its largest sizes the profile may use "
                 f"{need.vcpus} ({'; '.join(need.reasons)}): scaling up or Karpenter may hit it"
             )
-    return problems, notes
+    return AccountCheck(problems, notes, unread)
 
 
-def reservation_problems(config: PlatformConfig, aws: Aws, now: datetime | None = None) -> list[str]:
-    """Each GPU group's named reservation as EC2 describes it, against the profile."""
+# EC2's error codes for a reservation ID that names no reservation here (EC2 API reference,
+# error codes): the reservation was read, and it is not there.
+RESERVATION_NOT_FOUND = ("InvalidCapacityReservationId.NotFound", "InvalidCapacityReservationId.Malformed")
+
+
+def reservation_check(config: PlatformConfig, aws: Aws, now: datetime | None = None) -> AccountCheck:
+    """Each GPU group's named reservation as EC2 describes it, against the profile: one EC2 does
+    not know or describes otherwise is a problem; one that could not be asked about is unread."""
     now = now or datetime.now(UTC)
-    problems = []
+    problems, unread = [], []
     for group in config.cluster.gpu_node_groups:
         capacity = group.capacity
         if not isinstance(capacity, OdcrCapacity | CapacityBlock) or capacity.reservation_id is None:
@@ -98,13 +151,19 @@ def reservation_problems(config: PlatformConfig, aws: Aws, now: datetime | None 
         where = f"gpu_node_groups {group.name}: reservation {capacity.reservation_id}"
         ids = ["--capacity-reservation-ids", capacity.reservation_id]
         read = ask(aws, ["ec2", "describe-capacity-reservations", *ids, "--region", config.region, "--output", "json"])
-        try:
-            (found,) = json.loads(read.stdout)["CapacityReservations"]
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-            problems.append(f"{where} cannot be found in {config.region}: {read.stderr.strip()[:200] or 'no answer'}")
+        if read.returncode != 0 and any(code in read.stderr for code in RESERVATION_NOT_FOUND):
+            problems.append(f"{where} cannot be found in {config.region}: {' '.join(read.stderr.split())[:200]}")
             continue
-        problems += [f"{where} {problem}" for problem in judge_reservation(group, found)]
-    return problems
+        try:
+            found = json.loads(read.stdout)["CapacityReservations"]
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            unread.append(f"{where} in {config.region}: {why_unread(read)}")
+            continue
+        if len(found) != 1:
+            problems.append(f"{where} cannot be found in {config.region}: EC2 describes {len(found)} reservations")
+            continue
+        problems += [f"{where} {problem}" for problem in judge_reservation(group, found[0])]
+    return AccountCheck(problems, [], unread)
 
 
 def judge_reservation(group: GpuNodeGroupConfig, found: dict[str, Any]) -> list[str]:

@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 
 from operate.kubectl import Kubectl
 from operate.kubectl import kubectl as run_kubectl
+from operate.tools import require_tool
 from stacks import API_TUNNEL_PATTERN, API_TUNNEL_VARIABLE
 
 TUNNEL_ENV = f"TF_VAR_{API_TUNNEL_VARIABLE}"
@@ -27,7 +28,8 @@ AwsCli = Kubectl  # the same shape: arguments in, finished process out
 
 
 def run_aws(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["aws", *args], capture_output=True, text=True, timeout=120)
+    """The AWS CLI (ToolMissing when it is not installed)."""
+    return subprocess.run([require_tool("aws"), *args], capture_output=True, text=True, timeout=120)
 
 
 class ClusterAccessError(RuntimeError):
@@ -126,7 +128,7 @@ def bind_kubectl(
     if reached.returncode != 0:
         where = f"through the forward {tunnel}" if tunnel else f"at {target.endpoint}"
         raise ClusterAccessError(
-            f"cluster {target.name} does not answer {where} ({(reached.stderr or reached.stdout).strip()}). "
+            f"cluster {target.name} does not answer {where} ({(reached.stderr or reached.stdout).strip()}).\n"
             + access_options(target.endpoint)
         )
     return bound
@@ -138,15 +140,19 @@ def host_name(url: str) -> str:
 
 
 def access_options(endpoint: str | None) -> str:
-    """The ways to reach a private API endpoint from this machine, as docs/operations.md gives them."""
-    host = host_name(endpoint) if endpoint else "<the endpoint's host name>"
+    """The ways to reach a private API endpoint from this machine, as docs/operations.md gives them
+    (lines for operate/messages.py: a list, and the forward's commands to copy)."""
+    host = host_name(endpoint) if endpoint else "<host name of cluster.endpoint in make outputs>"
     return (
-        "Reach the API one of these ways (docs/operations.md, Reaching the API): run from a network named in "
-        "cluster.private_endpoint_access.cidrs (peering, a site-to-site VPN) or through a Client VPN endpoint or "
-        "host in a group named in cluster.private_endpoint_access.security_groups (a bastion); or forward a local "
-        "port through such a host, "
-        "e.g. aws ssm start-session --target <instance-id> --document-name "
-        f"AWS-StartPortForwardingSessionToRemoteHost --parameters host={host},portNumber=443,localPortNumber=8443, "
-        f"then export {TUNNEL_ENV}=https://localhost:8443; or open the public endpoint to your egress "
-        "(cluster.endpoint_public_access with endpoint_public_access_cidrs)."
+        "Ways to reach it (docs/operations.md, Reaching the API):\n"
+        "- run from a network named in cluster.private_endpoint_access.cidrs (peering, a site-to-site VPN), "
+        "or through a Client VPN endpoint or host (a bastion) in a group named in "
+        "cluster.private_endpoint_access.security_groups;\n"
+        "- or forward a local port through such a host, e.g. with SSM:\n"
+        f"    EKS_HOST={host}\n"
+        "    aws ssm start-session --target <instance-id> --document-name AWS-StartPortForwardingSessionToRemoteHost"
+        ' --parameters "host=$EKS_HOST,portNumber=443,localPortNumber=8443"\n'
+        f"    export {TUNNEL_ENV}=https://localhost:8443\n"
+        "- or open the public endpoint to your egress (cluster.endpoint_public_access with "
+        "endpoint_public_access_cidrs)."
     )

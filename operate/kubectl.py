@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 
+from operate.tools import require_tool
+
 Kubectl = Callable[[list[str]], subprocess.CompletedProcess[str]]
 
 # Long enough for a delete that waits on nodes to drain or a job that runs NCCL across nodes.
@@ -13,4 +15,4 @@ TIMEOUT_SECONDS = 3600
 
 
 def kubectl(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["kubectl", *args], capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+    return subprocess.run([require_tool("kubectl"), *args], capture_output=True, text=True, timeout=TIMEOUT_SECONDS)

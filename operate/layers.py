@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from operate.messages import bullet
+from operate.tools import require_tool
 from stacks import AWS_ONLY_LAYERS, LAYERS
 
 KUBERNETES_LAYERS = ("addons", "workloads")
@@ -50,6 +52,36 @@ _SYMBOLS = {
     ("delete", "create"): "-/+",
     ("create", "delete"): "+/-",
 }
+
+
+Validation = Literal["valid", "INVALID", "not checked"]
+# Terraform's diagnostics when `init` could not download a provider (Terraform 1.10 and 1.11), and
+# what their detail says when no registry answered: DNS, TCP, TLS or HTTP failures on the way to
+# registry.terraform.io or the provider's download.
+PROVIDER_DOWNLOAD_FAILED = ("Failed to query available provider packages", "Failed to install provider")
+REGISTRY_UNREACHABLE = (
+    "could not connect to",
+    "failed to request discovery document",
+    "could not query provider registry",
+    "dial tcp",
+    "connection refused",
+    "no such host",
+    "i/o timeout",
+    "TLS handshake timeout",
+    "Client.Timeout exceeded",
+    "context deadline exceeded",
+)
+
+
+def registry_unreachable(init_output: str) -> bool:
+    """Did `terraform init` fail because no provider registry answered (not for the configuration)?
+    Terraform wraps its diagnostics at the terminal's width: whitespace is not compared."""
+    said = " ".join(init_output.split())
+    if "including problems with the configuration" in said:  # it found errors in the configuration too
+        return False
+    return any(failed in said for failed in PROVIDER_DOWNLOAD_FAILED) and any(
+        marker in said for marker in REGISTRY_UNREACHABLE
+    )
 
 
 class StateUnreadable(RuntimeError):
@@ -190,8 +222,9 @@ class Operator:
         return self.terraform_in(self.stacks_dir / layer, *args, label=layer)
 
     def terraform_in(self, folder: Path, *args: str, label: str = "") -> subprocess.CompletedProcess[str]:
-        """Run Terraform in `folder`, logging a progress line while it runs longer than the heartbeat."""
-        command = [self.terraform, f"-chdir={folder}", *args, "-no-color"]
+        """Run Terraform in `folder`, logging a progress line while it runs longer than the heartbeat.
+        Raises ToolMissing when there is no Terraform to run."""
+        command = [require_tool(self.terraform, self.env.get("PATH")), f"-chdir={folder}", *args, "-no-color"]
         started = time.monotonic()
         with subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env
@@ -263,7 +296,8 @@ class Operator:
         unchanged = "any layer was applied" if action == "deploy" else "anything was deleted"
         self.log(f"{action} stopped before {unchanged}:")
         for problem in problems:
-            self.log(f"  - {problem}")
+            for line in bullet(problem):
+                self.log(line)
         return LayerResult(ordered[0], False, 0.0, ("pre-flight: " if action == "deploy" else "") + "; ".join(problems))
 
     def destroy_refusals(self, ordered: list[str]) -> list[str]:
@@ -291,10 +325,10 @@ class Operator:
         if protected and not self.delete_data:
             names = ", ".join(f"{address} ({layer})" for layer, address in protected)
             refusals.append(
-                f"protected data would stop this destroy half-way and leave the cluster running: {names}. "
-                "To delete everything, data included: make destroy DELETE_DATA=1 (asks you to type "
-                "the profile name). To stop paying for nodes and keep the data: make pause. To remove "
-                "only the layers above storage: make destroy LAYER=workloads, then LAYER=addons."
+                "Choose one: make destroy DELETE_DATA=1 deletes everything, data included (you type the "
+                "profile name); make pause stops paying for nodes and keeps the data; make destroy "
+                "LAYER=workloads, then LAYER=addons removes only the layers above storage.\n"
+                f"Why: protected data would stop this destroy half-way and leave the cluster running: {names}."
             )
         return refusals
 
@@ -436,17 +470,19 @@ class Operator:
                 return f"could not lift the protection:\n{lifted.stderr or lifted.stdout}"
         return None
 
-    def validate(self, layer: str) -> tuple[bool, str]:
+    def validate(self, layer: str) -> tuple[Validation, str]:
         """`terraform validate` of a layer with its real providers, in a data folder of its own
-        (the layer's backend and deploy folder are untouched)."""
+        (the layer's backend and deploy folder are untouched): valid, INVALID, or not checked when
+        the providers could not be downloaded (then nothing is known of the configuration)."""
         data_dir = str(self.stacks_dir / layer / ".terraform-validate")
         saved, self.env = self.env, {**self.env, "TF_DATA_DIR": data_dir}
         try:
             init = self._tf(layer, "init", "-backend=false", "-input=false")
+            said = (init.stderr or init.stdout).strip()
             if init.returncode != 0:
-                return False, f"terraform init failed:\n{(init.stderr or init.stdout).strip()}"
+                return ("not checked" if registry_unreachable(said) else "INVALID"), f"terraform init failed:\n{said}"
             checked = self._tf(layer, "validate")
-            return checked.returncode == 0, (checked.stdout + checked.stderr).strip()
+            return ("valid" if checked.returncode == 0 else "INVALID"), (checked.stdout + checked.stderr).strip()
         finally:
             self.env = saved
 

@@ -9,7 +9,8 @@ the user is checked first, so a missing item stops the deploy with what to do an
 - a way to the cluster's API endpoint, for the Kubernetes layers (the helm and kubernetes
   providers call it at plan time);
 - before the cluster layer, the account's EC2 vCPU quotas against what the apply launches and each
-  GPU group's reservation against the profile (operate/capacity.py).
+  GPU group's reservation against the profile (operate/capacity.py); what cannot be read stops the
+  deploy too, unless the user skips it (--skip-quota-check, with a warning naming it).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from urllib.parse import urlparse
 from operate.cluster_access import ClusterAccessError, access_options, api_tunnel
 from operate.kubectl import Kubectl
 from operate.layers import KUBERNETES_LAYERS, StateUnreadable
+from operate.messages import wrap
+from operate.tools import ToolMissing
 
 if TYPE_CHECKING:
     from operate.layers import Operator
@@ -42,8 +45,8 @@ def variable_problems(operator: Operator, layers: list[str]) -> list[str]:
         declared.update(operator.stack(layer).get("variable", {}))
     unset = [name for name, body in declared.items() if "default" not in body and f"TF_VAR_{name}" not in operator.env]
     problems = [
-        f"variable {name} is not set. {declared[name].get('description', '')} "
-        f"Set it before deploying: export TF_VAR_{name}='...'"
+        f"Set TF_VAR_{name} before deploying: export TF_VAR_{name}='...'\n"
+        f"variable {name} is not set. {declared[name].get('description', '')}".strip()
         for name in unset
     ]
     judged = {name: body for name, body in declared.items() if name not in unset}
@@ -75,15 +78,15 @@ def state_bucket_problems(config: PlatformConfig, aws: str = "aws", env: dict[st
     if bucket is None:
         return []
     if shutil.which(aws) is None:
-        return [f"the state bucket {bucket} cannot be checked: the AWS CLI ({aws}) is not on PATH"]
+        return [f"{ToolMissing(aws)}\nthe state bucket s3://{bucket} cannot be checked without it"]
     region = config.state.region or config.region
     checked = subprocess.run(
         [aws, "s3api", "head-bucket", "--bucket", bucket, "--region", region], capture_output=True, text=True, env=env
     )
     if checked.returncode != 0:
         return [
-            f"the state bucket s3://{bucket} ({region}) cannot be used: {checked.stderr.strip() or 'not found'}. "
-            "Create it as docs/operations.md (State) shows, or fix state.bucket / state.region."
+            "Create the state bucket as docs/operations.md (State) shows, or fix state.bucket / state.region.\n"
+            f"the state bucket s3://{bucket} ({region}) cannot be used: {checked.stderr.strip() or 'not found'}"
         ]
     return []
 
@@ -113,14 +116,18 @@ def api_problems(
         if config.cluster.endpoint_public_access:
             return []
         return [
-            "the addons and workloads layers need the cluster's API endpoint, which this profile keeps private "
-            "(reachable only through the VPC this deploy creates): deploy the AWS layers first (make deploy "
-            "LAYER=aws), then the rest once you can reach the endpoint. " + access_options(None)
+            "Deploy the AWS layers first (make deploy LAYER=aws), then the rest from where the endpoint "
+            "answers.\n"
+            "Why: the addons and workloads layers call the cluster's API endpoint, which this profile keeps "
+            "private: only the VPC this deploy creates reaches it.\n" + access_options(None)
         ]
     if tunnel is not None:
-        silent = f"nothing answers at the forward {tunnel} (TCP): start it first. "
+        silent = f"Start the forward {tunnel} first: nothing answers there (TCP).\n"
     else:
-        silent = f"the cluster's API endpoint {endpoint} does not answer from this machine (TCP 443). "
+        silent = (
+            f"Deploy from where the endpoint answers: the cluster's API endpoint {endpoint} does not answer "
+            "from this machine (TCP 443).\n"
+        )
     return [] if reachable(tunnel or endpoint) else [silent + access_options(endpoint)]
 
 
@@ -147,9 +154,9 @@ def user_secret_problems(
         return [str(error)]
     if not deployed:
         return [
-            f"the addons layer reads Secrets you create first ({', '.join(f'{ns}/{n}' for ns, n in wanted)}), "
-            "which can only exist once the cluster does: deploy LAYER=cluster first, create them, then deploy "
-            "the rest"
+            "make deploy LAYER=cluster first, create the Secrets below in it, then deploy the rest.\n"
+            f"Why: the addons layer reads Secrets you create ({', '.join(f'{ns}/{n}' for ns, n in wanted)}), "
+            "which can only exist once the cluster does."
         ]
     try:
         run = kubectl()
@@ -165,24 +172,42 @@ def user_secret_problems(
 
 
 def capacity_problems(
-    config: PlatformConfig, aws: str = "aws", env: dict[str, str] | None = None, *, note: Callable[[str], None] = print
+    config: PlatformConfig,
+    aws: str = "aws",
+    env: dict[str, str] | None = None,
+    *,
+    note: Callable[[str], None] = print,
+    skip_unread: bool = False,
 ) -> list[str]:
-    """EC2 quotas below what the apply launches, and GPU groups' reservations EC2 describes
-    otherwise (operate/capacity.py); what cannot be read, and quotas below the profile's largest
-    sizes, are printed as notes and do not stop the deploy."""
-    from operate.capacity import account_problems
+    """EC2 quotas below what the apply launches, GPU groups' reservations EC2 describes otherwise,
+    and (unless `skip_unread`, the user's --skip-quota-check) what could not be read: all stop the
+    deploy (operate/capacity.py). Quotas below the profile's largest sizes are printed as notes;
+    with `skip_unread`, a warning names what could not be read and goes unchecked."""
+    from operate.capacity import AccountCheck, account_check
 
     if shutil.which(aws) is None:
-        note(f"EC2 quotas and reservations not checked: the AWS CLI ({aws}) is not on PATH")
-        return []
+        check = AccountCheck(unread=[f"every EC2 quota and reservation: {ToolMissing(aws)}"])
+    else:
 
-    def run(args: list[str]) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([aws, *args], capture_output=True, text=True, env=env, timeout=120)
+        def run(args: list[str]) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([aws, *args], capture_output=True, text=True, env=env, timeout=120)
 
-    problems, notes = account_problems(config, run)
-    for line in notes:
-        note(f"note: {line}")
-    return problems
+        check = account_check(config, run)
+    for line in [wrapped for told in check.notes for wrapped in wrap(f"note: {told}")]:
+        note(line)
+    unread = "\n".join(f"- {line}" for line in check.unread)
+    if not check.unread:
+        return check.problems
+    if skip_unread:
+        for line in wrap(f"warning: --skip-quota-check: deploying without these, which could not be read:\n{unread}"):
+            note(line)
+        return check.problems
+    return [
+        *check.problems,
+        "Let this deploy read the EC2 quotas and reservations below, or deploy without them: make deploy "
+        "SKIP_QUOTA_CHECK=1 (a warning names what goes unchecked).\n"
+        f"Not read, so not checked:\n{unread}",
+    ]
 
 
 def deploy_preflight(
@@ -191,9 +216,12 @@ def deploy_preflight(
     aws: str = "aws",
     reachable: Callable[[str], bool] = endpoint_reachable,
     kubectl: Callable[[], Kubectl] | None = None,
+    *,
+    skip_quota_check: bool = False,
 ) -> Callable[[list[str]], list[str]]:
     """The check `Operator.run("deploy", ...)` makes before its first apply. `kubectl` binds
-    kubectl to the profile's cluster (only called when that cluster exists)."""
+    kubectl to the profile's cluster (only called when that cluster exists); `skip_quota_check`
+    lets the deploy go on past quotas and reservations that could not be read."""
 
     def check(layers: list[str]) -> list[str]:
         api = api_problems(config, operator, layers, reachable)
@@ -202,7 +230,11 @@ def deploy_preflight(
             *variable_problems(operator, layers),
             *api,
             *(user_secret_problems(config, operator, layers, kubectl) if kubectl and not api else []),
-            *(capacity_problems(config, aws, operator.env) if "cluster" in layers else []),
+            *(
+                capacity_problems(config, aws, operator.env, skip_unread=skip_quota_check)
+                if "cluster" in layers
+                else []
+            ),
         ]
 
     return check

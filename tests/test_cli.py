@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -114,6 +116,9 @@ def test_deploy_and_destroy_refuse_without_a_terminal_or_yes(tmp_path):
         )
         assert result.returncode == 2, result.stderr
         assert "--yes" in result.stderr and "AUTO_APPROVE=1" in result.stderr
+        lines = result.stderr.splitlines()
+        assert lines[0] == f"Review the plan (make plan), then approve with --yes (make {command} AUTO_APPROVE=1)."
+        assert all(len(line) <= 100 for line in lines), lines
         assert not (tmp_path / "cdktf.out" / "gpu-validation" / "stacks").exists(), "nothing may run"
 
 
@@ -213,3 +218,111 @@ def test_manifests_never_deletes_what_it_did_not_write(tmp_path):
     stale.write_text("old run\n")
     assert run("manifests", "--outdir", str(fresh), cwd=tmp_path).returncode == 0
     assert (fresh / "notes.yaml").read_text() == "keep me\n" and stale.read_text() != "old run\n"
+
+
+# ------------------------------------------------------------------ a tool that is not installed
+
+INSTALL_LINES = {
+    "terraform": "terraform is not installed (or not on PATH): install Terraform 1.10 or later, "
+    "https://developer.hashicorp.com/terraform/install",
+    "aws": "aws is not installed (or not on PATH): install the AWS CLI v2, "
+    "https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html",
+    "kubectl": "kubectl is not installed (or not on PATH): install kubectl, https://kubernetes.io/docs/tasks/tools/",
+}
+
+
+def run_without_tools(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """main.py with an empty PATH: no terraform, aws, kubectl (nor node: nothing may synthesize)."""
+    import os
+
+    empty = tmp_path / "empty-bin"
+    empty.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PATH", "TF_PROVIDER_MIRROR")} | {"PATH": str(empty)}
+    return subprocess.run(
+        [sys.executable, str(ROOT / "main.py"), *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+def assert_one_line(result: subprocess.CompletedProcess, tool: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines() == [INSTALL_LINES[tool]], result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "tool"),
+    [
+        (["plan"], "terraform"),
+        (["deploy", "--yes"], "terraform"),
+        (["destroy", "--yes"], "terraform"),
+        (["validate"], "terraform"),
+        (["outputs"], "terraform"),
+        (["verify"], "terraform"),
+        (["cost"], "aws"),
+    ],
+)
+def test_a_missing_tool_is_one_line_naming_it_and_how_to_install_it(tmp_path, args, tool):
+    result = run_without_tools(tmp_path, *args)
+    assert_one_line(result, tool)
+    assert not (tmp_path / "cdktf.out" / "gpu-validation" / "stacks").exists(), "nothing synthesized first"
+
+
+def test_quotas_check_without_the_aws_cli_lists_the_needs_then_names_the_cli(tmp_path):
+    result = run_without_tools(tmp_path, "quotas", "--check")
+    assert_one_line(result, "aws")
+    assert "aws service-quotas get-service-quota" in result.stdout  # what it could print without the CLI
+    assert "fit the profile" not in result.stdout
+    assert run_without_tools(tmp_path, "quotas").returncode == 0  # without --check it reads nothing
+
+
+def test_manifests_that_would_read_the_build_layer_name_terraform(tmp_path):
+    """With the build layer synthesized, manifests reads its state for the NCCL image it built."""
+    (tmp_path / "cdktf.out" / "gpu-validation" / "stacks" / "build").mkdir(parents=True)
+    assert_one_line(run_without_tools(tmp_path, "manifests"), "terraform")
+    # With the image given, or nothing synthesized, it needs no Terraform.
+    given = run_without_tools(tmp_path, "manifests", "--nccl-image", "mine:1")
+    assert given.returncode == 0, given.stderr
+
+
+def make_dry_run(*args: str) -> list[str]:
+    """The main.py arguments a make target passes (make -n: nothing runs)."""
+    import shlex
+
+    done = subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    (line,) = [line for line in done.stdout.replace("\\\n", " ").splitlines() if "main.py" in line]
+    words = shlex.split(line)
+    return words[words.index("main.py") + 1 :]
+
+
+def test_skip_quota_check_reaches_the_deploy_only():
+    assert "--skip-quota-check" in make_dry_run("deploy", "SKIP_QUOTA_CHECK=1")
+    assert "--skip-quota-check" not in make_dry_run("deploy")
+    assert "--skip-quota-check" not in make_dry_run("plan", "SKIP_QUOTA_CHECK=1")
+    help_text = " ".join(run("deploy", "--help").stdout.split())
+    assert "--skip-quota-check deploy even when the EC2 quotas or the GPU groups' reservations" in help_text
+
+
+def test_confirm_delete_data_comes_from_the_make_command_line_only():
+    words = make_dry_run("destroy", "DELETE_DATA=1", "CONFIRM_DELETE_DATA=gpu-validation", "AUTO_APPROVE=1")
+    assert words[-3:] == ["--yes", "--delete-data", "--confirm-delete-data=gpu-validation"]
+    # Alone it is passed on, so that main.py refuses it (it asks for no deletion of data).
+    assert make_dry_run("destroy", "CONFIRM_DELETE_DATA=gpu-validation")[-1] == "--confirm-delete-data=gpu-validation"
+    assert "--confirm-delete-data" not in make_dry_run("plan", "CONFIRM_DELETE_DATA=gpu-validation")
+    # Exported in the shell, as AUTO_APPROVE, it confirms nothing.
+    import os
+
+    exported = subprocess.run(
+        ["make", "-n", "destroy", "DELETE_DATA=1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "CONFIRM_DELETE_DATA": "gpu-validation"},
+    )
+    assert "--delete-data" in exported.stdout and "--confirm-delete-data" not in exported.stdout

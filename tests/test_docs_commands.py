@@ -15,7 +15,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 STUBBED = ("aws", "make", "terraform", "kubectl", "npm", "cdktf")
-MAKE_VARIABLES = {"PROFILE", "LAYER", "AUTO_APPROVE", "DELETE_DATA", "TO", "PYTEST_ARGS", "MIRROR"}
+MAKE_VARIABLES = {
+    "PROFILE",
+    "LAYER",
+    "AUTO_APPROVE",
+    "DELETE_DATA",
+    "CONFIRM_DELETE_DATA",
+    "SKIP_QUOTA_CHECK",
+    "TO",
+    "PYTEST_ARGS",
+    "MIRROR",
+}
 
 
 def snippets() -> list[tuple[str, str]]:

@@ -640,6 +640,11 @@ def test_protected_data_refuses_a_full_destroy_before_anything_is_deleted(tmp_pa
     assert "DELETE_DATA=1" in result.detail and "make pause" in result.detail
     assert not any(c.endswith((" plan", " apply")) for c in calls(log))
     assert "destroy stopped before anything was deleted:" in lines
+    # Short lines, the choices first.
+    assert lines[lines.index("destroy stopped before anything was deleted:") + 1].startswith(
+        "  - Choose one: make destroy DELETE_DATA=1 deletes everything"
+    )
+    assert all(len(line) <= 100 for line in lines), lines
 
 
 def test_a_layer_still_used_above_is_not_destroyed(tmp_path, fake_terraform):
@@ -770,3 +775,133 @@ def test_terraform_never_inherits_a_workspace_or_extra_arguments(tmp_path, monke
     env = Operator(tmp_path).env
     assert not any(k == "TF_WORKSPACE" or k.startswith("TF_CLI_ARGS") for k in env)
     assert env["AWS_PROFILE"] == "kept" and env["TF_INPUT"] == "0"
+
+
+# ------------------------------------------------------------------ tools that are not installed
+
+
+def test_an_operator_without_terraform_says_so_and_runs_nothing(tmp_path, fake_terraform):
+    from operate.tools import ToolMissing
+
+    (tmp_path / "empty").mkdir()
+    op = Operator(tmp_path / "stacks", env={"PATH": str(tmp_path / "empty")}, log=lambda _: None)
+    with pytest.raises(ToolMissing, match=r"^terraform is not installed \(or not on PATH\): install Terraform 1.10"):
+        op.run("plan", ["cluster"])
+
+
+def test_kubectl_and_the_aws_cli_that_are_not_installed_are_named(tmp_path, monkeypatch):
+    from operate.cluster_access import run_aws
+    from operate.kubectl import kubectl
+    from operate.tools import ToolMissing
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ToolMissing, match=r"^kubectl is not installed \(or not on PATH\): install kubectl, https://"):
+        kubectl(["version"])
+    with pytest.raises(
+        ToolMissing, match=r"^aws is not installed \(or not on PATH\): install the AWS CLI v2, https://"
+    ):
+        run_aws(["sts", "get-caller-identity"])
+
+
+def test_a_destroy_whose_clean_up_has_no_kubectl_stops_before_it_deletes(tmp_path, fake_terraform, monkeypatch, capsys):
+    """`main.py destroy` with terraform on PATH but neither kubectl nor the AWS CLI: the clean-up,
+    which runs before the layer's apply, names the missing tool; nothing is destroyed."""
+    import main
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "terraform").symlink_to(fake_terraform)
+    outdir = tmp_path / "out"
+    (outdir / "stacks").mkdir(parents=True)
+    (outdir / "stacks" / "workloads").symlink_to(tmp_path / "stacks" / "workloads")
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("FAKE_TF_LOG", str(log))
+    monkeypatch.setenv("FAKE_TF_ENDPOINT", TARGET.endpoint)
+    monkeypatch.setattr(main, "synthesize_profile", lambda config, outdir: None)
+    code = main.main(["destroy", "--layer", "workloads", "--yes", "--outdir", str(outdir)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("aws is not installed (or not on PATH): install the AWS CLI v2")
+    assert "workloads plan" in calls(log) and "workloads apply" not in calls(log)
+
+
+# ------------------------------------------------------------------ the typed name, never --yes
+
+
+def destroy_storage_with_main(tmp_path, fake_terraform, monkeypatch, *args: str, terminal: bool) -> int:
+    """`main.py destroy --layer storage ...` with the fake terraform on PATH, protected data
+    deployed in the storage layer, and a terminal on stdin or none."""
+    import main
+
+    protected_storage(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    if not (bin_dir / "terraform").exists():
+        (bin_dir / "terraform").symlink_to(fake_terraform)
+    outdir = tmp_path / "out"
+    outdir.mkdir(exist_ok=True)
+    if not (outdir / "stacks").exists():
+        (outdir / "stacks").symlink_to(tmp_path / "stacks")
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("FAKE_TF_LOG", str(tmp_path / "calls.log"))
+    monkeypatch.setenv("FAKE_TF_RESOURCES", json.dumps(STORAGE_DEPLOYED))
+    monkeypatch.setattr(main, "synthesize_profile", lambda config, outdir: None)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: terminal, raising=False)
+    return main.main(["destroy", "--layer", "storage", "--outdir", str(outdir), *args])
+
+
+def data_deleted(tmp_path: Path) -> bool:
+    """Did the destroy lift the data's protection or apply the destroy plan (the fake's log)?"""
+    return any(call == "storage apply" for call in calls(tmp_path / "calls.log"))
+
+
+def test_yes_approves_the_plans_but_the_data_still_asks_for_its_name(tmp_path, fake_terraform, monkeypatch):
+    asked: list[str] = []
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "yes")
+    code = destroy_storage_with_main(tmp_path, fake_terraform, monkeypatch, "--yes", "--delete-data", terminal=True)
+    assert code == 1 and len(asked) == 1
+    assert asked[0].startswith("Delete this data of the storage layer?")
+    assert "Type the profile name (gpu-validation) to confirm" in asked[0]
+    assert not data_deleted(tmp_path)  # "yes" is not the profile's name
+    asked.clear()
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "gpu-validation")
+    code = destroy_storage_with_main(tmp_path, fake_terraform, monkeypatch, "--yes", "--delete-data", terminal=True)
+    assert code == 0 and len(asked) == 1 and data_deleted(tmp_path)
+
+
+def test_without_a_terminal_yes_and_delete_data_refuse_before_anything_runs(
+    tmp_path, fake_terraform, monkeypatch, capsys
+):
+    monkeypatch.setattr("builtins.input", lambda prompt: pytest.fail("no terminal: nothing may be asked"))
+    code = destroy_storage_with_main(tmp_path, fake_terraform, monkeypatch, "--yes", "--delete-data", terminal=False)
+    err = capsys.readouterr().err
+    assert code == 2 and calls(tmp_path / "calls.log") == []  # not even an init
+    assert err.splitlines()[0].startswith("Run it on a terminal to type the profile name, or confirm the deletion")
+    assert "make destroy DELETE_DATA=1 CONFIRM_DELETE_DATA=gpu-validation AUTO_APPROVE=1" in " ".join(err.split())
+    assert all(len(line) <= 100 for line in err.splitlines())
+
+
+def test_ci_confirms_the_data_by_the_profiles_name_with_a_warning(tmp_path, fake_terraform, monkeypatch, capsys):
+    monkeypatch.setattr("builtins.input", lambda prompt: pytest.fail("confirmed by the flag: nothing may be asked"))
+    args = ("--yes", "--delete-data", "--confirm-delete-data", "gpu-validation")
+    code = destroy_storage_with_main(tmp_path, fake_terraform, monkeypatch, *args, terminal=False)
+    err = capsys.readouterr().err
+    assert code == 0 and data_deleted(tmp_path)
+    assert err.startswith("warning: --confirm-delete-data=gpu-validation: the protected data of gpu-validation")
+    assert "Delete this data of the storage layer? Confirmed by --confirm-delete-data=gpu-validation." in err
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--yes", "--delete-data", "--confirm-delete-data", "p5-training"), "is not the name of profile"),
+        (("--yes", "--confirm-delete-data", "gpu-validation"), "Add --delete-data"),
+    ],
+)
+def test_a_wrong_name_or_no_delete_data_refuses_before_anything_runs(
+    tmp_path, fake_terraform, monkeypatch, capsys, args, said
+):
+    code = destroy_storage_with_main(tmp_path, fake_terraform, monkeypatch, *args, terminal=True)
+    assert code == 2 and said in capsys.readouterr().err
+    assert calls(tmp_path / "calls.log") == []

@@ -40,11 +40,15 @@ def clean_env(monkeypatch):
 def test_unset_passwords_are_named_before_anything_is_applied(tmp_path, synthesized, terraform, clean_env):
     operator = stacks_with(tmp_path, synthesized, "gpu-validation", {}, terraform)
     problems = variable_problems(operator, ["cluster", "addons"])
-    assert [p.split(" is not set")[0] for p in problems] == [
+    assert [p.splitlines()[1].split(" is not set")[0] for p in problems] == [
         "variable grafana_admin_password",
         "variable mlflow_admin_password",
     ]
-    assert all("export TF_VAR_" in p for p in problems)
+    # The fix first: the export that sets it.
+    assert [p.splitlines()[0].split(": ")[1] for p in problems] == [
+        "export TF_VAR_grafana_admin_password='...'",
+        "export TF_VAR_mlflow_admin_password='...'",
+    ]
 
 
 def test_a_bad_password_is_refused_by_terraforms_own_validation(tmp_path, synthesized, terraform, clean_env):
@@ -101,10 +105,11 @@ def test_a_tunnel_is_what_must_answer_and_the_options_say_how_to_open_one():
 
     (problem,) = api_problems(config, Outputs(ENDPOINT, tunnel), ["addons"], reachable=silent)  # type: ignore[arg-type]
     assert asked == ["https://localhost:8443"]  # the forward, not the private endpoint behind it
-    assert problem.startswith("nothing answers at the forward https://localhost:8443")
+    assert problem.startswith("Start the forward https://localhost:8443 first: nothing answers there")
     # The options name the settings and the SSM forward to the endpoint's own host name.
     assert "cluster.private_endpoint_access.security_groups" in problem
-    assert "host=ABC.gr7.us-west-2.eks.amazonaws.com,portNumber=443,localPortNumber=8443" in problem
+    assert "    EKS_HOST=ABC.gr7.us-west-2.eks.amazonaws.com\n" in problem
+    assert '--parameters "host=$EKS_HOST,portNumber=443,localPortNumber=8443"' in problem
     assert api_problems(config, Outputs(ENDPOINT, tunnel), ["addons"], reachable=lambda _: True) == []  # type: ignore[arg-type]
     # Only the Kubernetes layers go through it.
     assert api_problems(config, Outputs(ENDPOINT, tunnel), ["storage"], reachable=silent) == []  # type: ignore[arg-type]
@@ -189,3 +194,70 @@ def test_terraform_and_kubectl_accept_the_same_tunnels(tmp_path, synthesized, te
     )
     if refused_by_terraform:
         assert "api_tunnel must be empty or https://localhost:PORT" in refused_by_terraform[0]
+
+
+def printed_refusal(problems: list[str]) -> list[str]:
+    """What a deploy prints for these pre-flight problems (Operator.run, as main.py wires it)."""
+    from operate.layers import Operator
+
+    lines: list[str] = []
+    Operator(Path("/nonexistent"), log=lines.append, preflight=lambda _: problems).run("deploy", ["addons"])
+    return lines
+
+
+REAL_ENDPOINT = {"endpoint": {"value": "https://0123456789ABCDEF0123456789ABCDEF.gr7.ap-southeast-2.eks.amazonaws.com"}}
+
+
+@pytest.mark.parametrize(
+    ("outputs", "tunnel", "fix"),
+    [
+        ({}, None, "Deploy the AWS layers first (make deploy LAYER=aws)"),
+        (REAL_ENDPOINT, None, "Deploy from where the endpoint answers"),
+        (REAL_ENDPOINT, "https://localhost:8443", "Start the forward https://localhost:8443 first"),
+    ],
+)
+def test_the_refusals_for_a_private_endpoint_are_short_lines_with_the_fix_first(outputs, tunnel, fix):
+    config = load_profile("gpu-validation")
+    env = {"TF_VAR_api_tunnel": tunnel} if tunnel else {}
+    (problem,) = api_problems(config, Outputs(outputs, env), ["addons"], reachable=lambda _: False)  # type: ignore[arg-type]
+    lines = printed_refusal([problem])
+    assert lines[0] == "deploy stopped before any layer was applied:"
+    assert lines[1].startswith(f"  - {fix}"), lines
+    assert all(len(line) <= 100 for line in lines), [line for line in lines if len(line) > 100]
+    # Nothing is lost in the wrapping: the same words in the same order, after the list's "-" and
+    # the commands' continuations.
+    printed = [word for word in " ".join(lines[1:]).split() if word != "\\"]
+    assert printed[0] == "-" and printed[1:] == problem.split()
+    assert any(line.strip() == "export TF_VAR_api_tunnel=https://localhost:8443" for line in lines)
+    command = [line.strip().rstrip("\\").strip() for line in lines if "ssm start-session" in line or "  --" in line]
+    assert " ".join(command).startswith("aws ssm start-session --target <instance-id> --document-name")
+
+
+def test_every_long_pre_flight_message_is_wrapped(tmp_path):
+    """The longest lines the pre-flight prints: unset variables with their descriptions, a state
+    bucket that cannot be used, the Secrets a fresh cluster cannot hold yet."""
+    from operate.preflight import user_secret_problems
+
+    config = load_profile(str(FIXTURE_PROFILES / "s3-state.yaml"))
+    problems = state_bucket_problems(config, fake_aws(tmp_path, 254))
+    problems += user_secret_problems(load_profile(str(FIXTURE_PROFILES / "jark.yaml")), Outputs({}), ["addons"], None)  # type: ignore[arg-type]
+    problems.append("variable x is not set. " + "A long description of the variable. " * 8)
+    assert any(len(problem) > 200 for problem in problems)
+    lines = printed_refusal(problems)
+    assert all(len(line) <= 100 for line in lines), [line for line in lines if len(line) > 100]
+    fixes = [line for line in lines if line.startswith("  - ")]
+    assert fixes[0].startswith("  - Create the state bucket as docs/operations.md (State) shows")
+    assert fixes[1].startswith("  - make deploy LAYER=cluster first, create the Secrets below in it")
+
+
+def test_wrapping_keeps_commands_whole_and_continues_them_at_their_options():
+    from operate.messages import wrap
+
+    command = "  aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-417A185B"
+    assert wrap(command, 200) == [command]
+    assert wrap(command, 60) == [
+        "  aws service-quotas request-service-quota-increase \\",
+        "    --service-code ec2 --quota-code L-417A185B",
+    ]
+    assert wrap("- an item " + "x" * 70, 40) == ["- an item", "  " + "x" * 70]  # a long word is kept whole
+    assert wrap("one\ntwo") == ["one", "two"]

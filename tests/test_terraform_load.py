@@ -11,10 +11,14 @@ variables-only configuration, which needs no provider either.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
+from operate.layers import Operator
 from stacks import LAYERS
 from tests.cases import AWS_LAYERS, FIXTURES, HCL_PROFILES, SHIPPED
 from tests.terraform import SlottedOperator, describe
@@ -142,7 +146,105 @@ def test_make_validate_runs_terraform_validate_apart_from_the_deploy_folder(synt
         env={"TF_CLI_CONFIG_FILE": str(terraform.cli_config)},
         log=lambda _: None,
     )
-    assert operator.validate("build") == (True, "Success! The configuration is valid.")
-    ok, detail = operator.validate("broken")
-    assert not ok and "bucketz" in detail
+    assert operator.validate("build") == ("valid", "Success! The configuration is valid.")
+    outcome, detail = operator.validate("broken")
+    assert outcome == "INVALID" and "bucketz" in detail
     assert not (tmp_path / "stacks" / "build" / ".terraform").exists()  # the deploy folder is untouched
+
+
+# What Terraform 1.11.4 printed for `terraform init` with no registry reachable (a direct-only CLI
+# config, HTTPS_PROXY at a closed port), and for a configuration error it finds before any download.
+NO_REGISTRY = """Initializing provider plugins...
+- Finding hashicorp/helm versions matching "3.0.2"...
+Error: Failed to query available provider packages
+
+Could not retrieve the list of available versions for provider
+hashicorp/helm: could not connect to registry.terraform.io: failed to request
+discovery document: Get
+"https://registry.terraform.io/.well-known/terraform.json": dial tcp: lookup
+registry.terraform.io on 10.255.255.53:53: no such host
+"""
+BAD_CONFIGURATION = """Error: Terraform encountered problems during initialisation, including problems
+with the configuration, described below.
+
+Error: Invalid type specification
+
+  on cdk.tf.json line 1, in variable.x:
+The keyword "nonsense" is not a valid type specification.
+"""
+
+
+def test_an_unreachable_registry_is_told_apart_from_a_configuration_error():
+    from operate.layers import registry_unreachable
+
+    assert registry_unreachable(NO_REGISTRY)
+    assert not registry_unreachable(BAD_CONFIGURATION)
+    assert not registry_unreachable(BAD_CONFIGURATION + NO_REGISTRY)  # the configuration is wrong anyway
+    # A provider the registry answers for but cannot match is the configuration's fault.
+    assert not registry_unreachable(
+        "Error: Failed to query available provider packages\nCould not retrieve the list of available versions "
+        "for provider hashicorp/helm: no available releases match the given constraints 99.0.0"
+    )
+
+
+def fake_init(tmp_path: Path, said: str) -> str:
+    """A terraform whose init fails with `said` on stderr (and whose validate would succeed)."""
+    import sys
+
+    (tmp_path / "said").write_text(said)
+    binary = tmp_path / "bin" / "terraform"
+    binary.parent.mkdir()
+    binary.write_text(
+        f"#!{sys.executable}\nimport sys\n"
+        f"if sys.argv[2] == 'init':\n    sys.stderr.write(open({str(tmp_path / 'said')!r}).read())\n    sys.exit(1)\n"
+        "print('Success! The configuration is valid.')\n"
+    )
+    binary.chmod(0o755)
+    return str(binary)
+
+
+@pytest.mark.parametrize(
+    ("said", "outcome", "exit_code"), [(NO_REGISTRY, "not checked", 1), (BAD_CONFIGURATION, "INVALID", 1)]
+)
+def test_make_validate_without_a_registry_says_not_checked_never_invalid(
+    tmp_path, monkeypatch, capsys, said, outcome, exit_code
+):
+    import main
+
+    binary = fake_init(tmp_path, said)
+    monkeypatch.setattr(main, "synthesize_profile", lambda config, outdir: None)
+    monkeypatch.setenv("PATH", f"{Path(binary).parent}:{os.environ['PATH']}")
+    for layer in ("cluster", "storage"):
+        (tmp_path / "out" / "stacks" / layer).mkdir(parents=True)
+    code = main.main(["validate", "--layer", "cluster", "--outdir", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert code == exit_code
+    assert out.splitlines()[0] == f"{outcome} gpu-validation cluster:"
+    if outcome == "not checked":
+        assert "INVALID" not in out + err
+        assert err.strip().startswith("Run make validate where registry.terraform.io answers")
+        assert "cluster was not checked (neither valid nor invalid)" in " ".join(err.split())
+    else:
+        assert "Invalid type specification" in out and err == ""
+
+
+def test_terraform_itself_without_a_registry_is_not_checked(tmp_path):
+    """The real Terraform, its registry unreachable (a proxy at a closed port), on a layer needing
+    a provider from the registry: not checked. A configuration error it finds first: INVALID."""
+    binary = shutil.which("terraform")
+    if binary is None:
+        pytest.skip("SKIPPING: terraform is not on PATH")
+    direct = tmp_path / "direct.tfrc"
+    direct.write_text("provider_installation {\n  direct {}\n}\n")
+    helm = {"terraform": {"required_providers": {"helm": {"source": "hashicorp/helm", "version": "3.0.2"}}}}
+    for layer, stack in (("ok", helm), ("broken", {**helm, "variable": {"x": {"type": "nonsense"}}})):
+        (tmp_path / "stacks" / layer).mkdir(parents=True)
+        (tmp_path / "stacks" / layer / "cdk.tf.json").write_text(json.dumps(stack))
+    closed = "http://127.0.0.1:9"
+    env = {"TF_CLI_CONFIG_FILE": str(direct), "HTTPS_PROXY": closed, "HTTP_PROXY": closed, "NO_PROXY": ""}
+    operator = Operator(tmp_path / "stacks", terraform=binary, env=env, log=lambda _: None)
+    outcome, detail = operator.validate("ok")
+    assert outcome == "not checked", detail
+    assert "Failed to query available provider packages" in detail
+    outcome, detail = operator.validate("broken")
+    assert outcome == "INVALID" and "Invalid type specification" in detail
