@@ -36,7 +36,13 @@ class InterfaceEndpointsProps:
     services: tuple[str, ...]
     """Service names after com.amazonaws.<region>., e.g. "ecr.api", "sts"."""
     client_security_group_id: str
-    """Only members of this group may connect (HTTPS)."""
+    """The cluster security group: its nodes and pods connect (HTTPS)."""
+    admitted_cidrs: tuple[str, ...] = ()
+    """Networks outside the VPC admitted to the private API (a VPN's clients, a peered VPC): the
+    endpoints' private DNS answers for them too, so they must be admitted here as well."""
+    admitted_security_groups: tuple[str, ...] = ()
+    """Groups of hosts admitted to the private API (a bastion, the SSM forward's instance, a CI
+    runner): the same reason."""
     account_id: str
     """The platform's account: only its principals may use the endpoints."""
 
@@ -77,6 +83,7 @@ class InterfaceEndpoints(Construct):
             "group",
             name=f"{props.name}-endpoints",
             vpc_id=props.vpc_id,
+            # A new description would replace the group: the rules below say who else is admitted.
             description="HTTPS to interface endpoints from cluster nodes",
             tags={"Name": f"{props.name}-endpoints"},
         )
@@ -90,6 +97,31 @@ class InterfaceEndpoints(Construct):
             to_port=443,
             description="HTTPS from cluster nodes",
         )
+        # With private DNS, every host in the VPC (and every network resolving through it) reaches
+        # ssm, sts, ec2, ecr and eks-auth through these interfaces: whoever may call the private
+        # API may call these, or the SSM forward cannot start and Terraform there cannot reach STS.
+        for index, cidr in enumerate(props.admitted_cidrs):
+            VpcSecurityGroupIngressRule(
+                self,
+                f"https-from-network-{index}",
+                security_group_id=group.id,
+                cidr_ipv4=cidr,
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                description=f"HTTPS from {cidr} (cluster.private_endpoint_access.cidrs)",
+            )
+        for admitted in props.admitted_security_groups:
+            VpcSecurityGroupIngressRule(
+                self,
+                f"https-from-{admitted}",
+                security_group_id=group.id,
+                referenced_security_group_id=admitted,
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                description=f"HTTPS from {admitted} (cluster.private_endpoint_access.security_groups)",
+            )
         for service in props.services:
             VpcEndpoint(
                 self,

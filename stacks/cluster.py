@@ -95,6 +95,8 @@ class ClusterStack(LayerStack):
                     subnet_ids=private_subnets,
                     services=tuple(vpc.interface_endpoints),
                     client_security_group_id=node_sg,
+                    admitted_cidrs=tuple(cluster_cfg.private_endpoint_access.cidrs),
+                    admitted_security_groups=tuple(cluster_cfg.private_endpoint_access.security_groups),
                     account_id=control_plane.account_id,
                 ),
             )

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.cases import FIXTURES, SHIPPED
+from tests.cases import FIXTURES, QUICK, SHIPPED, profiles_where
 from tests.synth_helpers import resources
 
 ENDPOINT = "https://0123ABCD.gr7.eu-west-1.eks.amazonaws.com"
@@ -38,6 +38,48 @@ def test_the_profile_names_who_reaches_the_private_endpoint_on_443_only(synthesi
 @pytest.mark.parametrize("profile", [p for p in SHIPPED + FIXTURES if p != "s3-state"])
 def test_without_settings_the_cluster_security_group_admits_no_one_else(synthesized, profile):
     assert api_rules(synthesized.stack(profile, "cluster")) == []
+
+
+def endpoint_rules(stack: dict) -> dict[str, list[dict]]:
+    """Ingress rules per security group carried by the interface endpoints."""
+    groups = {
+        group
+        for endpoint in resources(stack, "aws_vpc_endpoint").values()
+        for group in endpoint.get("security_group_ids", [])
+    }
+    return {
+        group: [
+            r
+            for r in resources(stack, "aws_vpc_security_group_ingress_rule").values()
+            if r["security_group_id"] == group
+        ]
+        for group in groups
+    }
+
+
+WITH_INTERFACE_ENDPOINTS = profiles_where(lambda config: bool(config.cluster.vpc.interface_endpoints))
+
+
+def test_the_private_access_fixture_has_interface_endpoints():
+    assert "s3-state" in WITH_INTERFACE_ENDPOINTS or QUICK
+    assert {"p5-training", "p5en-training"} <= set(WITH_INTERFACE_ENDPOINTS) or QUICK
+
+
+@pytest.mark.parametrize("profile", WITH_INTERFACE_ENDPOINTS)
+def test_every_host_admitted_to_the_api_reaches_the_interface_endpoints(synthesized, profile):
+    """Private DNS sends every host that resolves through the VPC to the endpoints' interfaces:
+    a bastion, VPN or CI runner admitted to the API must be admitted there too (HTTPS), besides the
+    cluster security group itself, or the SSM forward and Terraform's STS calls fail from it."""
+    stack = synthesized.stack(profile, "cluster")
+    (eks_id,) = resources(stack, "aws_eks_cluster")
+    cluster_group = f"${{aws_eks_cluster.{eks_id}.vpc_config[0].cluster_security_group_id}}"
+    api = {rule.get("cidr_ipv4") or rule["referenced_security_group_id"] for rule in api_rules(stack)}
+    groups = endpoint_rules(stack)
+    assert groups, "interface endpoints without a security group"
+    for rules in groups.values():
+        admitted = {rule.get("cidr_ipv4") or rule["referenced_security_group_id"] for rule in rules}
+        assert admitted == api | {cluster_group}
+        assert all((r["ip_protocol"], r["from_port"], r["to_port"]) == ("tcp", 443, 443) for r in rules)
 
 
 def provider_settings(stack: dict) -> dict[str, str]:
