@@ -175,7 +175,7 @@ test: lint $(CHECKOV) $(PROMTOOL) $(AMTOOL) $(POSTGRES)  ## the whole test suite
 # Before pushing, run make test: every profile, terraform, checkov, HCL exports, the emulator.
 CHECK_TESTS := profiles loader naming schema architecture snapshots addon_registry namespaces quotas dra \
 	karpenter_policy versions renovate docs_commands operate pause state_claim cluster addons workloads \
-	storage_build mlflow mlflow_db_setup diagram verify dashboards cost
+	storage_build mlflow mlflow_db_setup diagram verify dashboards cost teardown
 check: $(DEV_STAMP)  ## the one-minute inner loop (ruff and the fast tests on the default profile)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
