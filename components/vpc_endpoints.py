@@ -97,30 +97,30 @@ class InterfaceEndpoints(Construct):
             to_port=443,
             description="HTTPS from cluster nodes",
         )
+
         # With private DNS, every host in the VPC (and every network resolving through it) reaches
         # ssm, sts, ec2, ecr and eks-auth through these interfaces: whoever may call the private
         # API may call these, or the SSM forward cannot start and Terraform there cannot reach STS.
-        for index, cidr in enumerate(props.admitted_cidrs):
+        def admit(rule_id: str, named: str, *, cidr: str | None = None, group_id: str | None = None) -> None:
             VpcSecurityGroupIngressRule(
                 self,
-                f"https-from-network-{index}",
+                rule_id,
                 security_group_id=group.id,
                 cidr_ipv4=cidr,
+                referenced_security_group_id=group_id,
                 ip_protocol="tcp",
                 from_port=443,
                 to_port=443,
-                description=f"HTTPS from {cidr} (cluster.private_endpoint_access.cidrs)",
+                description=f"HTTPS from {named}",
             )
+
+        for index, cidr in enumerate(props.admitted_cidrs):
+            admit(f"https-from-network-{index}", f"{cidr} (cluster.private_endpoint_access.cidrs)", cidr=cidr)
         for admitted in props.admitted_security_groups:
-            VpcSecurityGroupIngressRule(
-                self,
+            admit(
                 f"https-from-{admitted}",
-                security_group_id=group.id,
-                referenced_security_group_id=admitted,
-                ip_protocol="tcp",
-                from_port=443,
-                to_port=443,
-                description=f"HTTPS from {admitted} (cluster.private_endpoint_access.security_groups)",
+                f"{admitted} (cluster.private_endpoint_access.security_groups)",
+                group_id=admitted,
             )
         for service in props.services:
             VpcEndpoint(
