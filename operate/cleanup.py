@@ -265,7 +265,12 @@ def pre_destroy_cleanup(
 ) -> list[str]:
     """Everything before Terraform's destroy of the layer (see the module's docstring). Returns what
     it deleted or marked for deletion."""
+    from operate.pause import hold_and_drain  # pause imports this module
+
     waiter = waiter or Waiter()
+    # First the tenants' queues stop admitting (and evict what they admitted): a job stopped below
+    # frees quota, and Kueue would otherwise admit the next queued job onto the same claims.
+    hold_and_drain(run, owned.cluster_queues, log)
     _stop_workloads_mounting(run, owned, waiter)
     _remove_node_pools(run, owned, waiter)
     _remove_load_balancers(run, owned, waiter)

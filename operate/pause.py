@@ -138,6 +138,11 @@ def _stop_policy(kubectl: Kubectl, queues: tuple[str, ...], policy: str, log: Ca
         log(f"ClusterQueues {', '.join(queues)}: stopPolicy {policy}")
 
 
+def hold_and_drain(kubectl: Kubectl, queues: tuple[str, ...], log: Callable[[str], None]) -> None:
+    """Before a teardown: the ClusterQueues admit nothing more and evict what they admitted."""
+    _stop_policy(kubectl, queues, "HoldAndDrain", log)
+
+
 def pause(
     config: PlatformConfig,
     *,

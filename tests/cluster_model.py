@@ -75,6 +75,7 @@ RESOURCES = {
     "nodepools.karpenter.sh": ("karpenter.sh", "NodePool", False),
     "nodeclaims.karpenter.sh": ("karpenter.sh", "NodeClaim", False),
     "poddisruptionbudgets": ("policy", "PodDisruptionBudget", True),
+    "clusterqueues.kueue.x-k8s.io": ("kueue.x-k8s.io", "ClusterQueue", False),
 }
 SHORT_NAMES = {
     "pod": "pods",
@@ -320,6 +321,12 @@ class Cluster:
             if obj is None:
                 return done(1, "", f'Error from server (NotFound): {resource} "{name}" not found')
             return done(0, json.dumps(obj))
+        if verb == "patch":  # a merge patch of the spec (pause, and the teardown's queue hold)
+            if obj is None:
+                return done(1, "", f'Error from server (NotFound): {resource} "{name}" not found')
+            obj.setdefault("spec", {}).update(json.loads(args[args.index("-p") + 1]).get("spec", {}))
+            self.reconcile()
+            return done(0, f"{resource}/{name} patched")
         if verb == "delete":
             if obj is None:
                 return done(0) if "--ignore-not-found" in args else done(1, "", f'{resource} "{name}" not found')

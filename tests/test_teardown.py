@@ -204,3 +204,18 @@ def test_a_claim_still_mounted_after_the_destroy_names_its_pod(synthesized):
     with pytest.raises(TeardownStuck, match=r"mounted by monitoring/prometheus-monitoring-0"):
         after_destroy(cluster.kubectl, owned, log=lambda _: None, waiter=Waiter(clock=clock, sleep=clock.sleep))
     assert 15 * 60 <= clock.now <= 15 * 60 + 10
+
+
+def test_the_queues_stop_admitting_before_any_job_is_stopped(synthesized, tmp_path, bound_to_the_model):
+    """A stopped job frees quota: unless its ClusterQueue holds first, Kueue admits the next queued
+    job onto the claims Terraform is about to delete (kueue clusterqueue_types.go, stopPolicy)."""
+    world, op = deployed(synthesized, SHIPPED[0], tmp_path)
+    bound_to_the_model.append(world)
+    (result,) = op.run("destroy", ["workloads"])
+    assert result.ok, result.detail
+    verbs = [call[0] for call in world.calls if call[0] in ("patch", "delete")]
+    patches = [call for call in world.calls if call[0] == "patch"]
+    queues = platform_objects(profile_config(SHIPPED[0]), "workloads").cluster_queues
+    assert queues and [call[2] for call in patches] == list(queues)
+    assert all('"HoldAndDrain"' in call[-1] for call in patches)
+    assert verbs.index("delete") > max(i for i, verb in enumerate(verbs) if verb == "patch")
