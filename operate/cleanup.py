@@ -45,11 +45,10 @@ from typing import Any
 
 from addons.kueue import DEFINITION as KUEUE
 from operate.cluster_access import ClusterAccessError
-from operate.kubectl import Kubectl
+from operate.kubectl import NO_SUCH_KIND, Kubectl
 from operate.layers import TeardownStuck
+from operate.pause import hold_and_drain
 from profiles import PlatformConfig
-
-NO_SUCH_KIND = "the server doesn't have a resource type"
 
 # How long each wait may take. Nodes: a drain evicts pods with their grace period (up to an
 # hour for a training pod), then EC2 terminates the instance. Pods: their grace period.
@@ -265,8 +264,6 @@ def pre_destroy_cleanup(
 ) -> list[str]:
     """Everything before Terraform's destroy of the layer (see the module's docstring). Returns what
     it deleted or marked for deletion."""
-    from operate.pause import hold_and_drain  # pause imports this module
-
     waiter = waiter or Waiter()
     # First the tenants' queues stop admitting (and evict what they admitted): a job stopped below
     # frees quota, and Kueue would otherwise admit the next queued job onto the same claims.

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from operate.tools import require_tool
 
 Kubectl = Callable[[list[str]], subprocess.CompletedProcess[str]]
+# What kubectl prints for a kind whose CRD is not installed (e.g. Karpenter's, Kueue's).
+NO_SUCH_KIND = "the server doesn't have a resource type"
 
 # Long enough for a delete that waits on nodes to drain or a job that runs NCCL across nodes.
 TIMEOUT_SECONDS = 3600

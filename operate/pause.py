@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.k8s.karpenter_pools import pool_limits
-from operate.cleanup import NO_SUCH_KIND
 from operate.cluster_access import AwsCli, ClusterAccessError
-from operate.kubectl import Kubectl
+from operate.kubectl import NO_SUCH_KIND, Kubectl
 from profiles import PlatformConfig
 
 SYSTEM_NODE_GROUP = "system"
