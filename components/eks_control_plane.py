@@ -21,12 +21,12 @@ from cdktf_cdktf_provider_aws.eks_cluster import (
     EksClusterKubernetesNetworkConfig,
     EksClusterVpcConfig,
 )
-from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
 from components.expressions import expression, string_literal
 from components.iam import ServiceRole, ServiceRoleProps, allow, policy_document
 from components.kms import account_administered_key
+from components.network import admit_https
 
 
 @dataclass(frozen=True)
@@ -132,16 +132,13 @@ class EksControlPlane(Construct):
         # The private endpoint's network interfaces carry the cluster security group, which admits
         # only itself; whoever else may call the API is named in the profile.
         def admit(rule_id: str, named: str, *, cidr: str | None = None, group: str | None = None) -> None:
-            VpcSecurityGroupIngressRule(
+            admit_https(
                 self,
                 rule_id,
                 security_group_id=self._cluster_security_group_id,
-                cidr_ipv4=cidr,
-                referenced_security_group_id=group,
-                ip_protocol="tcp",
-                from_port=443,
-                to_port=443,
                 description=f"Kubernetes API from {named}",
+                cidr=cidr,
+                group_id=group,
             )
 
         for index, cidr in enumerate(props.private_access_cidrs):

@@ -16,6 +16,7 @@ from cdktf_cdktf_provider_aws.route_table_association import RouteTableAssociati
 from cdktf_cdktf_provider_aws.subnet import Subnet
 from cdktf_cdktf_provider_aws.vpc import Vpc
 from cdktf_cdktf_provider_aws.vpc_endpoint import VpcEndpoint
+from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
 from profiles.cluster import is_zone_id
@@ -157,3 +158,26 @@ class Network(Construct):
     def public_subnet_ids(self) -> dict[str, str]:
         """AZ -> public subnet id."""
         return self._public_subnet_ids
+
+
+def admit_https(
+    scope: Construct,
+    rule_id: str,
+    *,
+    security_group_id: str,
+    description: str,
+    cidr: str | None = None,
+    group_id: str | None = None,
+) -> None:
+    """An ingress rule for HTTPS (TCP 443) into `security_group_id` from a network or a group."""
+    VpcSecurityGroupIngressRule(
+        scope,
+        rule_id,
+        security_group_id=security_group_id,
+        cidr_ipv4=cidr,
+        referenced_security_group_id=group_id,
+        ip_protocol="tcp",
+        from_port=443,
+        to_port=443,
+        description=description,
+    )

@@ -22,6 +22,8 @@ from cdktf_cdktf_provider_aws.vpc_endpoint import VpcEndpoint
 from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
+from components.network import admit_https
+
 
 @dataclass(frozen=True, kw_only=True)
 class InterfaceEndpointsProps:
@@ -102,16 +104,9 @@ class InterfaceEndpoints(Construct):
         # ssm, sts, ec2, ecr and eks-auth through these interfaces: whoever may call the private
         # API may call these, or the SSM forward cannot start and Terraform there cannot reach STS.
         def admit(rule_id: str, named: str, *, cidr: str | None = None, group_id: str | None = None) -> None:
-            VpcSecurityGroupIngressRule(
-                self,
-                rule_id,
-                security_group_id=group.id,
-                cidr_ipv4=cidr,
-                referenced_security_group_id=group_id,
-                ip_protocol="tcp",
-                from_port=443,
-                to_port=443,
-                description=f"HTTPS from {named}",
+            description = f"HTTPS from {named}"
+            admit_https(
+                self, rule_id, security_group_id=group.id, description=description, cidr=cidr, group_id=group_id
             )
 
         for index, cidr in enumerate(props.admitted_cidrs):
