@@ -13,7 +13,8 @@
 - mlflow-tracking-check (when the profile runs MLflow): logs a run with a metric and an artifact
   through the tracking Service, as the admin, and reads both back;
 - torchrun-check (when the profile runs Trainer and has tenants): a TrainJob as the first tenant,
-  through its queue, on up to two nodes, all-reducing a tensor of ones across every GPU.
+  through its queue, on up to two nodes, all-reducing a tensor of ones across every GPU, with
+  NCCL_DEBUG=INFO so that verify can tell which network NCCL used (as for nccl-allreduce).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ RAY_CHECK_NODES = 2
 TRAINJOB_API_VERSION = "trainer.kubeflow.org/v1alpha1"
 TRAINJOB_CHECK = "torchrun-check"
 TRAINJOB_CHECK_MARKER = "TRAINJOB_CHECK "
+# NCCL logs its transport choice at INFO: both multi-node NCCL checks run with it.
+NCCL_DEBUG_INFO = {"name": "NCCL_DEBUG", "value": "INFO"}
 # Every rank adds a one: rank 0 prints the world size and the sum, which must both be every GPU
 # of the job's nodes (torchrun reads Trainer's PET_* environment: nodes, ranks, the master).
 TRAINJOB_CHECK_SCRIPT = f"""
@@ -353,6 +356,9 @@ def trainjob_check(config: PlatformConfig, target: ValidationTarget) -> dict[str
                 # One rank per GPU, stated: torchrun's "auto" counts CPUs where CUDA does not start.
                 "numProcPerNode": target.entry.gpu_count,
                 "command": ["/bin/bash", "-c", script],
+                # The lines that name the network NCCL chose: verify fails a run that asked for EFA
+                # and got another (manifests/nccl_transport.py).
+                "env": [dict(NCCL_DEBUG_INFO)],
             },
         },
     }
