@@ -29,7 +29,7 @@ from addons.mlflow import DEFINITION as MLFLOW
 from addons.mlflow import IMAGE as MLFLOW_IMAGE
 from addons.mlflow import IMAGE_USER as MLFLOW_IMAGE_USER
 from addons.trainer import DEFINITION as TRAINER
-from addons.trainer.runtimes import runtime_name
+from addons.trainer.runtimes import NCCL_DEBUG_INFO, runtime_name
 from components.k8s import mlflow_access
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.k8s.efa_pods import EFA_ENV, HUGEPAGES, shm_volume, worker_memory_gib
@@ -52,8 +52,6 @@ RAY_CHECK_NODES = 2
 TRAINJOB_API_VERSION = "trainer.kubeflow.org/v1alpha1"
 TRAINJOB_CHECK = "torchrun-check"
 TRAINJOB_CHECK_MARKER = "TRAINJOB_CHECK "
-# NCCL logs its transport choice at INFO: both multi-node NCCL checks run with it.
-NCCL_DEBUG_INFO = {"name": "NCCL_DEBUG", "value": "INFO"}
 # Every rank adds a one: rank 0 prints the world size and the sum, which must both be every GPU
 # of the job's nodes (torchrun reads Trainer's PET_* environment: nodes, ranks, the master).
 TRAINJOB_CHECK_SCRIPT = f"""
