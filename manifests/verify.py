@@ -620,8 +620,12 @@ def _trainjob_results(
     apply: Callable[[str], CheckResult | None],
     kubectl: Kubectl,
     timeout_minutes: int,
+    blocked: str | None = None,
 ) -> list[CheckResult]:
-    """Run the TrainJob check (last: after the MPIJob freed the nodes) and judge rank 0's line."""
+    """Run the TrainJob check (last: after the MPIJob freed the nodes) and judge rank 0's line
+    and every rank's network; `blocked` says why it cannot start (it is not applied then)."""
+    if blocked and train_jobs:
+        return [CheckResult(TRAINJOB_CHECK, False, blocked)]
     results: list[CheckResult] = []
     if trainjob_check_applies(config, target) and not train_jobs:
         tenant, group = config.workloads.tenants[0].name, target.group.name
@@ -657,7 +661,10 @@ def run_checks(
     nccl_image: str = NCCL_TESTS_IMAGE,
     timeout_minutes: int = 30,
     sleep: Callable[[float], None] = time.sleep,
+    trainjob_blocked: str | None = None,
 ) -> list[CheckResult]:
+    """`trainjob_blocked`: why the TrainJob check cannot start (its runtime's image is not in ECR
+    yet): it fails with that reason at once, unapplied, instead of waiting out the timeout."""
     target = ValidationTarget.for_profile(config)
     if target is None:
         return [CheckResult("profile", False, "the profile has no GPU node group to validate")]
@@ -766,6 +773,13 @@ def run_checks(
             else CheckResult(MLFLOW_CHECK, False, f"pod did not succeed: {log[-500:]}".strip())
         )
     results += _trainjob_results(
-        config, target, files, sorted(train_jobs), apply=apply, kubectl=kubectl, timeout_minutes=timeout_minutes
+        config,
+        target,
+        files,
+        sorted(train_jobs),
+        apply=apply,
+        kubectl=kubectl,
+        timeout_minutes=timeout_minutes,
+        blocked=trainjob_blocked,
     )
     return results

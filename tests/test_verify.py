@@ -535,3 +535,12 @@ def test_the_gate_fails_a_train_job_that_ran_over_tcp():
     results = run_checks(load_profile("p5-training"), kubectl=kubectl)
     (failed,) = [r for r in results if not r.passed]
     assert failed.name == "torchrun-check" and "fell back to TCP sockets" in failed.detail
+
+
+def test_a_train_job_whose_image_is_not_pushed_fails_at_once_unapplied():
+    kubectl = FakeKubectl(log("nccl-good-p5.log"))
+    results = run_checks(load_profile("p5-training"), kubectl=kubectl, trainjob_blocked="the runtime's image is gone")
+    (failed,) = [r for r in results if not r.passed]
+    assert failed.name == "torchrun-check" and failed.detail == "the runtime's image is gone"
+    assert "torchrun-check.yaml" not in kubectl.applied
+    assert not any(call[0] == "wait" and call[3] == "trainjob/torchrun-check" for call in kubectl.calls)
