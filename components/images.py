@@ -21,8 +21,15 @@ def project_images() -> list[str]:
 
 
 def project_image_tag(name: str) -> str:
-    """e.g. `efa1.42.0-ofi1.16.0-nccl2.27.5-1-tests2.16.4-<12 hex>`."""
+    """e.g. `efa1.42.0-ofi1.16.0-nccl2.27.5-1-tests2.16.4-<12 hex>` (nccl-tests),
+    `torch2.7.1-nccl2.26.2-efa1.42.0-ofi1.16.0-<12 hex>` (pytorch-efa)."""
     text = dockerfile(name).read_text()
-    short = {"EFA_INSTALLER": "efa", "AWS_OFI_NCCL": "ofi", "NCCL": "nccl", "NCCL_TESTS": "tests"}
+    short = {
+        "EFA_INSTALLER": "efa",
+        "AWS_OFI_NCCL": "ofi",
+        "NCCL": "nccl",
+        "NCCL_TESTS": "tests",
+        "TORCH_NCCL": "nccl",
+    }
     versions = "-".join(f"{short.get(arg, arg.lower())}{value}" for arg, value in _ARG.findall(text))
     return f"{versions}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"

@@ -13,7 +13,8 @@
 - mlflow-tracking-check (when the profile runs MLflow): logs a run with a metric and an artifact
   through the tracking Service, as the admin, and reads both back;
 - torchrun-check (when the profile runs Trainer and has tenants): a TrainJob as the first tenant,
-  through its queue, on up to two nodes, all-reducing a tensor of ones across every GPU.
+  through its queue, on up to two nodes, all-reducing a tensor of ones across every GPU, with
+  NCCL_DEBUG=INFO so that verify can tell which network NCCL used (as for nccl-allreduce).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from addons.mlflow import DEFINITION as MLFLOW
 from addons.mlflow import IMAGE as MLFLOW_IMAGE
 from addons.mlflow import IMAGE_USER as MLFLOW_IMAGE_USER
 from addons.trainer import DEFINITION as TRAINER
-from addons.trainer.runtimes import runtime_name
+from addons.trainer.runtimes import NCCL_DEBUG_INFO, runtime_name
 from components.k8s import mlflow_access
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.k8s.efa_pods import EFA_ENV, HUGEPAGES, shm_volume, worker_memory_gib
@@ -353,6 +354,9 @@ def trainjob_check(config: PlatformConfig, target: ValidationTarget) -> dict[str
                 # One rank per GPU, stated: torchrun's "auto" counts CPUs where CUDA does not start.
                 "numProcPerNode": target.entry.gpu_count,
                 "command": ["/bin/bash", "-c", script],
+                # The lines that name the network NCCL chose: verify fails a run that asked for EFA
+                # and got another (manifests/nccl_transport.py).
+                "env": [dict(NCCL_DEBUG_INFO)],
             },
         },
     }

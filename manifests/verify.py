@@ -30,6 +30,7 @@ from components.dashboards import DASHBOARD_LABEL
 from components.k8s import mlflow_access
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
 from components.labels import GPU_TRAINING_ROLE, NODE_POOL_LABEL, ROLE_LABEL
+from manifests.nccl_transport import efa_transport_problem, nccl_transport, transport_summary
 from manifests.render import (
     LUSTRE_EFA_CHECK,
     LUSTRE_EFA_CHECK_MARKER,
@@ -330,9 +331,6 @@ def check_topology(log: str, target: ValidationTarget) -> CheckResult:
     return CheckResult("topology-check", True, f"{gpus} GPUs and {seen} EFA devices on the node")
 
 
-_SOCKET = re.compile(r"NET/Socket|Using network Socket")
-_EFA = re.compile(r"NET/OFI|Using network (AWS )?Libfabric|Selected [Pp]rovider is efa")
-_NICS = re.compile(r"Selected [Pp]rovider is efa.*\(found (\d+) nics\)")
 # One result row of nccl-tests: size count type redop root, then time algbw busbw #wrong out of
 # place and the same in place.
 _ROW = re.compile(
@@ -363,23 +361,13 @@ def nccl_rows(log: str) -> list[NcclRow]:
 
 
 def _network_problem(log: str, target: ValidationTarget) -> str | None:
-    """Why the run did not use every EFA NIC, if it did not."""
-    if _SOCKET.search(log) and not _EFA.search(log):
-        return (
-            "NCCL fell back to TCP sockets instead of EFA (NET/Socket): check aws-ofi-nccl in the image, "
-            "FI_PROVIDER=efa and the pod's EFA request"
-        )
+    """Why a run on an EFA group did not use every EFA NIC, if it did not (a group without EFA
+    has only TCP between nodes: nothing to judge)."""
     if not target.efa_interfaces:
         return None
-    if not _EFA.search(log):
-        return "NCCL did not report the EFA (OFI) network plugin: was NCCL_DEBUG=INFO set?"
-    nics = _NICS.search(log)
-    if nics and int(nics.group(1)) < target.efa_interfaces:
-        return (
-            f"aws-ofi-nccl found {nics.group(1)} EFA NICs, the catalog says {target.efa_interfaces} for "
-            f"{target.entry.name}: check the pod's vpc.amazonaws.com/efa request and the launch template"
-        )
-    return None
+    return efa_transport_problem(
+        nccl_transport(log), efa_interfaces=target.efa_interfaces, instance_type=target.entry.name
+    )
 
 
 def _table_problem(rows: list[NcclRow], log: str) -> str | None:
@@ -416,7 +404,10 @@ def check_nccl(log: str, target: ValidationTarget) -> CheckResult:
             f"(60% of {target.entry.network_gbps} Gbps)",
         )
     return CheckResult(
-        name, True, f"bus bandwidth {busbw} GB/s at messages of 1 GiB and more over EFA (threshold {minimum} GB/s)"
+        name,
+        True,
+        f"bus bandwidth {busbw} GB/s at messages of 1 GiB and more over {transport_summary(nccl_transport(log))} "
+        f"(threshold {minimum} GB/s)",
     )
 
 
@@ -525,15 +516,20 @@ def wait_for(
     return kubectl(["wait", "-n", namespace, obj, f"--for={until}", f"--timeout={timeout_minutes}m"])
 
 
-def check_trainjob(log: str, expected_ranks: int) -> CheckResult:
-    """Rank 0's line: every rank of every node joined (world) and NCCL summed their ones (sum)."""
+def check_trainjob(log: str, target: ValidationTarget, expected_ranks: int) -> CheckResult:
+    """Rank 0's line: every rank of every node joined (world) and NCCL summed their ones (sum);
+    and, on an EFA group, every rank's NCCL used EFA (the pods' NCCL_DEBUG=INFO lines): the sum
+    comes out right over TCP sockets too, and TCP is what an image without aws-ofi-nccl gets."""
     found = re.search(rf"{re.escape(TRAINJOB_CHECK_MARKER)}world=(\d+) sum=(\d+)", log)
     if not found:
         return CheckResult(TRAINJOB_CHECK, False, "rank 0 printed no result (see the TrainJob's pods)")
     world, total = int(found.group(1)), int(found.group(2))
-    passed = world == total == expected_ranks
-    detail = f"torchrun: {world} ranks, all-reduce sum {total}" + ("" if passed else f" (expected {expected_ranks})")
-    return CheckResult(TRAINJOB_CHECK, passed, detail)
+    detail = f"torchrun: {world} ranks, all-reduce sum {total}"
+    if not world == total == expected_ranks:
+        return CheckResult(TRAINJOB_CHECK, False, f"{detail} (expected {expected_ranks})")
+    if problem := _network_problem(log, target):
+        return CheckResult(TRAINJOB_CHECK, False, f"{detail}, but {problem}")
+    return CheckResult(TRAINJOB_CHECK, True, f"{detail} over {transport_summary(nccl_transport(log))}")
 
 
 def too_few_nodes(check: str, job: str, wanted: int, target: ValidationTarget, namespace: str) -> CheckResult:
@@ -624,8 +620,12 @@ def _trainjob_results(
     apply: Callable[[str], CheckResult | None],
     kubectl: Kubectl,
     timeout_minutes: int,
+    blocked: str | None = None,
 ) -> list[CheckResult]:
-    """Run the TrainJob check (last: after the MPIJob freed the nodes) and judge rank 0's line."""
+    """Run the TrainJob check (last: after the MPIJob freed the nodes) and judge rank 0's line
+    and every rank's network; `blocked` says why it cannot start (it is not applied then)."""
+    if blocked and train_jobs:
+        return [CheckResult(TRAINJOB_CHECK, False, blocked)]
     results: list[CheckResult] = []
     if trainjob_check_applies(config, target) and not train_jobs:
         tenant, group = config.workloads.tenants[0].name, target.group.name
@@ -646,7 +646,7 @@ def _trainjob_results(
         )
         logs = kubectl(["logs", "-n", namespace, "-l", f"{JOBSET_NAME_LABEL}={TRAINJOB_CHECK}", "--tail=-1"])
         results.append(
-            check_trainjob(logs.stdout, tenant_job_nodes(config, target) * target.entry.gpu_count)
+            check_trainjob(logs.stdout, target, tenant_job_nodes(config, target) * target.entry.gpu_count)
             if waited.returncode == 0
             else CheckResult(TRAINJOB_CHECK, False, f"the TrainJob did not complete: {waited.stderr.strip()}")
         )
@@ -661,7 +661,10 @@ def run_checks(
     nccl_image: str = NCCL_TESTS_IMAGE,
     timeout_minutes: int = 30,
     sleep: Callable[[float], None] = time.sleep,
+    trainjob_blocked: str | None = None,
 ) -> list[CheckResult]:
+    """`trainjob_blocked`: why the TrainJob check cannot start (its runtime's image is not in ECR
+    yet): it fails with that reason at once, unapplied, instead of waiting out the timeout."""
     target = ValidationTarget.for_profile(config)
     if target is None:
         return [CheckResult("profile", False, "the profile has no GPU node group to validate")]
@@ -770,6 +773,13 @@ def run_checks(
             else CheckResult(MLFLOW_CHECK, False, f"pod did not succeed: {log[-500:]}".strip())
         )
     results += _trainjob_results(
-        config, target, files, sorted(train_jobs), apply=apply, kubectl=kubectl, timeout_minutes=timeout_minutes
+        config,
+        target,
+        files,
+        sorted(train_jobs),
+        apply=apply,
+        kubectl=kubectl,
+        timeout_minutes=timeout_minutes,
+        blocked=trainjob_blocked,
     )
     return results

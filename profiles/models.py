@@ -141,6 +141,7 @@ class PlatformConfig(Strict):
             self._kueue_counts_extended_gpus,
             self._notebooks_have_nodes,
             self._driver_runs_the_images_cuda,
+            self._efa_runtimes_have_an_efa_image,
         )
         raise_all([problem for check in checks for problem in check()], title="PlatformConfig")
         return self
@@ -305,7 +306,12 @@ class PlatformConfig(Strict):
             if reference.project_image in built:
                 images[("build", "reference_implementations", name)] = built[reference.project_image]
         if trainer.DEFINITION.enabled(self):
-            images[("addons", "trainer", "torch_image")] = trainer.DEFINITION.settings(self).torch_image
+            # Unset, EFA groups run the pytorch-efa build (its base is its implementation's entry above).
+            torch_image = trainer.DEFINITION.settings(self).torch_image
+            if torch_image is None and not all(g.efa_enabled for g in self.cluster.gpu_node_groups):
+                torch_image = trainer.PUBLIC_TORCH_IMAGE
+            if torch_image is not None:
+                images[("addons", "trainer", "torch_image")] = torch_image
         if jupyterhub.DEFINITION.enabled(self):
             images[("addons", "jupyterhub", "gpu_image")] = jupyterhub.DEFINITION.settings(self).gpu_image
         return images
@@ -319,6 +325,24 @@ class PlatformConfig(Strict):
         if models:
             yield from driver_problems(
                 self.cluster.ami_release_version, self.cluster.kubernetes_version, self.gpu_images(), models
+            )
+
+    def _efa_runtimes_have_an_efa_image(self) -> Iterator[FieldProblem]:
+        """Trainer's runtimes of EFA groups run the build layer's pytorch-efa image unless the
+        profile names an image: the build layer must build it. The public PyTorch image has no
+        aws-ofi-nccl, so NCCL would run over TCP sockets while each pod holds every EFA interface."""
+        if not trainer.DEFINITION.enabled(self) or trainer.DEFINITION.settings(self).torch_image is not None:
+            return
+        efa = [g.name for g in self.cluster.gpu_node_groups if g.efa_enabled]
+        image = trainer.EFA_TORCH_PROJECT_IMAGE
+        if efa and self.build.building(image) is None:
+            yield FieldProblem(
+                ("addons", "trainer", "torch_image"),
+                None,
+                f"the Trainer runtimes of EFA node groups ({', '.join(efa)}) run the build layer's {image} image "
+                "(PyTorch with libfabric and aws-ofi-nccl), and build.reference_implementations builds none",
+                allowed=f"build.reference_implementations.{image}: {{project_image: {image}}}, or torch_image: an "
+                "image with the EFA installer's libfabric and aws-ofi-nccl",
             )
 
     def _kueue_counts_extended_gpus(self) -> Iterator[FieldProblem]:

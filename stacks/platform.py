@@ -43,6 +43,7 @@ def build_platform(app: App, config: PlatformConfig, *, local_state_dir: str) ->
         state=state,
         cluster=cluster.outputs,
         storage=storage.outputs,
+        build=build.outputs,
         addons=addons.outputs,
     )
     # Deploy order, stated even where a passed value already implies it (cdktf de-duplicates).
@@ -52,6 +53,7 @@ def build_platform(app: App, config: PlatformConfig, *, local_state_dir: str) ->
         (addons, cluster),
         (addons, storage),  # MLflow's database and bucket
         (workloads, storage),
+        (workloads, build),  # the Trainer runtimes' image repository
         (workloads, addons),
     ):
         stack.add_dependency(upstream)

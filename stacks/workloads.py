@@ -1,6 +1,6 @@
 """Workloads layer: Karpenter node class and pools, tenant namespaces with quotas, policies,
 identities and static volumes, DRA claim templates, Kueue's per-tenant queues, and Kubeflow
-Trainer's runtimes."""
+Trainer's runtimes (on EFA groups with the build layer's PyTorch-over-EFA image)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from addons.kueue import DEFINITION as KUEUE
 from addons.kueue.queues import cluster_objects, local_queues
 from addons.mlflow import DEFINITION as MLFLOW
 from addons.trainer import DEFINITION as TRAINER
+from addons.trainer import EFA_TORCH_PROJECT_IMAGE
 from addons.trainer.runtimes import TenantVolumes, runtime_objects
 from components.k8s.karpenter_pools import GPU_POOL, KarpenterPoolsProps, karpenter_objects, node_pools
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
@@ -21,7 +22,7 @@ from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, t
 from components.tenant_identity import TenantIdentity, TenantIdentityProps
 from profiles import PlatformConfig
 from profiles.models import dra_claim_counts, tenant_gpu_quota
-from stacks.contracts import AddonsOutputs, ClusterOutputs, StorageOutputs
+from stacks.contracts import AddonsOutputs, BuildOutputs, ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack, StateLocation
 
 
@@ -35,6 +36,7 @@ class WorkloadsStack(LayerStack):
         state: StateLocation,
         cluster: ClusterOutputs,
         storage: StorageOutputs,
+        build: BuildOutputs,
         addons: AddonsOutputs,
     ):
         super().__init__(scope, layer, config=config, state=state)
@@ -125,6 +127,19 @@ class WorkloadsStack(LayerStack):
             self.objects += queues.objects + local.objects
         if TRAINER.enabled(config):
             volumes = TenantVolumes(fsx=shared.fsx_tenant_volume, checkpoints="checkpoints" in storage.bucket_names)
-            runtimes = runtime_objects(config.cluster.gpu_node_groups, TRAINER.settings(config), volumes)
+            runtimes = runtime_objects(
+                config.cluster.gpu_node_groups,
+                TRAINER.settings(config),
+                volumes,
+                efa_image=efa_torch_image(config, build),
+            )
             trainer = KubernetesObjects(self, "trainer-runtimes", props=KubernetesObjectsProps(objects=tuple(runtimes)))
             self.objects += trainer.objects
+
+
+def efa_torch_image(config: PlatformConfig, build: BuildOutputs) -> str | None:
+    """The build layer's PyTorch-over-EFA image: its repository and the tag its build pushes (the
+    repositories are immutable and the tag is derived from the Dockerfile), or None where the
+    profile builds none."""
+    impl = config.build.building(EFA_TORCH_PROJECT_IMAGE)
+    return None if impl is None else f"{build.repository_urls[impl]}:{build.image_tags[impl]}"

@@ -58,7 +58,17 @@ def test_the_platforms_gpu_images_are_all_found():
     assert (
         images[("build", "reference_implementations", "nccl-tests")] == "nvcr.io/nvidia/cuda:12.8.1-devel-ubuntu24.04"
     )
-    assert ("addons", "trainer", "torch_image") in images and ("validation", "CUDA_IMAGE") in images
+    assert ("validation", "CUDA_IMAGE") in images
+    # p5-training's one GPU group has EFA: its runtime runs the pytorch-efa build, whose base is checked.
+    assert (
+        images[("build", "reference_implementations", "pytorch-efa")] == "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-devel"
+    )
+    assert ("addons", "trainer", "torch_image") not in images
+    # A group without EFA runs the public image; a torch_image the profile names is checked wherever it runs.
+    no_efa = validate_profile(p5(cluster__gpu_node_groups__0__efa_enabled=False)).gpu_images()
+    assert no_efa[("addons", "trainer", "torch_image")] == "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"
+    named = validate_profile(p5(addons__trainer__torch_image="repo/own:cuda12.8")).gpu_images()
+    assert named[("addons", "trainer", "torch_image")] == "repo/own:cuda12.8"
 
 
 def p5(**changes) -> dict:

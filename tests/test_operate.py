@@ -539,6 +539,51 @@ def test_the_nccl_job_runs_the_image_the_build_layer_built(tmp_path, fake_terraf
     assert main.nccl_test_image(config, None, None) == NCCL_TESTS_IMAGE  # nothing deployed yet
 
 
+def test_verify_says_at_once_when_the_trainer_runtimes_image_is_not_pushed():
+    """The EFA runtime runs the build layer's pytorch-efa image by its Dockerfile's tag; until the
+    build has pushed it the runtime's pods cannot start, and no public image can stand in (none
+    has aws-ofi-nccl): verify names the build command instead of waiting out its timeout."""
+    import main
+    from components.images import project_image_tag
+
+    config = load_profile("p5-training")
+    repository = "111122223333.dkr.ecr.us-east-1.amazonaws.com/p5-training/pytorch-efa"
+
+    class Built:
+        def outputs(self, layer):
+            assert layer == "build"
+            return {"repository_urls": {"value": {"pytorch-efa": repository}}}
+
+    tag = project_image_tag("pytorch-efa")
+    asked: list[list[str]] = []
+
+    def ecr(code: int, error: str = ""):
+        def aws(args: list[str]) -> subprocess.CompletedProcess[str]:
+            asked.append(args)
+            return subprocess.CompletedProcess(args, code, "{}", error)
+
+        return aws
+
+    assert main.trainer_image_missing(config, Built(), aws=ecr(0)) is None
+    assert asked[-1][-3:] == ["p5-training/pytorch-efa", "--image-ids", f"imageTag={tag}"]
+    missing = main.trainer_image_missing(config, Built(), aws=ecr(254, "ImageNotFoundException"))
+    assert missing is not None
+    assert f"{repository}:{tag} is not in ECR (ImageNotFoundException)" in missing
+    assert "build_commands.pytorch-efa" in missing
+
+    def no_cli(args: list[str]) -> subprocess.CompletedProcess[str]:
+        raise FileNotFoundError("aws")
+
+    assert main.trainer_image_missing(config, Built(), aws=no_cli) is None  # cannot tell: the pods will
+    # A profile's own image is not the build layer's to check.
+    from profiles import validate_profile
+    from tests.test_cuda_driver import p5
+
+    asked.clear()
+    own = validate_profile(p5(addons__trainer__torch_image="mine:1"))
+    assert main.trainer_image_missing(own, Built(), aws=ecr(254, "ImageNotFoundException")) is None and not asked
+
+
 # ------------------------------------------------------------------ a fresh account, pre-flight, outputs
 
 

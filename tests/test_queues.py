@@ -409,7 +409,9 @@ def test_every_pod_set_of_the_platforms_jobs_gets_a_flavour(profile):
     volumes = TenantVolumes(fsx=True, checkpoints=True)
     runtimes = {
         runtime["metadata"]["name"]: runtime
-        for runtime in runtime_objects(config.cluster.gpu_node_groups, TRAINER.settings(config), volumes)
+        for runtime in runtime_objects(
+            config.cluster.gpu_node_groups, TRAINER.settings(config), volumes, efa_image="repo/pytorch-efa:tag"
+        )
     }
     for job in jobs:
         if job["kind"] == "TrainJob" and job["spec"]["runtimeRef"]["name"] not in runtimes:

@@ -244,11 +244,14 @@ def test_codebuild_project_builds_a_repository_with_the_projects_own_buildspec(s
 
 def test_the_nccl_test_image_is_built_from_the_projects_dockerfile(synthesized):
     stack = synthesized.stack("gpu-validation", "build")
-    (project,) = resources(stack, "aws_codebuild_project").values()
+    _, project = by_path(stack, "aws_codebuild_project", "image-nccl-tests/project")
     variables = {v["name"]: v["value"] for v in project["environment"]["environment_variable"]}
     assert variables["DOCKERFILE"] == "Dockerfile"
     assert variables["IMAGE_TAG"] == project_image_tag("nccl-tests")
-    assert stack["output"]["image_tags"]["value"] == {"nccl-tests": project_image_tag("nccl-tests")}
+    assert stack["output"]["image_tags"]["value"] == {
+        "nccl-tests": project_image_tag("nccl-tests"),
+        "pytorch-efa": project_image_tag("pytorch-efa"),  # the Trainer runtimes' image on EFA groups
+    }
     assert stack["output"]["build_commands"]["value"]["nccl-tests"].startswith(
         "(cd images/nccl-tests && zip -qr ../../nccl-tests.zip .)"
     )
@@ -295,7 +298,7 @@ def test_the_buildspec_builds_and_pushes_only_a_tag_ecr_does_not_have(synthesize
     and docker: an IMMUTABLE repository refuses a second push of a tag, so a rebuild of an unchanged
     source must not push."""
     stack = synthesized.stack("gpu-validation", "build")
-    (project,) = resources(stack, "aws_codebuild_project").values()
+    _, project = by_path(stack, "aws_codebuild_project", "image-nccl-tests/project")
     buildspec = yaml.safe_load(project["source"]["buildspec"])
     _, inline = by_path(stack, "aws_iam_role_policy", "image-nccl-tests/role/inline")
     statements = json.loads(inline["policy"])["Statement"]

@@ -14,12 +14,14 @@ import pytest
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue.queues import LOCAL_QUEUE, queue_objects
 from addons.trainer import DEFINITION as TRAINER
+from addons.trainer import EFA_TORCH_PROJECT_IMAGE, PUBLIC_TORCH_IMAGE
 from addons.trainer.install import WEBHOOK_PORT
-from addons.trainer.runtimes import CHECKPOINTS, runtime_name
+from addons.trainer.runtimes import CHECKPOINTS, TenantVolumes, runtime_image, runtime_name, runtime_objects
+from components.images import project_image_tag
 from components.labels import NODE_GROUP_LABEL
 from profiles import tenancy
 from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
-from tests.cases import profiles_where
+from tests.cases import profile_config, profiles_where
 from tests.k8s_validation import validate_object
 from tests.netpol import Peer, allowed
 from tests.synth_helpers import resources
@@ -27,6 +29,7 @@ from tests.test_namespaces import created_namespaces
 from tests.test_queues import kueue_manages, pod_set_gets_a_flavour
 
 TRAINED = profiles_where(TRAINER.enabled)
+REMOTE_BUILD = "${data.terraform_remote_state.cross-stack-reference-input-build.outputs."
 
 
 def runtimes(synthesized, profile: str) -> dict[str, dict]:
@@ -74,7 +77,7 @@ def test_a_runtime_per_gpu_group_with_the_whole_nodes_devices_and_the_tenants_vo
         pod = node_pod(runtime)
         assert pod["nodeSelector"] == {NODE_GROUP_LABEL: group.name}
         (container,) = pod["containers"]
-        assert container["name"] == "node" and container["image"] == TRAINER.settings(config).torch_image
+        assert container["name"] == "node" and container["image"] == expected_image(synthesized, profile, group)
         limits = container["resources"]["limits"]
         assert limits[GPU_RESOURCE] == str(group.catalog_entry.gpu_count)
         if group.efa_enabled:
@@ -91,6 +94,92 @@ def test_a_runtime_per_gpu_group_with_the_whole_nodes_devices_and_the_tenants_vo
         assert claims <= tenant_claims and CHECKPOINTS in claims
         assert (tenancy.FSX_VOLUME in claims) == (tenancy.FSX_VOLUME in tenant_claims)
         assert any(v.get("emptyDir", {}).get("medium") == "Memory" for v in pod["volumes"])
+
+
+def expected_image(synthesized, profile: str, group) -> str:
+    """The profile's torch_image; else on an EFA group the build layer's pytorch-efa repository
+    (read from the build layer's state) with the tag its build pushes; else the public image."""
+    config = synthesized.configs[profile]
+    if TRAINER.settings(config).torch_image is not None:
+        return TRAINER.settings(config).torch_image
+    if not group.efa_enabled:
+        return PUBLIC_TORCH_IMAGE
+    impl = config.build.building(EFA_TORCH_PROJECT_IMAGE)
+    assert impl is not None
+    repository = synthesized.stack(profile, "build")["output"]["repository_urls"]["value"][impl]
+    pushed = synthesized.stack(profile, "build")["output"]["image_tags"]["value"][impl]
+    # The build layer's repository URL, as the workloads layer reads it from the build layer's state.
+    (output,) = [
+        name
+        for name, body in synthesized.stack(profile, "build")["output"].items()
+        if name.startswith("cross-stack-output-") and body["value"] == repository
+    ]
+    return f"{REMOTE_BUILD}{output}}}:{pushed}"
+
+
+@pytest.mark.parametrize(
+    "profile", [p for p in TRAINED if any(g.efa_enabled for g in profile_config(p).cluster.gpu_node_groups)]
+)
+def test_efa_runtimes_run_the_build_layers_pytorch_efa_image_by_a_tag_it_pushes(synthesized, profile):
+    """Repositories are IMMUTABLE and tags content-derived: the runtime names the repository the
+    build layer made and the tag its CodeBuild project pushes (the project's IMAGE_TAG), and asks
+    NCCL for the INFO lines that name the network it chose."""
+    config = synthesized.configs[profile]
+    build = synthesized.stack(profile, "build")
+    impl = config.build.building(EFA_TORCH_PROJECT_IMAGE)
+    assert impl is not None and TRAINER.settings(config).torch_image is None
+    (project,) = [
+        body for body in resources(build, "aws_codebuild_project").values() if body["name"].endswith(f"-{impl}")
+    ]
+    variables = {v["name"]: v["value"] for v in project["environment"]["environment_variable"]}
+    assert variables["IMAGE_TAG"] == project_image_tag(EFA_TORCH_PROJECT_IMAGE)
+    for group in (g for g in config.cluster.gpu_node_groups if g.efa_enabled):
+        (container,) = node_pod(runtimes(synthesized, profile)[runtime_name(group)])["containers"]
+        repository, tag = container["image"].rsplit(":", 1)
+        assert tag == variables["IMAGE_TAG"]
+        assert repository.startswith("${data.terraform_remote_state.cross-stack-reference-input-build.outputs.")
+        assert {"name": "NCCL_DEBUG", "value": "INFO"} in container["env"]
+        assert {"name": "FI_PROVIDER", "value": "efa"} in container["env"]
+
+
+def _p5_with(**changes):
+    from profiles import validate_profile
+    from tests.test_cuda_driver import p5
+
+    return validate_profile(p5(**changes))
+
+
+def test_efa_runtimes_without_the_pytorch_efa_build_are_refused_by_name():
+    """The public PyTorch image has no aws-ofi-nccl: an EFA group's runtime with it would run NCCL
+    over TCP. A profile that neither builds pytorch-efa nor names an image is refused."""
+    from profiles import ProfileError
+
+    with pytest.raises(ProfileError) as error:
+        _p5_with(build__reference_implementations={"nccl-tests": {"project_image": "nccl-tests"}})
+    text = "\n".join(error.value.problems)
+    assert "addons.trainer.torch_image" in text and "p5-efa" in text
+    assert "build.reference_implementations.pytorch-efa: {project_image: pytorch-efa}" in text
+
+
+def test_a_profiles_own_torch_image_is_kept_on_every_group():
+    config = _p5_with(
+        build__reference_implementations={},
+        addons__trainer__torch_image="123456789012.dkr.ecr.us-east-1.amazonaws.com/t/own:v1",
+    )
+    (group,) = config.cluster.gpu_node_groups
+    assert (
+        runtime_image(group, TRAINER.settings(config), None) == "123456789012.dkr.ecr.us-east-1.amazonaws.com/t/own:v1"
+    )
+
+
+def test_groups_without_efa_run_the_public_image_and_need_no_build():
+    config = _p5_with(build__reference_implementations={}, cluster__gpu_node_groups__0__efa_enabled=False)
+    (group,) = config.cluster.gpu_node_groups
+    (runtime,) = runtime_objects(
+        [group], TRAINER.settings(config), TenantVolumes(fsx=False, checkpoints=False), efa_image=None
+    )
+    (container,) = node_pod(runtime)["containers"]
+    assert container["image"] == PUBLIC_TORCH_IMAGE and container["env"] == []
 
 
 def train_job(namespace: str, runtime: str, nodes: int) -> dict:
@@ -178,3 +267,22 @@ def test_kueue_can_never_place_a_runtime_pod_on_the_karpenter_pool(synthesized, 
                 name,
                 runtime["metadata"]["name"],
             )
+
+
+def test_the_guides_train_job_on_an_efa_runtime_runs_the_runtimes_efa_image():
+    """docs/queues.md's TrainJob runs on p5-training's EFA group: naming the public PyTorch image
+    there would put NCCL on TCP sockets, so it names no image and gets the runtime's."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "queues.md").read_text()
+    (job,) = [
+        doc
+        for doc in (yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", guide, flags=re.DOTALL))
+        if doc["kind"] == "TrainJob"
+    ]
+    config = profile_config("p5-training")
+    (group,) = [g for g in config.cluster.gpu_node_groups if runtime_name(g) == job["spec"]["runtimeRef"]["name"]]
+    assert group.efa_enabled and "image" not in job["spec"]["trainer"]

@@ -21,12 +21,18 @@ from manifests.verify import (
     run_checks,
 )
 from profiles import load_profile
+from tests.test_nccl_transport import fixture as nccl_fixture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verify"
 
 
 def log(name: str) -> str:
     return (FIXTURES / name).read_text()
+
+
+def torchrun_log(name: str = "torch-efa-healthy-p5.log") -> str:
+    """A torchrun-check's pod logs (tests/fixtures/nccl/, without the fixture's header)."""
+    return nccl_fixture(name)
 
 
 @pytest.fixture(scope="module")
@@ -127,9 +133,9 @@ def grafana_search(exclude: tuple[str, ...] = ()) -> list[dict]:
 class FakeKubectl:
     """Answers kubectl calls with recorded outputs; remembers what was applied."""
 
-    def __init__(self, nccl_log: str, trainjob_log: str = "TRAINJOB_CHECK world=16 sum=16\n"):
+    def __init__(self, nccl_log: str, trainjob_log: str | None = None):
         self.nccl_log = nccl_log
-        self.trainjob_log = trainjob_log
+        self.trainjob_log = torchrun_log() if trainjob_log is None else trainjob_log
         self.applied: list[str] = []
         self.calls: list[list[str]] = []
 
@@ -286,9 +292,62 @@ def test_the_train_job_runs_last_in_a_tenant_namespace_through_its_queue():
         ("NCCL WARN timeout", False),
     ],
 )
-def test_the_train_job_check_needs_every_rank_of_both_nodes(line, passed):
-    result = check_trainjob(f"noise\n{line}\n", expected_ranks=16)
+def test_the_train_job_check_needs_every_rank_of_both_nodes(p5, line, passed):
+    healthy = torchrun_log().replace("TRAINJOB_CHECK world=16 sum=16\n", "")
+    result = check_trainjob(f"{healthy}noise\n{line}\n", p5, expected_ranks=16)
     assert result.passed is passed, result.detail
+
+
+def test_a_healthy_train_job_says_it_ran_over_efa(p5):
+    result = check_trainjob(torchrun_log(), p5, expected_ranks=16)
+    assert result.passed and result.detail == "torchrun: 16 ranks, all-reduce sum 16 over Libfabric (efa, 32 NICs)"
+
+
+@pytest.mark.parametrize(
+    ("fixture", "cause"),
+    [
+        ("torch-public-image-socket-fallback-p5.log", "the image has no aws-ofi-nccl"),
+        ("torch-no-efa-devices-socket-fallback-p5.log", "requested no vpc.amazonaws.com/efa devices"),
+    ],
+)
+def test_a_train_job_that_summed_right_over_tcp_fails(p5, fixture, cause):
+    """World size and sum are right over TCP sockets: the transport lines fail it."""
+    result = check_trainjob(torchrun_log(fixture), p5, expected_ranks=16)
+    assert not result.passed
+    assert result.detail.startswith("torchrun: 16 ranks, all-reduce sum 16, but NCCL fell back to TCP sockets")
+    assert cause in result.detail
+
+
+def test_a_train_job_on_another_libfabric_provider_fails(p5):
+    result = check_trainjob(torchrun_log("torch-tcp-provider-p5.log"), p5, expected_ranks=16)
+    assert not result.passed and "tcp provider, not efa" in result.detail
+
+
+def test_a_train_job_without_nccl_info_lines_fails_on_efa(p5):
+    result = check_trainjob("TRAINJOB_CHECK world=16 sum=16\n", p5, expected_ranks=16)
+    assert not result.passed and "NCCL_DEBUG=INFO" in result.detail
+
+
+def test_both_nccl_checks_run_with_nccl_debug_info():
+    """verify's judge reads NCCL's INFO lines: the MPIJob's mpirun forwards NCCL_DEBUG=INFO to every
+    rank and the TrainJob sets it for its trainer."""
+    files = render(load_profile("p5-training"))
+    (job,) = files["nccl-allreduce.yaml"]
+    (launcher,) = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+    assert "-x NCCL_DEBUG=INFO" in " ".join(launcher["command"])
+    (train_job,) = files["torchrun-check.yaml"]
+    assert {"name": "NCCL_DEBUG", "value": "INFO"} in train_job["spec"]["trainer"]["env"]
+
+
+def test_a_socket_fallback_fails_the_nccl_check_whatever_the_bandwidth(p5):
+    """The plugin-less run's init lines before a table that would otherwise pass."""
+    table = log("nccl-good-p5.log").split("# nThread", 1)[1]
+    fallback = nccl_fixture("nccl-tests-no-plugin-socket-fallback-p5.log") + "# nThread" + table
+    result = check_nccl(fallback, p5)
+    assert not result.passed and "the image has no aws-ofi-nccl" in result.detail
+    healthy = nccl_fixture("nccl-tests-efa-healthy-p5.log") + "# nThread" + table
+    result = check_nccl(healthy, p5)
+    assert result.passed and "over Libfabric (efa, 32 NICs)" in result.detail
 
 
 def test_a_train_job_that_did_not_complete_fails_the_gate():
@@ -466,3 +525,22 @@ def test_the_health_check_must_run_on_every_gpu_node_and_quarantine_nothing():
     quarantined = check_gpu_health(json.dumps(nodes), health_check_pods())
     assert not quarantined.passed
     assert f"{names[-1]}: quarantined (the driver reaches 7 of 8 GPUs)" in quarantined.detail
+
+
+def test_the_gate_fails_a_train_job_that_ran_over_tcp():
+    """The public PyTorch image's run: every rank joined and summed, over sockets."""
+    kubectl = FakeKubectl(
+        log("nccl-good-p5.log"), trainjob_log=torchrun_log("torch-public-image-socket-fallback-p5.log")
+    )
+    results = run_checks(load_profile("p5-training"), kubectl=kubectl)
+    (failed,) = [r for r in results if not r.passed]
+    assert failed.name == "torchrun-check" and "fell back to TCP sockets" in failed.detail
+
+
+def test_a_train_job_whose_image_is_not_pushed_fails_at_once_unapplied():
+    kubectl = FakeKubectl(log("nccl-good-p5.log"))
+    results = run_checks(load_profile("p5-training"), kubectl=kubectl, trainjob_blocked="the runtime's image is gone")
+    (failed,) = [r for r in results if not r.passed]
+    assert failed.name == "torchrun-check" and failed.detail == "the runtime's image is gone"
+    assert "torchrun-check.yaml" not in kubectl.applied
+    assert not any(call[0] == "wait" and call[3] == "trainjob/torchrun-check" for call in kubectl.calls)

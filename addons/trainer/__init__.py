@@ -5,6 +5,14 @@ from __future__ import annotations
 from addons.definition import AddonDefinition, ReleaseConfig
 from profiles.versions import ChartRef
 
+# The runtimes' image on node groups without EFA (no EFA, no network plugin to carry). CUDA 12.8,
+# like the validation images: CUDA 13 needs the NVIDIA 580 driver, which older AL2023 NVIDIA AMIs
+# do not have.
+PUBLIC_TORCH_IMAGE = "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"
+# The project image (images/<name>/Dockerfile) the runtimes of EFA node groups run: the same
+# PyTorch with the EFA installer's libfabric and aws-ofi-nccl, built and pushed by the build layer.
+EFA_TORCH_PROJECT_IMAGE = "pytorch-efa"
+
 
 class TrainerConfig(ReleaseConfig):
     """Kubeflow Trainer's settings. The platform adds a ClusterTrainingRuntime per GPU node group
@@ -13,11 +21,14 @@ class TrainerConfig(ReleaseConfig):
 
     enabled: bool = False
     """Install Kubeflow Trainer and its JobSet controller (off by default)."""
-    torch_image: str = "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"
-    """The runtimes' default image (a TrainJob may name its own). CUDA 12.8, like the validation images:
-    CUDA 13 needs the NVIDIA 580 driver, which older AL2023 NVIDIA AMIs do not have. For EFA's bandwidth
-    use an image with the EFA installer and aws-ofi-nccl (an AWS Deep Learning Container, or one the
-    build layer makes): without them NCCL falls back to TCP."""
+    torch_image: str | None = None
+    """The runtimes' default image (a TrainJob may name its own). Unset: on EFA node groups the image
+    the build layer builds from images/pytorch-efa (PyTorch 2.7.1 with the EFA installer's libfabric
+    and aws-ofi-nccl; list it under build.reference_implementations with project_image: pytorch-efa),
+    elsewhere pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime. Set: every runtime runs it; on EFA groups
+    it must bring libfabric and aws-ofi-nccl, or NCCL falls back to TCP (verify's torchrun-check fails
+    then). CUDA 12.8, like the validation images: CUDA 13 needs the NVIDIA 580 driver, which older
+    AL2023 NVIDIA AMIs do not have."""
 
 
 DEFINITION = AddonDefinition(

@@ -7,6 +7,12 @@ directory at /fsx (when the file system has tenant directories) and the checkpoi
 /checkpoints. The volumes are the claims every tenant namespace has under the same names
 (profiles/tenancy.py), so one cluster-wide runtime mounts each tenant's own data. A TrainJob names
 the runtime, its image and command, and how many nodes; Kueue queues it in the tenant's queue.
+
+The image: the profile's `torch_image` where it names one; else, on EFA groups, the build layer's
+pytorch-efa image (images/pytorch-efa: PyTorch with libfabric and aws-ofi-nccl, by the tag the
+build pushes), elsewhere the public PyTorch image. On EFA groups the runtime sets NCCL_DEBUG=INFO:
+every job's log then says which network NCCL chose (`Using network Libfabric`, or the Socket
+fallback), which is what verify's torchrun-check judges.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from addons.trainer import TrainerConfig
+from addons.trainer import PUBLIC_TORCH_IMAGE, TrainerConfig
 from components.k8s.efa_pods import EFA_ENV, HUGEPAGES, shm_volume, worker_memory_gib
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, NODE_POOL_LABEL
 from profiles import tenancy
@@ -44,11 +50,30 @@ class TenantVolumes:
     """The checkpoints bucket exists (each tenant's `s3-checkpoints` claim)."""
 
 
+# NCCL logs the network it chose at INFO (manifests/nccl_transport.py reads those lines).
+NCCL_DEBUG_INFO = {"name": "NCCL_DEBUG", "value": "INFO"}
+
+
 def runtime_name(group: GpuNodeGroupConfig) -> str:
     return f"torch-{group.name}"
 
 
-def torch_runtime(group: GpuNodeGroupConfig, settings: TrainerConfig, volumes: TenantVolumes) -> dict[str, Any]:
+def runtime_image(group: GpuNodeGroupConfig, settings: TrainerConfig, efa_image: str | None) -> str:
+    """The image a group's runtime runs: the profile's torch_image, else on an EFA group the build
+    layer's pytorch-efa image (`efa_image`, which the profile's validation guarantees), else the
+    public PyTorch image."""
+    if settings.torch_image is not None:
+        return settings.torch_image
+    if group.efa_enabled:
+        if efa_image is None:
+            raise ValueError(f"group {group.name} has EFA and the build layer builds no pytorch-efa image")
+        return efa_image
+    return PUBLIC_TORCH_IMAGE
+
+
+def torch_runtime(
+    group: GpuNodeGroupConfig, settings: TrainerConfig, volumes: TenantVolumes, *, efa_image: str | None
+) -> dict[str, Any]:
     entry = group.catalog_entry
     gpus, efa = entry.gpu_count, entry.max_efa_interfaces if group.efa_enabled else 0
     devices = {GPU_RESOURCE: str(gpus), **({EFA_RESOURCE: str(efa), "hugepages-2Mi": HUGEPAGES} if efa else {})}
@@ -62,8 +87,8 @@ def torch_runtime(group: GpuNodeGroupConfig, settings: TrainerConfig, volumes: T
         mounts.append({"name": "checkpoints", "mountPath": CHECKPOINTS_MOUNT})
     container = {
         "name": "node",  # the container Trainer runs torchrun in
-        "image": settings.torch_image,
-        "env": list(EFA_ENV) if efa else [],
+        "image": runtime_image(group, settings, efa_image),
+        "env": [*EFA_ENV, dict(NCCL_DEBUG_INFO)] if efa else [],
         # No memory limit: loading a model takes what it takes; the request keeps room for /dev/shm.
         "resources": {
             "requests": {**devices, "memory": f"{worker_memory_gib(gpus)}Gi"},
@@ -109,6 +134,8 @@ def torch_runtime(group: GpuNodeGroupConfig, settings: TrainerConfig, volumes: T
 
 
 def runtime_objects(
-    groups: list[GpuNodeGroupConfig], settings: TrainerConfig, volumes: TenantVolumes
+    groups: list[GpuNodeGroupConfig], settings: TrainerConfig, volumes: TenantVolumes, *, efa_image: str | None
 ) -> list[dict[str, Any]]:
-    return [torch_runtime(group, settings, volumes) for group in groups]
+    """`efa_image`: the build layer's pytorch-efa image reference (repository URL and the tag the
+    build pushes), None where the build layer builds none."""
+    return [torch_runtime(group, settings, volumes, efa_image=efa_image) for group in groups]
