@@ -1,6 +1,6 @@
 """Workloads layer: Karpenter node class and pools, tenant namespaces with quotas, policies,
-identities and static volumes, DRA claim templates, Kueue's per-tenant queues, and Kubeflow
-Trainer's runtimes."""
+identities and static volumes, the tenants' people's access entries, DRA claim templates, Kueue's
+per-tenant queues, and Kubeflow Trainer's runtimes."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from addons.trainer.runtimes import TenantVolumes, runtime_objects
 from components.k8s.karpenter_pools import GPU_POOL, KarpenterPoolsProps, karpenter_objects, node_pools
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, tenant_objects
+from components.tenant_access import TenantAccess, TenantAccessProps
 from components.tenant_identity import TenantIdentity, TenantIdentityProps
 from profiles import PlatformConfig
 from profiles.models import dra_claim_counts, tenant_gpu_quota
@@ -109,6 +110,11 @@ class WorkloadsStack(LayerStack):
                     service_account=SERVICE_ACCOUNT,
                     bucket_arns=tuple(storage.bucket_arns[p] for p in sorted(storage.bucket_arns)),
                 ),
+            )
+        if grants := workloads.tenant_access():
+            # The tenants' people: namespace-scoped access entries (cluster admins' are the cluster layer's).
+            TenantAccess(
+                self, "tenant-access", props=TenantAccessProps(cluster_name=cluster.cluster_name, grants=grants)
             )
         if KUEUE.enabled(config):
             # The ClusterQueues wait for nothing, so that on destroy they go while the tenant
