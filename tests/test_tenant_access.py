@@ -129,3 +129,20 @@ def test_an_entry_is_addressed_by_its_principal_so_others_stay_put_when_one_leav
     both = addresses({alice: {"editors": ("a",)}, bob: {"viewers": ("a", "b")}})
     assert addresses({bob: {"viewers": ("a", "b")}})[bob] == both[bob]
     assert addresses({bob: {"viewers": ("b",)}, alice: {"viewers": ("a",)}}) == both
+
+
+def test_the_documented_example_is_a_profile_that_validates():
+    """docs/security.md's tenants example loads as written, and its shared viewer gets one entry
+    whose view association names both tenants."""
+    from pathlib import Path
+
+    import yaml
+
+    from profiles import validate_profile
+    from tests.test_profiles import mutated
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "security.md").read_text()
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", guide, flags=re.DOTALL) if "tenants:" in b]
+    example = yaml.safe_load(block)
+    access = validate_profile(mutated(workloads=example["workloads"])).workloads.tenant_access()
+    assert access["arn:aws:iam::111122223333:role/auditors"] == {"viewers": ("vision", "speech")}
