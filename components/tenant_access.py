@@ -1,5 +1,6 @@
 """Kubernetes access for tenants' people: one EKS access entry per person, and access policies
-scoped to the namespaces of the tenants that list them, never to the cluster."""
+scoped to the namespaces of the tenants that list them, never to the cluster. The entry also
+carries the person's tenant groups, which only their own namespaces bind (components/k8s/tenant_rbac.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from cdktf_cdktf_provider_aws.eks_access_policy_association import (
 )
 from constructs import Construct
 
+from components.k8s.tenant_rbac import access_group
 from profiles.workloads import AccessLevel
 
 
@@ -57,6 +59,10 @@ class TenantAccess(Construct):
                 cluster_name=props.cluster_name,
                 principal_arn=principal,
                 type="STANDARD",
+                # For the job kinds EKS's policies leave out: each group is bound in its own namespace only.
+                kubernetes_groups=[
+                    access_group(ns, level) for level, namespaces in levels.items() for ns in namespaces
+                ],
             )
             for level, namespaces in levels.items():
                 # EKS takes each access policy once per entry: one association per level, naming

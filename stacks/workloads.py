@@ -13,11 +13,21 @@ from addons.kuberay import DEFINITION as KUBERAY
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue.queues import cluster_objects, local_queues
 from addons.mlflow import DEFINITION as MLFLOW
+from addons.mpi_operator import DEFINITION as MPI_OPERATOR
 from addons.trainer import DEFINITION as TRAINER
 from addons.trainer.runtimes import TenantVolumes, runtime_objects
 from components.k8s.karpenter_pools import GPU_POOL, KarpenterPoolsProps, karpenter_objects, node_pools
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, tenant_objects
+from components.k8s.tenant_rbac import (
+    DRA_CLAIMS,
+    KUEUE_QUEUES,
+    MPI_JOBS,
+    RAY_JOBS,
+    TRAIN_JOBS,
+    TenantResources,
+    cluster_roles,
+)
 from components.tenant_access import TenantAccess, TenantAccessProps
 from components.tenant_identity import TenantIdentity, TenantIdentityProps
 from profiles import PlatformConfig
@@ -112,10 +122,22 @@ class WorkloadsStack(LayerStack):
                 ),
             )
         if grants := workloads.tenant_access():
-            # The tenants' people: namespace-scoped access entries (cluster admins' are the cluster layer's).
+            # The tenants' people: namespace-scoped access entries (cluster admins' are the cluster layer's),
+            # and the roles their namespaces' RoleBindings give them over the job kinds this profile runs.
             TenantAccess(
                 self, "tenant-access", props=TenantAccessProps(cluster_name=cluster.cluster_name, grants=grants)
             )
+            kinds: dict[TenantResources, bool] = {
+                MPI_JOBS: MPI_OPERATOR.enabled(config),
+                TRAIN_JOBS: TRAINER.enabled(config),
+                RAY_JOBS: KUBERAY.enabled(config),
+                KUEUE_QUEUES: KUEUE.enabled(config),
+                DRA_CLAIMS: bool(dra_claim_counts(config)),
+            }
+            roles = cluster_roles(tuple(kind for kind, used in kinds.items() if used))
+            self.objects += KubernetesObjects(
+                self, "tenant-roles", props=KubernetesObjectsProps(objects=tuple(roles))
+            ).objects
         if KUEUE.enabled(config):
             # The ClusterQueues wait for nothing, so that on destroy they go while the tenant
             # namespaces go: Kueue holds a ClusterQueue until no job in it holds quota, and

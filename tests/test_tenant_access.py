@@ -1,5 +1,6 @@
 """Tenants' people reach their own namespaces and nothing else: proven over the synthesized EKS
-access entries and access policy associations of the workloads layer."""
+access entries, their access policy associations, and the RoleBindings of their Kubernetes groups
+(for the job kinds EKS's access policies leave out)."""
 
 from __future__ import annotations
 
@@ -84,20 +85,97 @@ def test_no_tenant_principal_reaches_another_tenants_namespace(synthesized, prof
 
 
 @pytest.mark.parametrize("profile", WITH_PEOPLE)
-def test_one_standard_entry_per_person_with_no_kubernetes_groups(synthesized, profile):
-    """EKS takes one entry per principal and each policy once per entry; the entries carry no
-    Kubernetes groups, so the associations above are all the access there is."""
+def test_one_standard_entry_per_person_whose_groups_name_its_own_tenants(synthesized, profile):
+    """EKS takes one entry per principal and each policy once per entry. The entry's Kubernetes
+    groups are the person's tenant groups, one per (tenant, level) that lists it, and nothing else
+    (no system: or admin group)."""
     stack = synthesized.stack(profile, "workloads")
     entries = list(resources(stack, "aws_eks_access_entry").values())
     principals = [entry["principal_arn"] for entry in entries]
     assert sorted(principals) == sorted({principal for principal, _, _ in listed(profile)})
+    level_of = {EDIT: "editors", VIEW: "viewers"}
     for entry in entries:
         assert entry["type"] == "STANDARD"
-        assert not entry.get("kubernetes_groups")
+        expected = {
+            f"tenant:{ns}:{level_of[policy]}" for p, policy, ns in listed(profile) if p == entry["principal_arn"]
+        }
+        assert sorted(entry["kubernetes_groups"]) == sorted(expected)
     pairs = [(principal, policy) for principal, policy, _ in granted(synthesized, profile)]
     assert len(pairs) == len(set(pairs))
     admins = {arn.lower() for arn in profile_config(profile).cluster.admin_principal_arns}
     assert not admins & {principal.lower() for principal in principals}
+
+
+def manifests(synthesized, profile: str) -> list[dict]:
+    """Every Kubernetes object the layers write themselves. Helm charts' RBAC and the upstream release
+    manifests applied as expressions (strings here) are upstream text, which names no tenant group."""
+    return [
+        body["manifest"]
+        for layer in ("addons", "workloads")
+        for body in resources(synthesized.stack(profile, layer), "kubernetes_manifest").values()
+        if isinstance(body["manifest"], dict)
+    ]
+
+
+@pytest.mark.parametrize("profile", WITH_PEOPLE)
+def test_tenant_groups_are_bound_only_in_their_own_namespace(synthesized, profile):
+    """The second path, for the job kinds EKS's policies leave out: a tenant group is only ever a
+    subject of a RoleBinding in the namespace it is named after, never of a ClusterRoleBinding, and
+    the role it gets grants namespaced job kinds only, nothing that reaches RBAC or other users."""
+    objects = manifests(synthesized, profile)
+    tenants = {tenant.name for tenant in profile_config(profile).workloads.tenants}
+    bound_roles = set()
+    for binding in (o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")):
+        for subject in binding["subjects"]:
+            if subject["kind"] != "Group" or not subject["name"].startswith("tenant:"):
+                continue
+            _, namespace, level = subject["name"].split(":")
+            assert binding["kind"] == "RoleBinding", f"{subject['name']} bound at cluster scope"
+            assert binding["metadata"]["namespace"] == namespace in tenants
+            assert binding["roleRef"]["kind"] == "ClusterRole"
+            bound_roles.add((binding["roleRef"]["name"], level))
+    assert {level for _, level in bound_roles} == {"editors", "viewers"}
+    roles = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole"}
+    for name, level in bound_roles:
+        for rule in roles[name]["rules"]:
+            assert "" not in rule["apiGroups"], "core kinds are the access policies' business"
+            assert not {"*", "rbac.authorization.k8s.io", "authorization.k8s.io"} & set(rule["apiGroups"])
+            assert "*" not in rule["resources"] and not {"bind", "escalate", "impersonate", "*"} & set(rule["verbs"])
+            assert "resourceNames" not in rule and "nonResourceURLs" not in rule
+            # Cluster-scoped kinds (ClusterQueue, ClusterTrainingRuntime) stay out: a RoleBinding could not give them.
+            assert not any(r.startswith("cluster") for r in rule["resources"])
+            if level == "viewers":
+                assert set(rule["verbs"]) <= {"get", "list", "watch"}
+
+
+@pytest.mark.parametrize("profile", WITH_PEOPLE)
+def test_by_either_path_a_person_reaches_exactly_the_namespaces_that_list_it(synthesized, profile):
+    """Associations and RoleBindings together: (principal, level, namespace) is granted exactly
+    where a tenant lists the principal at that level."""
+    level_of = {EDIT: "editors", VIEW: "viewers"}
+    stack = synthesized.stack(profile, "workloads")
+    groups = {
+        e["principal_arn"]: set(e["kubernetes_groups"]) for e in resources(stack, "aws_eks_access_entry").values()
+    }
+    bound = {
+        (subject["name"], binding["metadata"]["namespace"])
+        for binding in manifests(synthesized, profile)
+        if binding["kind"] == "RoleBinding"
+        for subject in binding["subjects"]
+        if subject["kind"] == "Group"
+    }
+    by_rbac = {
+        (principal, f"{group.split(':')[2]}", namespace)
+        for principal, held in groups.items()
+        for group, namespace in bound
+        if group in held
+    }
+    by_policy = {
+        (p, level_of[policy], ns) for p, policy, scope in granted(synthesized, profile) for ns in scope["namespaces"]
+    }
+    expected = {(p, level_of[policy], ns) for p, policy, ns in listed(profile)}
+    assert by_policy == expected
+    assert by_rbac == expected
 
 
 @pytest.mark.parametrize("profile", WITH_PEOPLE)
