@@ -32,7 +32,7 @@ from profiles.naming import RULES, NameSources, derived_names, name_problems
 from profiles.state import StateConfig
 from profiles.storage import MAX_DATA_REPOSITORY_ASSOCIATIONS, StorageConfig
 from profiles.versions import CUDA_IMAGE, version_tuple
-from profiles.workloads import RESERVED_NAMESPACES, TenantConfig, WorkloadsConfig
+from profiles.workloads import ACCESS_LEVELS, RESERVED_NAMESPACES, TenantConfig, WorkloadsConfig
 
 # The namespace the validation manifests (manifests/render.py) run in.
 VALIDATION_NAMESPACE = "gpu-validation"
@@ -136,6 +136,7 @@ class PlatformConfig(Strict):
             self._associations_per_tenant_fit,
             self._derived_names_are_valid,
             self._names_do_not_collide,
+            self._tenant_people_are_not_admins,
             self._azs_in_region,
             self._tenant_quotas_fit_a_node,
             self._kueue_counts_extended_gpus,
@@ -271,6 +272,23 @@ class PlatformConfig(Strict):
                     f"is a system or platform namespace; {field[1]} needs one of its own",
                     allowed=f"a namespace other than {', '.join(sorted({*PLATFORM_NAMESPACES, *RESERVED_NAMESPACES}))}",
                 )
+
+    def _tenant_people_are_not_admins(self) -> Iterator[FieldProblem]:
+        """EKS takes one access entry per principal: a cluster admin's entry is made by the cluster
+        layer, so a tenant's entry for the same principal would fail the workloads layer's apply
+        with "resource in use" (and an admin has every namespace already)."""
+        admins = {arn.lower() for arn in self.cluster.admin_principal_arns}
+        for index, tenant in enumerate(self.workloads.tenants):
+            for level in ACCESS_LEVELS:
+                for position, principal in enumerate(getattr(tenant, level)):
+                    if principal.lower() in admins:
+                        yield FieldProblem(
+                            ("workloads", "tenants", index, level, position),
+                            principal,
+                            "is in cluster.admin_principal_arns: it has cluster admin, and EKS refuses a second "
+                            "access entry for one principal",
+                            allowed="a principal that is not a cluster admin, or remove it from this list",
+                        )
 
     def _tenant_quotas_fit_a_node(self) -> Iterator[FieldProblem]:
         """A tenant quota below one node of the largest GPU group could never admit a job there."""

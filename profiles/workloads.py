@@ -6,10 +6,15 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from profiles.base import FieldProblem, K8sName, Strict, check_unique
+from profiles.base import FieldProblem, IamPrincipalArn, K8sName, Strict, check_unique
 from profiles.catalog import CATALOG, INSTANCE_TYPES
 
 CapacityType = Literal["on-demand", "spot", "reserved"]
+# What a tenant's person may do in the tenant's namespaces: the settings that list them.
+AccessLevel = Literal["editors", "viewers"]
+ACCESS_LEVELS: tuple[AccessLevel, ...] = ("editors", "viewers")
+# IAM Identity Center creates its roles under this path; the access entry needs the role's full ARN.
+SSO_ROLE_PATH = "aws-reserved/sso.amazonaws.com/"
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # Namespaces that components outside the add-on catalog create or are commonly installed into: the
 # Mountpoint for S3 CSI driver v2 runs its mounter pods in mount-s3; karpenter is Karpenter's
@@ -84,6 +89,16 @@ class TenantConfig(Strict):
     """With Kueue: most GPUs of its own share (per flavour) other tenants may borrow while it is idle. Unset: all of
     it; 0: its share is always kept free for it.
     """
+    editors: list[IamPrincipalArn] = Field(default_factory=list)
+    """The team's people who run work in its namespace: IAM role ARNs (for IAM Identity Center, the role's full ARN
+    with its aws-reserved/sso.amazonaws.com/ path) or IAM user ARNs. Each gets an EKS access entry with
+    AmazonEKSEditPolicy scoped to this namespace only (never the cluster). A person may be listed by several
+    tenants; not by cluster.admin_principal_arns.
+    """
+    viewers: list[IamPrincipalArn] = Field(default_factory=list)
+    """The team's people who may only read its namespace: AmazonEKSViewPolicy scoped to this namespace only (no
+    Secrets). The same kinds of ARN as editors; a person is an editor or a viewer of a tenant, not both.
+    """
 
     @field_validator("name")
     @classmethod
@@ -93,6 +108,48 @@ class TenantConfig(Strict):
         if name in OTHERWISE_USED_NAMESPACES:
             raise ValueError(f"{name!r} is a namespace other components use; choose a team name")
         return name
+
+    @field_validator("editors", "viewers")
+    @classmethod
+    def _full_sso_role_arns(cls, principals: list[str]) -> list[str]:
+        # An Identity Center role's ARN without its path names no role: EKS refuses the entry
+        # ("invalid principal") only at apply time, after the layer's other changes.
+        for index, principal in enumerate(principals):
+            account, resource = principal.split(":", 5)[4:]
+            kind, _, name = resource.partition("/")
+            if kind == "role" and name.startswith("AWSReservedSSO_"):
+                raise FieldProblem(
+                    (index,),
+                    principal,
+                    f"an IAM Identity Center role's ARN carries the path {SSO_ROLE_PATH} (aws iam get-role "
+                    f"--role-name {name} --query Role.Arn prints it); without it the ARN names no role",
+                    allowed=f"the role's full ARN, e.g. arn:aws:iam::{account}:role/{SSO_ROLE_PATH}{name}",
+                )
+        return principals
+
+    @model_validator(mode="after")
+    def _each_person_once(self) -> TenantConfig:
+        # One access entry per person, with one access policy per level: a person who is both an
+        # editor and a viewer of the same namespace has no single level to be given. IAM names
+        # ignore case, so Alice and alice are one role.
+        seen: dict[str, AccessLevel] = {}
+        for level in ACCESS_LEVELS:
+            for index, principal in enumerate(getattr(self, level)):
+                if principal.lower() in seen:
+                    first = seen[principal.lower()]
+                    listed = "twice" if first == level else f"as one of its {first} too"
+                    raise FieldProblem(
+                        (level, index),
+                        principal,
+                        f"tenant {self.name!r} lists this principal {listed}",
+                        allowed="each principal once per tenant, as an editor or as a viewer",
+                    )
+                seen[principal.lower()] = level
+        return self
+
+    def access(self) -> dict[str, AccessLevel]:
+        """Principal -> what it may do in this tenant's namespace."""
+        return {principal: level for level in ACCESS_LEVELS for principal in getattr(self, level)}
 
 
 class WorkloadsConfig(Strict):
@@ -105,9 +162,32 @@ class WorkloadsConfig(Strict):
     dra_gpu_counts: list[int] = Field([1, 8])
     """With GPU Operator DRA mode: one ResourceClaimTemplate per GPU count (gpu-<n>) per tenant."""
 
+    def tenant_access(self) -> dict[str, dict[AccessLevel, tuple[str, ...]]]:
+        """Principal -> level -> the tenant namespaces where it holds that level, in profile order.
+        EKS takes one access entry per principal and each access policy once per entry, so a person
+        of several tenants gets one entry and, per level, one association naming all its namespaces."""
+        grants: dict[str, dict[AccessLevel, tuple[str, ...]]] = {}
+        for tenant in self.tenants:
+            for principal, level in tenant.access().items():
+                levels = grants.setdefault(principal, {})
+                levels[level] = (*levels.get(level, ()), tenant.name)
+        return grants
+
     @model_validator(mode="after")
     def _unique(self) -> WorkloadsConfig:
         check_unique([tenant.name for tenant in self.tenants], field="tenants", what="tenant")
+        spelled: dict[str, str] = {}
+        for index, tenant in enumerate(self.tenants):
+            for principal, level in tenant.access().items():
+                first = spelled.setdefault(principal.lower(), principal)
+                if first != principal:
+                    # Two spellings would make two access entries for one IAM principal; EKS refuses the second.
+                    raise FieldProblem(
+                        ("tenants", index, level, getattr(tenant, level).index(principal)),
+                        principal,
+                        f"is {first} spelled differently (IAM names ignore case)",
+                        allowed=f"{first}, as the other tenant spells it",
+                    )
         if any(count < 1 for count in self.dra_gpu_counts) or len(set(self.dra_gpu_counts)) != len(self.dra_gpu_counts):
             raise FieldProblem("dra_gpu_counts", self.dra_gpu_counts, "GPU counts must be distinct and positive")
         return self

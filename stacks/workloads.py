@@ -1,6 +1,7 @@
 """Workloads layer: Karpenter node class and pools, tenant namespaces with quotas, policies,
-identities and static volumes, DRA claim templates, Kueue's per-tenant queues, and Kubeflow
-Trainer's runtimes (on EFA groups with the build layer's PyTorch-over-EFA image)."""
+identities and static volumes, the tenants' people's access entries, DRA claim templates, Kueue's
+per-tenant queues, and Kubeflow Trainer's runtimes (on EFA groups with the build layer's
+PyTorch-over-EFA image)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,23 @@ from addons.kuberay import DEFINITION as KUBERAY
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue.queues import cluster_objects, local_queues
 from addons.mlflow import DEFINITION as MLFLOW
+from addons.mpi_operator import DEFINITION as MPI_OPERATOR
 from addons.trainer import DEFINITION as TRAINER
 from addons.trainer import EFA_TORCH_PROJECT_IMAGE
 from addons.trainer.runtimes import TenantVolumes, runtime_objects
 from components.k8s.karpenter_pools import GPU_POOL, KarpenterPoolsProps, karpenter_objects, node_pools
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, tenant_objects
+from components.k8s.tenant_rbac import (
+    DRA_CLAIMS,
+    KUEUE_QUEUES,
+    MPI_JOBS,
+    RAY_JOBS,
+    TRAIN_JOBS,
+    TenantResources,
+    cluster_roles,
+)
+from components.tenant_access import TenantAccess, TenantAccessProps
 from components.tenant_identity import TenantIdentity, TenantIdentityProps
 from profiles import PlatformConfig
 from profiles.models import dra_claim_counts, tenant_gpu_quota
@@ -112,6 +124,23 @@ class WorkloadsStack(LayerStack):
                     bucket_arns=tuple(storage.bucket_arns[p] for p in sorted(storage.bucket_arns)),
                 ),
             )
+        if grants := workloads.tenant_access():
+            # The tenants' people: namespace-scoped access entries (cluster admins' are the cluster layer's),
+            # and the roles their namespaces' RoleBindings give them over the job kinds this profile runs.
+            TenantAccess(
+                self, "tenant-access", props=TenantAccessProps(cluster_name=cluster.cluster_name, grants=grants)
+            )
+            kinds: dict[TenantResources, bool] = {
+                MPI_JOBS: MPI_OPERATOR.enabled(config),
+                TRAIN_JOBS: TRAINER.enabled(config),
+                RAY_JOBS: KUBERAY.enabled(config),
+                KUEUE_QUEUES: KUEUE.enabled(config),
+                DRA_CLAIMS: bool(dra_claim_counts(config)),
+            }
+            roles = cluster_roles(tuple(kind for kind, used in kinds.items() if used))
+            self.objects += KubernetesObjects(
+                self, "tenant-roles", props=KubernetesObjectsProps(objects=tuple(roles))
+            ).objects
         if KUEUE.enabled(config):
             # The ClusterQueues wait for nothing, so that on destroy they go while the tenant
             # namespaces go: Kueue holds a ClusterQueue until no job in it holds quota, and

@@ -836,6 +836,9 @@ def test_karpenter_below_1_6_is_fine_without_capacity_blocks():
     )
 
 
+ALICE = "arn:aws:iam::123456789012:role/alice"
+SSO_ROLE = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_ML_0a1b2c3d4e5f6a7b"
+BOB = "arn:aws:iam::123456789012:role/bob"
 WORKLOADS_AND_STATE_BAD_INPUT = [
     (
         mutated(workloads__tenants=[{"name": "t", "gpu_borrowing_limit": -1}]),
@@ -911,6 +914,53 @@ WORKLOADS_AND_STATE_BAD_INPUT = [
         ["'x'"],
     ),
     (mutated(workloads={"cpu_pool": {"cpu_limit": 0}}), "workloads.cpu_pool.cpu_limit", ["greater than or equal to 1"]),
+    # tenants' people: one EKS access entry per principal, so each is listed once per tenant and never as an admin
+    (
+        mutated(workloads={"tenants": [{"name": "team-a", "editors": ["alice"]}]}),
+        "workloads.tenants.0.editors.0",
+        ["'alice'", "an IAM role or user ARN"],
+    ),
+    (
+        mutated(workloads={"tenants": [{"name": "team-a", "viewers": ["arn:aws:sts::123456789012:assumed-role/a/s"]}]}),
+        "workloads.tenants.0.viewers.0",
+        ["assumed-role", "an IAM role or user ARN"],
+    ),
+    (
+        mutated(workloads={"tenants": [{"name": "team-a", "editors": [ALICE, ALICE]}]}),
+        "workloads.tenants.0.editors.1",
+        ["lists this principal twice", repr(ALICE), "each principal once per tenant"],
+    ),
+    (
+        mutated(workloads={"tenants": [{"name": "team-a", "editors": [ALICE], "viewers": [BOB, ALICE]}]}),
+        "workloads.tenants.0.viewers.1",
+        ["as one of its editors too", repr(ALICE), "as an editor or as a viewer"],
+    ),
+    (
+        mutated(
+            workloads={
+                "tenants": [
+                    {"name": "team-a", "editors": [ALICE]},
+                    {"name": "team-b", "viewers": [ALICE.replace("alice", "Alice")]},
+                ]
+            }
+        ),
+        "workloads.tenants.1.viewers.0",
+        ["spelled differently", "ignore case", f"allowed: {ALICE}"],
+    ),
+    (
+        mutated(cluster__admin_principal_arns=[BOB], workloads={"tenants": [{"name": "team-a", "viewers": [BOB]}]}),
+        "workloads.tenants.0.viewers.0",
+        ["cluster.admin_principal_arns", repr(BOB), "refuses a second access entry", "not a cluster admin"],
+    ),
+    (
+        mutated(
+            workloads={
+                "tenants": [{"name": "team-a", "editors": ["arn:aws:iam::123456789012:role/AWSReservedSSO_ML_0a1b"]}]
+            }
+        ),
+        "workloads.tenants.0.editors.0",
+        ["AWSReservedSSO_ML_0a1b'", "aws iam get-role", "role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_ML_0a1b"],
+    ),
 ]
 
 
@@ -970,6 +1020,29 @@ ALL_BAD_INPUT = [
 )
 def test_bad_input_names_field_value_and_allowed(doc, field, words):
     assert_reported(doc, field, words)
+
+
+def test_a_person_of_several_tenants_gets_one_grant_per_level_naming_its_namespaces():
+    """EKS takes one access entry per principal and each access policy once per entry: the profile's
+    people become principal -> level -> namespaces, each namespace one of a tenant that lists them."""
+    config = validate_profile(
+        mutated(
+            workloads={
+                "tenants": [
+                    {"name": "team-a", "editors": [ALICE, SSO_ROLE], "viewers": [BOB]},
+                    {"name": "team-b", "viewers": [ALICE]},
+                    {"name": "team-c", "editors": [ALICE]},
+                    {"name": "team-d"},
+                ]
+            }
+        )
+    )
+    assert config.workloads.tenant_access() == {
+        ALICE: {"editors": ("team-a", "team-c"), "viewers": ("team-b",)},
+        SSO_ROLE: {"editors": ("team-a",)},
+        BOB: {"viewers": ("team-a",)},
+    }
+    assert validate_profile(BASE).workloads.tenant_access() == {}  # nobody is named by default
 
 
 def test_suggestions_only_for_near_misses_that_are_words():

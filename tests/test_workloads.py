@@ -298,7 +298,9 @@ def test_karpenter_node_class_wiring(synthesized):
 
 def test_dra_claim_templates_only_in_dra_mode(synthesized):
     claims = of_kind(objects(synthesized, "jark"), "ResourceClaimTemplate")
-    assert sorted(c["metadata"]["name"] for c in claims) == ["gpu-1", "gpu-8"]
+    for tenant in synthesized.configs["jark"].workloads.tenants:
+        names = sorted(c["metadata"]["name"] for c in claims if c["metadata"]["namespace"] == tenant.name)
+        assert names == ["gpu-1", "gpu-8"], tenant.name
     request = claims[0]["spec"]["spec"]["devices"]["requests"][0]
     assert claims[0]["apiVersion"] == "resource.k8s.io/v1"
     assert set(request) == {"name", "exactly"} and request["exactly"]["deviceClassName"] == "gpu.nvidia.com"

@@ -1,5 +1,6 @@
 """A tenant namespace: quota, limits, default-deny network policy, a workload service account,
-static PV/PVC pairs for FSx and the S3 buckets, and (DRA mode) GPU claim templates."""
+static PV/PVC pairs for FSx and the S3 buckets, (DRA mode) GPU claim templates, and the
+RoleBindings of its people's groups."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from components.k8s.namespaces import (
     namespace_objects,
 )
 from components.k8s.ray_access import heads_from_operator
+from components.k8s.tenant_rbac import role_bindings
 from components.labels import TENANT_LABEL
 from profiles import tenancy
 from profiles.workloads import TenantConfig
@@ -173,6 +175,7 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
             mount_options=["allow-delete", f"region {storage.region}", f"prefix {tenancy.s3_prefix(ns)}"],
         )
     objects += [claim_template(ns, count) for count in props.dra_gpu_counts]
+    objects += role_bindings(cfg)
     if props.mlflow:
         # Ray clusters and MPI jobs read the tracking URI with envFrom.
         objects.append(tracking_config_map(ns))
