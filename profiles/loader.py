@@ -6,6 +6,7 @@ Every user error becomes a `ProfileError` whose `problems` are printable lines o
 
 from __future__ import annotations
 
+import difflib
 import re
 import reprlib
 from dataclasses import dataclass
@@ -213,7 +214,10 @@ def _problem(error: ErrorDetails) -> _Problem:
         return _Problem(loc, f"{prefix}not in the expected form", value, words)
     if error["type"] == "extra_forbidden":
         allowed = _allowed_keys(error["loc"][:-1])
-        message = _with_hint("unknown setting", loc[-1] if loc else None, allowed)
+        key = loc[-1] if loc else None
+        message = _with_hint("unknown setting", key, allowed)
+        if message == "unknown setting" and isinstance(key, str):
+            message = _misplaced_hint(key, [part for part in loc[:-1] if isinstance(part, str)])
         return _Problem(loc, message, value, ", ".join(allowed))
     if error["type"] in ("literal_error", "enum"):
         choices = _quoted_choices(str((error.get("ctx") or {}).get("expected", "")))
@@ -226,6 +230,36 @@ def _problem(error: ErrorDetails) -> _Problem:
         tag = ctx.get("tag")
         return _Problem([*loc, field], _with_hint(f"unknown {field}", tag, choices), tag, ", ".join(choices))
     return _Problem(loc, message, value)
+
+
+def _misplaced_hint(key: str, parent: list[str]) -> str:
+    """ "unknown setting" plus where a key of that name (or a near miss) does belong, for a key
+    written at the wrong level, e.g. a top-level `tenants:` that belongs under `workloads`."""
+    elsewhere = [path for path in _field_paths(PlatformConfig, ()) if path[:-1] != tuple(parent)]
+    names = sorted({path[-1] for path in elsewhere})
+    close = set(difflib.get_close_matches(key, names, n=3, cutoff=0.8))
+    places = [".".join(path) for path in elsewhere if path[-1] == key or path[-1] in close]
+    if not places or len(places) > 3:
+        return "unknown setting"
+    return f"unknown setting here; it belongs at {' or '.join(places)}"
+
+
+def _field_paths(model: type[BaseModel], prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Every setting's path in the profile (lists and mappings of models are walked through)."""
+    paths: list[tuple[str, ...]] = []
+    for name, field in model.model_fields.items():
+        path = (*prefix, name)
+        paths.append(path)
+        for inner in _models_in(field.annotation):
+            if len(path) < 6:  # the profile tree is shallow; the bound keeps a recursive model finite
+                paths += _field_paths(inner, path)
+    return paths
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [found for arg in getattr(annotation, "__args__", ()) for found in _models_in(arg)]
 
 
 def _with_hint(message: str, value: Any, choices: list[str]) -> str:

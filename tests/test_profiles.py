@@ -146,6 +146,14 @@ BAD_INPUT = [
     ({"name": "Bad_Name"}, "name", ["'Bad_Name'", "not in the expected form", "e.g. gpu-platform"]),
     ({"region": "mars-1"}, "region", ["'mars-1'"]),
     ({"colour": "blue"}, "colour", ["unknown setting", "allowed: name, region"]),
+    # a setting written at the wrong level is pointed to where it belongs (no sibling is close)
+    ({"tenants": []}, "tenants", ["unknown setting here; it belongs at workloads.tenants"]),
+    (
+        {"cluster__tenant": {}},
+        "cluster.tenant",
+        ["it belongs at workloads.tenants", "allowed: kubernetes_version"],
+    ),
+    ({"gpu_node_groups": []}, "gpu_node_groups", ["it belongs at cluster.gpu_node_groups"]),
     ({"state__bucket": "Not A Bucket"}, "state.bucket", ["'Not A Bucket'"]),
     ({"cluster__kubernetes_version": "1.20"}, "cluster.kubernetes_version", ["'1.20'", "allowed: 1.31, 1.32, 1.33"]),
     ({"cluster__vpc__cidr": "10.0.0.1/16"}, "cluster.vpc.cidr", ["host bits", "'10.0.0.1/16'"]),
@@ -1020,6 +1028,12 @@ ALL_BAD_INPUT = [
 )
 def test_bad_input_names_field_value_and_allowed(doc, field, words):
     assert_reported(doc, field, words)
+
+
+def test_a_key_that_belongs_in_many_places_gets_no_guess():
+    """`enabled` is a setting of every add-on: pointing at one of them would be a guess."""
+    (line,) = [line for line in problems(mutated(enabled=True)) if line.startswith("enabled: ")]
+    assert line.startswith("enabled: unknown setting (") and "belongs" not in line
 
 
 def test_a_person_of_several_tenants_gets_one_grant_per_level_naming_its_namespaces():
