@@ -118,6 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
             help="do it without asking (make ... AUTO_APPROVE=1 on the command line passes it)",
         )
     commands.add_parser("outputs", parents=[with_profile], help="print the deployed layers' outputs")
+    guide = commands.add_parser(
+        "tenant-guide",
+        parents=[with_profile],
+        help="print a tenant's day-one page: kubeconfig, queue, first jobs, data, web UIs",
+    )
+    guide.add_argument(
+        "--tenant", default=os.environ.get("TENANT") or None, help="the tenant (default: the profile's first)"
+    )
     validate = commands.add_parser(
         "validate",
         parents=[with_profile],
@@ -714,6 +722,20 @@ def trainer_image_missing(config: PlatformConfig, operator: Operator, aws: AwsCl
     )
 
 
+def command_tenant_guide(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.tenant_guide import UnknownTenant, tenant_guide
+
+    if not config.workloads.tenants:
+        print(f"profile {config.name} has no tenants (workloads.tenants)", file=sys.stderr)
+        return EXIT_USER_ERROR
+    try:
+        print(tenant_guide(config, args.tenant or config.workloads.tenants[0].name), end="")
+    except UnknownTenant as error:
+        print(error, file=sys.stderr)
+        return EXIT_USER_ERROR
+    return 0
+
+
 def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
     from operate.cleanup import platform_objects
     from operate.cluster_access import ClusterAccessError, run_aws
@@ -831,6 +853,7 @@ COMMANDS: dict[str, Callable[[PlatformConfig, argparse.Namespace], int]] = {
     "diagram": command_diagram,
     "quotas": command_quotas,
     "cost": command_cost,
+    "tenant-guide": command_tenant_guide,
 }
 
 

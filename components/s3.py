@@ -35,12 +35,6 @@ from profiles.storage import DATA_BUCKET_PURPOSES, BucketLifecycle
 DATA_BUCKETS = DATA_BUCKET_PURPOSES
 
 
-def data_bucket_name(platform_name: str, purpose: str, account_id: str) -> str:
-    """Bucket names are global: the account id keeps them unique. One definition, because the
-    cluster layer scopes the Mountpoint role to these exact names before the buckets exist."""
-    return f"{platform_name}-{purpose}-{account_id}"
-
-
 @dataclass(frozen=True, kw_only=True)
 class SecureBucketProps:
     bucket_name: str

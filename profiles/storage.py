@@ -12,6 +12,13 @@ from profiles.base import FieldProblem, Strict
 DataBucketPurpose = Literal["datasets", "checkpoints"]
 DATA_BUCKET_PURPOSES: tuple[DataBucketPurpose, ...] = ("datasets", "checkpoints")
 
+
+def data_bucket_name(platform_name: str, purpose: str, account_id: str) -> str:
+    """Bucket names are global: the account id keeps them unique. One definition, because the
+    cluster layer scopes the Mountpoint role to these exact names before the buckets exist."""
+    return f"{platform_name}-{purpose}-{account_id}"
+
+
 FsxDeploymentType = Literal["SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"]
 THROUGHPUT_MBPS_PER_TIB: dict[str, tuple[int, ...]] = {
     "SCRATCH_2": (),

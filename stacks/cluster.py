@@ -28,9 +28,10 @@ from components.node_groups import (
     SystemNodeGroupProps,
 )
 from components.node_monitoring import AGENT_ADDON, AGENT_CONFIGURATION
-from components.s3 import DATA_BUCKETS, data_bucket_name
+from components.s3 import DATA_BUCKETS
 from components.vpc_endpoints import InterfaceEndpoints, InterfaceEndpointsProps
 from profiles import PlatformConfig
+from profiles.storage import data_bucket_name
 from profiles.versions import MANAGED_ADDON_MINIMUMS, ManagedAddonName
 from stacks.contracts import ClusterOutputs
 from stacks.layer import LayerStack, StateLocation

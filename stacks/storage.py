@@ -9,8 +9,9 @@ from constructs import Construct
 from addons.mlflow import DEFINITION as MLFLOW
 from components.fsx import LustreFileSystem, LustreProps
 from components.mlflow_store import MlflowStore, MlflowStoreProps
-from components.s3 import DATA_BUCKETS, SecureBucket, SecureBucketProps, data_bucket_name
+from components.s3 import DATA_BUCKETS, SecureBucket, SecureBucketProps
 from profiles import PlatformConfig
+from profiles.storage import data_bucket_name
 from stacks.contracts import ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack, StateLocation
 

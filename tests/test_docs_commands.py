@@ -25,6 +25,7 @@ MAKE_VARIABLES = {
     "TO",
     "PYTEST_ARGS",
     "MIRROR",
+    "TENANT",
 }
 
 
