@@ -547,9 +547,10 @@ def command_validate(config: PlatformConfig, args: argparse.Namespace) -> int:
         unchecked += [layer] if outcome == "not checked" else []
     if unchecked:
         tell(
-            "Run make validate where registry.terraform.io answers: Terraform could not download the providers "
-            f"from here, so {', '.join(unchecked)} {'was' if len(unchecked) == 1 else 'were'} not checked "
-            "(neither valid nor invalid)."
+            "Run make validate where registry.terraform.io answers (or with a complete provider mirror): "
+            "Terraform could not get the providers from here (unreachable, refusing with an error status, or "
+            f"a mirror without them), so {', '.join(unchecked)} {'was' if len(unchecked) == 1 else 'were'} "
+            "not checked (neither valid nor invalid)."
         )
     return 1 if failed or unchecked else 0
 

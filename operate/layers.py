@@ -70,6 +70,13 @@ REGISTRY_UNREACHABLE = (
     "TLS handshake timeout",
     "Client.Timeout exceeded",
     "context deadline exceeded",
+    # A registry or network mirror that answers with an error status (a 5xx, 429 Too Many Requests):
+    # Terraform retries, then gives up with these words (terraform internal/getproviders).
+    "please try again later",
+    "failed to query provider mirror",
+    "unsuccessful request to",
+    # A filesystem mirror (TF_CLI_CONFIG_FILE) that lacks a provider: nothing of the configuration is known.
+    "was not found in any of the search locations",
 )
 
 

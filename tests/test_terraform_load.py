@@ -248,3 +248,86 @@ def test_terraform_itself_without_a_registry_is_not_checked(tmp_path):
     assert "Failed to query available provider packages" in detail
     outcome, detail = operator.validate("broken")
     assert outcome == "INVALID" and "Invalid type specification" in detail
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 (Terraform talks to network mirrors over HTTPS only)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "mirror.pem", tmp_path / "mirror.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_file, key_file
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_a_provider_mirror_refusing_or_missing_a_provider_is_not_checked(tmp_path, status):
+    """The real Terraform, against a network mirror answering every request with an error status and
+    against a filesystem mirror without the provider: neither says anything of the configuration,
+    so validate says not checked, never INVALID (which would send the user to fix valid code)."""
+    import http.server
+    import ssl
+    import threading
+
+    binary = shutil.which("terraform")
+    if binary is None:
+        pytest.skip("SKIPPING: terraform is not on PATH")
+
+    class Refusing(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    cert, key = _self_signed(tmp_path)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    helm = {"terraform": {"required_providers": {"helm": {"source": "hashicorp/helm", "version": "3.0.2"}}}}
+    (tmp_path / "stacks" / "ok").mkdir(parents=True)
+    (tmp_path / "stacks" / "ok" / "cdk.tf.json").write_text(json.dumps(helm))
+    (tmp_path / "empty").mkdir()
+    mirrors = {
+        "network": f'network_mirror {{\n    url = "https://127.0.0.1:{server.server_port}/"\n  }}',
+        "filesystem": f'filesystem_mirror {{\n    path = "{tmp_path / "empty"}"\n  }}',
+    }
+    try:
+        for kind, block in mirrors.items():
+            config = tmp_path / f"{kind}.tfrc"
+            config.write_text(f"provider_installation {{\n  {block}\n}}\n")
+            env = {"TF_CLI_CONFIG_FILE": str(config), "SSL_CERT_FILE": str(cert)}
+            operator = Operator(tmp_path / "stacks", terraform=binary, env=env, log=lambda _: None)
+            outcome, detail = operator.validate("ok")
+            assert outcome == "not checked", (kind, detail)
+            said = " ".join(detail.split())
+            assert (f"{status} " in said) if kind == "network" else ("not found in any of the search locations" in said)
+    finally:
+        server.shutdown()
