@@ -11,9 +11,9 @@ class MlflowBackend:
     """Where MLflow keeps its data, as the addons layer needs it to run the server."""
 
     address: str
-    """The database's host name (private DNS)."""
+    """MLflow's PostgreSQL host (private DNS)."""
     database: str
-    """The database MLflow's tracking tables live in."""
+    """MLflow's database name (its tracking tables live there)."""
     username: str
     """The application role the MLflow server logs in as, with IAM database authentication."""
     owner_role: str
@@ -25,8 +25,8 @@ class MlflowBackend:
     secret_arn: str
     """The RDS-managed Secrets Manager secret holding the master user's password (the setup job's)."""
     kms_key_arn: str
-    """The key that encrypts the database and that secret."""
+    """The KMS key that encrypts MLflow's database and its master secret."""
     bucket_name: str
-    """The artifact bucket."""
+    """The bucket MLflow keeps artifacts in."""
     bucket_arn: str
-    """The artifact bucket's ARN."""
+    """The ARN of the bucket MLflow keeps artifacts in."""

@@ -8,6 +8,10 @@ Binding-free: importing this module loads no provider bindings.
 
 from __future__ import annotations
 
+import ast
+import inspect
+import itertools
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -34,10 +38,34 @@ def published(*, description: str, sensitive: bool = False, per_key: str | None 
     return field(metadata={"output": Output(sensitive=sensitive, description=description, per_key=per_key)})
 
 
-def published_record(*, prefix: str, outputs: dict[str, tuple[str, str]]) -> Any:
+def published_record(record: type, *, prefix: str, outputs: dict[str, str]) -> Any:
     """A contract field holding a typed record (None when its feature is off), each of whose fields
-    `outputs` publishes as `<prefix><name>` with a description: attribute -> (name, description)."""
-    return field(metadata={"record": (prefix, outputs)})
+    `outputs` publishes as `<prefix><name>` (attribute -> name), described by that attribute's
+    docstring in the record's class: the record documents itself once, for code and outputs alike."""
+    docs = attribute_docstrings(record)
+    missing = sorted(set(outputs) - set(docs))
+    if missing:
+        raise TypeError(f"{record.__name__}: no docstring for published attribute(s) {', '.join(missing)}")
+    described = {attribute: (name, docs[attribute]) for attribute, name in outputs.items()}
+    return field(metadata={"record": (prefix, described)})
+
+
+def attribute_docstrings(cls: type) -> dict[str, str]:
+    """Attribute -> the string literal written under it in the class body (one line, without the
+    final period, as Terraform output descriptions read)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs = {}
+    for item, following in itertools.pairwise(body):
+        if (
+            isinstance(item, ast.AnnAssign)
+            and isinstance(item.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
+            docs[item.target.id] = " ".join(following.value.value.split()).removesuffix(".")
+    return docs
 
 
 def terraform_outputs(contract: object) -> Iterator[tuple[str, Any, Output]]:
@@ -94,21 +122,19 @@ class StorageOutputs:
     fsx_dns_name: str | None = published(description="The file system's DNS name (for mounts)")
     fsx_mount_name: str | None = published(description="The file system's Lustre mount name")
     mlflow: MlflowBackend | None = published_record(
+        MlflowBackend,
         prefix="mlflow_",
         outputs={
-            "address": ("db_address", "MLflow's PostgreSQL host (private)"),
-            "database": ("db_name", "MLflow's database name"),
-            "username": ("db_username", "The role MLflow logs in as (IAM database authentication)"),
-            "owner_role": ("db_owner_role", "The role that owns MLflow's databases and tables"),
-            "master_username": ("db_master_username", "The database's master user (the setup job's)"),
-            "resource_id": ("db_resource_id", "The database's resource id (IAM's rds-db:connect ARNs name it)"),
-            "secret_arn": (
-                "db_secret_arn",
-                "The RDS-managed secret with the master user's password (read it in Secrets Manager)",
-            ),
-            "kms_key_arn": ("kms_key_arn", "The KMS key of MLflow's database and its secret"),
-            "bucket_name": ("artifact_bucket_name", "The bucket MLflow keeps artifacts in"),
-            "bucket_arn": ("artifact_bucket_arn", "That bucket's ARN"),
+            "address": "db_address",
+            "database": "db_name",
+            "username": "db_username",
+            "owner_role": "db_owner_role",
+            "master_username": "db_master_username",
+            "resource_id": "db_resource_id",
+            "secret_arn": "db_secret_arn",
+            "kms_key_arn": "kms_key_arn",
+            "bucket_name": "artifact_bucket_name",
+            "bucket_arn": "artifact_bucket_arn",
         },
     )
 
@@ -138,9 +164,7 @@ class AddonsOutputs:
     storage_class: str
     """The default StorageClass's name (plain text)."""
     karpenter: KarpenterNodes | None = published_record(
+        KarpenterNodes,
         prefix="karpenter_",
-        outputs={
-            "node_role_name": ("node_role_name", "The IAM role Karpenter's nodes run as"),
-            "interruption_queue": ("interruption_queue", "The SQS queue of EC2 interruption warnings Karpenter reads"),
-        },
+        outputs={"node_role_name": "node_role_name", "interruption_queue": "interruption_queue"},
     )

@@ -72,3 +72,28 @@ def test_terraform_outputs_carry_the_contract_descriptions(synthesized, profile)
             )
             assert key is not None, f"{layer}.{name} is not a contract field"
             assert output.get("description") == expected[key], f"{layer}.{name}"
+
+
+def test_a_record_output_is_described_by_its_attribute_docstring():
+    """Records (MlflowBackend, KarpenterNodes) document each attribute once; a published attribute
+    without a docstring is refused when the contract is defined, not shipped undescribed."""
+    from components.karpenter_nodes import KarpenterNodes
+
+    prefix, described = next(
+        spec.metadata["record"] for spec in dataclasses.fields(contracts.AddonsOutputs) if "record" in spec.metadata
+    )
+    assert prefix == "karpenter_"
+    assert described["interruption_queue"] == (
+        "interruption_queue",
+        "The SQS queue of EC2 interruption warnings Karpenter reads",
+    )
+    assert contracts.attribute_docstrings(KarpenterNodes)["node_role_name"] == "The IAM role Karpenter's nodes run as"
+
+    @dataclasses.dataclass
+    class Undocumented:
+        documented: str
+        """Here."""
+        bare: str
+
+    with pytest.raises(TypeError, match="no docstring for published attribute"):
+        contracts.published_record(Undocumented, prefix="x_", outputs={"documented": "a", "bare": "b"})
