@@ -22,7 +22,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # jsii unpacks the provider bindings (~570 MB) once; keep them with the project.
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT ?= $(CURDIR)/.cache/jsii
 
-.PHONY: synth test check lint env tenant-guide manifests verify plan deploy destroy pause resume validate outputs hcl clean provider-mirror help profiles diagram dashboard-docs new-profile quotas cost
+.PHONY: synth test check lint env tenant-guide manifests verify plan deploy destroy pause resume validate outputs hcl clean provider-mirror help profiles diagram dashboard-docs reference-docs new-profile quotas cost
 
 help:  ## this list
 	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | expand -t 24
@@ -102,6 +102,9 @@ diagram: $(STAMP)  ## redraw the README's layers diagram from the default profil
 
 dashboard-docs: $(STAMP)  ## rewrite docs/dashboards/ (a page per dashboard) from the dashboards' code
 	$(PY) scripts/dashboard_docs.py
+
+reference-docs: $(STAMP)  ## rewrite the generated reference pages (docs/outputs.md) from the code
+	$(PY) scripts/reference_docs.py
 
 tenant-guide: $(STAMP)  ## print a tenant's day-one page for PROFILE (TENANT=<name>, default: the first)
 	$(PY) main.py tenant-guide --profile $(PROFILE) $(if $(TENANT),--tenant $(TENANT))

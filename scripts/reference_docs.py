@@ -1,0 +1,87 @@
+"""Write the reference pages that are generated from the code: docs/outputs.md (every layer's
+Terraform outputs, from the layer contracts in stacks/contracts.py). `make reference-docs` runs it;
+tests/test_reference_docs.py fails when a page is out of date.
+
+    .venv/bin/python scripts/reference_docs.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from stacks import contracts  # noqa: E402
+
+# cdktf's own outputs, through which a later layer's stack reads this one's values (not for people).
+CROSS_STACK_PREFIX = "cross-stack-output-"
+# Each layer's contract, in deploy order (the workloads layer publishes nothing).
+LAYER_CONTRACTS = (
+    ("cluster", contracts.ClusterOutputs),
+    ("storage", contracts.StorageOutputs),
+    ("build", contracts.BuildOutputs),
+    ("addons", contracts.AddonsOutputs),
+)
+
+
+def _rows(contract: type) -> list[tuple[str, str, str]]:
+    """(output name, description, notes) for each published field, in the contract's order."""
+    rows = []
+    for spec in dataclasses.fields(contract):
+        optional = "None" in str(spec.type)
+        if "record" in spec.metadata:
+            prefix, described = spec.metadata["record"]
+            for name, description in described.values():
+                rows.append((f"{prefix}{name}", description, f"only with the {spec.name} add-on"))
+            continue
+        how = spec.metadata.get("output")
+        if how is None:
+            continue
+        notes = []
+        if how.per_key is not None:
+            name = how.per_key.format(key="<key>")
+            notes.append(f"one per key of {spec.name}")
+        else:
+            name = spec.name
+            if str(spec.type).startswith("dict"):
+                notes.append("a map")
+        if optional:
+            notes.append("only when the profile has it")
+        if how.sensitive:
+            notes.append("sensitive")
+        rows.append((name, how.description or "", "; ".join(notes)))
+    return rows
+
+
+def outputs_page() -> str:
+    lines = [
+        "# Layer outputs",
+        "",
+        "<!-- Written by `make reference-docs` from stacks/contracts.py; edit the contracts, not this page. -->",
+        "",
+        "Each layer publishes these Terraform outputs (`make outputs`, or `terraform output` in",
+        "`cdktf.out/<name>/stacks/<layer>`); the layers after it read the same values from its state.",
+        f"The `{CROSS_STACK_PREFIX}*` outputs beside them are cdktf's, for those reads.",
+    ]
+    for layer, contract in LAYER_CONTRACTS:
+        lines += ["", f"## {layer}", "", (contract.__doc__ or "").strip().splitlines()[0], ""]
+        lines += ["| output | description | notes |", "|---|---|---|"]
+        lines += [f"| `{name}` | {description} | {notes} |" for name, description, notes in _rows(contract)]
+    return "\n".join(lines) + "\n"
+
+
+PAGES = {ROOT / "docs" / "outputs.md": outputs_page}
+
+
+def main() -> int:
+    for path, page in PAGES.items():
+        path.write_text(page())
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
