@@ -1,6 +1,8 @@
 """Write the reference pages that are generated from the code: docs/outputs.md (every layer's
-Terraform outputs, from the layer contracts in stacks/contracts.py). `make reference-docs` runs it;
-tests/test_reference_docs.py fails when a page is out of date.
+Terraform outputs, from the layer contracts in stacks/contracts.py) and the pin tables of
+docs/versions.md (from the add-ons' definitions and profiles/versions.py, each pin with the
+comment written above it). `make reference-docs` runs it; tests/test_reference_docs.py fails when
+a page is out of date.
 
     .venv/bin/python scripts/reference_docs.py
 """
@@ -8,12 +10,16 @@ tests/test_reference_docs.py fails when a page is out of date.
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import profiles.versions  # noqa: E402
+from addons.catalog import DEFINITIONS  # noqa: E402
+from profiles.versions import ChartRef  # noqa: E402
 from stacks import contracts  # noqa: E402
 
 # cdktf's own outputs, through which a later layer's stack reads this one's values (not for people).
@@ -73,7 +79,58 @@ def outputs_page() -> str:
     return "\n".join(lines) + "\n"
 
 
-PAGES = {ROOT / "docs" / "outputs.md": outputs_page}
+VERSIONS_PAGE = ROOT / "docs" / "versions.md"
+PINS_BEGIN = "<!-- pins: written by `make reference-docs` from the add-ons' definitions and profiles/versions.py -->"
+PINS_END = "<!-- /pins -->"
+# The pins of profiles/versions.py the second table lists: providers, images and AMI types.
+OTHER_PIN = re.compile(r"^([A-Z_]+(?:_VERSION|_IMAGE|_AMI_TYPE)) = \"([^\"]+)\"$")
+
+
+def pin_tables() -> str:
+    lines = [
+        "| add-on (`addons.<key>`) | what | chart / artifact | pinned | app or image | namespace |",
+        "|---|---|---|---|---|---|",
+    ]
+    for definition in DEFINITIONS:
+        pin = definition.pin
+        if isinstance(pin, ChartRef):
+            source, version, app = f"`{pin.chart}` ({pin.repository})", pin.version, pin.app_version
+        else:
+            source, version, app = f"{pin.repository} `{pin.path}` (SHA-256 pinned)", pin.tag, f"`{pin.image}`"
+        what = definition.description.removesuffix(".")
+        lines.append(f"| `{definition.key}` | {what} | {source} | {version} | {app} | `{definition.namespace}` |")
+    lines += ["", "| pin (profiles/versions.py) | value | why |", "|---|---|---|"]
+    lines += [f"| `{name}` | `{value}` | {why} |" for name, value, why in _other_pins()]
+    return "\n".join(lines)
+
+
+def _other_pins() -> list[tuple[str, str, str]]:
+    """(constant, value, the comment above it without Renovate's markers) for each pin line; a pin
+    right under another one shares its comment."""
+    found: list[tuple[str, str, str]] = []
+    comment: list[str] = []
+    for line in Path(profiles.versions.__file__).read_text().splitlines():
+        match = OTHER_PIN.match(line)
+        if line.startswith("# "):
+            if not line.startswith("# renovate:"):
+                comment.append(line[2:])
+        elif match:
+            why = " ".join(comment) or (found[-1][2] if found else "")
+            found.append((match[1], match[2], why))
+            comment = []
+        elif not line.strip():
+            comment = []
+    return found
+
+
+def versions_page() -> str:
+    text = VERSIONS_PAGE.read_text()
+    before, rest = text.split(PINS_BEGIN, 1)
+    _, after = rest.split(PINS_END, 1)
+    return f"{before}{PINS_BEGIN}\n{pin_tables()}\n{PINS_END}{after}"
+
+
+PAGES = {ROOT / "docs" / "outputs.md": outputs_page, VERSIONS_PAGE: versions_page}
 
 
 def main() -> int:

@@ -24,6 +24,14 @@ def test_docs_outputs_is_current():
     assert page == reference_docs().outputs_page(), "docs/outputs.md is stale: run make reference-docs"
 
 
+def test_docs_versions_pin_tables_are_current():
+    module = reference_docs()
+    page = (ROOT / "docs" / "versions.md").read_text()
+    assert page == module.versions_page(), "docs/versions.md's pin tables are stale: run make reference-docs"
+    names = [name for name, _, why in module._other_pins() if why]
+    assert len(names) == len(module._other_pins()) >= 10  # every pin of profiles/versions.py says why
+
+
 def test_every_synthesized_output_is_on_the_page_under_its_layer(synthesized):
     """Each output of every profile's layers matches a row of its layer's table (a `<key>` row
     stands for any key), and each row is published by at least one profile."""

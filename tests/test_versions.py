@@ -78,7 +78,7 @@ def test_the_reservation_interruption_rule_follows_karpenters_version(synthesize
 def test_the_versions_page_lists_every_pin():
     section = (ROOT / "docs" / "versions.md").read_text()
     for chart in CHARTS.values():
-        assert f"| `{chart.chart}` | {chart.version} |" in section, chart.chart
+        assert f"| `{chart.chart}` ({chart.repository}) | {chart.version} |" in section, chart.chart
         assert chart.app_version.removeprefix("v") in section, chart.chart
     for artifact in ARTIFACTS.values():
         assert artifact.tag in section and artifact.repository in section
