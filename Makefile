@@ -179,14 +179,13 @@ test: lint $(CHECKOV) $(PROMTOOL) $(AMTOOL) $(POSTGRES)  ## the whole test suite
 # The one-minute inner loop: ruff, then the fast tests (profiles, synthesis assertions, snapshots,
 # contracts, evaluators, operate with fake tools), parametrized for the default profile only.
 # Before pushing, run make test: every profile, terraform, checkov, HCL exports, the emulator.
-CHECK_TESTS := profiles loader naming schema architecture snapshots addon_registry namespaces quotas dra \
-	karpenter_policy versions renovate docs_commands operate pause state_claim cluster addons workloads \
-	storage_build mlflow mlflow_db_setup diagram verify dashboards cost teardown
-check: $(DEV_STAMP)  ## the one-minute inner loop (ruff and the fast tests on the default profile)
+# The inner loop runs every test file, the default profile only, leaving out what is marked slow
+# (a real tool or a process of its own), every_profile or emulator: a new test is in it unless
+# marked, so no gate is left out by a list nobody updated.
+check: $(DEV_STAMP) $(PROMTOOL) $(AMTOOL)  ## the one-minute inner loop (ruff and the fast tests on the default profile)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	GPU_PLATFORM_QUICK_CHECK=1 $(PY) -m pytest -q -p no:cacheprovider -m "not emulator" \
-		$(foreach t,$(CHECK_TESTS),tests/test_$(t).py)
+	GPU_PLATFORM_QUICK_CHECK=1 $(PY) -m pytest -q -p no:cacheprovider -m "not emulator and not slow and not every_profile" tests
 
 clean:  ## remove generated output
 	rm -rf cdktf.out .pytest_cache .mypy_cache .ruff_cache

@@ -64,6 +64,7 @@ def test_missing_profile_file(tmp_path):
     assert result.returncode == 2 and "no such profile file" in result.stderr
 
 
+@pytest.mark.slow  # synthesizes in processes of its own
 def test_cdktf_cli_invocation_synthesizes_the_profile_from_the_environment(tmp_path):
     """`cdktf synth` runs `main.py` with no arguments, PROFILE and CDKTF_OUTDIR in the environment."""
     import json
@@ -85,6 +86,7 @@ def test_cdktf_cli_invocation_synthesizes_the_profile_from_the_environment(tmp_p
     assert "end-of-life" not in result.stderr and "DeprecationWarning" not in result.stderr
 
 
+@pytest.mark.slow  # synthesizes in processes of its own
 def test_synth_warns_when_a_local_state_would_hold_a_secret(tmp_path):
     local = run("synth", "--outdir", str(tmp_path / "local"))
     assert local.returncode == 0, local.stderr
@@ -122,6 +124,7 @@ def test_deploy_and_destroy_refuse_without_a_terminal_or_yes(tmp_path):
         assert not (tmp_path / "cdktf.out" / "gpu-validation" / "stacks").exists(), "nothing may run"
 
 
+@pytest.mark.slow  # synthesizes in processes of its own
 def test_each_profile_works_in_its_own_folder(tmp_path):
     for profile in ("gpu-validation", "p5-training"):
         result = run("synth", "--profile", profile, cwd=tmp_path)
@@ -134,6 +137,7 @@ def test_each_profile_works_in_its_own_folder(tmp_path):
     assert (cluster / backend).resolve() == ROOT / "state" / "p5-training" / "cluster.tfstate"
 
 
+@pytest.mark.slow  # synthesizes in processes of its own
 def test_a_copy_can_never_take_a_shipped_profiles_name(tmp_path):
     copy = tmp_path / "my-copy.yaml"
     copy.write_text((ROOT / "profiles" / "gpu-validation.yaml").read_text())  # keeps name: gpu-validation
@@ -164,6 +168,7 @@ def test_profiles_lists_gpu_type_nodes_and_efa():
     assert "4 x p5.48xlarge (8 x H100, 32 EFA)" in result.stdout
 
 
+@pytest.mark.slow  # synthesizes in processes of its own
 def test_every_option_has_help_and_make_help_lists_the_targets():
     for command in ("synth", "plan", "deploy", "destroy", "manifests", "verify", "hcl", "outputs"):
         text = run(command, "--help").stdout.split("options:", 1)[1]

@@ -8,6 +8,9 @@ from botocore.exceptions import ClientError
 
 from tests.emulator.server import start_emulator
 
+# Left out of `make check` (the emulator and its extensions, through boto3); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def emulator():

@@ -11,6 +11,9 @@ from stacks import LAYERS
 from tests.cases import AWS_LAYERS
 from tests.cases import HCL_PROFILES as PROFILES
 
+# Left out of `make check` (cdktf's HCL export of every layer, a process each); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -406,12 +406,14 @@ def hcl_iam_findings(hcl_exported) -> list[dict]:
     return failed
 
 
+@pytest.mark.slow  # checkov on the HCL export (make check runs the gate itself)
 def test_hcl_export_passes_checkovs_iam_checks(hcl_iam_findings):
     unaccepted = [f"{f['check_id']} {f['resource']}" for f in hcl_iam_findings if accepted(f) is None]
     assert unaccepted == [], f"fix these or accept them in tests/checkov_baseline.yaml with a reason: {unaccepted}"
     assert all(entry["why"] for entry in BASELINE)
 
 
+@pytest.mark.slow  # checkov on the HCL export (make check runs the gate itself)
 def test_checkov_reads_jsonencode_policies(tmp_path: Path):
     """The HCL scan has teeth: the unscoped policy the platform once had fails it."""
     checkov = find_checkov()

@@ -16,6 +16,9 @@ import toolchain
 from stacks import LAYERS
 from tests.cases import FIXTURES, SHIPPED, profile_source
 
+# Left out of `make check` (a second jsii runtime synthesizes every profile with eager bindings); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 EAGER_SYNTH = """
 import sys, toolchain

@@ -29,6 +29,9 @@ from tests.cases import IN_CI, SHIPPED, profile_config
 from tests.synth_helpers import resources
 from tests.test_policy import find_checkov
 
+# Left out of `make check` (checkov's Kubernetes checks over every rendered object); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 BASELINE = yaml.safe_load((Path(__file__).parent / "checkov_k8s_baseline.yaml").read_text())
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/x/reference:v1"
 # What checkov's kubernetes framework reads as workloads; any other kind's pod specs are lifted out.
@@ -183,6 +186,7 @@ def test_no_unaccepted_manifest_findings(scanned):
     assert not new, "fix these or accept them in tests/checkov_k8s_baseline.yaml:\n" + "\n".join(new)
 
 
+@pytest.mark.every_profile
 def test_the_baseline_has_no_stale_entries(scanned):
     used = {(e["check"], e["resource"]) for f in scanned["failed_checks"] if (e := accepted(f))}
     stale = [e for e in BASELINE if (e["check"], e["resource"]) not in used]
@@ -209,6 +213,7 @@ def test_the_scan_really_ran_on_every_pod_spec_the_project_writes(scanned, synth
     assert expected <= seen, f"not scanned: {sorted(expected - seen)}"
 
 
+@pytest.mark.every_profile
 def test_the_scan_really_ran_on_every_check_pod(scanned):
     pods = {f["resource"] for f in scanned["passed_checks"] + scanned["failed_checks"]}
     assert {"Pod.gpu-validation.gpu-smoke-test", "Pod.gpu-validation.topology-check"} <= pods

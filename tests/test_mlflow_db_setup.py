@@ -23,6 +23,9 @@ import pytest
 from components.mlflow_store import APP_USERNAME, DATABASE_NAME, MASTER_USERNAME, OWNER_ROLE
 from tests.postgres import MAJOR_VERSIONS, postgres_server, server_binaries
 
+# Left out of `make check` (a real PostgreSQL server per version); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 psycopg2 = pytest.importorskip("psycopg2")
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -165,6 +165,7 @@ def ray_head_service(namespace: str) -> Service:
 WITH_RAY_TENANTS = profiles_where(lambda c: c.addons.kuberay.enabled and bool(c.workloads.tenants))
 
 
+@pytest.mark.every_profile
 def test_some_profiles_run_ray_for_tenants():
     assert WITH_RAY_TENANTS
 

@@ -9,6 +9,9 @@ from profiles.catalog import CATALOG
 from tests.cases import FIXTURES, SHIPPED
 from tests.synth_helpers import by_path
 
+# Left out of `make check` (`terraform test` runs with a mocked aws provider); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 # Every GPU type is offered in every zone unless a run says otherwise.
 OFFERED = ", ".join(f'"{name}"' for name in sorted(CATALOG))
 MOCKS = """

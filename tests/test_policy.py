@@ -18,6 +18,9 @@ import yaml
 from stacks import LAYERS
 from tests.cases import IN_CI, SHIPPED
 
+# Left out of `make check` (checkov over every synthesized stack); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = yaml.safe_load((Path(__file__).parent / "checkov_baseline.yaml").read_text())
 

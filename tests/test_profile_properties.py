@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -23,6 +24,9 @@ from profiles.naming import DerivedName, name_problems
 from stacks import LAYERS
 from tests.cases import SHIPPED
 from tests.test_naming import names_in_stacks
+
+# Left out of `make check` (a hundred generated profiles, each validated and synthesized); `make test` runs it.
+pytestmark = pytest.mark.slow
 
 SHIPPED_DOCS = {name: yaml.safe_load((PROFILES_DIR / f"{name}.yaml").read_text()) for name in SHIPPED}
 TOP_LEVEL = set(PlatformConfig.model_fields)

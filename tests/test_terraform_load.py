@@ -23,6 +23,9 @@ from stacks import LAYERS
 from tests.cases import AWS_LAYERS, FIXTURES, HCL_PROFILES, SHIPPED
 from tests.terraform import SlottedOperator, describe
 
+# Left out of `make check` (terraform loads every layer and its HCL export); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 CASES = [(profile, layer) for profile in SHIPPED + FIXTURES for layer in LAYERS]
 
 # Values each validated variable must accept and refuse, chosen from the rule's reason (see the

@@ -15,6 +15,9 @@ import pytest
 
 from tests.terraform import SLOTS, SLOTS_DIR_ENV, SUITE_SLOTS, Terraform, starts_providers, terraform_slot
 
+# Left out of `make check` (waits on real processes holding Terraform slots); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 FAKE = f"#!{sys.executable}\nimport sys\nprint(' '.join(sys.argv[2:]))\n"
 
 

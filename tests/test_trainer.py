@@ -46,6 +46,7 @@ def node_pod(runtime: dict) -> dict:
     return job["template"]["spec"]["template"]["spec"]
 
 
+@pytest.mark.every_profile
 def test_the_shipped_profiles_run_trainer():
     assert {"gpu-validation", "p5-training", "p5en-training"} <= set(TRAINED)
 
