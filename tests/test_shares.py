@@ -1,0 +1,296 @@
+"""Shares that hold: a GPU pod of a tenant namespace goes through Kueue whatever made it (a bare Pod,
+a Deployment, a StatefulSet, a job kind), so the tenants' queues count every GPU a tenant holds and
+can take a tenant's guaranteed share back from whoever borrowed it. Walked with the evaluator of
+Kueue's webhook and quota (tests/kueue_model.py) and of the API server's quota (tests/admission.py).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from addons.kueue import DEFINITION as KUEUE
+from addons.kueue import shares
+from addons.kueue.install import manager_configuration
+from addons.kueue.queues import LOCAL_QUEUE, queue_objects
+from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
+from manifests.render import render
+from profiles import PlatformConfig, validate_profile
+from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
+from profiles.models import dra_claim_counts, gpu_capacity, tenant_gpu_quota
+from tests.admission import admit
+from tests.cases import profile_config, profiles_where
+from tests.kueue_model import SUSPENDED_BY_PARENT, Cohort, Owner, pod_queueing, pod_requests
+from tests.test_profiles import changed
+
+QUEUED = profiles_where(KUEUE.enabled)
+ROOT = Path(__file__).resolve().parents[1]
+STORAGE = SharedStorage(
+    region="us-east-1",
+    fsx_file_system_id=None,
+    fsx_dns_name=None,
+    fsx_mount_name=None,
+    fsx_capacity_gib=0,
+    fsx_tenant_directories=False,
+    bucket_names={},
+)
+
+
+def configuration(config: PlatformConfig) -> dict:
+    return manager_configuration(KUEUE.settings(config))
+
+
+def tenant_namespace(config: PlatformConfig, tenant: str, *, gpu_quota: int | None = None) -> dict[str, list[dict]]:
+    """The tenant's namespace objects by kind, as the workloads layer makes them."""
+    settings = next(t for t in config.workloads.tenants if t.name == tenant)
+    objects = tenant_objects(
+        TenantProps(
+            config=settings,
+            storage=STORAGE,
+            gpu_quota=tenant_gpu_quota(config, settings) if gpu_quota is None else gpu_quota,
+            dra_gpu_counts=dra_claim_counts(config),
+        )
+    )
+    found: dict[str, list[dict]] = {}
+    for o in objects:
+        found.setdefault(o["kind"], []).append(o)
+    return found
+
+
+def namespace_labels(namespace: dict) -> dict[str, str]:
+    """A Namespace's labels as the API server keeps them (it adds kubernetes.io/metadata.name)."""
+    return {**namespace["metadata"].get("labels", {}), "kubernetes.io/metadata.name": namespace["metadata"]["name"]}
+
+
+def gpu_pod(name: str, gpus: int, efa: int = 0, **metadata) -> dict:
+    limits = {GPU_RESOURCE: str(gpus), **({EFA_RESOURCE: str(efa)} if efa else {})}
+    return {
+        "metadata": {"name": name, **metadata},
+        "spec": {"containers": [{"name": "main", "image": "x", "resources": {"limits": limits}}]},
+    }
+
+
+# Owner chains as the controllers make them, nearest owner first, with the queue names Kueue's job
+# webhooks leave on them in a tenant namespace (every job kind gets `default`; the objects a job
+# creates are left without one: defaults.go 80-89).
+QUEUED_JOB = Owner("kubeflow.org/v2beta1", "MPIJob", LOCAL_QUEUE)
+OWNER_CHAINS: dict[str, list[Owner]] = {
+    "bare Pod": [],
+    "ReplicaSet of no Deployment": [Owner("apps/v1", "ReplicaSet")],
+    "DaemonSet": [Owner("apps/v1", "DaemonSet")],
+    "batch Job": [Owner("batch/v1", "Job", LOCAL_QUEUE)],
+    "MPIJob": [QUEUED_JOB],
+    "TrainJob (Job of a JobSet)": [
+        Owner("batch/v1", "Job"),
+        Owner("jobset.x-k8s.io/v1alpha2", "JobSet"),
+        Owner("trainer.kubeflow.org/v1alpha1", "TrainJob", LOCAL_QUEUE),
+    ],
+    "RayJob's cluster": [Owner("ray.io/v1", "RayCluster"), Owner("ray.io/v1", "RayJob", LOCAL_QUEUE)],
+    "RayJob's submitter": [Owner("batch/v1", "Job"), Owner("ray.io/v1", "RayJob", LOCAL_QUEUE)],
+    "RayService's cluster": [Owner("ray.io/v1", "RayCluster"), Owner("ray.io/v1", "RayService", LOCAL_QUEUE)],
+}
+# Through whom each is counted: None where the pod integration gates the pod itself.
+COUNTED_THROUGH = {
+    "bare Pod": None,
+    "ReplicaSet of no Deployment": None,
+    "DaemonSet": None,
+    "batch Job": "Job",
+    "MPIJob": "MPIJob",
+    "TrainJob (Job of a JobSet)": "TrainJob",
+    "RayJob's cluster": "RayJob",
+    "RayJob's submitter": "RayJob",
+    "RayService's cluster": "RayService",
+}
+
+
+@pytest.mark.parametrize("profile", QUEUED)
+@pytest.mark.parametrize("chain", list(OWNER_CHAINS))
+def test_a_tenants_gpu_pod_is_queued_once_whatever_made_it(profile, chain):
+    config = profile_config(profile)
+    tenant = config.workloads.tenants[0].name
+    (namespace,) = tenant_namespace(config, tenant)["Namespace"]
+    queued = pod_queueing(
+        configuration(config),
+        gpu_pod("p", 1),
+        namespace_labels=namespace_labels(namespace),
+        local_queues={LOCAL_QUEUE},
+        owners=OWNER_CHAINS[chain],
+    )
+    assert queued.queued, chain
+    expected = COUNTED_THROUGH[chain]
+    assert (queued.through.kind if queued.through else None) == expected, chain
+    # Counted once: a pod of a queued job is not gated on its own as well.
+    assert queued.gated is (expected is None), chain
+    if queued.gated:
+        assert queued.labels["kueue.x-k8s.io/queue-name"] == LOCAL_QUEUE
+
+
+@pytest.mark.parametrize("profile", QUEUED)
+def test_a_deployments_and_a_statefulsets_pods_are_gated_by_their_parents_mark(profile):
+    """The deployment and statefulset webhooks mark the pod template
+    (pkg/controller/jobs/deployment/deployment_webhook.go 90-98, statefulset_webhook.go 100-105);
+    the pod webhook then gates each pod (pod_webhook.go 109-111)."""
+    config = profile_config(profile)
+    assert {"deployment", "statefulset"} <= set(configuration(config)["integrations"]["frameworks"])
+    tenant = config.workloads.tenants[0].name
+    (namespace,) = tenant_namespace(config, tenant)["Namespace"]
+    for parent in ("deployment", "statefulset"):
+        pod = gpu_pod("p", 1, annotations={SUSPENDED_BY_PARENT: parent})
+        queued = pod_queueing(
+            configuration(config),
+            pod,
+            namespace_labels=namespace_labels(namespace),
+            local_queues={LOCAL_QUEUE},
+            owners=[Owner("apps/v1", "ReplicaSet"), Owner("apps/v1", "Deployment", LOCAL_QUEUE)]
+            if parent == "deployment"
+            else [Owner("apps/v1", "StatefulSet", LOCAL_QUEUE)],
+        )
+        assert queued.gated, parent
+
+
+@pytest.mark.parametrize("profile", QUEUED)
+def test_no_pod_outside_the_tenant_namespaces_is_gated(profile):
+    """The platform's own pods are never held: kube-system, Kueue's namespace (its own pods could
+    not start otherwise), the add-ons' and the validation namespace's (verify's single-node checks)."""
+    config = profile_config(profile)
+    rendered = [o for objects in render(config).values() for o in objects]
+    others = [o for o in rendered if o["kind"] == "Namespace"]
+    others += [{"metadata": {"name": name}} for name in ("kube-system", KUEUE.namespace, "karpenter", "monitoring")]
+    for namespace in others:
+        for chain in OWNER_CHAINS.values():
+            queued = pod_queueing(
+                configuration(config),
+                gpu_pod("p", 1),
+                namespace_labels=namespace_labels(namespace),
+                local_queues={LOCAL_QUEUE},  # even a LocalQueue named default there changes nothing
+                owners=[Owner(o.api_version, o.kind) for o in chain],
+            )
+            assert not queued.gated, namespace["metadata"]["name"]
+
+
+def test_the_evaluator_leaves_a_bare_pod_ungated_without_the_pod_integration():
+    """The configuration before the pod integration: a bare Pod and a Deployment's pods ran as soon
+    as the ResourceQuota let them, outside every queue."""
+    config = profile_config("p5-training")
+    naive = copy.deepcopy(configuration(config))
+    naive["integrations"]["frameworks"] = [
+        f for f in naive["integrations"]["frameworks"] if f not in ("pod", "deployment", "statefulset")
+    ]
+    (namespace,) = tenant_namespace(config, config.workloads.tenants[0].name)["Namespace"]
+    for chain in ("bare Pod", "ReplicaSet of no Deployment"):
+        queued = pod_queueing(
+            naive,
+            gpu_pod("p", 8),
+            namespace_labels=namespace_labels(namespace),
+            local_queues={LOCAL_QUEUE},
+            owners=OWNER_CHAINS[chain],
+        )
+        assert not queued.queued, chain
+
+
+def two_tenants(**tenants) -> PlatformConfig:
+    """p5-training (two p5 nodes in the queues) shared by vision and speech."""
+    doc = yaml.safe_load((ROOT / "profiles" / "p5-training.yaml").read_text())
+    people = [{"name": "vision", **tenants.get("vision", {})}, {"name": "speech", **tenants.get("speech", {})}]
+    return validate_profile(changed(doc, workloads__tenants=people))
+
+
+class Cluster:
+    """GPUs as the nodes hold them: what each flavour's nodes have, and the pods running there."""
+
+    def __init__(self, config: PlatformConfig, kueue_configuration: dict, quotas: dict[str, int]):
+        self.config = config
+        self.configuration = kueue_configuration
+        self.cohort = Cohort.of([o for o in queue_objects(config) if o["kind"] == "ClusterQueue"])
+        self.capacity = {s.flavor.name: s.flavor.gpus for s in next(iter(shares(config).values()))}
+        self.running: dict[str, tuple[str, str, int]] = {}  # pod -> (tenant, flavour, GPUs)
+        self.pending: list[str] = []
+        self.quotas = quotas
+        self.created: dict[str, list[dict]] = {}
+
+    def free(self, flavor: str) -> int:
+        return self.capacity[flavor] - sum(g for _, f, g in self.running.values() if f == flavor)
+
+    def create(self, tenant: str, pod: dict, owners: tuple[Owner, ...] | list[Owner] = ()) -> str:
+        """Create a pod the way the API server and Kueue would: quota first (a refused pod never
+        exists), then the pod webhook, then Kueue's admission or the scheduler."""
+        objects = tenant_namespace(self.config, tenant, gpu_quota=self.quotas[tenant])
+        created = self.created.setdefault(tenant, [])
+        refused = admit(
+            [*created, pod], limit_ranges=objects.get("LimitRange", []), quotas=objects["ResourceQuota"]
+        ).refused
+        if refused:
+            return f"refused: {refused}"
+        created.append(pod)
+        name, gpus = pod["metadata"]["name"], pod_requests(pod)
+        (namespace,) = objects["Namespace"]
+        queued = pod_queueing(
+            self.configuration,
+            pod,
+            namespace_labels=namespace_labels(namespace),
+            local_queues={LOCAL_QUEUE},
+            owners=list(owners),
+        )
+        if not queued.queued:
+            # The scheduler: any GPU node with room (a pod without a selector lands on any of them).
+            flavor = next((f for f in self.capacity if self.free(f) >= gpus[GPU_RESOURCE]), None)
+            if flavor is None:
+                self.pending.append(name)
+                return "pending"
+            self.running[name] = (tenant, flavor, gpus[GPU_RESOURCE])
+            return f"running unqueued on {flavor}"
+        workload, preempted = self.cohort.admit(tenant, name, gpus)
+        for victim in preempted:
+            self.running.pop(victim.name, None)  # Kueue evicts it: its pod stops
+        if workload is None:
+            self.pending.append(name)
+            return "queued"
+        if self.free(workload.flavor) < gpus[GPU_RESOURCE]:
+            self.pending.append(name)  # admitted, but its GPUs are held by pods Kueue does not count
+            return f"admitted on {workload.flavor}, pending"
+        self.running[name] = (tenant, workload.flavor, gpus[GPU_RESOURCE])
+        return f"running on {workload.flavor}"
+
+
+def guarantee_scenario(cluster: Cluster) -> tuple[list[str], str]:
+    """vision takes both p5 nodes with bare Pods (its share and speech's idle one); then speech
+    submits the multi-node job docs/queues.md shows, one worker of a whole node."""
+    vision = [cluster.create("vision", gpu_pod(f"vision-{index}", 8)) for index in range(2)]
+    worker = gpu_pod("allreduce-worker-0", 8, 32)
+    return vision, cluster.create("speech", worker, [QUEUED_JOB])
+
+
+def test_a_bare_pod_cannot_take_another_tenants_guaranteed_gpus():
+    config = two_tenants()
+    group = next(s for s in shares(config)["speech"] if s.flavor.node_group)
+    assert group.gpus == 8, "speech is guaranteed one p5 node"
+    quotas = {t.name: tenant_gpu_quota(config, t) for t in config.workloads.tenants}
+    cluster = Cluster(config, configuration(config), quotas)
+    vision, speech = guarantee_scenario(cluster)
+    # Both of vision's pods were queued and admitted, the second borrowing speech's idle node...
+    assert vision == [f"running on {group.flavor.name}"] * 2
+    # ...and speech's job took its node back: Kueue preempted vision's borrowing pod.
+    assert speech == f"running on {group.flavor.name}", speech
+    assert sorted(n for n, (t, _, _) in cluster.running.items() if t == "vision") == ["vision-0"]
+    assert not cluster.cohort.borrowing("vision", group.flavor.name, GPU_RESOURCE)
+    assert cluster.pending == []
+
+
+def test_the_naive_model_lets_a_bare_pod_take_another_tenants_guaranteed_gpus():
+    """Without the pod integration and with every tenant's quota at the profile's capacity (40 GPUs
+    in p5-training), vision's bare Pods run outside the queues; Kueue admits speech's job onto
+    GPUs it believes idle, and the job waits for the pods-ready timeout, five times over."""
+    config = two_tenants()
+    naive = copy.deepcopy(configuration(config))
+    naive["integrations"]["frameworks"] = [
+        f for f in naive["integrations"]["frameworks"] if f not in ("pod", "deployment", "statefulset")
+    ]
+    quotas = {t.name: gpu_capacity(config) for t in config.workloads.tenants}
+    cluster = Cluster(config, naive, quotas)
+    vision, speech = guarantee_scenario(cluster)
+    assert all(outcome.startswith("running unqueued") for outcome in vision), vision
+    assert speech.startswith("admitted") and speech.endswith("pending"), speech
+    assert cluster.pending == ["allreduce-worker-0"]
