@@ -78,8 +78,15 @@ def gpu_capacity(config: PlatformConfig) -> int:
 
 
 def tenant_gpu_quota(config: PlatformConfig, tenant: TenantConfig) -> int:
-    """The tenant's GPU quota: its own setting, else everything the profile can run."""
-    return tenant.gpu_quota if tenant.gpu_quota is not None else gpu_capacity(config)
+    """The tenant's GPU quota (its ResourceQuota on requests.nvidia.com/gpu): its own setting, else
+    everything the profile can run. With Kueue, never more than its queue could ever give it, its
+    nominal shares plus what it may borrow (addons.kueue.shares): Kueue-admitted pods always fit,
+    and a GPU pod that escapes the queue (one created before Kueue knew the namespace's LocalQueue)
+    cannot take more than the tenant's queue would have let it hold."""
+    quota = tenant.gpu_quota if tenant.gpu_quota is not None else gpu_capacity(config)
+    if kueue.DEFINITION.enabled(config):
+        quota = min(quota, sum(share.most_gpus for share in kueue.shares(config)[tenant.name]))
+    return quota
 
 
 def dra_mode(config: PlatformConfig) -> bool:

@@ -294,3 +294,34 @@ def test_the_naive_model_lets_a_bare_pod_take_another_tenants_guaranteed_gpus():
     assert all(outcome.startswith("running unqueued") for outcome in vision), vision
     assert speech.startswith("admitted") and speech.endswith("pending"), speech
     assert cluster.pending == ["allreduce-worker-0"]
+
+
+@pytest.mark.parametrize("profile", QUEUED)
+def test_a_tenants_resource_quota_is_what_its_queue_can_hold(profile):
+    """The ResourceQuota caps a tenant at its nominal shares plus what it may borrow: every set of
+    pods Kueue could admit for it fits (the quota never refuses an admitted job's pod), and nothing
+    beyond does, queued or not."""
+    config = profile_config(profile)
+    for tenant in config.workloads.tenants:
+        most = sum(share.most_gpus for share in shares(config)[tenant.name])
+        (quota,) = tenant_namespace(config, tenant.name)["ResourceQuota"]
+        assert quota["spec"]["hard"][f"requests.{GPU_RESOURCE}"] == str(most), tenant.name
+        assert most <= (tenant.gpu_quota if tenant.gpu_quota is not None else gpu_capacity(config))
+
+
+def test_without_borrowing_the_quota_alone_keeps_another_tenants_share():
+    """A tenant that may not borrow has a ResourceQuota of its own shares (8 GPUs of the p5 group and
+    4 of the pool): a GPU pod that escapes the queue (here: every pod, as if the pod integration were
+    off) cannot reach the other tenant's node, which the old quota of the profile's capacity allowed."""
+    config = two_tenants(vision={"gpu_borrowing_limit": 0})
+    assert tenant_gpu_quota(config, config.workloads.tenants[0]) == 12
+    escaped = copy.deepcopy(configuration(config))
+    escaped["integrations"]["frameworks"] = ["batch/job", "kubeflow.org/mpijob"]
+    quotas = {t.name: tenant_gpu_quota(config, t) for t in config.workloads.tenants}
+    vision, speech = guarantee_scenario(Cluster(config, escaped, quotas))
+    assert vision[0].startswith("running unqueued") and vision[1].startswith("refused"), vision
+    assert "requests.nvidia.com/gpu 16 > 12" in vision[1]
+    assert speech.startswith("running on group-"), speech
+    old = {t.name: gpu_capacity(config) for t in config.workloads.tenants}
+    vision, speech = guarantee_scenario(Cluster(config, escaped, old))
+    assert all(outcome.startswith("running unqueued") for outcome in vision) and speech.endswith("pending")
