@@ -30,6 +30,11 @@ that tests can walk a tenant's pods through it without a cluster.
 - Taking quota back (pkg/scheduler/preemption/preemption.go 631-650 with reclaimWithinCohort Any,
   667-674): a pod set that fits its ClusterQueue's nominal quota preempts workloads of ClusterQueues
   that are borrowing in that flavour, newest first, until it fits.
+- What Kueue counts of a job's pod set (pkg/workload/resources.go, AdjustResources 144-153): the
+  namespace's LimitRange defaults merged into its containers first (handlePodLimitRange 75-114,
+  only what a container does not state), then its limits taken as the requests still missing
+  (UseLimitsAsMissingRequestsInPod 122-138). A job's pod template gets no request-from-limit
+  defaulting from the API server (SetDefaults_Pod applies to Pods, not to templates).
 
 Resources other than GPUs and EFA interfaces are left out (the queues' CPU and memory are not a
 limit), as are priorities (every tenant workload has the same), fair sharing and topology.
@@ -305,3 +310,26 @@ class Cohort:
         workload.flavor = reclaim_at
         self.admitted.append(workload)
         return workload, victims
+
+
+def pod_set_requests(template: dict[str, Any], limit_ranges: list[dict[str, Any]]) -> dict[str, float]:
+    """What Kueue counts for one pod of a pod set: AdjustResources (resources.go 144-153) with
+    `limit_ranges` as stored (tests/admission.py's `stored`); summed over the containers."""
+    default_limits: dict[str, str] = {}
+    default_requests: dict[str, str] = {}
+    for limit_range in limit_ranges:  # limitrange.Summarize keeps the first default (38-57)
+        for item in limit_range["spec"]["limits"]:
+            if item["type"] == "Container":
+                for name, value in item.get("default", {}).items():
+                    default_limits.setdefault(name, value)
+                for name, value in item.get("defaultRequest", {}).items():
+                    default_requests.setdefault(name, value)
+    total: dict[str, float] = {}
+    for container in template["spec"]["containers"]:
+        resources = container.get("resources", {})
+        limits = {**default_limits, **resources.get("limits", {})}
+        requests = {**default_requests, **resources.get("requests", {})}  # handlePodLimitRange
+        requests = {**limits, **requests}  # then limits where a request is still missing
+        for name, value in requests.items():
+            total[name] = total.get(name, 0) + quantity_value(value)
+    return total

@@ -13,18 +13,18 @@ import pytest
 import yaml
 
 from addons.kueue import DEFINITION as KUEUE
-from addons.kueue import shares
+from addons.kueue import flavors, shares
 from addons.kueue.install import manager_configuration
 from addons.kueue.queues import LOCAL_QUEUE, queue_objects
 from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
 from manifests.render import render
-from profiles import PlatformConfig, validate_profile
-from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
+from profiles import PlatformConfig, ProfileError, validate_profile
+from profiles.catalog import CATALOG, EFA_RESOURCE, GPU_RESOURCE
 from profiles.models import dra_claim_counts, gpu_capacity, tenant_gpu_quota
-from tests.admission import admit
+from tests.admission import admit, stored
 from tests.cases import profile_config, profiles_where
-from tests.kueue_model import SUSPENDED_BY_PARENT, Cohort, Owner, pod_queueing, pod_requests
-from tests.test_profiles import changed
+from tests.kueue_model import SUSPENDED_BY_PARENT, Cohort, Owner, Workload, pod_queueing, pod_requests, pod_set_requests
+from tests.test_profiles import changed, problems
 
 QUEUED = profiles_where(KUEUE.enabled)
 ROOT = Path(__file__).resolve().parents[1]
@@ -325,3 +325,113 @@ def test_without_borrowing_the_quota_alone_keeps_another_tenants_share():
     old = {t.name: gpu_capacity(config) for t in config.workloads.tenants}
     vision, speech = guarantee_scenario(Cluster(config, escaped, old))
     assert all(outcome.startswith("running unqueued") for outcome in vision) and speech.endswith("pending")
+
+
+# Admission that fits: a flavour never takes a pod its nodes cannot hold.
+
+
+@pytest.mark.parametrize("profile", QUEUED)
+def test_every_queue_flavour_holds_the_pods_the_others_are_sized_for(profile):
+    """Kueue tries the flavours in order and takes the next one when a flavour is full, with no
+    per-flavour pod size: every flavour that holds GPUs has nodes as large as the largest."""
+    config = profile_config(profile)
+    queued = [flavor for flavor in flavors(config) if flavor.gpus > 0]
+    assert queued
+    largest = max(flavor.gpus_per_node for flavor in queued)
+    for flavor in queued:
+        assert flavor.gpus_per_node == largest, flavor.name
+        if flavor.node_group is None:
+            assert max(CATALOG[t].gpu_count for t in config.workloads.gpu_pool.instance_types) == largest
+
+
+def full_group_then(config: PlatformConfig, gpus: int) -> Workload | None:
+    """ml-team fills its p5 node group with two whole-node pods, then asks for one of `gpus` GPUs."""
+    cohort = Cohort.of([o for o in queue_objects(config) if o["kind"] == "ClusterQueue"])
+    for index in range(2):
+        cohort.admit("ml-team", f"node-{index}", {GPU_RESOURCE: 8, EFA_RESOURCE: 0})
+    workload, _ = cohort.admit("ml-team", "half-node", {GPU_RESOURCE: gpus, EFA_RESOURCE: 0})
+    return workload
+
+
+def test_a_pod_admitted_to_the_pool_fits_one_of_its_nodes():
+    """p5-training: with the p5 group full, Kueue admits a 4-GPU pod to Karpenter's pool. The pool
+    of the old default types (1 GPU each) never starts it; the shipped pool has a type of 8."""
+    config = profile_config("p5-training")
+    workload = full_group_then(config, 4)
+    assert workload is not None and workload.flavor == "pool-gpu"
+    assert max(CATALOG[t].gpu_count for t in config.workloads.gpu_pool.instance_types) >= 4
+    old_types = ["g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6e.xlarge"]
+    assert max(CATALOG[t].gpu_count for t in old_types) < 4
+
+
+def test_a_pool_of_smaller_nodes_than_the_groups_is_refused_with_the_fix():
+    doc = yaml.safe_load((ROOT / "profiles" / "p5-training.yaml").read_text())
+    old_types = ["g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6e.xlarge"]
+    (problem,) = problems(changed(doc, workloads__gpu_pool__instance_types=old_types))
+    assert problem.startswith("workloads.gpu_pool.instance_types: Karpenter's GPU pool is a flavour"), problem
+    assert (
+        "largest type holds 1 GPU;" in problem and "pods sized for the 8-GPU nodes of flavour group-p5-efa" in problem
+    )
+    assert "a pod of 2 to 8 GPUs" in problem
+    assert f"got {old_types}" in problem and "g6.48xlarge or g6e.48xlarge" in problem
+    assert "addons.jupyterhub.enabled: true" in problem and "addons.kueue.enabled: false" in problem
+    # The notebooks' pool is no queue flavour; without Kueue there are no flavours.
+    for off in ({"jupyterhub": {"enabled": True}}, {"kueue": {"enabled": False}}):
+        pooled = changed(doc, workloads__gpu_pool__instance_types=old_types)
+        pooled["addons"] = {**pooled["addons"], **off}
+        assert not [p for p in problems_or_none(pooled) if "gpu_pool" in p]
+
+
+def test_a_group_of_smaller_nodes_than_another_is_refused_unless_it_holds_no_queue_gpus():
+    doc = yaml.safe_load((ROOT / "profiles" / "p5-training.yaml").read_text())
+    small = {"name": "g6-small", "instance_type": "g6.4xlarge", "min_size": 0, "desired_size": 1, "max_size": 2}
+    mixed = changed(doc, cluster__gpu_node_groups=[*doc["cluster"]["gpu_node_groups"], small])
+    (problem,) = problems(mixed)
+    assert problem.startswith("cluster.gpu_node_groups.1.instance_type: GPU group g6-small's nodes hold 1 GPU;")
+    assert "(got 'g6.4xlarge';" in problem and "desired_size: 0" in problem
+    # At desired_size 0 the group holds no GPUs of the queues (odcr's groups): nothing to refuse.
+    idle = changed(mixed, cluster__gpu_node_groups__1__desired_size=0)
+    assert validate_profile(idle)
+
+
+def problems_or_none(doc: dict) -> list[str]:
+    try:
+        validate_profile(doc)
+    except ProfileError as error:
+        return error.problems
+    return []
+
+
+def test_no_limit_range_caps_a_pods_gpus_for_it_would_break_the_queues():
+    """Why the per-pod fit is a check of the profile and not a LimitRange max on nvidia.com/gpu
+    (the API server enforces one, and Kueue would refuse a job beyond it before admission):
+    - a Container max alone is stored with a default limit of the max, and a default request of
+      that (SetDefaults_LimitRangeItem): every container, the MPI launcher's too, asks for 8 GPUs;
+    - a Pod max alone refuses every pod with a container that states no GPU limit, a launcher;
+    - with a Container default of 0 the stored default request is 0 too, and Kueue merges it into a
+      job's pod sets before it takes limits as requests: a worker that states only limits (docs/
+      queues.md's MPIJob, the public samples) is counted as 0 GPUs, and the queues count nothing."""
+    launcher = {
+        "metadata": {"name": "launcher"},
+        "spec": {"containers": [{"name": "l", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+    }
+    worker = gpu_pod("worker", 8, 32)
+    tenant_range = {"spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "250m", "memory": "512Mi"}}]}}
+    container_max = copy.deepcopy(tenant_range)
+    container_max["spec"]["limits"][0]["max"] = {GPU_RESOURCE: "8"}
+    created = admit([launcher], limit_ranges=[container_max], quotas=[])
+    assert created.pods[0]["spec"]["containers"][0]["resources"]["requests"][GPU_RESOURCE] == "8"
+    pod_max = copy.deepcopy(tenant_range)
+    pod_max["spec"]["limits"].append({"type": "Pod", "max": {GPU_RESOURCE: "8"}})
+    assert "No limit is specified" in (admit([launcher], limit_ranges=[pod_max], quotas=[]).refused or "")
+    defaulted = copy.deepcopy(container_max)
+    defaulted["spec"]["limits"][0]["default"] = {GPU_RESOURCE: "0"}
+    created = admit([launcher, worker], limit_ranges=[defaulted], quotas=[])
+    assert created.refused is None  # the API server is content: the worker's pod requests 8
+    assert created.pods[1]["spec"]["containers"][0]["resources"]["requests"][GPU_RESOURCE] == "8"
+    assert pod_set_requests(worker, [stored(defaulted)])[GPU_RESOURCE] == 0  # ...but Kueue counts none
+    # The tenant namespaces' own LimitRange: Kueue counts the worker's 8.
+    config = profile_config("p5-training")
+    ranges = tenant_namespace(config, config.workloads.tenants[0].name)["LimitRange"]
+    assert pod_set_requests(worker, [stored(r) for r in ranges])[GPU_RESOURCE] == 8
+    assert not any("max" in item for r in ranges for item in r["spec"]["limits"])
