@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from addons.kueue import DEFINITION as KUEUE
-from addons.kueue import flavors, shares
+from addons.kueue import flavors, share_warnings, shares
 from addons.kueue.install import manager_configuration
 from addons.kueue.queues import LOCAL_QUEUE, queue_objects
 from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
@@ -435,3 +435,45 @@ def test_no_limit_range_caps_a_pods_gpus_for_it_would_break_the_queues():
     ranges = tenant_namespace(config, config.workloads.tenants[0].name)["LimitRange"]
     assert pod_set_requests(worker, [stored(r) for r in ranges])[GPU_RESOURCE] == 8
     assert not any("max" in item for r in ranges for item in r["spec"]["limits"])
+
+
+# A tenant the queues guarantee nothing is warned about at synth.
+
+
+def three_tenants(research: dict | None = None, **addons) -> PlatformConfig:
+    doc = yaml.safe_load((ROOT / "profiles" / "p5-training.yaml").read_text())
+    people = [{"name": "vision"}, {"name": "speech"}, {"name": "research", **(research or {})}]
+    doc = changed(doc, workloads__tenants=people)
+    doc["addons"] = {**doc["addons"], **addons}
+    return validate_profile(doc)
+
+
+def test_a_third_tenant_on_two_nodes_is_warned_it_is_guaranteed_no_gpu():
+    config = three_tenants(karpenter={"enabled": False})
+    assert [s.gpus for s in shares(config)["research"]] == [0]
+    (warning,) = share_warnings(config)
+    assert warning.startswith("warning: the queues guarantee tenant research no GPU: GPU group p5-efa's 2 nodes")
+    assert "at most 16 GPUs" in warning and "desired_size" in warning
+    (never,) = share_warnings(three_tenants({"gpu_borrowing_limit": 0}, karpenter={"enabled": False}))
+    assert "It can never run a GPU pod: it may borrow none." in never
+
+
+def test_a_tenant_with_pool_gpus_but_no_node_of_the_group_is_warned_about_the_group():
+    config = three_tenants()
+    assert [s.gpus for s in shares(config)["research"]] == [0, 2]
+    (warning,) = share_warnings(config)
+    assert "tenant research no node of GPU group p5-efa: its 2 nodes go whole to 2 of the 3 tenants" in warning
+
+
+@pytest.mark.parametrize("profile", QUEUED)
+def test_the_shipped_and_fixture_profiles_guarantee_every_tenant_a_share(profile):
+    assert share_warnings(profile_config(profile)) == []
+
+
+def test_synth_prints_the_warning(monkeypatch, capsys, tmp_path):
+    import main
+    import stacks.platform
+
+    monkeypatch.setattr(stacks.platform, "synthesize", lambda *args, **kwargs: None)
+    main.synthesize_profile(three_tenants(karpenter={"enabled": False}), tmp_path)
+    assert "warning: the queues guarantee tenant research no GPU" in capsys.readouterr().err
