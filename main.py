@@ -319,6 +319,7 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> None:
     import toolchain
 
     toolchain.prepare()
+    from addons.kueue import share_warnings
     from profiles.quotas import node_count_warnings
     from stacks.platform import capacity_block_warnings, local_state_warnings, synthesize
 
@@ -327,6 +328,7 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> None:
         *local_state_warnings(config),
         *capacity_block_warnings(config, datetime.now(UTC)),
         *node_count_warnings(config),
+        *share_warnings(config),
     ]
     for warning in warnings:
         print(warning, file=sys.stderr)

@@ -78,8 +78,15 @@ def gpu_capacity(config: PlatformConfig) -> int:
 
 
 def tenant_gpu_quota(config: PlatformConfig, tenant: TenantConfig) -> int:
-    """The tenant's GPU quota: its own setting, else everything the profile can run."""
-    return tenant.gpu_quota if tenant.gpu_quota is not None else gpu_capacity(config)
+    """The tenant's GPU quota (its ResourceQuota on requests.nvidia.com/gpu): its own setting, else
+    everything the profile can run. With Kueue, never more than its queue could ever give it, its
+    nominal shares plus what it may borrow (addons.kueue.shares): Kueue-admitted pods always fit,
+    and a GPU pod that escapes the queue (one created before Kueue knew the namespace's LocalQueue)
+    cannot take more than the tenant's queue would have let it hold."""
+    quota = tenant.gpu_quota if tenant.gpu_quota is not None else gpu_capacity(config)
+    if kueue.DEFINITION.enabled(config):
+        quota = min(quota, sum(share.most_gpus for share in kueue.shares(config)[tenant.name]))
+    return quota
 
 
 def dra_mode(config: PlatformConfig) -> bool:
@@ -140,6 +147,7 @@ class PlatformConfig(Strict):
             self._azs_in_region,
             self._tenant_quotas_fit_a_node,
             self._kueue_counts_extended_gpus,
+            self._queue_flavours_hold_every_queued_pod,
             self._notebooks_have_nodes,
             self._driver_runs_the_images_cuda,
             self._efa_runtimes_have_an_efa_image,
@@ -379,6 +387,56 @@ class PlatformConfig(Strict):
                 "the platform's Trainer runtimes ask for nvidia.com/gpu, which DRA mode does not advertise",
                 allowed="addons.trainer.enabled: false, or addons.gpu_operator.dra: false",
             )
+
+    def _queue_flavours_hold_every_queued_pod(self) -> Iterator[FieldProblem]:
+        """Every GPU flavour of the tenants' queues has nodes as large as the largest of any flavour.
+        Kueue gives a flavour no per-pod limit (a v0.19.2 ResourceFlavor has nodeLabels, nodeTaints,
+        tolerations and a topology; a ClusterQueue quotas per flavour) and tries the next flavour
+        when one is full (pkg/scheduler/flavorassigner/flavorassigner.go 1259-1276): a pod sized for
+        the larger nodes, admitted to a flavour of smaller ones, never starts, and is evicted and
+        queued again at every pods-ready timeout until it is deactivated."""
+        if not kueue.DEFINITION.enabled(self) or dra_mode(self):
+            return
+        queued = [flavor for flavor in kueue.flavors(self) if flavor.gpus > 0]
+        if not queued:
+            return
+        widest = max(queued, key=lambda flavor: flavor.gpus_per_node)
+        limit = widest.gpus_per_node
+        holding = sorted(name for name, entry in CATALOG.items() if entry.gpu_count >= limit)
+        groups = [group.name for group in self.cluster.gpu_node_groups]
+        for flavor in queued:
+            held = flavor.gpus_per_node
+            if held >= limit:
+                continue
+            sizes = f"{held + 1}" if held + 1 == limit else f"{held + 1} to {limit}"
+            why = (
+                f"the tenants' queues take pods sized for the {limit}-GPU nodes of flavour {widest.name}, and Kueue "
+                f"has no per-flavour pod size: a pod of {sizes} GPUs admitted to this flavour when the larger one "
+                "is full would never start"
+            )
+            if flavor.node_group is not None:
+                index = groups.index(flavor.node_group)
+                group = self.cluster.gpu_node_groups[index]
+                yield FieldProblem(
+                    ("cluster", "gpu_node_groups", index, "instance_type"),
+                    group.instance_type,
+                    f"GPU group {group.name}'s nodes hold {held} GPU{'s' if held > 1 else ''}; {why}",
+                    allowed=f"an instance type with at least {limit} GPUs ({', '.join(holding[:4])}, ...), "
+                    "desired_size: 0 (the group then holds no GPUs of the queues), or addons.kueue.enabled: false",
+                )
+            else:
+                pool = self.workloads.gpu_pool.instance_types
+                families = {name.split(".")[0] for name in pool}
+                alike = [name for name in holding if name.split(".")[0] in families] or holding
+                yield FieldProblem(
+                    ("workloads", "gpu_pool", "instance_types"),
+                    pool,
+                    f"Karpenter's GPU pool is a flavour of the tenants' queues and its largest type holds {held} "
+                    f"GPU{'s' if held > 1 else ''}; {why}",
+                    allowed=f"also a type with at least {limit} GPUs, e.g. {' or '.join(alike[:2])} (Karpenter still "
+                    "launches the smallest type that fits each pod), addons.jupyterhub.enabled: true (the pool then "
+                    "serves the notebooks, outside the queues), or addons.kueue.enabled: false",
+                )
 
     def _notebooks_have_nodes(self) -> Iterator[FieldProblem]:
         # The notebook profiles select Karpenter's pools (addons/jupyterhub/install.py), and in DRA

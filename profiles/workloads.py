@@ -69,7 +69,8 @@ class TenantConfig(Strict):
     gpu_quota: int | None = Field(None, ge=0)
     """ResourceQuota on the GPUs the tenant's pods may request. Unset: every GPU the profile can run (the GPU node
     groups at their maximum size, plus the Karpenter GPU pool's limit). When set, at least one node's GPUs of the
-    largest GPU node group: a smaller quota could never admit a job on that group.
+    largest GPU node group: a smaller quota could never admit a job on that group. With Kueue, the ResourceQuota is
+    at most what the tenant's queue can ever hold (its shares plus what it may borrow), where that is less.
     """
     cpu_quota: str | None = Field(None, pattern=r"^\d+m?$")
     """Total CPU the tenant's pods may request, as a Kubernetes quantity (e.g. 192 or 500m). Unset: no CPU quota (CPU

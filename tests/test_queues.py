@@ -306,6 +306,10 @@ def test_kueues_configuration_is_the_platforms(synthesized, profile):
     )
     assert configuration["resources"] == {"quotaCheckStrategy": "IgnoreUndeclared"}
     assert set(configuration["integrations"]["frameworks"]) == set(FRAMEWORKS)
+    # Every GPU pod of a tenant namespace is queued (tests/test_shares.py), and only there: the chart
+    # makes this selector the pod webhook's namespaceSelector.
+    assert {"pod", "deployment", "statefulset"} <= set(FRAMEWORKS)
+    assert configuration["managedJobsNamespaceSelector"] == TENANT_NAMESPACES
     manager = values["controllerManager"]
     assert manager["nodeSelector"] == {"role": "system"}
     # Its webhooks fail closed: two replicas on different nodes, one kept through disruptions.

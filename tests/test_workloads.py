@@ -6,6 +6,7 @@ import copy
 import ipaddress
 import json
 import re
+from pathlib import Path
 
 import kubernetes_validate
 import pydantic
@@ -401,13 +402,19 @@ def test_the_admission_model_refuses_what_the_old_tenant_defaults_refused():
     assert "above its limit" in (admit([big], limit_ranges=[old_range], quotas=[]).refused or "")
 
 
-def test_tenant_gpu_quota_defaults_to_the_profiles_capacity():
-
+def test_tenant_gpu_quota_defaults_to_the_profiles_capacity_without_kueue():
     config = load_profile("p5-training")
     (group,) = config.cluster.gpu_node_groups
     expected = group.max_size * 8 + (config.workloads.gpu_pool.gpu_limit if config.addons.karpenter.enabled else 0)
     assert gpu_capacity(config) == expected >= 16
-    assert all(tenant_gpu_quota(config, t) == expected for t in config.workloads.tenants)
+    from profiles import validate_profile
+    from tests.test_profiles import changed
+
+    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "p5-training.yaml").read_text())
+    unqueued = validate_profile(changed(doc, addons__kueue={"enabled": False}))
+    assert all(tenant_gpu_quota(unqueued, t) == expected for t in unqueued.workloads.tenants)
+    # With Kueue, what the tenant's queue can hold (tests/test_shares.py): less than everything.
+    assert all(tenant_gpu_quota(config, t) < expected for t in config.workloads.tenants)
 
 
 def _mime_parts(document: str) -> dict[str, str]:

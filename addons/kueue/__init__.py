@@ -168,3 +168,54 @@ def shares(config: PlatformConfig) -> dict[str, tuple[Share, ...]]:
             )
         result[tenant.name] = tuple(found)
     return result
+
+
+def _holding(flavor: Flavor) -> str:
+    units = flavor.gpus // flavor.unit
+    if flavor.node_group:
+        return f"GPU group {flavor.node_group}'s {units} node{'s' if units > 1 else ''}"
+    return f"Karpenter's GPU pool's {units} GPU{'s' if units > 1 else ''}"
+
+
+def share_warnings(config: PlatformConfig) -> list[str]:
+    """Tenants the queues guarantee nothing of, which the split above leaves without a word: no
+    GPU at all, or no node of a GPU group whose nodes other tenants are guaranteed (whole nodes go
+    to the first tenants). Such a tenant runs there only on what the others leave idle, and is
+    preempted when they want it back."""
+    if not DEFINITION.enabled(config):
+        return []
+    tenants = config.workloads.tenants
+    planned = shares(config)
+    warnings = []
+    for tenant in tenants:
+        own = planned[tenant.name]
+        held = [share for share in own if share.flavor.gpus > 0]
+        if not held:
+            continue
+        borrowable = sum(share.most_gpus for share in held)
+        quota = f" (its gpu_quota is {tenant.gpu_quota})" if tenant.gpu_quota is not None else ""
+        if not any(share.gpus for share in held):
+            runs = (
+                "It can never run a GPU pod: it may borrow none."
+                if borrowable == 0
+                else f"Its GPU pods run only on what the other tenants leave idle (at most {borrowable} GPUs), and "
+                "are preempted when those tenants want it back."
+            )
+            split = " and ".join(_holding(share.flavor) for share in held)
+            warnings.append(
+                f"warning: the queues guarantee tenant {tenant.name} no GPU: {split} are shared out between "
+                f"{len(tenants)} tenants and none is left for it{quota}. {runs} Give it a share: more nodes "
+                "(cluster.gpu_node_groups[].desired_size), fewer tenants, or a gpu_quota on the others."
+            )
+            continue
+        for index, share in enumerate(own):
+            holders = sum(1 for t in tenants if planned[t.name][index].gpus)
+            if share.flavor.node_group and share.flavor.gpus and share.gpus == 0 and holders:
+                warnings.append(
+                    f"warning: the queues guarantee tenant {tenant.name} no node of GPU group "
+                    f"{share.flavor.node_group}: its {share.flavor.gpus // share.flavor.unit} nodes go whole to "
+                    f"{holders} of the {len(tenants)} tenants{quota}. Its pods there run only on nodes the others "
+                    "leave idle, and are preempted when they want them back; more nodes (desired_size) or fewer "
+                    "tenants give it one."
+                )
+    return warnings

@@ -2,9 +2,10 @@
 configuration: which job kinds it manages, where a job without a queue name is queued, and the
 all-or-nothing admission of multi-node jobs.
 
-The API server calls Kueue's admission webhooks (failurePolicy Fail: a Job cannot be created while
-they are unreachable) and its visibility API, so the namespace admits both from the VPC, where the
-control plane's network interfaces are.
+The API server calls Kueue's admission webhooks (failurePolicy Fail: no Job, and with the pod
+integration no pod, can be created in a tenant namespace while they are unreachable) and its
+visibility API, so the namespace admits both from the VPC, where the control plane's network
+interfaces are.
 """
 
 from __future__ import annotations
@@ -23,11 +24,19 @@ from components.labels import SYSTEM_NODES, TENANT_LABEL
 WEBHOOK_PORT = 9443
 VISIBILITY_PORT = 8082
 METRICS_PORT = 8443
-# The namespaces Kueue manages jobs in: the tenants'.
+# The namespaces Kueue manages jobs in: the tenants'. The chart makes this selector the
+# namespaceSelector of its pod, deployment and statefulset webhooks too (kueue v0.19.2
+# charts/kueue/templates/webhook/manifests.yaml 315-330), so the API server never calls Kueue for a
+# pod of kube-system, kueue-system, the add-ons or the validation namespace.
 TENANT_NAMESPACES = {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]}
-# The job kinds the platform offers tenants (Kueue sets an integration up once its CRD exists).
-# Argo workflow steps and notebooks are plain pods, which Kueue leaves alone (no pod integration):
-# their GPUs are bounded by their namespace's ResourceQuota instead.
+# The job kinds the platform offers tenants (Kueue sets an integration up once its CRD exists),
+# and the pod-based ones, so that a GPU pod of a tenant namespace is queued whatever made it: a bare
+# Pod, a Deployment's or a StatefulSet's pods, or a job kind's. Kueue's pod webhook gates a pod
+# (scheduling gate kueue.x-k8s.io/admission) unless an owner up its chain is a job Kueue already
+# queues (pkg/controller/jobs/pod/pod_webhook.go 145-149, jobframework/reconciler.go 884-945), so
+# an MPIJob's, a RayJob's or a TrainJob's pods are counted once, through their job. Argo workflow
+# steps and notebooks run in their own namespaces, which the selector leaves out: their
+# namespaces' ResourceQuotas bound them.
 # RayService is listed so that the RayClusters a RayService owns are left to it (Kueue does not
 # default the queue of an object whose owner is an integration's kind).
 FRAMEWORKS = (
@@ -37,6 +46,9 @@ FRAMEWORKS = (
     "ray.io/raycluster",
     "ray.io/rayservice",
     "trainer.kubeflow.org/trainjob",
+    "pod",
+    "deployment",
+    "statefulset",
 )
 
 
@@ -51,9 +63,12 @@ def manager_configuration(settings: KueueConfig) -> dict[str, Any]:
         "metrics": {"bindAddress": f":{METRICS_PORT}", "enableClusterQueueResources": True},
         "webhook": {"port": WEBHOOK_PORT},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-        # Jobs without a queue name are not suspended by the flag; in tenant namespaces the
-        # LocalQueue named `default` takes them (Kueue's LocalQueue defaulting), elsewhere
-        # (platform namespaces, validation) they run unmanaged.
+        # Jobs and pods without a queue name are not suspended by the flag; in tenant namespaces
+        # the LocalQueue named `default` takes them (Kueue's LocalQueue defaulting; for pods
+        # pod_webhook.go 151-158), elsewhere (platform namespaces, validation) they run unmanaged.
+        # True would add nothing in tenant namespaces, and a pod created while Kueue does not yet
+        # know the LocalQueue would then stay gated with no queue; the tenant's ResourceQuota (its
+        # shares plus what it may borrow) bounds what such a pod can take.
         "manageJobsWithoutQueueName": False,
         "managedJobsNamespaceSelector": TENANT_NAMESPACES,
         "waitForPodsReady": {
@@ -83,7 +98,7 @@ CONTROLLER_PODS = {"app.kubernetes.io/name": "kueue", "control-plane": "controll
 class Manager(Values):
     node_selector: dict[str, str]
     # Two replicas on different nodes, one always kept: its webhooks fail closed, so while no
-    # replica answers no Job can be created in a tenant namespace.
+    # replica answers no Job or pod can be created in a tenant namespace.
     replicas: int = 2
     pod_disruption_budget: dict[str, Any] = Field(default_factory=lambda: {"enabled": True, "minAvailable": 1})
     topology_spread_constraints: list[dict[str, Any]] = Field(
