@@ -58,23 +58,33 @@ def deployed(synthesized, profile: str, tmp_path) -> tuple[World, Operator]:
 
 
 class Clock:
-    def __init__(self):
+    """A simulated clock for the clean-up's waits, and the model's clock when given to a Cluster."""
+
+    def __init__(self, cluster: Cluster | None = None):
         self.now = 0.0
+        self.cluster = cluster
+        if cluster is not None:
+            cluster.now = self.now
 
     def __call__(self) -> float:
         return self.now
 
     def sleep(self, seconds: float) -> None:
         self.now += seconds
+        if self.cluster is not None:
+            self.cluster.now = self.now
 
 
 @pytest.fixture
 def bound_to_the_model(monkeypatch):
-    """kubectl, as main.profile_kubectl binds it, is the model's; the clean-up's waits run on a
-    simulated clock (the model settles at once, so a wait that ends, ends at its first look)."""
+    """kubectl, as main.profile_kubectl binds it, is the model's; the clean-up's waits run on the
+    model's clock, which the fake terraform advances too while it waits."""
     worlds: list[World] = []
-    clock = Clock()
-    monkeypatch.setattr(operate.cleanup, "Waiter", functools.partial(Waiter, clock=clock, sleep=clock.sleep))
+
+    def sleep(seconds: float) -> None:  # the world the test appends, once it has
+        worlds[-1].advance(seconds)
+
+    monkeypatch.setattr(operate.cleanup, "Waiter", functools.partial(Waiter, clock=lambda: worlds[-1].now, sleep=sleep))
 
     def bind(target, kubeconfig, *, tunnel=None):
         return worlds[-1].kubectl
