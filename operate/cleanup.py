@@ -38,6 +38,7 @@ in the namespaces the layer created. Anything that cannot be listed stops the te
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ PODS_GONE_SECONDS = 20 * 60
 LOAD_BALANCERS_GONE_SECONDS = 15 * 60
 VOLUMES_GONE_SECONDS = 15 * 60
 POLL_SECONDS = 10
+RESUME = "then run the destroy again: it resumes here."
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
@@ -79,12 +81,52 @@ class PlatformObjects:
 
 @dataclass(kw_only=True)
 class Waiter:
-    """The clock of the teardown's waits (tests pass a simulated one)."""
+    """The clock of the teardown's waits (tests pass a simulated one), and what it changed so far."""
 
     clock: Clock = time.monotonic
     sleep: Sleep = time.sleep
     poll_seconds: float = POLL_SECONDS
     deleted: list[str] = field(default_factory=list)
+    """What the clean-up deleted or marked for deletion, as kind/namespace/name."""
+    held: list[str] = field(default_factory=list)
+    """The ClusterQueues it set to HoldAndDrain."""
+
+
+class KubectlTimedOut(ClusterAccessError):
+    """kubectl did not finish in its time (operate/kubectl.py): what the call did is not known."""
+
+
+def _answering(run: Kubectl) -> Kubectl:
+    """`run`, with a kubectl that hangs past its timeout as a KubectlTimedOut, not a traceback."""
+
+    def bounded(args: list[str]) -> subprocess.CompletedProcess[str]:
+        try:
+            return run(args)
+        except subprocess.TimeoutExpired as error:
+            raise KubectlTimedOut(f"kubectl {' '.join(args)} did not answer within {error.timeout:.0f} s") from error
+
+    return bounded
+
+
+def _stopped_honestly(error: ClusterAccessError, waiter: Waiter) -> Exception:
+    """What to raise when the cluster stops answering mid-way. Nothing deleted yet: the error
+    itself (the destroy stops "before deleting anything"), noting the queues it held. Something
+    deleted: a TeardownStuck that names it, since running the destroy again resumes."""
+    if not waiter.deleted:
+        if not waiter.held:
+            return error
+        return ClusterAccessError(
+            f"{error} (ClusterQueues {', '.join(waiter.held)} are set to HoldAndDrain: they admit nothing new and "
+            "Kueue evicts what they admitted)"
+        )
+    return TeardownStuck(
+        "Fix: restore access to the cluster (the destroy checks that it answers, through the profile's "
+        f"kubeconfig); {RESUME}",
+        f"the clean-up lost the cluster after it had deleted or marked for deletion {len(waiter.deleted)} "
+        f"object(s): {', '.join(waiter.deleted)}"
+        + (f", and held ClusterQueues {', '.join(waiter.held)}" if waiter.held else "")
+        + f". kubectl: {error}",
+    )
 
 
 def _items(run: Kubectl, kind: str, *selector: str) -> list[dict[str, Any]]:
@@ -110,7 +152,11 @@ def _delete(run: Kubectl, kind: str, key: tuple[str, str], waiter: Waiter) -> No
     """Delete without waiting: the waits below are bounded and say what holds an object."""
     namespace, name = key
     args = [kind, name, *(["-n", namespace] if namespace else [])]
-    deleted = run(["delete", *args, "--wait=false", "--ignore-not-found"])
+    try:
+        deleted = run(["delete", *args, "--wait=false", "--ignore-not-found"])
+    except KubectlTimedOut:  # the API may have taken it
+        waiter.deleted.append(f"{kind}/{_label(key)} (asked for, no answer)")
+        raise
     if deleted.returncode != 0:
         raise ClusterAccessError(f"kubectl delete {' '.join(args)} failed: {deleted.stderr.strip()}")
     waiter.deleted.append(f"{kind}/{_label(key)}")
@@ -191,10 +237,10 @@ def _stop_workloads_mounting(run: Kubectl, owned: PlatformObjects, waiter: Waite
     left = _wait_gone(run, "pods", [_key(pod) for pod in holding], PODS_GONE_SECONDS, waiter)
     if left:
         raise TeardownStuck(
+            "Fix: stop the pods named below (kubectl delete pod NAME -n NAMESPACE --grace-period=0 --force ends "
+            f"one whose node is gone), {RESUME}",
             "pods that mount the layer's claims are still running after "
-            f"{PODS_GONE_SECONDS // 60} minutes: {', '.join(_label(_key(pod)) for pod in left)}.\n"
-            "Fix: stop them (kubectl delete pod NAME -n NAMESPACE --grace-period=0 --force ends a pod "
-            "whose node is gone), then run the destroy again: it resumes here."
+            f"{PODS_GONE_SECONDS // 60} minutes: {', '.join(_label(_key(pod)) for pod in left)}.",
         )
 
 
@@ -222,12 +268,12 @@ def _remove_node_pools(run: Kubectl, owned: PlatformObjects, waiter: Waiter) -> 
         and not any(ref.get("kind") == "DaemonSet" for ref in pod["metadata"].get("ownerReferences", []))
     ]
     raise TeardownStuck(
+        "Fix: a PodDisruptionBudget that allows no disruption blocks the drain (kubectl get pdb -A): delete the "
+        f"pods or the budget; check Karpenter's log (kubectl logs -n kube-system deploy/karpenter); {RESUME}",
         f"Karpenter has not terminated {', '.join(_label(_key(claim)) for claim in left)} after "
         f"{NODES_GONE_SECONDS // 60} minutes"
         + (f"; pods still on their nodes: {', '.join(blocking)}" if blocking else "")
-        + ".\nFix: a PodDisruptionBudget that allows no disruption blocks the drain (kubectl get pdb -A): "
-        "delete the pods or the budget; check Karpenter's log (kubectl logs -n kube-system deploy/karpenter). "
-        "Then run the destroy again: it resumes here."
+        + ".",
     )
 
 
@@ -243,9 +289,9 @@ def _remove_load_balancers(run: Kubectl, owned: PlatformObjects, waiter: Waiter)
     left = _wait_gone(run, "services", [_key(s) for s in services], LOAD_BALANCERS_GONE_SECONDS, waiter)
     if left:
         raise TeardownStuck(
+            f"Fix: read the Service's events (kubectl describe service NAME -n NAMESPACE); {RESUME}",
             f"the load balancers of {', '.join(_label(_key(s)) for s in left)} are not deleted after "
-            f"{LOAD_BALANCERS_GONE_SECONDS // 60} minutes.\nFix: read the Service's events "
-            "(kubectl describe service NAME -n NAMESPACE); then run the destroy again: it resumes here."
+            f"{LOAD_BALANCERS_GONE_SECONDS // 60} minutes.",
         )
 
 
@@ -265,15 +311,20 @@ def pre_destroy_cleanup(
     """Everything before Terraform's destroy of the layer (see the module's docstring). Returns what
     it deleted or marked for deletion."""
     waiter = waiter or Waiter()
-    # First the tenants' queues stop admitting (and evict what they admitted): a job stopped below
-    # frees quota, and Kueue would otherwise admit the next queued job onto the same claims.
-    hold_and_drain(run, owned.cluster_queues, log)
-    _stop_workloads_mounting(run, owned, waiter)
-    _remove_node_pools(run, owned, waiter)
-    _remove_load_balancers(run, owned, waiter)
-    # Marked only: each goes once its pods stop (the release's uninstall, the namespace's deletion).
-    for claim in _dynamic_claims(run, owned):
-        _delete(run, "pvc", _key(claim), waiter)
+    run = _answering(run)
+    try:
+        # First the tenants' queues stop admitting (and evict what they admitted): a job stopped
+        # below frees quota, and Kueue would otherwise admit the next queued job onto the same claims.
+        hold_and_drain(run, owned.cluster_queues, log)
+        waiter.held = list(owned.cluster_queues)
+        _stop_workloads_mounting(run, owned, waiter)
+        _remove_node_pools(run, owned, waiter)
+        _remove_load_balancers(run, owned, waiter)
+        # Marked only: each goes once its pods stop (the release's uninstall, the namespace's deletion).
+        for claim in _dynamic_claims(run, owned):
+            _delete(run, "pvc", _key(claim), waiter)
+    except ClusterAccessError as error:
+        raise _stopped_honestly(error, waiter) from error
     deleted = waiter.deleted
     log(f"pre-destroy clean-up: deleted {len(deleted)} object(s)" + (": " + ", ".join(deleted) if deleted else ""))
     return deleted
@@ -285,6 +336,7 @@ def after_destroy(
     """After Terraform's destroy of the layer: wait until the layer's dynamically provisioned claims
     and their volumes are gone, so no EBS volume outlives the cluster."""
     waiter = waiter or Waiter()
+    run = _answering(run)  # a ClusterAccessError here is a TeardownStuck (main.settle_profile_cluster)
     claims = _dynamic_claims(run, owned)
     left_claims = _wait_gone(run, "persistentvolumeclaims", [_key(c) for c in claims], VOLUMES_GONE_SECONDS, waiter)
     if left_claims:
@@ -303,8 +355,8 @@ def after_destroy(
             for claim in left_claims
         ]
         raise TeardownStuck(
-            f"claims are still there after the destroy: {', '.join(held)}.\n"
-            "Fix: stop the pods that mount them; then run the destroy again: it resumes here."
+            f"Fix: stop the pods named below, which mount the claims; {RESUME}",
+            f"claims are still there after the destroy: {', '.join(held)}.",
         )
     volumes = [
         volume
@@ -315,11 +367,12 @@ def after_destroy(
     left = _wait_gone(run, "persistentvolumes", [_key(v) for v in volumes], VOLUMES_GONE_SECONDS, waiter)
     if left:
         raise TeardownStuck(
+            "Fix: check the EBS CSI driver, which deletes the volumes named below (kubectl logs -n kube-system "
+            f"deploy/ebs-csi-controller); {RESUME}",
             "volumes are not deleted after "
             f"{VOLUMES_GONE_SECONDS // 60} minutes: "
             + ", ".join(f"{_key(v)[1]} (finalizers: {v['metadata'].get('finalizers', [])})" for v in left)
-            + ".\nFix: the EBS CSI driver deletes them (kubectl logs -n kube-system deploy/ebs-csi-controller); "
-            "then run the destroy again: it resumes here."
+            + ".",
         )
     if volumes:
         log(f"after the destroy: {len(volumes)} volume(s) deleted by their provisioner")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import shutil
+import subprocess
 
 import pytest
 
@@ -27,6 +28,7 @@ from operate.cleanup import (
     pre_destroy_cleanup,
     terraform_claims,
 )
+from operate.cluster_access import ClusterAccessError
 from operate.layers import LAYERS, Operator, TeardownStuck
 from tests.cases import SHIPPED, profile_config
 from tests.cluster_model import PVC_PROTECTION, Cluster, World, install_fake_terraform, running_platform
@@ -55,6 +57,11 @@ def deployed(synthesized, profile: str, tmp_path) -> tuple[World, Operator]:
     op.cleanup = lambda layer: main.cleanup_profile_cluster(config, op, tmp_path / "kubeconfig", layer)
     op.settle = lambda layer: main.settle_profile_cluster(config, op, tmp_path / "kubeconfig", layer)
     return world, op
+
+
+def said(message: str) -> str:
+    """A message as one line: it is printed wrapped (operate/messages.py)."""
+    return " ".join(message.split())
 
 
 class Clock:
@@ -166,8 +173,10 @@ def test_a_teardown_stopped_on_its_volumes_resumes(synthesized, tmp_path, bound_
     world.path.write_text(world.path.read_text().replace('"csi_driver": true', '"csi_driver": false'))
     (stopped,) = op.run("destroy", ["workloads", "addons"])
     assert not stopped.ok and stopped.layer == "workloads"
-    assert "volumes are not deleted" in stopped.detail and "pvc-ml-team-scratch" in stopped.detail
-    assert "run the destroy again" in stopped.detail
+    detail = said(stopped.detail)
+    assert "volumes are not deleted" in detail and "pvc-ml-team-scratch" in detail
+    assert detail.startswith("Fix:") and "run the destroy again" in detail
+    assert all(len(line) <= 100 for line in stopped.detail.splitlines())
     assert world.state("workloads") == [] and world.state("addons")  # Terraform's part of workloads is done
     world.path.write_text(world.path.read_text().replace('"csi_driver": false', '"csi_driver": true'))
     op._resources.clear()
@@ -229,3 +238,64 @@ def test_the_queues_stop_admitting_before_any_job_is_stopped(synthesized, tmp_pa
     assert queues and [call[2] for call in patches] == list(queues)
     assert all('"HoldAndDrain"' in call[-1] for call in patches)
     assert verbs.index("delete") > max(i for i, verb in enumerate(verbs) if verb == "patch")
+
+
+def _lost_after_the_first_delete(cluster: Cluster, lose):
+    """The model's kubectl until the clean-up has deleted something; then `lose(args)` answers the
+    next listing (the API became unreachable, or kubectl hung)."""
+    deleted: list[list[str]] = []
+
+    def run(args: list[str]):
+        if deleted and args[0] == "get":
+            return lose(args)
+        if args[0] == "delete":
+            deleted.append(args)
+        return cluster.kubectl(args)
+
+    return run
+
+
+def _unreachable(args: list[str]) -> subprocess.CompletedProcess[str]:
+    said = "Unable to connect to the server: dial tcp 10.0.1.5:443: i/o timeout"
+    return subprocess.CompletedProcess(args, 1, "", said)
+
+
+def _hung(args: list[str]) -> subprocess.CompletedProcess[str]:
+    raise subprocess.TimeoutExpired(["kubectl", *args], 3600)
+
+
+@pytest.mark.parametrize("lose", [_unreachable, _hung], ids=["unreachable", "kubectl-timeout"])
+def test_a_cluster_lost_after_a_deletion_is_a_stuck_teardown_that_says_what_was_deleted(synthesized, lose):
+    """Once the clean-up has deleted something, "stopped before deleting anything" would be false,
+    and a hung kubectl would end in a traceback: both say what was deleted and that the destroy
+    resumes."""
+    cluster = running_platform(synthesized.stacks[SHIPPED[0]])
+    owned = platform_objects(profile_config(SHIPPED[0]), "workloads", synthesized.stack(SHIPPED[0], "workloads"))
+    clock = Clock()
+    with pytest.raises(TeardownStuck) as stuck:
+        pre_destroy_cleanup(
+            _lost_after_the_first_delete(cluster, lose),
+            owned,
+            log=lambda _: None,
+            waiter=Waiter(clock=clock, sleep=clock.sleep),
+        )
+    fix, why = said(stuck.value.fix), said(stuck.value.why)
+    assert fix.startswith("Fix:") and "run the destroy again" in fix
+    assert "MPIJob.v2beta1.kubeflow.org/ml-team/train" in why
+    assert "10.0.1.5:443" in why or "did not answer within 3600 s" in why
+
+
+def test_a_kubectl_that_hangs_before_any_deletion_stops_as_unreachable(synthesized):
+    """Nothing deleted yet: the destroy stops as for an unreachable cluster (nothing was deleted)."""
+    cluster = running_platform(synthesized.stacks[SHIPPED[0]])
+    owned = platform_objects(profile_config(SHIPPED[0]), "workloads", synthesized.stack(SHIPPED[0], "workloads"))
+    with pytest.raises(ClusterAccessError, match=r"^kubectl patch clusterqueues.* did not answer within 3600 s$"):
+        pre_destroy_cleanup(_hung, owned, log=lambda _: None)
+    assert cluster.of_kind("NodeClaim")
+
+
+def test_a_kubectl_that_hangs_after_the_destroy_is_no_traceback():
+    """after_destroy's kubectl hangs: a ClusterAccessError, which main.settle_profile_cluster turns
+    into a stuck teardown (Terraform has deleted things by then)."""
+    with pytest.raises(ClusterAccessError, match=r"^kubectl get persistentvolumeclaims .* did not answer"):
+        after_destroy(_hung, PlatformObjects(namespaces=("ml-team",), node_pools=()), log=lambda _: None)
