@@ -477,7 +477,8 @@ def test_each_layer_cleans_only_the_namespaces_and_pools_it_owns():
     assert {"monitoring", "gpu-operator", "jupyterhub", "workflows"} <= set(addons.namespaces)
     assert addons.node_pools == ()
     # jark runs DRA: no GPU pool (Karpenter ignores ResourceClaims), so only the CPU pool is its.
-    assert set(workloads.namespaces) == {"ml-team", "gpu-validation"} and workloads.node_pools == ("cpu",)
+    tenants = {tenant.name for tenant in config.workloads.tenants}
+    assert set(workloads.namespaces) == tenants | {"gpu-validation"} and workloads.node_pools == ("cpu",)
     assert platform_objects(load_profile("gpu-validation"), "workloads").node_pools == ("cpu", "gpu")
     for owned in (addons, workloads):
         assert "kube-system" not in owned.namespaces and "default" not in owned.namespaces
