@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from addons.kueue import DEFINITION as KUEUE
+from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
 from operate.cluster_access import ClusterAccessError
 from operate.kubectl import NO_SUCH_KIND, Kubectl
 from operate.layers import TeardownStuck
@@ -52,10 +53,15 @@ from operate.pause import hold_and_drain
 from profiles import PlatformConfig
 
 # How long each wait may take. Nodes: a drain evicts pods with their grace period (up to an
-# hour for a training pod), then EC2 terminates the instance. Pods: their grace period.
-# Load balancers and volumes: the cloud provider's and the CSI driver's delete calls.
+# hour for a training pod), then EC2 terminates the instance. Pods: the longest grace period of
+# those waited for, plus a margin for the garbage collector to reach them and the kubelet to stop
+# them, at most as long as Terraform waits for a namespace (whose deletion waits for the same
+# pods' grace periods). Load balancers and volumes: the cloud provider's and the CSI driver's
+# delete calls.
 NODES_GONE_SECONDS = 75 * 60
-PODS_GONE_SECONDS = 20 * 60
+PODS_GONE_MARGIN_SECONDS = 5 * 60
+PODS_GONE_MAX_SECONDS = NAMESPACE_DELETE_TIMEOUT_MINUTES * 60
+DEFAULT_GRACE_SECONDS = 30  # a pod's terminationGracePeriodSeconds when it sets none
 LOAD_BALANCERS_GONE_SECONDS = 15 * 60
 VOLUMES_GONE_SECONDS = 15 * 60
 POLL_SECONDS = 10
@@ -175,6 +181,20 @@ def _wait_gone(
         waiter.sleep(waiter.poll_seconds)
 
 
+def _grace_seconds(pod: dict[str, Any]) -> int:
+    """How long a pod may take to stop: the grace period its deletion gave it
+    (metadata.deletionGracePeriodSeconds) once deleted, else its spec's."""
+    meta, spec = pod["metadata"], pod.get("spec", {})
+    grace = meta.get("deletionGracePeriodSeconds", spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS))
+    return int(grace)
+
+
+def _pods_gone_seconds(pods: Iterable[dict[str, Any]]) -> int:
+    """How long to wait for `pods` to be gone once deleted (see PODS_GONE_MAX_SECONDS)."""
+    longest = max((_grace_seconds(pod) for pod in pods), default=0)
+    return min(longest + PODS_GONE_MARGIN_SECONDS, PODS_GONE_MAX_SECONDS)
+
+
 def _claims_of(pod: dict[str, Any]) -> set[str]:
     return {
         volume["persistentVolumeClaim"]["claimName"]
@@ -234,13 +254,22 @@ def _stop_workloads_mounting(run: Kubectl, owned: PlatformObjects, waiter: Waite
     owners = {_top_owner(run, pod) for pod in holding}
     for kind, key in sorted(owners):
         _delete(run, kind, key, waiter)
-    left = _wait_gone(run, "pods", [_key(pod) for pod in holding], PODS_GONE_SECONDS, waiter)
+    seconds = _pods_gone_seconds(holding)
+    left = _wait_gone(run, "pods", [_key(pod) for pod in holding], seconds, waiter)
     if left:
+        longer = [pod for pod in left if _grace_seconds(pod) + PODS_GONE_MARGIN_SECONDS > PODS_GONE_MAX_SECONDS]
         raise TeardownStuck(
             "Fix: stop the pods named below (kubectl delete pod NAME -n NAMESPACE --grace-period=0 --force ends "
             f"one whose node is gone), {RESUME}",
-            "pods that mount the layer's claims are still running after "
-            f"{PODS_GONE_SECONDS // 60} minutes: {', '.join(_label(_key(pod)) for pod in left)}.",
+            f"pods that mount the layer's claims are still there after {seconds // 60} minutes: "
+            + ", ".join(f"{_label(_key(pod))} (grace period {_grace_seconds(pod)} s)" for pod in left)
+            + "."
+            + (
+                f" A grace period longer than {(PODS_GONE_MAX_SECONDS - PODS_GONE_MARGIN_SECONDS) // 60} minutes "
+                "is not waited for in full: Terraform waits no longer for a namespace."
+                if longer
+                else ""
+            ),
         )
 
 

@@ -12,6 +12,7 @@ while it runs (the addons layer); the EBS CSI driver (the cluster layer) deletes
 from __future__ import annotations
 
 import functools
+import json
 import shutil
 import subprocess
 
@@ -31,7 +32,15 @@ from operate.cleanup import (
 from operate.cluster_access import ClusterAccessError
 from operate.layers import LAYERS, Operator, TeardownStuck
 from tests.cases import SHIPPED, profile_config
-from tests.cluster_model import PVC_PROTECTION, Cluster, World, install_fake_terraform, running_platform
+from tests.cluster_model import (
+    PVC_PROTECTION,
+    SYSTEM_NODE,
+    Cluster,
+    World,
+    duration_seconds,
+    install_fake_terraform,
+    running_platform,
+)
 
 # Every shipped profile, and the one fixture with JupyterHub (a LoadBalancer and the hub's claim).
 TEARDOWN_PROFILES = (*SHIPPED, "jark")
@@ -256,8 +265,8 @@ def _lost_after_the_first_delete(cluster: Cluster, lose):
 
 
 def _unreachable(args: list[str]) -> subprocess.CompletedProcess[str]:
-    said = "Unable to connect to the server: dial tcp 10.0.1.5:443: i/o timeout"
-    return subprocess.CompletedProcess(args, 1, "", said)
+    stderr = "Unable to connect to the server: dial tcp 10.0.1.5:443: i/o timeout"
+    return subprocess.CompletedProcess(args, 1, "", stderr)
 
 
 def _hung(args: list[str]) -> subprocess.CompletedProcess[str]:
@@ -299,3 +308,82 @@ def test_a_kubectl_that_hangs_after_the_destroy_is_no_traceback():
     into a stuck teardown (Terraform has deleted things by then)."""
     with pytest.raises(ClusterAccessError, match=r"^kubectl get persistentvolumeclaims .* did not answer"):
         after_destroy(_hung, PlatformObjects(namespaces=("ml-team",), node_pools=()), log=lambda _: None)
+
+
+def test_the_clean_up_gives_the_pods_it_stops_their_grace_period(synthesized):
+    """A training job that checkpoints takes its terminationGracePeriodSeconds (here 40 minutes)
+    to stop: the clean-up waits for it as long as that, not a fixed 20 minutes."""
+    cluster = running_platform(synthesized.stacks[SHIPPED[0]])
+    for pod in cluster.of_kind("Pod"):
+        if pod["metadata"]["name"].startswith("train-"):
+            pod["spec"]["terminationGracePeriodSeconds"] = 40 * 60
+    clock = Clock(cluster)
+    owned = platform_objects(profile_config(SHIPPED[0]), "workloads", synthesized.stack(SHIPPED[0], "workloads"))
+    pre_destroy_cleanup(cluster.kubectl, owned, log=lambda _: None, waiter=Waiter(clock=clock, sleep=clock.sleep))
+    assert 40 * 60 <= clock.now < 40 * 60 + 5 * 60
+    assert not [p for p in cluster.of_kind("Pod") if p["metadata"]["name"].startswith("train-")]
+
+
+def test_a_pod_past_its_grace_period_is_named_with_it(synthesized):
+    """A pod that is still there after its grace period and the margin (its node is gone, say)."""
+    cluster = running_platform(synthesized.stacks[SHIPPED[0]])
+    for pod in cluster.of_kind("Pod"):
+        if pod["metadata"]["name"] == "train-worker-0":
+            pod["spec"]["terminationGracePeriodSeconds"] = 600
+            pod["metadata"]["finalizers"] = ["example.com/keep"]  # nothing removes it
+    clock = Clock(cluster)
+    owned = platform_objects(profile_config(SHIPPED[0]), "workloads", synthesized.stack(SHIPPED[0], "workloads"))
+    with pytest.raises(TeardownStuck) as stuck:
+        pre_destroy_cleanup(cluster.kubectl, owned, log=lambda _: None, waiter=Waiter(clock=clock, sleep=clock.sleep))
+    why = said(stuck.value.why)
+    assert "ml-team/train-worker-0 (grace period 600 s)" in why and "after 15 minutes" in why
+    assert 15 * 60 <= clock.now <= 15 * 60 + 10
+
+
+def test_terraform_waits_for_a_namespace_as_long_as_its_pods_may_take(synthesized, tmp_path, bound_to_the_model):
+    """Terraform deletes a tenant's namespace; the namespace controller then deletes the pods the
+    clean-up left (they mount none of Terraform's claims) with their grace periods. The provider's
+    default delete timeout (10 minutes) would fail the destroy half-way on a 40-minute one."""
+    world, op = deployed(synthesized, SHIPPED[0], tmp_path)
+    bound_to_the_model.append(world)
+    cluster = world.cluster
+    deployment = cluster.create(
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "eval", "namespace": "ml-team"}}
+    )
+    pod = cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "eval-x",
+                "namespace": "ml-team",
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "name": "eval",
+                        "uid": deployment["metadata"]["uid"],
+                    },
+                ],
+            },
+            "spec": {"nodeName": SYSTEM_NODE, "terminationGracePeriodSeconds": 40 * 60},
+        }
+    )
+    saved = json.loads(world.path.read_text())
+    saved["cluster"]["objects"] = cluster.objects
+    world.path.write_text(json.dumps(saved))
+    (result,) = op.run("destroy", ["workloads"])
+    assert result.ok, result.detail
+    assert not world.cluster.exists(pod) and world.now >= 40 * 60
+
+
+def test_every_namespace_waits_for_deletion_as_long_as_the_clean_up_waits_for_pods(synthesized):
+    for layer in ("addons", "workloads"):
+        namespaces = [
+            body
+            for body in synthesized.stack(SHIPPED[0], layer)["resource"]["kubernetes_manifest"].values()
+            if isinstance(body["manifest"], dict) and body["manifest"]["kind"] == "Namespace"
+        ]
+        assert namespaces
+        for body in namespaces:
+            assert duration_seconds(body["timeouts"]["delete"]) == operate.cleanup.PODS_GONE_MAX_SECONDS
