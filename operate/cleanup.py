@@ -23,10 +23,19 @@ What decides the order (Kubernetes and Karpenter at the pins):
   NodePools are removed while it still runs.
 - A LoadBalancer Service carries `service.kubernetes.io/load-balancer-cleanup` until the cloud
   provider (EKS's control plane) has deleted the load balancer.
+- A deleted namespace stays Terminating until the namespace controller has deleted everything in
+  it, and says what is left in its status conditions (NamespaceContentRemaining,
+  NamespaceFinalizersRemaining: pkg/controller/namespace/deletion/status_condition_utils.go). A
+  destroy that stopped after Terraform deleted a namespace finds it Terraform's again: the
+  provider deletes it anew, which the API answers with the Terminating namespace, not a 409
+  Conflict since Kubernetes 1.17 (pkg/registry/core/namespace/storage/storage.go Delete,
+  kubernetes/kubernetes#84122), and then waits its timeouts.delete (manifest/provider/apply.go
+  v2.38.0 L552-598) and fails with "Timed out when waiting for resource", naming nothing.
 
 So a layer's destroy runs: `pre_destroy_cleanup` (stop the workloads that mount claims Terraform
 deletes, delete the NodePools and wait for their NodeClaims, delete LoadBalancer Services and wait,
-mark the dynamically provisioned claims for deletion without waiting), then Terraform, then
+mark the dynamically provisioned claims for deletion without waiting, wait for the layer's
+namespaces that are already Terminating), then Terraform, then
 `after_destroy` (wait for those claims and their volumes to be gone). Every wait is bounded; one
 that runs out names what holds the objects and how to release them, and running the destroy again
 resumes: each step lists what is left instead of remembering what it did.
@@ -324,6 +333,53 @@ def _remove_load_balancers(run: Kubectl, owned: PlatformObjects, waiter: Waiter)
         )
 
 
+# What the namespace controller says holds a Terminating namespace, in the order worth reading
+# (pkg/controller/namespace/deletion/status_condition_utils.go).
+NAMESPACE_HOLDERS = (
+    "NamespaceFinalizersRemaining",
+    "NamespaceContentRemaining",
+    "NamespaceDeletionContentFailure",
+    "NamespaceDeletionDiscoveryFailure",
+    "NamespaceDeletionGroupVersionParsingFailure",
+)
+
+
+def _held_by(namespace: dict[str, Any]) -> str:
+    conditions = {c.get("type"): c for c in namespace.get("status", {}).get("conditions", [])}
+    said = [
+        conditions[kind]["message"]
+        for kind in NAMESPACE_HOLDERS
+        if conditions.get(kind, {}).get("status") == "True" and conditions[kind].get("message")
+    ]
+    return "; ".join(said) or "no conditions yet: kubectl describe namespace " + namespace["metadata"]["name"]
+
+
+def _wait_for_terminating_namespaces(run: Kubectl, owned: PlatformObjects, waiter: Waiter) -> None:
+    """A namespace of the layer already Terminating (a destroy stopped after Terraform deleted it):
+    Terraform deletes it again, which the API answers with the namespace (no 409 Conflict since
+    Kubernetes 1.17), then waits its timeouts.delete and fails naming nothing. So wait here as long
+    as its pods may take, and name what holds it from its status conditions."""
+    terminating = [
+        namespace
+        for namespace in _items(run, "namespaces")
+        if namespace["metadata"]["name"] in owned.namespaces and namespace["metadata"].get("deletionTimestamp")
+    ]
+    if not terminating:
+        return
+    names = {namespace["metadata"]["name"] for namespace in terminating}
+    seconds = _pods_gone_seconds(pod for pod in _items(run, "pods") if pod["metadata"].get("namespace") in names)
+    left = _wait_gone(run, "namespaces", [_key(namespace) for namespace in terminating], seconds, waiter)
+    if left:
+        raise TeardownStuck(
+            "Fix: release what holds the namespaces named below: delete what is left in them, or remove the "
+            "finalizer of an object whose controller is gone (kubectl get KIND NAME -n NAMESPACE -o yaml shows "
+            f"it); {RESUME}",
+            f"namespaces of the layer are still Terminating after {seconds // 60} minutes: "
+            + "; ".join(f"{_key(namespace)[1]} ({_held_by(namespace)})" for namespace in left)
+            + ". Terraform would wait for them and fail without naming what holds them.",
+        )
+
+
 def _dynamic_claims(run: Kubectl, owned: PlatformObjects) -> list[dict[str, Any]]:
     """Claims a provisioner made a volume for (a storage class named), in the layer's namespaces.
     Static claims (storageClassName "") point at FSx or S3, which Terraform owns."""
@@ -352,6 +408,7 @@ def pre_destroy_cleanup(
         # Marked only: each goes once its pods stop (the release's uninstall, the namespace's deletion).
         for claim in _dynamic_claims(run, owned):
             _delete(run, "pvc", _key(claim), waiter)
+        _wait_for_terminating_namespaces(run, owned, waiter)
     except ClusterAccessError as error:
         raise _stopped_honestly(error, waiter) from error
     deleted = waiter.deleted

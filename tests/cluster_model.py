@@ -115,6 +115,8 @@ SHORT_NAMES = {
     "pv": "persistentvolumes",
     "service": "services",
     "svc": "services",
+    "namespace": "namespaces",
+    "ns": "namespaces",
 }
 CLUSTER_SCOPED = {"Namespace", "Node", "PersistentVolume", "StorageClass", "NodePool", "NodeClaim", "EC2NodeClass"}
 CLUSTER_SCOPED |= {"ClusterRole", "ClusterRoleBinding", "ClusterQueue", "ResourceFlavor", "ClusterTrainingRuntime"}

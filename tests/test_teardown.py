@@ -387,3 +387,81 @@ def test_every_namespace_waits_for_deletion_as_long_as_the_clean_up_waits_for_po
         assert namespaces
         for body in namespaces:
             assert duration_seconds(body["timeouts"]["delete"]) == operate.cleanup.PODS_GONE_MAX_SECONDS
+
+
+def _leftover(cluster: Cluster, namespace: str) -> dict:
+    """An object whose controller is gone (an operator uninstalled by hand): its finalizer stays."""
+    return cluster.create(
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w", "namespace": namespace, "finalizers": ["example.com/cleanup"]},
+        }
+    )
+
+
+def _save(world: World, cluster: Cluster) -> None:
+    saved = json.loads(world.path.read_text())
+    saved["cluster"]["objects"] = cluster.objects
+    world.path.write_text(json.dumps(saved))
+
+
+def test_deleting_a_terminating_namespace_again_is_no_conflict():
+    """The API at the pinned Kubernetes returns a Terminating namespace on a second DELETE (a 409
+    Conflict only before 1.17, kubernetes/kubernetes#84122): the provider then waits for it."""
+    cluster = Cluster(now=0.0)
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}})
+    _leftover(cluster, "t")
+    assert cluster.kubectl(["delete", "namespace", "t", "--wait=false"]).returncode == 0
+    again = cluster.kubectl(["delete", "namespace", "t", "--wait=false"])
+    assert again.returncode == 0 and "Conflict" not in again.stderr
+    namespace = cluster.find("Namespace", None, "t")
+    assert namespace["status"]["phase"] == "Terminating"
+    assert [c["message"] for c in namespace["status"]["conditions"]] == [
+        "Some resources are remaining: widgets.example.com has 1 resource instances",
+        "Some content in the namespace has finalizers remaining: example.com/cleanup in 1 resource instances",
+    ]
+
+
+def test_a_resumed_destroy_names_what_holds_a_terminating_namespace(synthesized, tmp_path, bound_to_the_model):
+    """The first destroy's Terraform deleted the tenant's namespace and timed out on it: something
+    with a finalizer no controller removes is left in it. The next destroy must not wait for
+    Terraform to time out again without a word: the clean-up waits a bounded time for the
+    namespace, then names what holds it, before Terraform runs."""
+    world, op = deployed(synthesized, SHIPPED[0], tmp_path)
+    bound_to_the_model.append(world)
+    cluster = world.cluster
+    _leftover(cluster, "ml-team")
+    _save(world, cluster)
+    (first,) = op.run("destroy", ["workloads"])
+    assert not first.ok and 'Timed out when waiting for resource "ml-team"' in first.detail
+    op._resources.clear()
+    started = world.now
+    (resumed,) = op.run("destroy", ["workloads"])
+    detail = said(resumed.detail)
+    assert not resumed.ok and detail.startswith("Fix:")
+    assert "ml-team" in detail and "example.com/cleanup in 1 resource instances" in detail
+    assert "widgets.example.com has 1 resource instances" in detail
+    applies = [line for line in (tmp_path / "terraform.log").read_text().splitlines() if line == "workloads apply"]
+    assert len(applies) == 1  # the resumed destroy stopped before Terraform
+    assert world.now - started <= 6 * 60
+
+
+def test_a_terminating_namespace_is_waited_for_as_long_as_its_pods_take(synthesized):
+    """A resumed destroy finds a tenant's namespace Terminating, a pod in it within its 20-minute
+    grace period: the clean-up waits for the namespace to go, then Terraform finds it gone."""
+    cluster = running_platform(synthesized.stacks[SHIPPED[0]])
+    clock = Clock(cluster)
+    cluster.create(  # it mounts none of Terraform's claims: the clean-up does not stop it itself
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "eval", "namespace": "ml-team"},
+            "spec": {"nodeName": SYSTEM_NODE, "terminationGracePeriodSeconds": 20 * 60},
+        }
+    )
+    assert cluster.kubectl(["delete", "namespace", "ml-team", "--wait=false"]).returncode == 0
+    owned = platform_objects(profile_config(SHIPPED[0]), "workloads", synthesized.stack(SHIPPED[0], "workloads"))
+    pre_destroy_cleanup(cluster.kubectl, owned, log=lambda _: None, waiter=Waiter(clock=clock, sleep=clock.sleep))
+    assert cluster.find("Namespace", None, "ml-team") is None
+    assert 20 * 60 <= clock.now <= 25 * 60 + 10
