@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from addons.kueue import DEFINITION as KUEUE
+from components.k8s.karpenter_pools import TERMINATION_GRACE_PERIOD_MINUTES
 from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
 from operate.cluster_access import ClusterAccessError
 from operate.kubectl import NO_SUCH_KIND, Kubectl
@@ -61,13 +62,14 @@ from operate.layers import TeardownStuck
 from operate.pause import hold_and_drain
 from profiles import PlatformConfig
 
-# How long each wait may take. Nodes: a drain evicts pods with their grace period (up to an
-# hour for a training pod), then EC2 terminates the instance. Pods: the longest grace period of
-# those waited for, plus a margin for the garbage collector to reach them and the kubelet to stop
-# them, at most as long as Terraform waits for a namespace (whose deletion waits for the same
-# pods' grace periods). Load balancers and volumes: the cloud provider's and the CSI driver's
-# delete calls.
-NODES_GONE_SECONDS = 75 * 60
+# How long each wait may take. Nodes: Karpenter drains a node for at most its NodePool's
+# terminationGracePeriod, then deletes the pods left on it (components/k8s/karpenter_pools.py),
+# then EC2 terminates the instance. Pods: the longest grace period of those waited for, plus a
+# margin for the garbage collector to reach them and the kubelet to stop them, at most as long as
+# Terraform waits for a namespace (whose deletion waits for the same pods' grace periods). Load
+# balancers and volumes: the cloud provider's and the CSI driver's delete calls.
+INSTANCE_TERMINATION_SECONDS = 15 * 60
+NODES_GONE_SECONDS = TERMINATION_GRACE_PERIOD_MINUTES * 60 + INSTANCE_TERMINATION_SECONDS
 PODS_GONE_MARGIN_SECONDS = 5 * 60
 PODS_GONE_MAX_SECONDS = NAMESPACE_DELETE_TIMEOUT_MINUTES * 60
 DEFAULT_GRACE_SECONDS = 30  # a pod's terminationGracePeriodSeconds when it sets none
@@ -75,6 +77,7 @@ LOAD_BALANCERS_GONE_SECONDS = 15 * 60
 VOLUMES_GONE_SECONDS = 15 * 60
 POLL_SECONDS = 10
 RESUME = "then run the destroy again: it resumes here."
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"  # Karpenter evicts no pod that has it (pkg/utils/pod/scheduling.go)
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
@@ -300,17 +303,25 @@ def _remove_node_pools(run: Kubectl, owned: PlatformObjects, waiter: Waiter) -> 
         return
     nodes = {claim.get("status", {}).get("nodeName") for claim in left} - {None, ""}
     blocking = [
-        _label(_key(pod))
+        _label(_key(pod)) + (f" ({DO_NOT_DISRUPT})" if DO_NOT_DISRUPT in pod["metadata"].get("annotations", {}) else "")
         for pod in _items(run, "pods")
         if pod.get("spec", {}).get("nodeName") in nodes
         and not any(ref.get("kind") == "DaemonSet" for ref in pod["metadata"].get("ownerReferences", []))
     ]
+    unbounded = [_label(_key(claim)) for claim in left if not claim.get("spec", {}).get("terminationGracePeriod")]
     raise TeardownStuck(
-        "Fix: a PodDisruptionBudget that allows no disruption blocks the drain (kubectl get pdb -A): delete the "
-        f"pods or the budget; check Karpenter's log (kubectl logs -n kube-system deploy/karpenter); {RESUME}",
+        "Fix: delete the pods named below, or what keeps Karpenter from evicting them: a PodDisruptionBudget that "
+        f"allows no disruption (kubectl get pdb -A) or the {DO_NOT_DISRUPT} annotation; check Karpenter's log "
+        f"(kubectl logs -n kube-system deploy/karpenter); {RESUME}",
         f"Karpenter has not terminated {', '.join(_label(_key(claim)) for claim in left)} after "
         f"{NODES_GONE_SECONDS // 60} minutes"
         + (f"; pods still on their nodes: {', '.join(blocking)}" if blocking else "")
+        + (
+            f"; NodeClaims {', '.join(unbounded)} launched before their NodePool had a terminationGracePeriod, "
+            "so Karpenter waits for their pods without limit"
+            if unbounded
+            else ""
+        )
         + ".",
     )
 

@@ -25,12 +25,18 @@ delete ever ends, each rule from the upstream source at the pins:
 - Pod deletion (pkg/registry/core/pod/strategy.go CheckGracefulDelete): a pod on a node is gone
   when its grace period (terminationGracePeriodSeconds, 30 by default) is over; deletionTimestamp
   is that time. A pod on no node goes at once.
-- Karpenter (pkg/controllers/node/termination at v1.x): a deleting NodeClaim keeps
-  `karpenter.sh/termination` while its node has pods to evict; eviction respects
-  PodDisruptionBudgets; an evicted pod of a controller comes back unscheduled; the finalizer goes
-  once the node is empty (but for DaemonSet pods) and the instance is terminated. Only while
-  Karpenter's controller runs. An EC2NodeClass keeps `karpenter.k8s.aws/termination` while a
-  NodeClaim uses it.
+- Karpenter (v1.14.1, pkg/controllers/node/termination): a deleting NodeClaim keeps
+  `karpenter.sh/termination` while its node has pods; eviction respects PodDisruptionBudgets and
+  evicts no pod annotated `karpenter.sh/do-not-disrupt: "true"` (pkg/utils/pod/scheduling.go
+  IsEvictable; its duration form is not modelled), and the drain waits for those too
+  (IsDrainable); an evicted pod of a controller comes back unscheduled; the finalizer goes once the
+  node is empty (but for DaemonSet pods) and the instance is terminated. A NodeClaim carries its
+  NodePool's terminationGracePeriod (pkg/apis/v1/nodepool.go ToNodeClaim); once it is deleted, its
+  termination time is the deletion plus that (pkg/controllers/nodeclaim/lifecycle/controller.go,
+  the `karpenter.sh/nodeclaim-termination-timestamp` annotation), and from that time minus a pod's
+  grace period the pod is deleted whatever blocks its eviction, with the time left as its grace
+  period, at least 1 s (terminator/terminator.go DeleteExpiringPods). Only while Karpenter's
+  controller runs. An EC2NodeClass keeps `karpenter.k8s.aws/termination` while a NodeClaim uses it.
 - Service controller (k8s.io/cloud-provider/controllers/service): a LoadBalancer Service keeps
   `service.kubernetes.io/load-balancer-cleanup` until the load balancer is deleted (EKS runs the
   cloud provider in its control plane: always here).
@@ -81,6 +87,8 @@ PV_PROTECTION = "kubernetes.io/pv-protection"
 PROVISIONER_FINALIZER = "external-provisioner.volume.kubernetes.io/finalizer"
 NODECLAIM_TERMINATION = "karpenter.sh/termination"
 NODECLASS_TERMINATION = "karpenter.k8s.aws/termination"
+TERMINATION_TIMESTAMP = "karpenter.sh/nodeclaim-termination-timestamp"
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 LB_CLEANUP = "service.kubernetes.io/load-balancer-cleanup"
 NAMESPACE_FINALIZER = "kubernetes"
 RELEASE_ANNOTATION = "meta.helm.sh/release-name"
@@ -380,6 +388,19 @@ class Cluster:
             for budget in self.of_kind("PodDisruptionBudget")
         )
 
+    def _termination_time(self, claim: dict[str, Any]) -> tuple[float | None, bool]:
+        """The NodeClaim's termination time (None: none, or a model without a clock), and whether
+        the lifecycle controller annotated it just now."""
+        annotations = claim["metadata"].setdefault("annotations", {})
+        grace = claim.get("spec", {}).get("terminationGracePeriod")
+        if self.now is None or not grace:
+            return None, False
+        if TERMINATION_TIMESTAMP in annotations:
+            return seconds_at(annotations[TERMINATION_TIMESTAMP]), False
+        at = seconds_at(claim["metadata"]["deletionTimestamp"]) + duration_seconds(grace)
+        annotations[TERMINATION_TIMESTAMP] = stamp(at)
+        return at, True
+
     def _terminate_node(self, claim: dict[str, Any]) -> bool:
         node = claim.get("status", {}).get("nodeName")
         on_node = [
@@ -388,9 +409,19 @@ class Cluster:
             if pod["spec"].get("nodeName") == node
             and not any(ref["kind"] == "DaemonSet" for ref in pod["metadata"].get("ownerReferences", []))
         ]
-        changed = False
+        terminate_at, changed = self._termination_time(claim)
         for pod in on_node:
-            if "deletionTimestamp" not in pod["metadata"] and not self._blocked_by_budget(pod):
+            if self.now is not None and terminate_at is not None and self.now >= terminate_at - grace_seconds(pod):
+                if "deletionTimestamp" not in pod["metadata"]:
+                    self._evict(pod, grace=max(int(terminate_at - self.now), 1))
+                    changed = True
+                else:  # already terminating past the termination time: its grace is cut short
+                    changed |= self.mark_deleted(pod, grace=max(int(terminate_at - self.now), 1))
+            elif (
+                "deletionTimestamp" not in pod["metadata"]
+                and not self._blocked_by_budget(pod)
+                and pod["metadata"].get("annotations", {}).get(DO_NOT_DISRUPT) != "true"
+            ):
                 self._evict(pod)
                 changed = True
         if on_node:  # the drain waits for every pod to be gone, evicted or not
@@ -686,7 +717,11 @@ def _karpenter_nodes(cluster: Cluster) -> None:
                         }
                     ],
                 },
-                "spec": {"nodeClassRef": pool["spec"]["template"]["spec"]["nodeClassRef"]},
+                "spec": {
+                    key: value
+                    for key, value in pool["spec"]["template"]["spec"].items()
+                    if key in ("nodeClassRef", "terminationGracePeriod", "expireAfter")
+                },
                 "status": {"nodeName": node},
             }
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import shutil
 import subprocess
 
@@ -21,6 +22,7 @@ import pytest
 import main
 import operate.cleanup
 import operate.cluster_access
+from components.k8s.karpenter_pools import TERMINATION_GRACE_PERIOD
 from operate.cleanup import (
     PlatformObjects,
     Waiter,
@@ -42,6 +44,9 @@ from tests.cluster_model import (
     running_platform,
 )
 
+# Karpenter v1's duration fields (pkg/apis/v1/nodepool.go at v1.14.1, terminationGracePeriod's
+# kubebuilder pattern).
+KARPENTER_DURATION = re.compile(r"([0-9]+(s|m|h))+")
 # Every shipped profile, and the one fixture with JupyterHub (a LoadBalancer and the hub's claim).
 TEARDOWN_PROFILES = (*SHIPPED, "jark")
 
@@ -200,8 +205,9 @@ def test_terraform_owned_claims_are_read_from_the_stack(synthesized):
     assert terraform_claims(synthesized.stack(SHIPPED[0], "addons")) == ()
 
 
-def test_a_drain_blocked_by_a_budget_stops_in_bounded_time_and_names_the_pods(synthesized):
-    cluster = running_platform(synthesized.stacks[SHIPPED[0]])
+def _blocked_drains(cluster: Cluster) -> None:
+    """A tenant's pods on the GPU pool's node that Karpenter may not evict: one under a budget that
+    allows no disruption, one annotated karpenter.sh/do-not-disrupt."""
     cluster.create(
         {
             "apiVersion": "policy/v1",
@@ -210,17 +216,68 @@ def test_a_drain_blocked_by_a_budget_stops_in_bounded_time_and_names_the_pods(sy
             "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"job": "train"}}},
         }
     )
-    # The job on a Karpenter node, with a budget that allows no eviction.
     for pod in cluster.of_kind("Pod"):
         if pod["metadata"]["name"].startswith("notebook-gpu"):
             pod["metadata"]["labels"] = {"job": "train"}
-    clock = Clock()
+    cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "eval",
+                "namespace": "ml-team",
+                "annotations": {"karpenter.sh/do-not-disrupt": "true"},
+            },
+            "spec": {"nodeName": "gpu-node-1", "terminationGracePeriodSeconds": 600},
+        }
+    )
+
+
+def test_a_pools_grace_period_ends_a_drain_that_a_budget_or_do_not_disrupt_blocks(synthesized):
+    """Karpenter respects PodDisruptionBudgets and karpenter.sh/do-not-disrupt while it drains,
+    until the NodeClaim's terminationGracePeriod (from its NodePool) has passed; then it deletes the
+    pods whatever blocks them. The platform's pools set one that ends within the clean-up's wait."""
+    cluster = running_platform(synthesized.stacks[SHIPPED[0]])
+    _blocked_drains(cluster)
+    clock = Clock(cluster)
+    owned = PlatformObjects(namespaces=("ml-team",), node_pools=("cpu", "gpu"))
+    pre_destroy_cleanup(cluster.kubectl, owned, log=lambda _: None, waiter=Waiter(clock=clock, sleep=clock.sleep))
+    assert cluster.of_kind("NodeClaim") == [] and cluster.find("Pod", "ml-team", "eval") is None
+    grace = duration_seconds(TERMINATION_GRACE_PERIOD)
+    assert grace <= clock.now <= grace + 60
+
+
+def test_the_pools_grace_period_fits_in_the_clean_ups_wait_for_nodes(synthesized):
+    pools = [
+        body["manifest"]
+        for body in synthesized.stack(SHIPPED[0], "workloads")["resource"]["kubernetes_manifest"].values()
+        if isinstance(body["manifest"], dict) and body["manifest"]["kind"] == "NodePool"
+    ]
+    assert {pool["metadata"]["name"] for pool in pools} == {"cpu", "gpu"}
+    for pool in pools:
+        grace = pool["spec"]["template"]["spec"]["terminationGracePeriod"]
+        assert KARPENTER_DURATION.fullmatch(grace), grace
+        # Then EC2 terminates the instance: some minutes of the clean-up's wait are left for that.
+        assert duration_seconds(grace) + 10 * 60 <= operate.cleanup.NODES_GONE_SECONDS
+
+
+def test_a_drain_blocked_on_a_node_launched_without_a_grace_period_names_the_pods(synthesized):
+    """A NodeClaim keeps the spec it was launched with (its spec is immutable): one launched before
+    its pool had a terminationGracePeriod waits for its pods without limit. The clean-up stops in
+    bounded time and names the pods, the budget and the annotation that hold the drain."""
+    cluster = running_platform(synthesized.stacks[SHIPPED[0]])
+    for claim in cluster.of_kind("NodeClaim"):
+        claim["spec"].pop("terminationGracePeriod", None)
+    _blocked_drains(cluster)
+    clock = Clock(cluster)
     owned = PlatformObjects(namespaces=("ml-team",), node_pools=("cpu", "gpu"))
     with pytest.raises(TeardownStuck) as stuck:
         pre_destroy_cleanup(cluster.kubectl, owned, log=lambda _: None, waiter=Waiter(clock=clock, sleep=clock.sleep))
-    message = str(stuck.value)
-    assert "gpu-abcde" in message and "ml-team/notebook-gpu-x" in message and "PodDisruptionBudget" in message
-    assert message.index("Fix:") < message.index("run the destroy again")
+    fix, why = said(stuck.value.fix), said(stuck.value.why)
+    assert "gpu-abcde" in why and "ml-team/notebook-gpu-x" in why and "ml-team/eval" in why
+    assert "PodDisruptionBudget" in fix and "karpenter.sh/do-not-disrupt" in fix
+    assert "NodeClaims gpu-abcde launched before their NodePool had a terminationGracePeriod" in why
+    assert fix.startswith("Fix:") and "run the destroy again" in fix
     assert 75 * 60 <= clock.now <= 75 * 60 + 10
 
 
