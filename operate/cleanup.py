@@ -8,8 +8,10 @@ What decides the order (Kubernetes and Karpenter at the pins):
   when no scheduled pod references the claim (pkg/controller/volume/pvcprotection, podUsesPVC).
   So deleting a claim and waiting for it, while the pod that mounts it runs, never ends: Prometheus
   keeps its gp3 claim until its release is uninstalled, a tenant's job keeps the FSx claim.
-- Terraform's kubernetes provider waits for every object it deletes to be gone (10 minutes by
-  default; manifest/provider/apply.go), and deletes a namespace's objects before the namespace.
+- Terraform's kubernetes provider waits for every object it deletes to be gone (its
+  timeouts.delete, 10 minutes by default, 70 for the platform's namespaces, whose pods stop with
+  their grace periods; manifest/provider/apply.go), and deletes a namespace's objects before the
+  namespace.
   A claim Terraform owns (a tenant's FSx and S3 claims) is therefore deleted, and waited on,
   before the namespace whose deletion would stop the pods that mount it: those pods' workloads
   are stopped here first.
@@ -18,9 +20,11 @@ What decides the order (Kubernetes and Karpenter at the pins):
   driver's provisioner afterwards. The EBS CSI driver is a cluster-layer add-on: it still runs
   when the add-on layers are gone, and the volumes must be gone before the cluster layer goes.
 - A NodeClaim carries `karpenter.sh/termination`; Karpenter removes it once the node is drained
-  (PodDisruptionBudgets are respected) and the instance is terminated
-  (pkg/controllers/node/termination). Karpenter runs in the addons layer, so the workloads layer's
-  NodePools are removed while it still runs.
+  and the instance is terminated (pkg/controllers/node/termination). The drain respects
+  PodDisruptionBudgets and `karpenter.sh/do-not-disrupt` until the NodeClaim's
+  terminationGracePeriod (its NodePool's, components/k8s/karpenter_pools.py) has passed, then
+  deletes what is left. Karpenter runs in the addons layer, so the workloads layer's NodePools are
+  removed while it still runs.
 - A LoadBalancer Service carries `service.kubernetes.io/load-balancer-cleanup` until the cloud
   provider (EKS's control plane) has deleted the load balancer.
 - A deleted namespace stays Terminating until the namespace controller has deleted everything in
