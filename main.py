@@ -443,8 +443,15 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
     )
     try:
         results = operator.run(args.command, layers)
-    except ClusterAccessError as error:
-        tell(f"destroy stopped before deleting anything in the cluster: {error}")
+    except ClusterAccessError as error:  # a Kubernetes layer's clean-up, before it deleted anything
+        destroyed = [result.layer for result in operator.results if result.ok]
+        if destroyed:
+            tell(
+                f"destroy stopped after destroying {', '.join(destroyed)}, before the next layer's clean-up "
+                f"deleted anything: {error}"
+            )
+        else:
+            tell(f"destroy stopped before deleting anything in the cluster: {error}")
         return 1
     return 0 if results and all(result.ok for result in results) and len(results) == len(layers) else 1
 
@@ -530,7 +537,10 @@ def settle_profile_cluster(config: PlatformConfig, operator: Operator, kubeconfi
     try:
         after_destroy(profile_kubectl(config, operator, kubeconfig), platform_objects(config, layer), log=operator.log)
     except ClusterAccessError as error:  # Terraform has deleted things by now: not "nothing deleted"
-        raise TeardownStuck(f"cannot check that its volumes are gone: {error}") from error
+        raise TeardownStuck(
+            f"Restore access to the cluster ({kubeconfig}), then run the destroy again: it resumes here.",
+            f"cannot check that its volumes are gone: {error}",
+        ) from error
 
 
 def command_validate(config: PlatformConfig, args: argparse.Namespace) -> int:

@@ -8,8 +8,10 @@ What decides the order (Kubernetes and Karpenter at the pins):
   when no scheduled pod references the claim (pkg/controller/volume/pvcprotection, podUsesPVC).
   So deleting a claim and waiting for it, while the pod that mounts it runs, never ends: Prometheus
   keeps its gp3 claim until its release is uninstalled, a tenant's job keeps the FSx claim.
-- Terraform's kubernetes provider waits for every object it deletes to be gone (10 minutes by
-  default; manifest/provider/apply.go), and deletes a namespace's objects before the namespace.
+- Terraform's kubernetes provider waits for every object it deletes to be gone (its
+  timeouts.delete, 10 minutes by default, 70 for the platform's namespaces, whose pods stop with
+  their grace periods; manifest/provider/apply.go), and deletes a namespace's objects before the
+  namespace.
   A claim Terraform owns (a tenant's FSx and S3 claims) is therefore deleted, and waited on,
   before the namespace whose deletion would stop the pods that mount it: those pods' workloads
   are stopped here first.
@@ -18,15 +20,26 @@ What decides the order (Kubernetes and Karpenter at the pins):
   driver's provisioner afterwards. The EBS CSI driver is a cluster-layer add-on: it still runs
   when the add-on layers are gone, and the volumes must be gone before the cluster layer goes.
 - A NodeClaim carries `karpenter.sh/termination`; Karpenter removes it once the node is drained
-  (PodDisruptionBudgets are respected) and the instance is terminated
-  (pkg/controllers/node/termination). Karpenter runs in the addons layer, so the workloads layer's
-  NodePools are removed while it still runs.
+  and the instance is terminated (pkg/controllers/node/termination). The drain respects
+  PodDisruptionBudgets and `karpenter.sh/do-not-disrupt` until the NodeClaim's
+  terminationGracePeriod (its NodePool's, components/k8s/karpenter_pools.py) has passed, then
+  deletes what is left. Karpenter runs in the addons layer, so the workloads layer's NodePools are
+  removed while it still runs.
 - A LoadBalancer Service carries `service.kubernetes.io/load-balancer-cleanup` until the cloud
   provider (EKS's control plane) has deleted the load balancer.
+- A deleted namespace stays Terminating until the namespace controller has deleted everything in
+  it, and says what is left in its status conditions (NamespaceContentRemaining,
+  NamespaceFinalizersRemaining: pkg/controller/namespace/deletion/status_condition_utils.go). A
+  destroy that stopped after Terraform deleted a namespace finds it Terraform's again: the
+  provider deletes it anew, which the API answers with the Terminating namespace, not a 409
+  Conflict since Kubernetes 1.17 (pkg/registry/core/namespace/storage/storage.go Delete,
+  kubernetes/kubernetes#84122), and then waits its timeouts.delete (manifest/provider/apply.go
+  v2.38.0 L552-598) and fails with "Timed out when waiting for resource", naming nothing.
 
 So a layer's destroy runs: `pre_destroy_cleanup` (stop the workloads that mount claims Terraform
 deletes, delete the NodePools and wait for their NodeClaims, delete LoadBalancer Services and wait,
-mark the dynamically provisioned claims for deletion without waiting), then Terraform, then
+mark the dynamically provisioned claims for deletion without waiting, wait for the layer's
+namespaces that are already Terminating), then Terraform, then
 `after_destroy` (wait for those claims and their volumes to be gone). Every wait is bounded; one
 that runs out names what holds the objects and how to release them, and running the destroy again
 resumes: each step lists what is left instead of remembering what it did.
@@ -38,26 +51,37 @@ in the namespaces the layer created. Anything that cannot be listed stops the te
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from addons.kueue import DEFINITION as KUEUE
+from components.k8s.karpenter_pools import TERMINATION_GRACE_PERIOD_MINUTES
+from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
 from operate.cluster_access import ClusterAccessError
 from operate.kubectl import NO_SUCH_KIND, Kubectl
 from operate.layers import TeardownStuck
 from operate.pause import hold_and_drain
 from profiles import PlatformConfig
 
-# How long each wait may take. Nodes: a drain evicts pods with their grace period (up to an
-# hour for a training pod), then EC2 terminates the instance. Pods: their grace period.
-# Load balancers and volumes: the cloud provider's and the CSI driver's delete calls.
-NODES_GONE_SECONDS = 75 * 60
-PODS_GONE_SECONDS = 20 * 60
+# How long each wait may take. Nodes: Karpenter drains a node for at most its NodePool's
+# terminationGracePeriod, then deletes the pods left on it (components/k8s/karpenter_pools.py),
+# then EC2 terminates the instance. Pods: the longest grace period of those waited for, plus a
+# margin for the garbage collector to reach them and the kubelet to stop them, at most as long as
+# Terraform waits for a namespace (whose deletion waits for the same pods' grace periods). Load
+# balancers and volumes: the cloud provider's and the CSI driver's delete calls.
+INSTANCE_TERMINATION_SECONDS = 15 * 60
+NODES_GONE_SECONDS = TERMINATION_GRACE_PERIOD_MINUTES * 60 + INSTANCE_TERMINATION_SECONDS
+PODS_GONE_MARGIN_SECONDS = 5 * 60
+PODS_GONE_MAX_SECONDS = NAMESPACE_DELETE_TIMEOUT_MINUTES * 60
+DEFAULT_GRACE_SECONDS = 30  # a pod's terminationGracePeriodSeconds when it sets none
 LOAD_BALANCERS_GONE_SECONDS = 15 * 60
 VOLUMES_GONE_SECONDS = 15 * 60
 POLL_SECONDS = 10
+RESUME = "then run the destroy again: it resumes here."
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"  # Karpenter evicts no pod that has it (pkg/utils/pod/scheduling.go)
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
@@ -79,12 +103,52 @@ class PlatformObjects:
 
 @dataclass(kw_only=True)
 class Waiter:
-    """The clock of the teardown's waits (tests pass a simulated one)."""
+    """The clock of the teardown's waits (tests pass a simulated one), and what it changed so far."""
 
     clock: Clock = time.monotonic
     sleep: Sleep = time.sleep
     poll_seconds: float = POLL_SECONDS
     deleted: list[str] = field(default_factory=list)
+    """What the clean-up deleted or marked for deletion, as kind/namespace/name."""
+    held: list[str] = field(default_factory=list)
+    """The ClusterQueues it set to HoldAndDrain."""
+
+
+class KubectlTimedOut(ClusterAccessError):
+    """kubectl did not finish in its time (operate/kubectl.py): what the call did is not known."""
+
+
+def _answering(run: Kubectl) -> Kubectl:
+    """`run`, with a kubectl that hangs past its timeout as a KubectlTimedOut, not a traceback."""
+
+    def bounded(args: list[str]) -> subprocess.CompletedProcess[str]:
+        try:
+            return run(args)
+        except subprocess.TimeoutExpired as error:
+            raise KubectlTimedOut(f"kubectl {' '.join(args)} did not answer within {error.timeout:.0f} s") from error
+
+    return bounded
+
+
+def _stopped_honestly(error: ClusterAccessError, waiter: Waiter) -> Exception:
+    """What to raise when the cluster stops answering mid-way. Nothing deleted yet: the error
+    itself (the destroy stops "before deleting anything"), noting the queues it held. Something
+    deleted: a TeardownStuck that names it, since running the destroy again resumes."""
+    if not waiter.deleted:
+        if not waiter.held:
+            return error
+        return ClusterAccessError(
+            f"{error} (ClusterQueues {', '.join(waiter.held)} are set to HoldAndDrain: they admit nothing new and "
+            "Kueue evicts what they admitted)"
+        )
+    return TeardownStuck(
+        "Fix: restore access to the cluster (the destroy checks that it answers, through the profile's "
+        f"kubeconfig); {RESUME}",
+        f"the clean-up lost the cluster after it had deleted or marked for deletion {len(waiter.deleted)} "
+        f"object(s): {', '.join(waiter.deleted)}"
+        + (f", and held ClusterQueues {', '.join(waiter.held)}" if waiter.held else "")
+        + f". kubectl: {error}",
+    )
 
 
 def _items(run: Kubectl, kind: str, *selector: str) -> list[dict[str, Any]]:
@@ -110,7 +174,11 @@ def _delete(run: Kubectl, kind: str, key: tuple[str, str], waiter: Waiter) -> No
     """Delete without waiting: the waits below are bounded and say what holds an object."""
     namespace, name = key
     args = [kind, name, *(["-n", namespace] if namespace else [])]
-    deleted = run(["delete", *args, "--wait=false", "--ignore-not-found"])
+    try:
+        deleted = run(["delete", *args, "--wait=false", "--ignore-not-found"])
+    except KubectlTimedOut:  # the API may have taken it
+        waiter.deleted.append(f"{kind}/{_label(key)} (asked for, no answer)")
+        raise
     if deleted.returncode != 0:
         raise ClusterAccessError(f"kubectl delete {' '.join(args)} failed: {deleted.stderr.strip()}")
     waiter.deleted.append(f"{kind}/{_label(key)}")
@@ -127,6 +195,20 @@ def _wait_gone(
         if not left or waiter.clock() >= deadline:
             return left
         waiter.sleep(waiter.poll_seconds)
+
+
+def _grace_seconds(pod: dict[str, Any]) -> int:
+    """How long a pod may take to stop: the grace period its deletion gave it
+    (metadata.deletionGracePeriodSeconds) once deleted, else its spec's."""
+    meta, spec = pod["metadata"], pod.get("spec", {})
+    grace = meta.get("deletionGracePeriodSeconds", spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS))
+    return int(grace)
+
+
+def _pods_gone_seconds(pods: Iterable[dict[str, Any]]) -> int:
+    """How long to wait for `pods` to be gone once deleted (see PODS_GONE_MAX_SECONDS)."""
+    longest = max((_grace_seconds(pod) for pod in pods), default=0)
+    return min(longest + PODS_GONE_MARGIN_SECONDS, PODS_GONE_MAX_SECONDS)
 
 
 def _claims_of(pod: dict[str, Any]) -> set[str]:
@@ -188,13 +270,22 @@ def _stop_workloads_mounting(run: Kubectl, owned: PlatformObjects, waiter: Waite
     owners = {_top_owner(run, pod) for pod in holding}
     for kind, key in sorted(owners):
         _delete(run, kind, key, waiter)
-    left = _wait_gone(run, "pods", [_key(pod) for pod in holding], PODS_GONE_SECONDS, waiter)
+    seconds = _pods_gone_seconds(holding)
+    left = _wait_gone(run, "pods", [_key(pod) for pod in holding], seconds, waiter)
     if left:
+        longer = [pod for pod in left if _grace_seconds(pod) + PODS_GONE_MARGIN_SECONDS > PODS_GONE_MAX_SECONDS]
         raise TeardownStuck(
-            "pods that mount the layer's claims are still running after "
-            f"{PODS_GONE_SECONDS // 60} minutes: {', '.join(_label(_key(pod)) for pod in left)}.\n"
-            "Fix: stop them (kubectl delete pod NAME -n NAMESPACE --grace-period=0 --force ends a pod "
-            "whose node is gone), then run the destroy again: it resumes here."
+            "Fix: stop the pods named below (kubectl delete pod NAME -n NAMESPACE --grace-period=0 --force ends "
+            f"one whose node is gone), {RESUME}",
+            f"pods that mount the layer's claims are still there after {seconds // 60} minutes: "
+            + ", ".join(f"{_label(_key(pod))} (grace period {_grace_seconds(pod)} s)" for pod in left)
+            + "."
+            + (
+                f" A grace period longer than {(PODS_GONE_MAX_SECONDS - PODS_GONE_MARGIN_SECONDS) // 60} minutes "
+                "is not waited for in full: Terraform waits no longer for a namespace."
+                if longer
+                else ""
+            ),
         )
 
 
@@ -216,18 +307,26 @@ def _remove_node_pools(run: Kubectl, owned: PlatformObjects, waiter: Waiter) -> 
         return
     nodes = {claim.get("status", {}).get("nodeName") for claim in left} - {None, ""}
     blocking = [
-        _label(_key(pod))
+        _label(_key(pod)) + (f" ({DO_NOT_DISRUPT})" if DO_NOT_DISRUPT in pod["metadata"].get("annotations", {}) else "")
         for pod in _items(run, "pods")
         if pod.get("spec", {}).get("nodeName") in nodes
         and not any(ref.get("kind") == "DaemonSet" for ref in pod["metadata"].get("ownerReferences", []))
     ]
+    unbounded = [_label(_key(claim)) for claim in left if not claim.get("spec", {}).get("terminationGracePeriod")]
     raise TeardownStuck(
+        "Fix: delete the pods named below, or what keeps Karpenter from evicting them: a PodDisruptionBudget that "
+        f"allows no disruption (kubectl get pdb -A) or the {DO_NOT_DISRUPT} annotation; check Karpenter's log "
+        f"(kubectl logs -n kube-system deploy/karpenter); {RESUME}",
         f"Karpenter has not terminated {', '.join(_label(_key(claim)) for claim in left)} after "
         f"{NODES_GONE_SECONDS // 60} minutes"
         + (f"; pods still on their nodes: {', '.join(blocking)}" if blocking else "")
-        + ".\nFix: a PodDisruptionBudget that allows no disruption blocks the drain (kubectl get pdb -A): "
-        "delete the pods or the budget; check Karpenter's log (kubectl logs -n kube-system deploy/karpenter). "
-        "Then run the destroy again: it resumes here."
+        + (
+            f"; NodeClaims {', '.join(unbounded)} launched before their NodePool had a terminationGracePeriod, "
+            "so Karpenter waits for their pods without limit"
+            if unbounded
+            else ""
+        )
+        + ".",
     )
 
 
@@ -243,9 +342,56 @@ def _remove_load_balancers(run: Kubectl, owned: PlatformObjects, waiter: Waiter)
     left = _wait_gone(run, "services", [_key(s) for s in services], LOAD_BALANCERS_GONE_SECONDS, waiter)
     if left:
         raise TeardownStuck(
+            f"Fix: read the Service's events (kubectl describe service NAME -n NAMESPACE); {RESUME}",
             f"the load balancers of {', '.join(_label(_key(s)) for s in left)} are not deleted after "
-            f"{LOAD_BALANCERS_GONE_SECONDS // 60} minutes.\nFix: read the Service's events "
-            "(kubectl describe service NAME -n NAMESPACE); then run the destroy again: it resumes here."
+            f"{LOAD_BALANCERS_GONE_SECONDS // 60} minutes.",
+        )
+
+
+# What the namespace controller says holds a Terminating namespace, in the order worth reading
+# (pkg/controller/namespace/deletion/status_condition_utils.go).
+NAMESPACE_HOLDERS = (
+    "NamespaceFinalizersRemaining",
+    "NamespaceContentRemaining",
+    "NamespaceDeletionContentFailure",
+    "NamespaceDeletionDiscoveryFailure",
+    "NamespaceDeletionGroupVersionParsingFailure",
+)
+
+
+def _held_by(namespace: dict[str, Any]) -> str:
+    conditions = {c.get("type"): c for c in namespace.get("status", {}).get("conditions", [])}
+    said = [
+        conditions[kind]["message"]
+        for kind in NAMESPACE_HOLDERS
+        if conditions.get(kind, {}).get("status") == "True" and conditions[kind].get("message")
+    ]
+    return "; ".join(said) or "no conditions yet: kubectl describe namespace " + namespace["metadata"]["name"]
+
+
+def _wait_for_terminating_namespaces(run: Kubectl, owned: PlatformObjects, waiter: Waiter) -> None:
+    """A namespace of the layer already Terminating (a destroy stopped after Terraform deleted it):
+    Terraform deletes it again, which the API answers with the namespace (no 409 Conflict since
+    Kubernetes 1.17), then waits its timeouts.delete and fails naming nothing. So wait here as long
+    as its pods may take, and name what holds it from its status conditions."""
+    terminating = [
+        namespace
+        for namespace in _items(run, "namespaces")
+        if namespace["metadata"]["name"] in owned.namespaces and namespace["metadata"].get("deletionTimestamp")
+    ]
+    if not terminating:
+        return
+    names = {namespace["metadata"]["name"] for namespace in terminating}
+    seconds = _pods_gone_seconds(pod for pod in _items(run, "pods") if pod["metadata"].get("namespace") in names)
+    left = _wait_gone(run, "namespaces", [_key(namespace) for namespace in terminating], seconds, waiter)
+    if left:
+        raise TeardownStuck(
+            "Fix: release what holds the namespaces named below: delete what is left in them, or remove the "
+            "finalizer of an object whose controller is gone (kubectl get KIND NAME -n NAMESPACE -o yaml shows "
+            f"it); {RESUME}",
+            f"namespaces of the layer are still Terminating after {seconds // 60} minutes: "
+            + "; ".join(f"{_key(namespace)[1]} ({_held_by(namespace)})" for namespace in left)
+            + ". Terraform would wait for them and fail without naming what holds them.",
         )
 
 
@@ -265,15 +411,21 @@ def pre_destroy_cleanup(
     """Everything before Terraform's destroy of the layer (see the module's docstring). Returns what
     it deleted or marked for deletion."""
     waiter = waiter or Waiter()
-    # First the tenants' queues stop admitting (and evict what they admitted): a job stopped below
-    # frees quota, and Kueue would otherwise admit the next queued job onto the same claims.
-    hold_and_drain(run, owned.cluster_queues, log)
-    _stop_workloads_mounting(run, owned, waiter)
-    _remove_node_pools(run, owned, waiter)
-    _remove_load_balancers(run, owned, waiter)
-    # Marked only: each goes once its pods stop (the release's uninstall, the namespace's deletion).
-    for claim in _dynamic_claims(run, owned):
-        _delete(run, "pvc", _key(claim), waiter)
+    run = _answering(run)
+    try:
+        # First the tenants' queues stop admitting (and evict what they admitted): a job stopped
+        # below frees quota, and Kueue would otherwise admit the next queued job onto the same claims.
+        hold_and_drain(run, owned.cluster_queues, log)
+        waiter.held = list(owned.cluster_queues)
+        _stop_workloads_mounting(run, owned, waiter)
+        _remove_node_pools(run, owned, waiter)
+        _remove_load_balancers(run, owned, waiter)
+        # Marked only: each goes once its pods stop (the release's uninstall, the namespace's deletion).
+        for claim in _dynamic_claims(run, owned):
+            _delete(run, "pvc", _key(claim), waiter)
+        _wait_for_terminating_namespaces(run, owned, waiter)
+    except ClusterAccessError as error:
+        raise _stopped_honestly(error, waiter) from error
     deleted = waiter.deleted
     log(f"pre-destroy clean-up: deleted {len(deleted)} object(s)" + (": " + ", ".join(deleted) if deleted else ""))
     return deleted
@@ -285,6 +437,7 @@ def after_destroy(
     """After Terraform's destroy of the layer: wait until the layer's dynamically provisioned claims
     and their volumes are gone, so no EBS volume outlives the cluster."""
     waiter = waiter or Waiter()
+    run = _answering(run)  # a ClusterAccessError here is a TeardownStuck (main.settle_profile_cluster)
     claims = _dynamic_claims(run, owned)
     left_claims = _wait_gone(run, "persistentvolumeclaims", [_key(c) for c in claims], VOLUMES_GONE_SECONDS, waiter)
     if left_claims:
@@ -303,8 +456,8 @@ def after_destroy(
             for claim in left_claims
         ]
         raise TeardownStuck(
-            f"claims are still there after the destroy: {', '.join(held)}.\n"
-            "Fix: stop the pods that mount them; then run the destroy again: it resumes here."
+            f"Fix: stop the pods named below, which mount the claims; {RESUME}",
+            f"claims are still there after the destroy: {', '.join(held)}.",
         )
     volumes = [
         volume
@@ -315,11 +468,12 @@ def after_destroy(
     left = _wait_gone(run, "persistentvolumes", [_key(v) for v in volumes], VOLUMES_GONE_SECONDS, waiter)
     if left:
         raise TeardownStuck(
+            "Fix: check the EBS CSI driver, which deletes the volumes named below (kubectl logs -n kube-system "
+            f"deploy/ebs-csi-controller); {RESUME}",
             "volumes are not deleted after "
             f"{VOLUMES_GONE_SECONDS // 60} minutes: "
             + ", ".join(f"{_key(v)[1]} (finalizers: {v['metadata'].get('finalizers', [])})" for v in left)
-            + ".\nFix: the EBS CSI driver deletes them (kubectl logs -n kube-system deploy/ebs-csi-controller); "
-            "then run the destroy again: it resumes here."
+            + ".",
         )
     if volumes:
         log(f"after the destroy: {len(volumes)} volume(s) deleted by their provisioner")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from operate.messages import bullet
+from operate.messages import bullet, wrap
 from operate.tools import require_tool
 from stacks import AWS_ONLY_LAYERS, LAYERS
 
@@ -29,8 +29,19 @@ KUBERNETES_LAYERS = ("addons", "workloads")
 
 
 class TeardownStuck(RuntimeError):
-    """A bounded wait of a Kubernetes layer's teardown ran out: the message names what holds the
-    objects and how to release them; running the destroy again resumes."""
+    """A Kubernetes layer's teardown cannot go on (a bounded wait ran out, or the cluster stopped
+    answering after something was deleted): `fix` says how to release what holds it and that running
+    the destroy again resumes, `why` names what is left. Printed fix first (operate/messages.py)."""
+
+    def __init__(self, fix: str, why: str):
+        super().__init__(f"{fix}\n{why}")
+        self.fix = fix
+        self.why = why
+
+    def told(self, context: str) -> str:
+        """The message as printed: the fix, then `context` (where the teardown stopped) and why,
+        wrapped at operate.messages.WIDTH."""
+        return "\n".join(wrap(f"{self.fix}\n{context}: {self.why}"))
 
 
 Action = Literal["plan", "deploy", "destroy"]
@@ -220,6 +231,8 @@ class Operator:
         self.confirm_data = confirm_data
         self.heartbeat_seconds = heartbeat_seconds
         self._outputs: dict[str, dict[str, Any]] = {}
+        self.results: list[LayerResult] = []
+        """The layers the last `run` got through so far (also when it stopped on an exception)."""
         self._resources: dict[str, list[str]] = {}
         # The last saved plan shown, per layer, with the plan file's identity when it was read:
         # `terraform show -json` loads the providers' schemas (a few seconds, ~600 MB), once per plan.
@@ -256,7 +269,8 @@ class Operator:
         stopped = self._stop_before_starting(action, ordered)
         if stopped:
             return [stopped]
-        results = []
+        results: list[LayerResult] = []
+        self.results = results
         for index, layer in enumerate(ordered, 1):
             self.log(f"[{index}/{len(ordered)}] {layer}: {action} ...")
             started = time.monotonic()
@@ -377,7 +391,7 @@ class Operator:
             try:
                 self.settle(layer)
             except TeardownStuck as error:
-                return False, f"the {layer} layer is destroyed, but what it released is not gone yet: {error}"
+                return False, error.told(f"The {layer} layer is destroyed, but what it released is not gone yet")
         return ok, detail
 
     def _plan_and_apply(self, action: Action, layer: str) -> tuple[bool, str]:
@@ -424,7 +438,7 @@ class Operator:
             try:
                 self.cleanup(layer)  # raises ClusterAccessError (nothing deleted) when the cluster is not the profile's
             except TeardownStuck as error:
-                return False, f"the {layer} layer's clean-up stopped before Terraform's destroy: {error}"
+                return False, error.told(f"The {layer} layer's clean-up stopped before Terraform's destroy")
         applied = self._tf(layer, "apply", "-input=false", PLAN_FILE)
         self._outputs.pop(layer, None)  # changed by the apply
         # A saved plan holds the variables' values (the admin passwords) in plain text: once

@@ -16,28 +16,56 @@ delete ever ends, each rule from the upstream source at the pins:
   driver runs (the EBS CSI driver is a cluster-layer add-on), and then the PV. Retain keeps it.
 - Garbage collector (pkg/controller/garbagecollector, background propagation, kubectl's default):
   an object whose controller owner is gone is deleted.
-- Namespace controller (pkg/controller/namespace/deletion): a deleting namespace has all its
-  objects deleted; its `kubernetes` finalizer goes when none is left.
-- Karpenter (pkg/controllers/node/termination at v1.x): a deleting NodeClaim keeps
-  `karpenter.sh/termination` while its node has pods to evict; eviction respects
-  PodDisruptionBudgets; an evicted pod of a controller comes back unscheduled; the finalizer goes
-  once the node is empty (but for DaemonSet pods) and the instance is terminated. Only while
-  Karpenter's controller runs. An EC2NodeClass keeps `karpenter.k8s.aws/termination` while a
-  NodeClaim uses it.
+- Namespace registry and controller (pkg/registry/core/namespace/storage/storage.go,
+  pkg/controller/namespace/deletion): a deleted namespace turns Terminating, and deleting it again
+  is no error (it was a 409 Conflict before Kubernetes 1.17, kubernetes/kubernetes#84122); all its
+  objects are deleted, its status conditions NamespaceContentRemaining and
+  NamespaceFinalizersRemaining say what is left (status_condition_utils.go), and its `kubernetes`
+  finalizer goes when nothing is left.
+- Pod deletion (pkg/registry/core/pod/strategy.go CheckGracefulDelete): a pod on a node is gone
+  when its grace period (terminationGracePeriodSeconds, 30 by default) is over; deletionTimestamp
+  is that time. A pod on no node goes at once.
+- Karpenter (v1.14.1, pkg/controllers/node/termination): a deleting NodeClaim keeps
+  `karpenter.sh/termination` while its node has pods; eviction respects PodDisruptionBudgets and
+  evicts no pod annotated `karpenter.sh/do-not-disrupt: "true"` (pkg/utils/pod/scheduling.go
+  IsEvictable; its duration form is not modelled), and the drain waits for those too
+  (IsDrainable); an evicted pod of a controller comes back unscheduled; the finalizer goes once the
+  node is empty (but for DaemonSet pods) and the instance is terminated. A NodeClaim carries its
+  NodePool's terminationGracePeriod (pkg/apis/v1/nodepool.go ToNodeClaim); once it is deleted, its
+  termination time is the deletion plus that (pkg/controllers/nodeclaim/lifecycle/controller.go,
+  the `karpenter.sh/nodeclaim-termination-timestamp` annotation), and from that time minus a pod's
+  grace period the pod is deleted whatever blocks its eviction, with the time left as its grace
+  period, at least 1 s (terminator/terminator.go DeleteExpiringPods). Only while Karpenter's
+  controller runs. An EC2NodeClass keeps `karpenter.k8s.aws/termination` while a NodeClaim uses it.
 - Service controller (k8s.io/cloud-provider/controllers/service): a LoadBalancer Service keeps
   `service.kubernetes.io/load-balancer-cleanup` until the load balancer is deleted (EKS runs the
   cloud provider in its control plane: always here).
 - kubectl delete: `--wait` is true by default and waits for the object to be gone; when `--timeout`
   runs out it fails with "timed out waiting for the condition".
 - Terraform's kubernetes provider (2.38.0, manifest/provider/apply.go): deleting a
-  kubernetes_manifest waits until the object is gone (10 minutes by default), or fails with
+  kubernetes_manifest waits until the object is gone (its timeouts.delete, 10 minutes by default,
+  read from the state: getTimeouts(priorStateVal)), or fails with
   `Timed out when waiting for resource ... to be deleted`; an object already gone is fine.
   helm_release's destroy uninstalls the release (its objects are deleted). Terraform destroys a
   resource only after everything that depends on it.
 
-Time is not simulated: each action runs every controller until nothing changes, so "still there
-afterwards" means "held until something else changes", which is what a wait that cannot end is.
-The state lives in a JSON file, shared by the in-process kubectl and the fake terraform process.
+Each action runs every controller until nothing changes. A Cluster without a clock (`now` None)
+has no time: every grace period is over at once, and "still there afterwards" means "held until
+something else changes", which is what a wait that cannot end is. With a clock (`now` in seconds,
+which the World and tests advance) grace periods take their time, and the fake terraform waits for
+each object up to its delete timeout in steps of TERRAFORM_POLL_SECONDS. The state lives in a JSON
+file, shared by the in-process kubectl and the fake terraform process.
+
+What the model does not do (a test that needs one of these must add it first):
+- Kueue: a ClusterQueue is only a patch target. HoldAndDrain's eviction of admitted workloads, queued
+  jobs and their admission are not modelled: a job keeps running until the teardown stops it.
+- The kubelet: a deleted pod takes its whole grace period (no container stops earlier), volumes
+  detach at once, and a node's instance terminates at once.
+- Controllers other than those above: a Deployment, Job, StatefulSet or operator does not recreate
+  a deleted pod (except Karpenter's evictions, whose pods come back pending), nor remove a finalizer
+  of its own; Helm's uninstall does not wait for what it deletes.
+- Admission beyond the protection finalizers (no quota, no Pod Security, no webhooks), and no API
+  errors but NotFound (and kubectl's own "timed out waiting for the condition").
 """
 
 from __future__ import annotations
@@ -47,6 +75,8 @@ import re
 import subprocess
 import sys
 import uuid
+from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +87,22 @@ PV_PROTECTION = "kubernetes.io/pv-protection"
 PROVISIONER_FINALIZER = "external-provisioner.volume.kubernetes.io/finalizer"
 NODECLAIM_TERMINATION = "karpenter.sh/termination"
 NODECLASS_TERMINATION = "karpenter.k8s.aws/termination"
+TERMINATION_TIMESTAMP = "karpenter.sh/nodeclaim-termination-timestamp"
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 LB_CLEANUP = "service.kubernetes.io/load-balancer-cleanup"
 NAMESPACE_FINALIZER = "kubernetes"
 RELEASE_ANNOTATION = "meta.helm.sh/release-name"
 ADDRESS_ANNOTATION = "test/terraform-address"
 SYSTEM_NODE = "system-1"
 MANAGED_GPU_NODE = "gpu-1"
+# PodSpec.terminationGracePeriodSeconds when a pod does not set it (k8s.io/api core/v1 types.go).
+DEFAULT_GRACE_SECONDS = 30
+# The model's clock counts seconds from here; timestamps in objects are RFC 3339, as the API writes them.
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+# The provider polls a deleted object every second (manifest/provider/apply.go); the model steps
+# its clock by this much while the fake terraform waits.
+TERRAFORM_POLL_SECONDS = 10
+DEFAULT_DELETE_TIMEOUT = "10m"  # manifest/provider/apply.go, defaultDeleteTimeout
 
 # kubectl's resource names for the kinds the model knows: (group, Kind, namespaced).
 RESOURCES = {
@@ -83,6 +123,8 @@ SHORT_NAMES = {
     "pv": "persistentvolumes",
     "service": "services",
     "svc": "services",
+    "namespace": "namespaces",
+    "ns": "namespaces",
 }
 CLUSTER_SCOPED = {"Namespace", "Node", "PersistentVolume", "StorageClass", "NodePool", "NodeClaim", "EC2NodeClass"}
 CLUSTER_SCOPED |= {"ClusterRole", "ClusterRoleBinding", "ClusterQueue", "ResourceFlavor", "ClusterTrainingRuntime"}
@@ -94,19 +136,51 @@ def _group(obj: dict[str, Any]) -> str:
     return version.split("/", 1)[0] if "/" in version else ""
 
 
+def stamp(seconds: float) -> str:
+    """The model's time `seconds` as an RFC 3339 timestamp."""
+    return (EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def seconds_at(timestamp: str) -> float:
+    """The model's time of an RFC 3339 timestamp."""
+    return (datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC) - EPOCH).total_seconds()
+
+
+def duration_seconds(duration: str) -> float:
+    """A Go duration as the provider and Karpenter write them (1h10m, 70m, 30s)."""
+    parts = re.findall(r"([0-9]+)(h|m|s)", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, f"not a duration: {duration}"
+    return sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+
+
+def grace_seconds(pod: dict[str, Any]) -> int:
+    grace: int = pod.get("spec", {}).get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
+    return grace
+
+
+def resource_name(obj: dict[str, Any]) -> str:
+    """The API's resource.group of an object, as the namespace controller names it."""
+    plural = next((r for r, (_, kind, _) in RESOURCES.items() if kind == obj["kind"]), obj["kind"].lower() + "s")
+    return f"{plural.split('.')[0]}.{_group(obj)}"
+
+
 class Cluster:
-    def __init__(self, objects: list[dict[str, Any]] | None = None, *, csi_driver: bool = True):
+    def __init__(
+        self, objects: list[dict[str, Any]] | None = None, *, csi_driver: bool = True, now: float | None = None
+    ):
         self.objects = objects or []
         self.csi_driver = csi_driver
+        self.now = now
+        """The model's clock in seconds, or None: a model without time (see the module's docstring)."""
 
     # --- persistence (the fake terraform runs in its own process) ---
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps({"objects": self.objects, "csi_driver": self.csi_driver}))
+        path.write_text(json.dumps({"objects": self.objects, "csi_driver": self.csi_driver, "now": self.now}))
 
     @classmethod
     def load(cls, path: Path) -> Cluster:
         data = json.loads(path.read_text())
-        return cls(data["objects"], csi_driver=data["csi_driver"])
+        return cls(data["objects"], csi_driver=data["csi_driver"], now=data.get("now"))
 
     # --- the API ---
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -145,9 +219,41 @@ class Cluster:
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [obj for obj in self.objects if obj["kind"] == kind]
 
-    def delete(self, obj: dict[str, Any]) -> None:
-        obj["metadata"]["deletionTimestamp"] = "now"
+    def delete(self, obj: dict[str, Any], grace: int | None = None) -> None:
+        self.mark_deleted(obj, grace)
         self.reconcile()
+
+    def mark_deleted(self, obj: dict[str, Any], grace: int | None = None) -> bool:
+        """What a DELETE does to an object that stays (finalizers, a pod's grace period). A pod on
+        a node is deleted gracefully: its deletionTimestamp is the time it is to be gone, now plus
+        its grace period (the request's, else its spec's), and deletionGracePeriodSeconds that
+        period; a later DELETE may only shorten it (pkg/registry/core/pod/strategy.go
+        CheckGracefulDelete, apiserver pkg/registry/rest/delete.go BeforeDelete). An unscheduled
+        pod has no kubelet to wait for: it goes at once. A namespace turns Terminating
+        (pkg/registry/core/namespace/storage/storage.go Delete); deleting it again changes nothing and
+        is no error (a Conflict before Kubernetes 1.17, kubernetes/kubernetes#84122). Without a
+        clock, every grace period is over at once."""
+        meta = obj["metadata"]
+        if obj["kind"] == "Pod" and self.now is not None and obj.get("spec", {}).get("nodeName"):
+            seconds = grace if grace is not None else grace_seconds(obj)
+            if "deletionTimestamp" in meta and seconds_at(meta["deletionTimestamp"]) <= self.now + seconds:
+                return False
+            meta["deletionTimestamp"] = stamp(self.now + seconds)
+            meta["deletionGracePeriodSeconds"] = seconds
+            return True
+        if "deletionTimestamp" in meta:
+            return False
+        meta["deletionTimestamp"] = stamp(self.now) if self.now is not None else "now"
+        if obj["kind"] == "Namespace":
+            obj.setdefault("status", {})["phase"] = "Terminating"
+        return True
+
+    def _grace_over(self, obj: dict[str, Any]) -> bool:
+        """A deleted pod's containers have stopped: the model's kubelet takes the whole grace period."""
+        meta = obj["metadata"]
+        if obj["kind"] != "Pod" or self.now is None or "deletionGracePeriodSeconds" not in meta:
+            return True
+        return self.now >= seconds_at(meta["deletionTimestamp"])
 
     def exists(self, obj: dict[str, Any]) -> bool:
         uid = obj["metadata"]["uid"]
@@ -166,12 +272,12 @@ class Cluster:
         for obj in list(self.objects):
             meta = obj["metadata"]
             deleting = "deletionTimestamp" in meta
-            if deleting and not meta["finalizers"]:
+            if deleting and not meta["finalizers"] and self._grace_over(obj):
                 self.objects.remove(obj)
                 return True
             owners = meta.get("ownerReferences", [])
             if owners and not deleting and all(ref["uid"] not in alive for ref in owners):  # garbage collector
-                meta["deletionTimestamp"] = "gc"
+                self.mark_deleted(obj)
                 return True
             changed |= self._released_volume(obj)
             if deleting:
@@ -192,10 +298,8 @@ class Cluster:
                 return self._drop(obj, NAMESPACE_FINALIZER)
             marked = False
             for item in inside:
-                if "deletionTimestamp" not in item["metadata"]:
-                    item["metadata"]["deletionTimestamp"] = "namespace"
-                    marked = True
-            return marked
+                marked |= self.mark_deleted(item)
+            return self._report_remaining(obj, inside) or marked
         if kind == "PersistentVolumeClaim":
             held = any(
                 pod["metadata"].get("namespace") == meta["namespace"]
@@ -225,6 +329,37 @@ class Cluster:
             return False if used else self._drop(obj, NODECLASS_TERMINATION)
         return False
 
+    def _report_remaining(self, namespace: dict[str, Any], inside: list[dict[str, Any]]) -> bool:
+        """The namespace controller's account of what is left, in the namespace's status
+        (pkg/controller/namespace/deletion/status_condition_utils.go, namespaceConditionUpdater:
+        `<resource>.<group> has N resource instances`, `<finalizer> in N resource instances`)."""
+        resources = Counter(resource_name(o) for o in inside)
+        finalizers = Counter(f for o in inside for f in o["metadata"]["finalizers"])
+        conditions = [
+            {
+                "type": "NamespaceContentRemaining",
+                "status": "True",
+                "reason": "SomeResourcesRemain",
+                "message": "Some resources are remaining: "
+                + ", ".join(sorted(f"{r} has {n} resource instances" for r, n in resources.items())),
+            }
+        ]
+        if finalizers:
+            conditions.append(
+                {
+                    "type": "NamespaceFinalizersRemaining",
+                    "status": "True",
+                    "reason": "SomeFinalizersRemain",
+                    "message": "Some content in the namespace has finalizers remaining: "
+                    + ", ".join(sorted(f"{f} in {n} resource instances" for f, n in finalizers.items())),
+                }
+            )
+        status = namespace.setdefault("status", {})
+        if status.get("conditions") == conditions:
+            return False
+        status["conditions"] = conditions
+        return True
+
     def _released_volume(self, pv: dict[str, Any]) -> bool:
         """A bound PV whose claim is gone: Released; reclaim policy Delete deletes it."""
         if pv["kind"] != "PersistentVolume" or pv.get("status", {}).get("phase") != "Bound":
@@ -234,7 +369,7 @@ class Cluster:
             return False
         pv["status"]["phase"] = "Released"
         if pv["spec"].get("persistentVolumeReclaimPolicy") == "Delete":
-            pv["metadata"].setdefault("deletionTimestamp", "reclaim")
+            self.mark_deleted(pv)
         return True
 
     def karpenter_running(self) -> bool:
@@ -253,6 +388,19 @@ class Cluster:
             for budget in self.of_kind("PodDisruptionBudget")
         )
 
+    def _termination_time(self, claim: dict[str, Any]) -> tuple[float | None, bool]:
+        """The NodeClaim's termination time (None: none, or a model without a clock), and whether
+        the lifecycle controller annotated it just now."""
+        annotations = claim["metadata"].setdefault("annotations", {})
+        grace = claim.get("spec", {}).get("terminationGracePeriod")
+        if self.now is None or not grace:
+            return None, False
+        if TERMINATION_TIMESTAMP in annotations:
+            return seconds_at(annotations[TERMINATION_TIMESTAMP]), False
+        at = seconds_at(claim["metadata"]["deletionTimestamp"]) + duration_seconds(grace)
+        annotations[TERMINATION_TIMESTAMP] = stamp(at)
+        return at, True
+
     def _terminate_node(self, claim: dict[str, Any]) -> bool:
         node = claim.get("status", {}).get("nodeName")
         on_node = [
@@ -261,22 +409,41 @@ class Cluster:
             if pod["spec"].get("nodeName") == node
             and not any(ref["kind"] == "DaemonSet" for ref in pod["metadata"].get("ownerReferences", []))
         ]
-        evictable = [pod for pod in on_node if not self._blocked_by_budget(pod)]
-        for pod in evictable:
-            self.objects.remove(pod)
-            owner = next((r for r in pod["metadata"].get("ownerReferences", []) if r.get("controller")), None)
-            if owner and any(o["metadata"]["uid"] == owner["uid"] for o in self.objects):
-                again = json.loads(json.dumps(pod))
-                again["metadata"]["name"] += "-again"
-                again["metadata"]["uid"] += "-again"
-                again["spec"]["nodeName"] = ""  # pending: no node left in the pool
-                self.objects.append(again)
-        if len(evictable) < len(on_node):
-            return bool(evictable)
+        terminate_at, changed = self._termination_time(claim)
+        for pod in on_node:
+            if self.now is not None and terminate_at is not None and self.now >= terminate_at - grace_seconds(pod):
+                if "deletionTimestamp" not in pod["metadata"]:
+                    self._evict(pod, grace=max(int(terminate_at - self.now), 1))
+                    changed = True
+                else:  # already terminating past the termination time: its grace is cut short
+                    changed |= self.mark_deleted(pod, grace=max(int(terminate_at - self.now), 1))
+            elif (
+                "deletionTimestamp" not in pod["metadata"]
+                and not self._blocked_by_budget(pod)
+                and pod["metadata"].get("annotations", {}).get(DO_NOT_DISRUPT) != "true"
+            ):
+                self._evict(pod)
+                changed = True
+        if on_node:  # the drain waits for every pod to be gone, evicted or not
+            return changed
         gone = self.find("Node", None, node or "")
         if gone is not None:
             self.objects.remove(gone)
         return self._drop(claim, NODECLAIM_TERMINATION)
+
+    def _evict(self, pod: dict[str, Any], grace: int | None = None) -> None:
+        """The pod is deleted (with its grace period); its controller makes another, which finds
+        no node of the pool left and stays pending."""
+        owner = next((r for r in pod["metadata"].get("ownerReferences", []) if r.get("controller")), None)
+        if owner and any(o["metadata"]["uid"] == owner["uid"] for o in self.objects):
+            again = json.loads(json.dumps(pod))
+            for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+                again["metadata"].pop(field, None)
+            again["metadata"]["name"] += "-again"
+            again["metadata"]["uid"] += "-again"
+            again["spec"]["nodeName"] = ""
+            self.objects.append(again)
+        self.mark_deleted(pod, grace)
 
     # --- helm ---
     def uninstall(self, release: str, namespace: str) -> None:
@@ -286,7 +453,7 @@ class Cluster:
                 annotations.get(RELEASE_ANNOTATION) == release
                 and annotations.get("meta.helm.sh/release-namespace") == namespace
             ):
-                obj["metadata"].setdefault("deletionTimestamp", "helm")
+                self.mark_deleted(obj)
         self.reconcile()
 
     # --- kubectl ---
@@ -330,7 +497,8 @@ class Cluster:
         if verb == "delete":
             if obj is None:
                 return done(0) if "--ignore-not-found" in args else done(1, "", f'{resource} "{name}" not found')
-            self.delete(obj)
+            grace = next((int(a.split("=", 1)[1]) for a in args if a.startswith("--grace-period=")), None)
+            self.delete(obj, grace)
             if "--wait=false" not in args and self.exists(obj):
                 return done(1, "", f"error: timed out waiting for the condition on {resource}/{name}")
             return done(0, f"{resource} {name} deleted")
@@ -549,7 +717,11 @@ def _karpenter_nodes(cluster: Cluster) -> None:
                         }
                     ],
                 },
-                "spec": {"nodeClassRef": pool["spec"]["template"]["spec"]["nodeClassRef"]},
+                "spec": {
+                    key: value
+                    for key, value in pool["spec"]["template"]["spec"].items()
+                    if key in ("nodeClassRef", "terminationGracePeriod", "expireAfter")
+                },
                 "status": {"nodeName": node},
             }
         )
@@ -655,10 +827,20 @@ def destroy(cluster: Cluster, stack: dict[str, Any], state: list[str]) -> tuple[
             elif rtype.startswith("kubernetes_"):
                 for obj in cluster.objects:
                     if obj["metadata"].get("annotations", {}).get(ADDRESS_ANNOTATION) == address:
-                        obj["metadata"].setdefault("deletionTimestamp", "terraform")
+                        cluster.mark_deleted(obj)
                         deleted.append((address, obj))
         cluster.reconcile()
         stuck = [(a, o) for a, o in deleted if cluster.exists(o)]
+        # The provider waits for each object up to its delete timeout, concurrently in a wave.
+        started = cluster.now
+        while (
+            started is not None
+            and cluster.now is not None
+            and any(cluster.now < started + _delete_timeout(bodies[a]) for a, _ in stuck)
+        ):
+            cluster.now += TERRAFORM_POLL_SECONDS
+            cluster.reconcile()
+            stuck = [(a, o) for a, o in stuck if cluster.exists(o)]
         left = [a for a in left if a not in wave or any(a == s for s, _ in stuck)]
         if stuck:
             return left, "\n".join(
@@ -666,6 +848,12 @@ def destroy(cluster: Cluster, stack: dict[str, Any], state: list[str]) -> tuple[
                 for a, o in stuck
             )
     return left, ""
+
+
+def _delete_timeout(body: dict[str, Any]) -> float:
+    """A kubernetes_manifest's timeouts.delete (the provider's getTimeouts), in seconds."""
+    timeouts = body.get("timeouts") or {}
+    return duration_seconds(timeouts.get("delete") or DEFAULT_DELETE_TIMEOUT)
 
 
 FAKE_TERRAFORM = """#!{python}
@@ -727,10 +915,10 @@ def terraform_main(argv: list[str]) -> int:
         return 0
     if command == "apply" and "tfplan" in rest:
         stack = json.loads((folder / "cdk.tf.json").read_text())
-        cluster = Cluster(world["cluster"]["objects"], csi_driver=world["cluster"]["csi_driver"])
+        cluster = _cluster_of(world)
         left, error = destroy(cluster, stack, state)
         world["state"][layer] = left
-        world["cluster"] = {"objects": cluster.objects, "csi_driver": cluster.csi_driver}
+        world["cluster"] = _state_of(cluster)
         world_path.write_text(json.dumps(world))
         if error:
             sys.stderr.write(error + "\n")
@@ -741,10 +929,23 @@ def terraform_main(argv: list[str]) -> int:
     raise AssertionError(f"the fake terraform does not know {command}")
 
 
+def _cluster_of(world: dict[str, Any]) -> Cluster:
+    data = world["cluster"]
+    return Cluster(data["objects"], csi_driver=data["csi_driver"], now=data.get("now"))
+
+
+def _state_of(cluster: Cluster) -> dict[str, Any]:
+    return {"objects": cluster.objects, "csi_driver": cluster.csi_driver, "now": cluster.now}
+
+
 class World:
-    """The model's file: the cluster and every layer's state; kubectl reads and writes it too."""
+    """The model's file: the cluster (with its clock) and every layer's state; kubectl reads and
+    writes it too. Its clock runs: the clean-up's waits advance it (`now`, `advance`), and the
+    fake terraform advances it while it waits for deleted objects."""
 
     def __init__(self, path: Path, stacks: dict[str, dict[str, Any]], *, cluster_name: str, cluster: Cluster):
+        if cluster.now is None:
+            cluster.now = 0.0
         self.path = path
         self.calls: list[list[str]] = []
         state = {
@@ -755,7 +956,7 @@ class World:
             json.dumps(
                 {
                     "state": state,
-                    "cluster": {"objects": cluster.objects, "csi_driver": cluster.csi_driver},
+                    "cluster": _state_of(cluster),
                     "cluster_name": cluster_name,
                     "endpoint": "https://ABC.gr7.us-west-2.eks.amazonaws.com",
                 }
@@ -764,14 +965,23 @@ class World:
 
     @property
     def cluster(self) -> Cluster:
-        data = json.loads(self.path.read_text())["cluster"]
-        return Cluster(data["objects"], csi_driver=data["csi_driver"])
+        return _cluster_of(json.loads(self.path.read_text()))
+
+    @property
+    def now(self) -> float:
+        now: float = json.loads(self.path.read_text())["cluster"]["now"]
+        return now
+
+    def advance(self, seconds: float) -> None:
+        world = json.loads(self.path.read_text())
+        world["cluster"]["now"] += seconds
+        self.path.write_text(json.dumps(world))
 
     def kubectl(self, args: list[str]) -> subprocess.CompletedProcess[str]:
         world = json.loads(self.path.read_text())
-        cluster = Cluster(world["cluster"]["objects"], csi_driver=world["cluster"]["csi_driver"])
+        cluster = _cluster_of(world)
         done = cluster.kubectl(args)
-        world["cluster"]["objects"] = cluster.objects
+        world["cluster"] = _state_of(cluster)
         self.path.write_text(json.dumps(world))
         self.calls.append(args)
         return done

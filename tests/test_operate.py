@@ -873,6 +873,35 @@ def test_a_destroy_whose_clean_up_has_no_kubectl_stops_before_it_deletes(tmp_pat
     assert "workloads plan" in calls(log) and "workloads apply" not in calls(log)
 
 
+def test_a_cluster_lost_at_the_second_layers_clean_up_names_the_layer_already_destroyed(
+    tmp_path, fake_terraform, monkeypatch, capsys
+):
+    """The workloads layer is destroyed, then the addons layer's clean-up cannot reach the cluster:
+    the destroy did delete something, and says which layer."""
+    import main
+
+    def cleanup(config, operator, kubeconfig, layer):
+        if layer == "addons":
+            raise ClusterAccessError("cluster gpu-validation does not answer")
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "terraform").symlink_to(fake_terraform)
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    (outdir / "stacks").symlink_to(tmp_path / "stacks")
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("FAKE_TF_LOG", str(tmp_path / "calls.log"))
+    monkeypatch.setattr(main, "synthesize_profile", lambda config, outdir: None)
+    monkeypatch.setattr(main, "cleanup_profile_cluster", cleanup)
+    monkeypatch.setattr(main, "settle_profile_cluster", lambda *_: None)
+    assert main.main(["destroy", "--yes", "--outdir", str(outdir)]) == 1
+    said = " ".join(capsys.readouterr().err.split())
+    assert "destroy stopped after destroying workloads, before the next layer's clean-up deleted anything" in said
+    assert "before deleting anything in the cluster" not in said
+    assert "workloads apply" in calls(tmp_path / "calls.log") and "addons apply" not in calls(tmp_path / "calls.log")
+
+
 # ------------------------------------------------------------------ the typed name, never --yes
 
 

@@ -48,6 +48,7 @@ class NodeClaimSpec(K8sModel):
     requirements: list[Requirement]
     taints: list[Taint] | None = None
     expire_after: str
+    termination_grace_period: str | None = None
 
 
 class NodeClaimTemplateMeta(K8sModel):

@@ -38,6 +38,24 @@ GPU_NODE_CLASS = "gpu"
 
 CPU_POOL = "cpu"
 GPU_POOL = "gpu"
+# How long Karpenter drains a node it deletes before it deletes the pods left on it, whatever
+# blocks their eviction (kubernetes-sigs/karpenter v1.14.1: pkg/apis/v1/nodepool.go L242-258, the
+# NodeClaim template's terminationGracePeriod, copied to each NodeClaim by ToNodeClaim L272-287;
+# pkg/controllers/nodeclaim/lifecycle/controller.go L289-304 sets the NodeClaim's termination time
+# to its deletion plus this; pkg/controllers/node/termination/terminator/terminator.go L140-178
+# deletes each pod at that time minus its own terminationGracePeriodSeconds, past PodDisruptionBudgets
+# and karpenter.sh/do-not-disrupt). Unset, a drain that a budget allowing no disruption or that
+# annotation blocks never ends, and the teardown's wait for the nodes with it. An hour: a pod that
+# needs up to an hour to checkpoint still gets all of it (Karpenter deletes it at once, with the
+# hour), and the clean-up's wait for the nodes (operate/cleanup.py NODES_GONE_SECONDS) leaves time
+# after it for EC2 to terminate the instance. Every deletion of a pool's node is bounded so (a pause,
+# an expiry, kubectl delete), and drift becomes "eventual" (pkg/controllers/disruption/types.go
+# L48-51, L189-196): the CPU pool's drifted nodes are replaced even with blocking pods on them; the
+# GPU pool replaces none for drift (its budget). Consolidation still respects both. The field is
+# part of the template's hash (nodepool.go L336-342), so setting or changing it drifts the pools'
+# running nodes; a NodeClaim keeps the spec it was launched with (nodeclaim.go L185, immutable).
+TERMINATION_GRACE_PERIOD_MINUTES = 60
+TERMINATION_GRACE_PERIOD = f"{TERMINATION_GRACE_PERIOD_MINUTES}m"
 
 
 def node_pools(config: PlatformConfig) -> tuple[str, ...]:
@@ -90,6 +108,7 @@ def _pool(
                     taints=taints,
                     # Karpenter v1 spells no expiry "Never".
                     expire_after=f"{expire_hours}h" if expire_hours is not None else "Never",
+                    termination_grace_period=TERMINATION_GRACE_PERIOD,
                 ),
             ),
             disruption=disruption,

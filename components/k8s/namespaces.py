@@ -16,6 +16,15 @@ POD_IDENTITY_AGENT = "169.254.170.23/32"
 # the general egress allows; the Pod Identity agent gets its own, narrower one.
 LINK_LOCAL = "169.254.0.0/16"
 MONITORING_NAMESPACE = monitoring.DEFINITION.namespace
+# How long Terraform waits for a namespace it deletes to be gone: kubernetes_manifest's
+# timeouts.delete, 10 minutes unless set (hashicorp/terraform-provider-kubernetes v2.38.0,
+# manifest/provider/apply.go L24-26 defaultDeleteTimeout, L545-548 and L573-598 the wait). The
+# namespace controller first deletes what is left in it, pods with their own grace periods (a
+# training job's may be an hour, to checkpoint), so 10 minutes would fail such a destroy half-way.
+# The pre-destroy clean-up bounds its waits for pods by the same time (operate/cleanup.py). The
+# provider reads the timeout from the state (getTimeouts(priorStateVal)): it holds for a destroy
+# once the layer has been applied with it.
+NAMESPACE_DELETE_TIMEOUT_MINUTES = 70
 
 
 @dataclass(frozen=True, kw_only=True)

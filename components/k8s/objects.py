@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdktf import ITerraformDependable
-from cdktf_cdktf_provider_kubernetes.manifest import Manifest
+from cdktf_cdktf_provider_kubernetes.manifest import Manifest, ManifestTimeouts
 from constructs import Construct
+
+from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
 
 
 def object_id(obj: dict[str, Any]) -> str:
@@ -37,7 +39,10 @@ class KubernetesObjects(Construct):
             # Namespaces first: every namespaced object waits for its namespace.
             namespace = self._resources.get(f"namespace-{obj['metadata'].get('namespace')}")
             depends = [*props.depends_on, *([namespace] if namespace else [])]
-            self._resources[key] = Manifest(self, key, manifest=obj, depends_on=depends or None)
+            timeouts = (
+                ManifestTimeouts(delete=f"{NAMESPACE_DELETE_TIMEOUT_MINUTES}m") if obj["kind"] == "Namespace" else None
+            )
+            self._resources[key] = Manifest(self, key, manifest=obj, depends_on=depends or None, timeouts=timeouts)
 
     @property
     def objects(self) -> list[dict[str, Any]]:
