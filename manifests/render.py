@@ -34,10 +34,10 @@ from components.k8s import mlflow_access
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.k8s.efa_pods import EFA_ENV, HUGEPAGES, shm_volume, worker_memory_gib
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
-from components.k8s.mpi import after_workers
 from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, namespace_objects
 from components.k8s.security import NOBODY, non_root_pod
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
+from manifests.launch import nccl_allreduce_launcher
 from profiles import tenancy
 from profiles.catalog import EFA_RESOURCE, GpuInstanceType
 from profiles.cluster import GpuNodeGroupConfig
@@ -512,39 +512,6 @@ def nccl_mpijob(target: ValidationTarget, image: str, namespace: str) -> dict[st
     it the namespace's queue), the launcher on CPU only, each worker a whole node."""
     gpus, nodes = target.entry.gpu_count, NCCL_NODES
     shm, shm_mount = shm_volume()
-    mpirun = [
-        "mpirun",
-        "--allow-run-as-root",
-        "-np",
-        str(nodes * gpus),
-        "-N",
-        str(gpus),
-        "--bind-to",
-        "none",
-        "-x",
-        "FI_PROVIDER=efa",
-        "-x",
-        "FI_EFA_FORK_SAFE=1",
-        "-x",
-        "NCCL_DEBUG=INFO",
-        "-x",
-        "LD_LIBRARY_PATH",
-        "-x",
-        "PATH",
-        "/opt/nccl-tests/build/all_reduce_perf",
-        "-b",
-        "8",
-        "-e",
-        "2G",
-        "-f",
-        "2",
-        "-g",
-        "1",
-        "-c",
-        "1",
-        "-n",
-        "20",
-    ]
     launcher = {
         "spec": {
             "restartPolicy": "OnFailure",
@@ -553,7 +520,7 @@ def nccl_mpijob(target: ValidationTarget, image: str, namespace: str) -> dict[st
                 {
                     "name": "launcher",
                     "image": image,
-                    "command": after_workers(mpirun),
+                    "command": nccl_allreduce_launcher(nodes=nodes, gpus_per_node=gpus),
                     "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
                 }
             ],

@@ -25,6 +25,7 @@ from addons.kueue import DEFINITION as KUEUE
 from addons.kueue.queues import queue_objects
 from components.k8s.mpi import JOB_NAME_LABEL, JOB_ROLE_LABEL, LAUNCHER_ROLE, WORKER_ROLE
 from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
+from manifests.launch import MPIRUN
 from manifests.render import NCCL_JOB, ValidationTarget, render
 from profiles import validate_profile
 from profiles.models import dra_claim_counts
@@ -436,7 +437,7 @@ def test_the_launcher_waits_for_every_worker_to_accept_ssh_then_runs_mpirun(tmp_
 
     job = nccl_job(profile_config("p5-training"))
     command = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
-    assert command[:2] == ["/bin/bash", "-c"] and command[3] == "wait-for-workers" and command[4] == "mpirun"
+    assert command[:2] == ["/bin/bash", "-c"] and command[3] == "wait-for-workers" and command[4] == MPIRUN
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
