@@ -19,17 +19,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from addons.trainer.runtimes import NCCL_DEBUG_INFO
 from components.images import image_env, image_user
 from components.k8s.mpi import HOSTFILE, OPEN_MPI_LAUNCHER_ENV, SLOTS_ENV, hostfile
-from manifests.launch import ALL_REDUCE_PERF, MPIRUN, forwarded_env
+from manifests.launch import ALL_REDUCE_PERF, MPIRUN, forwarded_env, nccl_allreduce_launcher
 from manifests.render import render
 from tests.cases import IN_CI, profile_config
 
@@ -90,16 +92,34 @@ def as_image_user() -> list[str]:
     pytest.skip(f"SKIPPING the executed mpirun tests: {reason}")
 
 
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "queues.md"
+
+
+def guide_job() -> dict:
+    """docs/queues.md's MPIJob, the one tenants copy."""
+    blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", GUIDE.read_text(), flags=re.DOTALL)]
+    (job,) = [block for block in blocks if block["kind"] == "MPIJob"]
+    return job
+
+
 def shipped_job(profile: str = "p5-training") -> dict:
+    """verify's MPIJob for a profile, or the guide's."""
+    if profile == "guide":
+        return guide_job()
     (job,) = render(profile_config(profile))["nccl-allreduce.yaml"]
     return job
+
+
+def launcher_argv(job: dict) -> list[str]:
+    """The launcher container's whole command line: its command, then its args."""
+    (container,) = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+    return [*container["command"], *container.get("args", [])]
 
 
 def launcher_command(job: dict) -> list[str]:
     """What the launcher runs once every worker accepts SSH (its wait is tested on its own in
     test_tenant_first_job.py)."""
-    (container,) = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
-    command = container["command"]
+    command = launcher_argv(job)
     return command[command.index("wait-for-workers") + 1 :]
 
 
@@ -162,7 +182,7 @@ def without(command: list[str], *removed: str) -> list[str]:
     return [arg for arg in command if arg != removed[0]]
 
 
-@pytest.mark.parametrize("profile", ["p5-training", "gpu-validation"])
+@pytest.mark.parametrize("profile", ["p5-training", "gpu-validation", "guide"])
 def test_the_shipped_mpirun_line_runs_every_rank_on_both_workers(tmp_path, wheel_mpirun, as_image_user, profile):
     job = shipped_job(profile)
     spec = job["spec"]
@@ -199,3 +219,23 @@ def test_without_one_forwarding_the_ranks_miss_it_and_the_run_fails(tmp_path, wh
     seen = ranks(ran.stdout)
     variable = name.split("=")[0]
     assert seen and all(set(r["wrong"]) == {variable} for r in seen), seen
+
+
+def test_the_guides_mpijob_launches_exactly_what_verify_runs():
+    """docs/queues.md's launcher (its command, then its args) is the module's line for its own
+    workers and slots, which is verify's for p5-training; its image is the build layer's, by the
+    tag `make outputs` lists (the repository is <profile>/<implementation>), never a moving one."""
+    job = guide_job()
+    spec = job["spec"]
+    workers, slots = spec["mpiReplicaSpecs"]["Worker"]["replicas"], spec["slotsPerWorker"]
+    assert launcher_argv(job) == nccl_allreduce_launcher(nodes=workers, gpus_per_node=slots)
+    assert launcher_command(job) == launcher_command(shipped_job("p5-training"))
+    config = profile_config("p5-training")
+    images = {
+        container["image"]
+        for replica in spec["mpiReplicaSpecs"].values()
+        for container in replica["template"]["spec"]["containers"]
+    }
+    assert images == {f"<account>.dkr.ecr.{config.region}.amazonaws.com/{config.name}/nccl-tests:<image tag>"}
+    assert "nccl-tests" in config.build.reference_implementations
+    assert "`build.image_tags`" in GUIDE.read_text()

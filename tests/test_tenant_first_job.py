@@ -470,13 +470,12 @@ def test_the_guides_mpijob_waits_for_its_workers_too():
     (from the MPI Operator's hostfile path) before mpirun, as verify's does."""
     import re
 
-    from components.k8s.mpi import HOSTFILE, SSH_PORT
+    from components.k8s.mpi import HOSTFILE, SSH_PORT, after_workers
 
     guide = (Path(__file__).resolve().parents[1] / "docs" / "queues.md").read_text()
     jobs = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", guide, flags=re.DOTALL)]
     (job,) = [j for j in jobs if j["kind"] == "MPIJob"]
     (launcher,) = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
-    script = launcher["command"][-1]
-    assert launcher["command"][:2] == ["/bin/bash", "-c"]
+    assert launcher["command"] == after_workers([])  # the wait; mpirun in its args (test_launch_mpirun.py)
+    script = launcher["command"][2]
     assert HOSTFILE in script and f"/dev/tcp/$host/{SSH_PORT}" in script
-    assert script.index("getent hosts") < script.index("exec mpirun")
