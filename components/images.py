@@ -43,7 +43,7 @@ def image_user(name: str) -> str:
 
 def image_env(name: str) -> dict[str, str]:
     """The variables a project image's ENV instructions set (`NAME=value` form, with backslash
-    continuations), as written: a `${NAME}` in a value is left for the reader to expand."""
+    continuations), as written: a reference to another variable in a value is left unexpanded."""
     text = re.sub(r"\\\n\s*", " ", dockerfile(name).read_text())
     found: dict[str, str] = {}
     for line in re.findall(r"^ENV\s+(.+)$", text, flags=re.MULTILINE):
