@@ -54,6 +54,23 @@ $(CHECKOV): $(UV) tools/checkov.lock
 	VIRTUAL_ENV=$(TOOLS)/checkov $(UV) pip sync --quiet --require-hashes tools/checkov.lock
 	touch $@
 
+# PyTorch for the executed torchrun tests (tests/test_launch_torchrun.py): torch's CPU build and what
+# it needs, in an environment of their own from hash-locked requirements (tools/torch.lock, for
+# CPython 3.11 on x86_64 Linux). PyPI carries only torch's CUDA build (GBs of CUDA libraries, no use
+# on a CPU); the CPU build is on PyTorch's own index, which pip is asked only when its own sources
+# (PyPI and any find-links of its configuration) do not have the locked wheel.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH := $(TOOLS)/torch/.installed
+$(TORCH): tools/torch.lock
+	@$(PYTHON) -c 'import platform, sys; sys.exit(None if (sys.version_info[:2], platform.machine()) == ((3, 11), "x86_64") else "tools/torch.lock is locked for CPython 3.11 on x86_64, not %s on %s: set PYTHON" % (platform.python_version(), platform.machine()))'
+	rm -rf $(TOOLS)/torch
+	$(PYTHON) -m venv $(TOOLS)/torch
+	$(TOOLS)/torch/bin/pip install --quiet --no-deps --require-hashes -r tools/torch.lock 2>/dev/null \
+		|| $(TOOLS)/torch/bin/pip install --quiet --no-deps --require-hashes --extra-index-url $(TORCH_INDEX) \
+			-r tools/torch.lock
+	$(TOOLS)/torch/bin/python -c 'import torch; print("PyTorch", torch.__version__, "in $(TOOLS)/torch")'
+	touch $@
+
 # promtool unit-tests the alert rules. Debian's prometheus package ships it: the package is only
 # downloaded and unpacked here (no service is installed), and only promtool is kept.
 PROMETHEUS_DEB := 2.42.0+ds-5+deb12u1
@@ -173,7 +190,7 @@ lint: $(DEV_STAMP)  ## ruff (rules and format) and mypy --strict
 
 # The emulated deploy cycles run in background processes from the start of the session (see
 # tests/test_emulated_deploy.py); --durations shows the ten slowest tests.
-test: lint $(CHECKOV) $(PROMTOOL) $(AMTOOL) $(POSTGRES)  ## the whole test suite, as CI runs it
+test: lint $(CHECKOV) $(PROMTOOL) $(AMTOOL) $(POSTGRES) $(TORCH)  ## the whole test suite, as CI runs it
 	$(PY) -m pytest --durations=10 $(PYTEST_ARGS)
 
 # The one-minute inner loop: ruff, then the fast tests (profiles, synthesis assertions, snapshots,

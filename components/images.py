@@ -33,3 +33,19 @@ def project_image_tag(name: str) -> str:
     }
     versions = "-".join(f"{short.get(arg, arg.lower())}{value}" for arg, value in _ARG.findall(text))
     return f"{versions}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+
+def image_user(name: str) -> str:
+    """The user a project image runs as: its Dockerfile's last USER instruction, else root."""
+    users = re.findall(r"^USER\s+(\S+)", dockerfile(name).read_text(), flags=re.MULTILINE)
+    return users[-1] if users else "root"
+
+
+def image_env(name: str) -> dict[str, str]:
+    """The variables a project image's ENV instructions set (`NAME=value` form, with backslash
+    continuations), as written: a reference to another variable in a value is left unexpanded."""
+    text = re.sub(r"\\\n\s*", " ", dockerfile(name).read_text())
+    found: dict[str, str] = {}
+    for line in re.findall(r"^ENV\s+(.+)$", text, flags=re.MULTILINE):
+        found.update(re.findall(r"(\w+)=(\S*)", line))
+    return found

@@ -34,10 +34,10 @@ from components.k8s import mlflow_access
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.k8s.efa_pods import EFA_ENV, HUGEPAGES, shm_volume, worker_memory_gib
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
-from components.k8s.mpi import after_workers
 from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, namespace_objects
 from components.k8s.security import NOBODY, non_root_pod
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
+from manifests.launch import TRAINJOB_CHECK_SCRIPT, nccl_allreduce_launcher, torchrun, train_job
 from profiles import tenancy
 from profiles.catalog import EFA_RESOURCE, GpuInstanceType
 from profiles.cluster import GpuNodeGroupConfig
@@ -49,21 +49,7 @@ NCCL_JOB = "nccl-allreduce"
 # The NCCL check proves EFA between nodes: on one node NCCL takes NVLink and never touches EFA.
 NCCL_NODES = 2
 RAY_CHECK_NODES = 2
-TRAINJOB_API_VERSION = "trainer.kubeflow.org/v1alpha1"
 TRAINJOB_CHECK = "torchrun-check"
-TRAINJOB_CHECK_MARKER = "TRAINJOB_CHECK "
-# Every rank adds a one: rank 0 prints the world size and the sum, which must both be every GPU
-# of the job's nodes (torchrun reads Trainer's PET_* environment: nodes, ranks, the master).
-TRAINJOB_CHECK_SCRIPT = f"""
-import os, torch, torch.distributed as dist
-dist.init_process_group("nccl")
-torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-ones = torch.ones(1, device="cuda")
-dist.all_reduce(ones)
-if dist.get_rank() == 0:
-    print("{TRAINJOB_CHECK_MARKER}world=%d sum=%d" % (dist.get_world_size(), int(ones.item())), flush=True)
-dist.destroy_process_group()
-"""
 RAY_CHECK = "ray-check"
 RAY_CHECK_MARKER = "RAY_CHECK "
 # A placement group of one whole-node bundle per worker, spread strictly over distinct nodes (each
@@ -293,8 +279,8 @@ def render(
         files[f"{LUSTRE_EFA_CHECK}.yaml"] = [lustre_efa_check_pod(target, config.workloads.tenants[0].name)]
     if MLFLOW.enabled(config):
         files["mlflow-tracking-check.yaml"] = [mlflow_check_pod(config)]
-    if (train_job := trainjob_check(config, target)) is not None:
-        files[f"{TRAINJOB_CHECK}.yaml"] = [train_job]
+    if (check_job := trainjob_check(config, target)) is not None:
+        files[f"{TRAINJOB_CHECK}.yaml"] = [check_job]
     return files
 
 
@@ -337,29 +323,20 @@ def trainjob_check(config: PlatformConfig, target: ValidationTarget) -> dict[str
     group, with torchrun all-reducing a tensor of ones over NCCL across every GPU of its nodes."""
     if not trainjob_check_applies(config, target) or not tenant_job_nodes(config, target):
         return None
-    tenants = config.workloads.tenants
-    script = f"cat > /tmp/check.py <<'PY'\n{TRAINJOB_CHECK_SCRIPT.strip()}\nPY\nexec torchrun /tmp/check.py"
-    return {
-        "apiVersion": TRAINJOB_API_VERSION,
-        "kind": "TrainJob",
-        "metadata": {"name": TRAINJOB_CHECK, "namespace": tenants[0].name},
-        "spec": {
-            "runtimeRef": {
-                "name": runtime_name(target.group),
-                "kind": "ClusterTrainingRuntime",
-                "apiGroup": "trainer.kubeflow.org",
-            },
-            "trainer": {
-                "numNodes": tenant_job_nodes(config, target),
-                # One rank per GPU, stated: torchrun's "auto" counts CPUs where CUDA does not start.
-                "numProcPerNode": target.entry.gpu_count,
-                "command": ["/bin/bash", "-c", script],
-                # The lines that name the network NCCL chose: verify fails a run that asked for EFA
-                # and got another (manifests/nccl_transport.py).
-                "env": [dict(NCCL_DEBUG_INFO)],
-            },
+    return train_job(
+        TRAINJOB_CHECK,
+        config.workloads.tenants[0].name,
+        runtime=runtime_name(target.group),
+        trainer={
+            "numNodes": tenant_job_nodes(config, target),
+            # One rank per GPU, stated: torchrun's "auto" counts CPUs where CUDA does not start.
+            "numProcPerNode": target.entry.gpu_count,
+            "command": torchrun("check", TRAINJOB_CHECK_SCRIPT),
+            # The lines that name the network NCCL chose: verify fails a run that asked for EFA
+            # and got another (manifests/nccl_transport.py).
+            "env": [dict(NCCL_DEBUG_INFO)],
         },
-    }
+    )
 
 
 def ray_check_applies(config: PlatformConfig, target: ValidationTarget) -> bool:
@@ -512,39 +489,6 @@ def nccl_mpijob(target: ValidationTarget, image: str, namespace: str) -> dict[st
     it the namespace's queue), the launcher on CPU only, each worker a whole node."""
     gpus, nodes = target.entry.gpu_count, NCCL_NODES
     shm, shm_mount = shm_volume()
-    mpirun = [
-        "mpirun",
-        "--allow-run-as-root",
-        "-np",
-        str(nodes * gpus),
-        "-N",
-        str(gpus),
-        "--bind-to",
-        "none",
-        "-x",
-        "FI_PROVIDER=efa",
-        "-x",
-        "FI_EFA_FORK_SAFE=1",
-        "-x",
-        "NCCL_DEBUG=INFO",
-        "-x",
-        "LD_LIBRARY_PATH",
-        "-x",
-        "PATH",
-        "/opt/nccl-tests/build/all_reduce_perf",
-        "-b",
-        "8",
-        "-e",
-        "2G",
-        "-f",
-        "2",
-        "-g",
-        "1",
-        "-c",
-        "1",
-        "-n",
-        "20",
-    ]
     launcher = {
         "spec": {
             "restartPolicy": "OnFailure",
@@ -553,7 +497,7 @@ def nccl_mpijob(target: ValidationTarget, image: str, namespace: str) -> dict[st
                 {
                     "name": "launcher",
                     "image": image,
-                    "command": after_workers(mpirun),
+                    "command": nccl_allreduce_launcher(nodes=nodes, gpus_per_node=gpus),
                     "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
                 }
             ],

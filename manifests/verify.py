@@ -30,6 +30,7 @@ from components.dashboards import DASHBOARD_LABEL
 from components.k8s import mlflow_access
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
 from components.labels import GPU_TRAINING_ROLE, NODE_POOL_LABEL, ROLE_LABEL
+from manifests.launch import TRAINJOB_CHECK_MARKER
 from manifests.nccl_transport import efa_transport_problem, nccl_transport, transport_summary
 from manifests.render import (
     LUSTRE_EFA_CHECK,
@@ -45,7 +46,6 @@ from manifests.render import (
     RAY_CHECK_MARKER,
     RAY_CHECK_NODES,
     TRAINJOB_CHECK,
-    TRAINJOB_CHECK_MARKER,
     ValidationTarget,
     lustre_efa_check_applies,
     ray_check_applies,
@@ -516,17 +516,27 @@ def wait_for(
     return kubectl(["wait", "-n", namespace, obj, f"--for={until}", f"--timeout={timeout_minutes}m"])
 
 
+def trainjob_result(log: str) -> tuple[int, int, str] | None:
+    """Rank 0's line of torchrun-check: (world size, all-reduce sum, backend), None if absent."""
+    found = re.search(rf"{re.escape(TRAINJOB_CHECK_MARKER)}world=(\d+) sum=(\d+) backend=(\w+)", log)
+    return (int(found.group(1)), int(found.group(2)), found.group(3)) if found else None
+
+
 def check_trainjob(log: str, target: ValidationTarget, expected_ranks: int) -> CheckResult:
     """Rank 0's line: every rank of every node joined (world) and NCCL summed their ones (sum);
     and, on an EFA group, every rank's NCCL used EFA (the pods' NCCL_DEBUG=INFO lines): the sum
     comes out right over TCP sockets too, and TCP is what an image without aws-ofi-nccl gets."""
-    found = re.search(rf"{re.escape(TRAINJOB_CHECK_MARKER)}world=(\d+) sum=(\d+)", log)
-    if not found:
+    found = trainjob_result(log)
+    if found is None:
         return CheckResult(TRAINJOB_CHECK, False, "rank 0 printed no result (see the TrainJob's pods)")
-    world, total = int(found.group(1)), int(found.group(2))
+    world, total, backend = found
     detail = f"torchrun: {world} ranks, all-reduce sum {total}"
     if not world == total == expected_ranks:
         return CheckResult(TRAINJOB_CHECK, False, f"{detail} (expected {expected_ranks})")
+    if backend != "nccl":
+        return CheckResult(
+            TRAINJOB_CHECK, False, f"{detail}, but over {backend}, not NCCL: CUDA did not start in the runtime's image"
+        )
     if problem := _network_problem(log, target):
         return CheckResult(TRAINJOB_CHECK, False, f"{detail}, but {problem}")
     return CheckResult(TRAINJOB_CHECK, True, f"{detail} over {transport_summary(nccl_transport(log))}")

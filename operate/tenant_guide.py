@@ -119,7 +119,7 @@ def _first_jobs(config: PlatformConfig, tenant: TenantConfig) -> str:
     if MPI_OPERATOR.enabled(config):
         kinds.append(("an MPIJob across two nodes", "An MPIJob across two nodes", "mpijob", "allreduce"))
     if TRAINER.enabled(config):
-        kinds.append(("a TrainJob (torchrun)", "A TrainJob", "trainjob", "fsdp-example"))
+        kinds.append(("a TrainJob (torchrun)", "A TrainJob", "trainjob", "ddp-sample"))
     if KUBERAY.enabled(config):
         kinds.append(("a RayJob", "A RayJob", "rayjob", "hello-ray"))
     listed = "\n".join(f'- {what}: docs/queues.md, "{section}"' for what, section, _, _ in kinds)

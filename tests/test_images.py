@@ -11,7 +11,8 @@ import subprocess
 import pytest
 
 from components.helm.mpi_contract import MPI_SSH_CONTRACT, SSHD_RUNTIME_DIR, WORKER_COMMAND
-from components.images import dockerfile
+from components.images import dockerfile, image_env, image_user
+from manifests.launch import ALL_REDUCE_PERF, MPIRUN, OPEN_MPI_PREFIX
 from profiles.catalog import CATALOG, COMPUTE_CAPABILITY
 from tests.cases import IN_CI
 
@@ -160,3 +161,21 @@ def test_the_pytorch_images_tag_names_its_pins():
         f"-ofi{args['AWS_OFI_NCCL_VERSION']}-"
     )
     assert re.fullmatch(r"[\w][\w.-]{0,127}", tag)  # an ECR tag
+
+
+def test_the_launch_line_runs_the_images_own_open_mpi_and_nccl_tests_as_its_user():
+    """manifests/launch.py names the image's mpirun by its absolute path, the all_reduce_perf its
+    build makes, and gives root's flag because the image runs as root."""
+    text = NCCL.read_text()
+    assert f"{OPEN_MPI_PREFIX}/bin" in image_env("nccl-tests")["PATH"].split(":") and MPIRUN.startswith(OPEN_MPI_PREFIX)
+    assert f"MPI_HOME={OPEN_MPI_PREFIX}" in text
+    assert re.search(r"nccl-tests\.git /opt/nccl-tests\b", text) and ALL_REDUCE_PERF.startswith(
+        "/opt/nccl-tests/build/"
+    )
+    assert image_user("nccl-tests") == "root"
+
+
+def test_the_image_env_reader_joins_continuations_and_keeps_references():
+    env = image_env("nccl-tests")
+    assert env["FI_PROVIDER"] == "efa" and env["PATH"].endswith(":${PATH}")
+    assert env["LD_LIBRARY_PATH"].split(":")[0] == "/opt/nccl/lib"

@@ -74,7 +74,7 @@ def test_a_socket_fallback_fails_naming_it_and_its_cause(name, cause):
 def test_the_public_image_fallback_is_what_the_old_check_passed():
     """Rank 0's world size and sum are right over TCP: only the transport lines tell."""
     log = fixture("torch-public-image-socket-fallback-p5.log")
-    assert "TRAINJOB_CHECK world=16 sum=16" in log
+    assert "TRAINJOB_CHECK world=16 sum=16 backend=nccl" in log
     assert nccl_transport(log).plugin_missing == ("libnccl-net.so",)
 
 
@@ -102,7 +102,7 @@ def test_one_rank_on_sockets_fails_the_run():
 
 
 def test_a_log_without_nccl_info_fails():
-    problem = efa_transport_problem(nccl_transport("TRAINJOB_CHECK world=16 sum=16\n"), **P5)
+    problem = efa_transport_problem(nccl_transport("TRAINJOB_CHECK world=16 sum=16 backend=nccl\n"), **P5)
     assert problem is not None and "NCCL_DEBUG=INFO" in problem
 
 

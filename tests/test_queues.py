@@ -348,8 +348,8 @@ def test_the_tenant_guide_examples_are_valid_and_queued_by_default(synthesized):
     limits = worker["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert (int(limits[GPU_RESOURCE]), int(limits[EFA_RESOURCE])) == (node.gpu_count, node.max_efa_interfaces)
     assert mpijob["spec"]["slotsPerWorker"] == node.gpu_count
-    command = mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
-    mpirun = command[-1][command[-1].index("exec mpirun") :].split()  # after the wait for the workers
+    (launcher,) = mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+    mpirun = launcher["args"]  # after the wait for the workers, its command
     assert int(mpirun[mpirun.index("-np") + 1]) == worker["replicas"] * node.gpu_count
 
 

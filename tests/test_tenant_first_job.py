@@ -25,6 +25,7 @@ from addons.kueue import DEFINITION as KUEUE
 from addons.kueue.queues import queue_objects
 from components.k8s.mpi import JOB_NAME_LABEL, JOB_ROLE_LABEL, LAUNCHER_ROLE, WORKER_ROLE
 from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
+from manifests.launch import MPIRUN
 from manifests.render import NCCL_JOB, ValidationTarget, render
 from profiles import validate_profile
 from profiles.models import dra_claim_counts
@@ -436,7 +437,7 @@ def test_the_launcher_waits_for_every_worker_to_accept_ssh_then_runs_mpirun(tmp_
 
     job = nccl_job(profile_config("p5-training"))
     command = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
-    assert command[:2] == ["/bin/bash", "-c"] and command[3] == "wait-for-workers" and command[4] == "mpirun"
+    assert command[:2] == ["/bin/bash", "-c"] and command[3] == "wait-for-workers" and command[4] == MPIRUN
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
@@ -469,13 +470,12 @@ def test_the_guides_mpijob_waits_for_its_workers_too():
     (from the MPI Operator's hostfile path) before mpirun, as verify's does."""
     import re
 
-    from components.k8s.mpi import HOSTFILE, SSH_PORT
+    from components.k8s.mpi import HOSTFILE, SSH_PORT, after_workers
 
     guide = (Path(__file__).resolve().parents[1] / "docs" / "queues.md").read_text()
     jobs = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", guide, flags=re.DOTALL)]
     (job,) = [j for j in jobs if j["kind"] == "MPIJob"]
     (launcher,) = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
-    script = launcher["command"][-1]
-    assert launcher["command"][:2] == ["/bin/bash", "-c"]
+    assert launcher["command"] == after_workers([])  # the wait; mpirun in its args (test_launch_mpirun.py)
+    script = launcher["command"][2]
     assert HOSTFILE in script and f"/dev/tcp/$host/{SSH_PORT}" in script
-    assert script.index("getent hosts") < script.index("exec mpirun")

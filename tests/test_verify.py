@@ -286,14 +286,15 @@ def test_the_train_job_runs_last_in_a_tenant_namespace_through_its_queue():
 @pytest.mark.parametrize(
     ("line", "passed"),
     [
-        ("TRAINJOB_CHECK world=16 sum=16", True),
-        ("TRAINJOB_CHECK world=8 sum=8", False),  # one node's ranks only
-        ("TRAINJOB_CHECK world=16 sum=15", False),  # a rank did not contribute
+        ("TRAINJOB_CHECK world=16 sum=16 backend=nccl", True),
+        ("TRAINJOB_CHECK world=8 sum=8 backend=nccl", False),  # one node's ranks only
+        ("TRAINJOB_CHECK world=16 sum=15 backend=nccl", False),  # a rank did not contribute
+        ("TRAINJOB_CHECK world=16 sum=16 backend=gloo", False),  # on the CPU: CUDA did not start
         ("NCCL WARN timeout", False),
     ],
 )
 def test_the_train_job_check_needs_every_rank_of_both_nodes(p5, line, passed):
-    healthy = torchrun_log().replace("TRAINJOB_CHECK world=16 sum=16\n", "")
+    healthy = torchrun_log().replace("TRAINJOB_CHECK world=16 sum=16 backend=nccl\n", "")
     result = check_trainjob(f"{healthy}noise\n{line}\n", p5, expected_ranks=16)
     assert result.passed is passed, result.detail
 
@@ -324,7 +325,7 @@ def test_a_train_job_on_another_libfabric_provider_fails(p5):
 
 
 def test_a_train_job_without_nccl_info_lines_fails_on_efa(p5):
-    result = check_trainjob("TRAINJOB_CHECK world=16 sum=16\n", p5, expected_ranks=16)
+    result = check_trainjob("TRAINJOB_CHECK world=16 sum=16 backend=nccl\n", p5, expected_ranks=16)
     assert not result.passed and "NCCL_DEBUG=INFO" in result.detail
 
 

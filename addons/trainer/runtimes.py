@@ -54,6 +54,24 @@ class TenantVolumes:
 NCCL_DEBUG_INFO = {"name": "NCCL_DEBUG", "value": "INFO"}
 
 
+# What Trainer's torch plugin adds to the node container of a TrainJob with a `trainer` section
+# (kubeflow/trainer v2.3.0 pkg/runtime/framework/plugins/torch/torch.go, EnforceMLPolicy): torchrun
+# reads each of its --x-y options from PET_X_Y. The node rank is the Job's completion index; the
+# master is the first node's pod under the JobSet's headless Service, on Trainer's port.
+TRAINER_PORT = 29500
+
+
+def torchrun_env(job: str, *, nodes: int, processes_per_node: int | str, node_rank: int) -> dict[str, str]:
+    """The PET_* variables one node of TrainJob `job` gets."""
+    return {
+        "PET_NNODES": str(nodes),
+        "PET_NPROC_PER_NODE": str(processes_per_node),
+        "PET_NODE_RANK": str(node_rank),
+        "PET_MASTER_ADDR": f"{job}-node-0-0.{job}",
+        "PET_MASTER_PORT": str(TRAINER_PORT),
+    }
+
+
 def runtime_name(group: GpuNodeGroupConfig) -> str:
     return f"torch-{group.name}"
 

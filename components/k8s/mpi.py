@@ -21,6 +21,24 @@ def launcher_selector(job_name: str) -> str:
 # (kubeflow/mpi-operator v0.8.0 pkg/controller/mpi_job_controller.go: configMountPath /etc/mpi,
 # hostfileName, newConfigMap with OpenMPI's format), written when the job is created.
 HOSTFILE = "/etc/mpi/hostfile"
+# What the operator adds to the launcher container's env for Open MPI (the same file: ompiEnvVars,
+# openMPISlotsEnv, launcherEnvVars). Open MPI 4.1 reads these; Open MPI 5 (PRRTE) ignores the
+# orte_* names, which is why the platform's mpirun names its hostfile (manifests/launch.py).
+OPEN_MPI_LAUNCHER_ENV = {
+    "K_MPI_JOB_ROLE": "launcher",
+    "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+    "OMPI_MCA_orte_default_hostfile": HOSTFILE,
+    "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
+}
+SLOTS_ENV = "OMPI_MCA_orte_set_default_slots"
+
+
+def hostfile(job: str, namespace: str, *, workers: int, slots: int) -> str:
+    """The hostfile's text as the operator writes it: each worker by its name under the job's
+    headless Service (`<job>-worker-<i>.<job>.<namespace>.svc`) with the job's slotsPerWorker."""
+    return "".join(f"{job}-worker-{index}.{job}.{namespace}.svc slots={slots}\n" for index in range(workers))
+
+
 SSH_PORT = 22
 WAIT_MINUTES = 20
 # WaitForWorkersReady does not hold under Kueue: a queued MPIJob is created suspended, the operator

@@ -1,0 +1,174 @@
+"""Every launch command the platform ships, built in one place: the mpirun line of verify's NCCL
+MPIJob and of the tenant guide's MPIJob (docs/queues.md), and the torchrun commands of verify's
+torchrun-check and of the guide's DDP sample TrainJob. The tests run these same command lines:
+tests/test_launch_mpirun.py with real Open MPI across two local hosts, as the image's user;
+tests/test_launch_torchrun.py with real torchrun, two nodes of two processes on the CPU (gloo).
+
+The nccl-tests image (images/nccl-tests/Dockerfile) has Open MPI 4.1 from the EFA installer in
+OPEN_MPI_PREFIX and no USER: it runs as root, as the MPI Operator's SSH set-up needs (the job's keys
+at /root/.ssh, sshd on the workers). What the line carries, and why:
+
+- mpirun by its absolute path: Open MPI then starts its daemon on each worker from the same prefix
+  (mpirun(1): an absolute path is `--prefix`). The workers are reached over SSH, and a
+  non-interactive SSH session has sshd's default PATH, not the image's ENV PATH.
+- `--allow-run-as-root`: mpirun refuses to start as root without it.
+- `--hostfile`: the MPI Operator's hostfile, named. Open MPI 4.1 would also take it from the
+  operator's OMPI_MCA_orte_default_hostfile; Open MPI 5 (PRRTE) no longer reads that variable.
+- `-x`: the ranks are children of that SSH session, so they see neither the worker pod's env nor
+  the image's ENV. Forwarded: libfabric's EFA settings (the worker pod's EFA_ENV), NCCL_DEBUG=INFO
+  (verify judges the network NCCL chose by those lines), and the launcher's PATH and LD_LIBRARY_PATH
+  (the same image's: NCCL, aws-ofi-nccl and libfabric are found through LD_LIBRARY_PATH).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from addons.trainer.runtimes import API_VERSION as TRAINER_API_VERSION
+from addons.trainer.runtimes import CHECKPOINTS_MOUNT
+from components.k8s.efa_pods import EFA_ENV
+from components.k8s.mpi import HOSTFILE, after_workers
+
+OPEN_MPI_PREFIX = "/opt/amazon/openmpi"
+MPIRUN = f"{OPEN_MPI_PREFIX}/bin/mpirun"
+ALL_REDUCE_PERF = "/opt/nccl-tests/build/all_reduce_perf"
+# Message sizes from 8 B to 2 GiB, doubling; one GPU per rank; results checked; 20 timed iterations.
+ALL_REDUCE_SWEEP = ("-b", "8", "-e", "2G", "-f", "2", "-g", "1", "-c", "1", "-n", "20")
+# NCCL logs the network it chose at INFO (manifests/nccl_transport.py reads those lines).
+NCCL_DEBUG = ("NCCL_DEBUG", "INFO")
+# Taken from the launcher's own environment: the image's ENV, the same in every pod of the job.
+IMAGE_ENV_FORWARDED = ("LD_LIBRARY_PATH", "PATH")
+
+
+def forwarded_env() -> list[str]:
+    """mpirun's -x arguments: NAME=value where the ranks need a value, NAME for the launcher's own."""
+    values = [(env["name"], env["value"]) for env in EFA_ENV] + [NCCL_DEBUG]
+    return [f"{name}={value}" for name, value in values] + list(IMAGE_ENV_FORWARDED)
+
+
+def mpirun(program: Sequence[str], *, nodes: int, ranks_per_node: int) -> list[str]:
+    """mpirun of `program`, `ranks_per_node` ranks on each of the MPI Operator's `nodes` workers."""
+    forwards = [arg for name in forwarded_env() for arg in ("-x", name)]
+    return [
+        MPIRUN,
+        "--allow-run-as-root",
+        "--hostfile",
+        HOSTFILE,
+        "-np",
+        str(nodes * ranks_per_node),
+        "-N",
+        str(ranks_per_node),
+        "--bind-to",
+        "none",
+        *forwards,
+        *program,
+    ]
+
+
+def nccl_allreduce_launcher(*, nodes: int, gpus_per_node: int) -> list[str]:
+    """The NCCL MPIJob's launcher command: once every worker accepts SSH, all_reduce_perf with one
+    rank per GPU of every worker."""
+    return after_workers(mpirun([ALL_REDUCE_PERF, *ALL_REDUCE_SWEEP], nodes=nodes, ranks_per_node=gpus_per_node))
+
+
+# torchrun, on the PATH of both runtime images (images/pytorch-efa and the public PyTorch image).
+# It takes the nodes, the processes per node, this node's rank and the master from the PET_*
+# variables Trainer sets in the runtime's node container (addons/trainer/runtimes.py).
+TRAINJOB_CHECK_MARKER = "TRAINJOB_CHECK "
+# Every rank adds a one: rank 0 prints the world size, the sum and the backend. On GPUs the sum
+# goes through NCCL; on a machine without CUDA (the tests' CPU run) through gloo, which verify
+# refuses on the cluster: a sum over gloo would mean the job never reached its GPUs.
+TRAINJOB_CHECK_SCRIPT = f"""
+import os, torch, torch.distributed as dist
+cuda = torch.cuda.is_available()
+dist.init_process_group("nccl" if cuda else "gloo")
+device = torch.device("cuda", int(os.environ["LOCAL_RANK"])) if cuda else torch.device("cpu")
+if cuda:
+    torch.cuda.set_device(device)
+ones = torch.ones(1, device=device)
+dist.all_reduce(ones)
+if dist.get_rank() == 0:
+    print("{TRAINJOB_CHECK_MARKER}world=%d sum=%d backend=%s" % (dist.get_world_size(), int(ones.item()),
+          dist.get_backend()), flush=True)
+dist.destroy_process_group()
+"""
+DDP_SAMPLE = "ddp-sample"
+DDP_SAMPLE_MARKER = "DDP_SAMPLE "
+# The guide's TrainJob: a small DistributedDataParallel run, a linear model fitted to synthetic
+# data with each rank on its own shard; rank 0 logs the mean loss and writes a checkpoint per epoch.
+DDP_SAMPLE_SCRIPT = f"""
+import argparse, os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=5)
+parser.add_argument("--checkpoint-dir", required=True)
+args = parser.parse_args()
+cuda = torch.cuda.is_available()  # NCCL between GPUs; gloo on a machine without them
+dist.init_process_group("nccl" if cuda else "gloo")
+device = torch.device("cuda", int(os.environ["LOCAL_RANK"])) if cuda else torch.device("cpu")
+if cuda:
+    torch.cuda.set_device(device)
+torch.manual_seed(0)  # the same data and starting weights on every rank
+inputs = torch.randn(8192, 16)
+targets = inputs @ torch.linspace(-1, 1, 16).unsqueeze(1) + 0.01 * torch.randn(8192, 1)
+data = TensorDataset(inputs, targets)
+sampler = DistributedSampler(data)  # each rank its own shard
+loader = DataLoader(data, batch_size=128, sampler=sampler)
+model = DistributedDataParallel(torch.nn.Linear(16, 1).to(device))  # gradients averaged over ranks
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(args.epochs):
+    sampler.set_epoch(epoch)
+    summed = torch.zeros(2, device=device)  # loss x samples, samples
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        summed += torch.stack([loss.detach() * len(x), torch.tensor(float(len(x)), device=device)])
+    dist.all_reduce(summed)
+    if dist.get_rank() == 0:
+        # A new file per epoch: /checkpoints is Mountpoint for S3, which writes files once.
+        os.makedirs(args.checkpoint_dir, exist_ok=True)
+        path = os.path.join(args.checkpoint_dir, f"epoch-{{epoch}}.pt")
+        torch.save({{"epoch": epoch, "model": model.module.state_dict()}}, path)
+        print("{DDP_SAMPLE_MARKER}epoch=%d loss=%.6f world=%d backend=%s" % (epoch, summed[0] / summed[1],
+              dist.get_world_size(), dist.get_backend()), flush=True)
+dist.destroy_process_group()
+"""
+
+
+def torchrun(name: str, script: str, *args: str) -> list[str]:
+    """The node container's command: bash writes `script` to a new temporary file (a file of its
+    own per pod and per run), then runs torchrun on it with `args`."""
+    run = " ".join(['exec torchrun "$script"', *map(shlex.quote, args)])
+    body = f'script="$(mktemp -d)/{name}.py"\ncat > "$script" <<\'PY\'\n{script.strip()}\nPY\n{run}\n'
+    return ["/bin/bash", "-c", body]
+
+
+def train_job(name: str, namespace: str, *, runtime: str, trainer: dict[str, Any]) -> dict[str, Any]:
+    """A TrainJob on one of the platform's ClusterTrainingRuntimes, as a tenant writes one: no queue
+    name (Kueue's defaulting gives it the namespace's queue)."""
+    return {
+        "apiVersion": TRAINER_API_VERSION,
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "runtimeRef": {"name": runtime, "kind": "ClusterTrainingRuntime", "apiGroup": "trainer.kubeflow.org"},
+            "trainer": trainer,
+        },
+    }
+
+
+def ddp_sample_job(namespace: str, *, runtime: str, nodes: int) -> dict[str, Any]:
+    """The guide's TrainJob: the DDP sample on `nodes` nodes of a runtime, one process per GPU
+    (torchrun's default where CUDA runs), its checkpoints in the tenant's bucket."""
+    command = torchrun("train", DDP_SAMPLE_SCRIPT, "--checkpoint-dir", f"{CHECKPOINTS_MOUNT}/{DDP_SAMPLE}")
+    return train_job(DDP_SAMPLE, namespace, runtime=runtime, trainer={"numNodes": nodes, "command": command})
