@@ -35,6 +35,8 @@ class TeardownStuck(RuntimeError):
 
 Action = Literal["plan", "deploy", "destroy"]
 PLAN_FILE = "tfplan"
+# Files Terraform writes hold secrets (state, backups, saved plans): created owner-only.
+TERRAFORM_UMASK = 0o077
 # Written only by a destroy with delete_data, in the synthesized folder (the next synth removes it).
 PROTECTION_OVERRIDE = "zz_delete_data_override.tf.json"
 # Resources whose destruction deletes data (the destroy preview names them).
@@ -233,8 +235,11 @@ class Operator:
         Raises ToolMissing when there is no Terraform to run."""
         command = [require_tool(self.terraform, self.env.get("PATH")), f"-chdir={folder}", *args, "-no-color"]
         started = time.monotonic()
+        # umask 077: every file Terraform creates (a local state and its .backup, the saved plan,
+        # .terraform/) is its owner's only from the first write. Terraform keeps an existing
+        # file's mode when it rewrites it; the state folder's claim tightens those (state_claim.py).
         with subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env, umask=TERRAFORM_UMASK
         ) as process:
             while True:
                 try:
