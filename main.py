@@ -429,6 +429,13 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
             f"warning: --confirm-delete-data={confirmed}: the protected data of {config.name} (buckets, file "
             "system, database) is deleted without asking you to type its name; each layer's data is listed first."
         )
+    from operate import cluster_access
+    from operate.account import account_refusal
+
+    wrong_account = account_refusal(config, args.command, cluster_access.run_aws)  # before Terraform runs
+    if wrong_account:
+        tell(wrong_account.message)
+        return EXIT_USER_ERROR if wrong_account.user_error else 1
     outdir = Path(args.outdir)
     synthesize_profile(config, outdir)
 

@@ -24,7 +24,7 @@ from addons import gpu_operator, jupyterhub, karpenter, kueue, mlflow, trainer
 from addons.catalog import ADDON_NAMESPACES, DEFINITIONS
 from profiles.addons import AddonsConfig
 from profiles.aws_facts import zones
-from profiles.base import FieldProblem, Name, Region, Strict, TagKey, TagValue, quantity_value, raise_all
+from profiles.base import AccountId, FieldProblem, Name, Region, Strict, TagKey, TagValue, quantity_value, raise_all
 from profiles.build import BuildConfig
 from profiles.catalog import CATALOG
 from profiles.cluster import ClusterConfig, is_zone_id
@@ -135,6 +135,10 @@ class PlatformConfig(Strict):
     """Cluster name and prefix of every resource name."""
     region: Region
     """The AWS region every layer deploys to, e.g. us-east-1."""
+    account_id: AccountId | None = None
+    """The AWS account the profile deploys to, e.g. '123456789012' (in quotes). Set, every layer's
+    AWS provider takes no other account's credentials (allowed_account_ids), and plan, deploy and
+    destroy stop before Terraform runs when the credentials are another account's. Unset: any."""
     tags: dict[TagKey, TagValue] = Field(default_factory=dict)
     """Tags on every AWS resource (provider default tags)."""
     state: StateConfig = Field(default_factory=StateConfig)
