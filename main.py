@@ -401,6 +401,7 @@ def command_hcl(config: PlatformConfig, args: argparse.Namespace) -> int:
 
 
 def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.cleanup import cleanup_preview, platform_objects
     from operate.cluster_access import ClusterAccessError
     from operate.layers import Operator, select_layers
     from operate.preflight import deploy_preflight
@@ -454,6 +455,7 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
         confirm_data=confirm_data,
     )
     operator.cleanup = lambda layer: cleanup_profile_cluster(config, operator, outdir / "kubeconfig", layer)
+    operator.cleanup_preview = lambda layer: cleanup_preview(platform_objects(config, layer, operator.stack(layer)))
     operator.settle = lambda layer: settle_profile_cluster(config, operator, outdir / "kubeconfig", layer)
     operator.preflight = deploy_preflight(
         config,

@@ -201,6 +201,7 @@ class Operator:
         log: Callable[[str], None] = print,
         confirm: Callable[[str], bool] = lambda _: True,
         cleanup: Callable[[str], object] = lambda _: None,
+        cleanup_preview: Callable[[str], list[str]] = lambda _: [],
         settle: Callable[[str], object] = lambda _: None,
         heartbeat_seconds: float = 30,
         preflight: Callable[[list[str]], list[str]] = lambda _: [],
@@ -216,6 +217,7 @@ class Operator:
         self.log = log
         self.confirm = confirm
         self.cleanup = cleanup
+        self.cleanup_preview = cleanup_preview
         self.settle = settle
         self.preflight = preflight
         self.delete_data = delete_data
@@ -417,7 +419,15 @@ class Operator:
     def _apply(self, action: Action, layer: str) -> tuple[bool, str]:
         """Apply the saved plan once `confirm` approves it."""
         verb = "Destroy" if action == "destroy" else "Apply"
-        if not self.confirm(f"{verb} these changes to the {layer} layer?"):
+        question = f"{verb} these changes to the {layer} layer?"
+        preview = self.cleanup_preview(layer) if action == "destroy" and layer in KUBERNETES_LAYERS else []
+        if preview:  # what the approval also lets the clean-up delete, outside Terraform's plan
+            question = (
+                f"Before Terraform destroys the {layer} layer, its clean-up deletes in the cluster:\n"
+                + "".join(f"  - {line}\n" for line in preview)
+                + f"Destroy these changes to the {layer} layer, and clean up first?"
+            )
+        if not self.confirm(question):
             lifted = (
                 f" (its data's protection was lifted: make deploy LAYER={layer} restores it)"
                 if action == "destroy" and (self.stacks_dir / layer / PROTECTION_OVERRIDE).exists()
