@@ -152,6 +152,7 @@ def test_the_hcl_export_refuses_and_removes_what_the_renderer_would_not_keep_as_
     """The export checks every layer's configuration before it repairs or formats anything, and
     leaves no HCL behind when a string would end its heredoc (exit status 2, naming the string)."""
     import argparse
+    import os
 
     import main
     from profiles import load_profile
@@ -173,7 +174,9 @@ def test_the_hcl_export_refuses_and_removes_what_the_renderer_would_not_keep_as_
         return argparse.Namespace(**{layer: Stack(hostile if layer == "addons" else clean) for layer in LAYERS})
 
     monkeypatch.setattr(main, "synthesize_profile", synthesize)
-    monkeypatch.delenv("SYNTH_HCL_OUTPUT", raising=False)
+    # command_hcl sets SYNTH_HCL_OUTPUT for the jsii runtime it would start: undone after the test
+    # (setitem records the variable's absence; delenv of an absent one would record nothing).
+    monkeypatch.setitem(os.environ, "SYNTH_HCL_OUTPUT", os.environ.get("SYNTH_HCL_OUTPUT", ""))
     config = load_profile("gpu-validation")
     args = argparse.Namespace(outdir=str(tmp_path / "hcl"), profile="gpu-validation")
     assert main.command_hcl(config, args) == main.EXIT_USER_ERROR
