@@ -136,12 +136,17 @@ hcl: $(STAMP)  ## write the stacks as HCL (leaving cdktf)
 	$(PY) main.py hcl --profile $(PROFILE)
 
 # deploy and destroy show each layer's plan and ask; AUTO_APPROVE=1 on the make command line approves
-# (needed without a terminal). An AUTO_APPROVE exported in the shell approves nothing.
-APPROVE = $(if $(and $(filter command line,$(origin AUTO_APPROVE)),$(filter 1 true,$(AUTO_APPROVE))),--yes)
+# (needed without a terminal). An AUTO_APPROVE exported in the shell approves nothing, and neither
+# does one in an exported MAKEFLAGS or GNUMAKEFLAGS: make gives those the origin "command line"
+# too, so the approval must also be a word of this make's own command line (its parent's argv,
+# from /proc or ps: the shell of $(shell) is make's child). Without either, nothing is approved.
+MAKE_COMMAND_LINE := $(shell { tr '\0' '\n' < /proc/$$PPID/cmdline || ps -o args= -p $$PPID; } 2>/dev/null)
+typed = $(and $(filter command line,$(origin $(1))),$(filter $(1)=%,$(MAKE_COMMAND_LINE)))
+APPROVE = $(if $(and $(call typed,AUTO_APPROVE),$(filter 1 true,$(AUTO_APPROVE))),--yes)
 # SKIP_QUOTA_CHECK=1: deploy even when the account's quotas or reservations cannot be read (warned).
 # DELETE_DATA=1 asks you to type the profile name, which AUTO_APPROVE does not answer; in CI,
 # CONFIRM_DELETE_DATA=<profile name> on the make command line confirms it (warned).
-CONFIRM_DATA = $(if $(and $(filter command line,$(origin CONFIRM_DELETE_DATA)),$(CONFIRM_DELETE_DATA)),--confirm-delete-data='$(CONFIRM_DELETE_DATA)')
+CONFIRM_DATA = $(if $(and $(call typed,CONFIRM_DELETE_DATA),$(CONFIRM_DELETE_DATA)),--confirm-delete-data='$(CONFIRM_DELETE_DATA)')
 plan deploy destroy: $(STAMP)  ## plan / deploy / destroy LAYER of PROFILE, plans shown (DELETE_DATA=1: with the data)
 	$(PY) main.py $@ --profile $(PROFILE) --layer $(LAYER) $(APPROVE) \
 		$(if $(and $(filter deploy,$@),$(filter 1 true,$(SKIP_QUOTA_CHECK))),--skip-quota-check) \

@@ -40,6 +40,7 @@ from profiles.schema import SCHEMA_PATH, profile_schema
 if TYPE_CHECKING:
     from operate.kubectl import Kubectl
     from operate.layers import Operator
+    from stacks.platform import Platform
 
 EXIT_USER_ERROR = 2
 PROJECT_ROOT = Path(__file__).resolve().parent
@@ -314,7 +315,7 @@ def write_schema() -> int:
     return 0
 
 
-def synthesize_profile(config: PlatformConfig, outdir: Path) -> None:
+def synthesize_profile(config: PlatformConfig, outdir: Path) -> Platform:
     """Load the bindings (once per process) and synthesize every layer into `outdir`."""
     import toolchain
 
@@ -323,7 +324,7 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> None:
     from profiles.quotas import node_count_warnings
     from stacks.platform import capacity_block_warnings, local_state_warnings, synthesize
 
-    synthesize(config, str(outdir), state_dir=STATE_ROOT / config.name)
+    platform = synthesize(config, str(outdir), state_dir=STATE_ROOT / config.name)
     warnings = [
         *local_state_warnings(config),
         *capacity_block_warnings(config, datetime.now(UTC)),
@@ -332,6 +333,7 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> None:
     ]
     for warning in warnings:
         print(warning, file=sys.stderr)
+    return platform
 
 
 def print_synthesized(config: PlatformConfig, args: argparse.Namespace, file_name: str) -> None:
@@ -365,14 +367,27 @@ def command_diagram(config: PlatformConfig, args: argparse.Namespace) -> int:
 
 
 def command_hcl(config: PlatformConfig, args: argparse.Namespace) -> int:
-    from operate.hcl import repair_cdktf_hcl
+    from operate.hcl import hcl_hazards, repair_cdktf_hcl
     from stacks import LAYERS
 
     # cdktf renders HCL when its (Node) process starts with this set: before any binding loads.
     os.environ["SYNTH_HCL_OUTPUT"] = "true"
     outdir = Path(args.outdir) / "hcl" if args.outdir == str(OUTPUT_ROOT / config.name) else Path(args.outdir)
     args.outdir = str(outdir)
-    synthesize_profile(config, outdir)
+    platform = synthesize_profile(config, outdir)
+    # cdktf's renderer writes strings as they are: refuse (and remove) an export in which one would
+    # not stay a string of data (operate/hcl.py), rather than leave HCL that runs text as code.
+    hazards = [(layer, hazard) for layer in LAYERS for hazard in hcl_hazards(getattr(platform, layer).to_terraform())]
+    if hazards:
+        for layer in LAYERS:
+            (outdir / "stacks" / layer / "cdk.tf").unlink(missing_ok=True)
+        lines = [f"  - {layer}: {hazard.render()}" for layer, hazard in hazards]
+        print(
+            "the HCL export refuses to write these strings, which cdktf's HCL renderer would not keep as data "
+            "(nothing was written):\n" + "\n".join(lines),
+            file=sys.stderr,
+        )
+        return EXIT_USER_ERROR
     for layer in LAYERS:
         path = outdir / "stacks" / layer / "cdk.tf"
         path.write_text(repair_cdktf_hcl(path.read_text()))
@@ -388,6 +403,7 @@ def command_hcl(config: PlatformConfig, args: argparse.Namespace) -> int:
 
 
 def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.cleanup import cleanup_preview, platform_objects
     from operate.cluster_access import ClusterAccessError
     from operate.layers import Operator, select_layers
     from operate.preflight import deploy_preflight
@@ -416,6 +432,13 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
             f"warning: --confirm-delete-data={confirmed}: the protected data of {config.name} (buckets, file "
             "system, database) is deleted without asking you to type its name; each layer's data is listed first."
         )
+    from operate import cluster_access
+    from operate.account import account_refusal
+
+    wrong_account = account_refusal(config, args.command, cluster_access.run_aws)  # before Terraform runs
+    if wrong_account:
+        tell(wrong_account.message)
+        return EXIT_USER_ERROR if wrong_account.user_error else 1
     outdir = Path(args.outdir)
     synthesize_profile(config, outdir)
 
@@ -434,6 +457,7 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
         confirm_data=confirm_data,
     )
     operator.cleanup = lambda layer: cleanup_profile_cluster(config, operator, outdir / "kubeconfig", layer)
+    operator.cleanup_preview = lambda layer: cleanup_preview(platform_objects(config, layer, operator.stack(layer)))
     operator.settle = lambda layer: settle_profile_cluster(config, operator, outdir / "kubeconfig", layer)
     operator.preflight = deploy_preflight(
         config,

@@ -405,6 +405,32 @@ def _dynamic_claims(run: Kubectl, owned: PlatformObjects) -> list[dict[str, Any]
     ]
 
 
+def cleanup_preview(owned: PlatformObjects) -> list[str]:
+    """What pre_destroy_cleanup deletes for the layer, step by step, in words the destroy question
+    shows before anything is approved (nothing is read from the cluster to say it)."""
+    namespaces = ", ".join(owned.namespaces)
+    lines = []
+    if owned.cluster_queues:
+        lines.append(
+            f"the tenants' ClusterQueues ({', '.join(owned.cluster_queues)}) stop admitting and evict their jobs"
+        )
+    if owned.terraform_claims:
+        claims = ", ".join(f"{namespace}/{name}" for namespace, name in owned.terraform_claims)
+        lines.append(f"every workload whose pods mount {claims} is deleted (its running jobs stop)")
+    if owned.node_pools:
+        lines.append(
+            f"the Karpenter NodePools {', '.join(owned.node_pools)} and every node they launched (their "
+            "NodeClaims: each drained, then its EC2 instance terminated)"
+        )
+    if owned.namespaces:
+        lines.append(f"every LoadBalancer Service in {namespaces}, and with it its AWS load balancer")
+        lines.append(
+            f"every PersistentVolumeClaim a storage class provisioned in {namespaces}, and with it its volume "
+            "(EBS): the data on it is lost"
+        )
+    return lines
+
+
 def pre_destroy_cleanup(
     run: Kubectl, owned: PlatformObjects, log: Callable[[str], None] = print, waiter: Waiter | None = None
 ) -> list[str]:

@@ -8,6 +8,13 @@ cdktf (archived upstream) renders three constructs this platform uses as invalid
   deprecation warning.
 All three are fixed textually here; the result is checked with `terraform validate` in the tests.
 
+The renderer escapes nothing else: a string is written between quotes as it is (only a double quote
+not after a backslash gets one), a map key likewise, and a string with a line break becomes a
+`<<EOF` heredoc whatever its lines read. Text of that kind could end a string or the heredoc and
+go on as HCL, so `hcl_hazards` finds every such string in a stack's JSON, and the export refuses
+to write one (main.py hcl). Profile text never gets there (profiles/models.py refuses quotes,
+backslashes and line breaks in it); the check covers what the stacks compose around it.
+
 One change goes beyond repair: policy documents (IAM, trust, key, bucket, queue) become
 `jsonencode({...})` expressions instead of escaped JSON strings, as a team writing HCL would keep
 them; policy scanners (checkov) evaluate those and not the strings.
@@ -17,8 +24,55 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from components.expressions import template_segments
+
+# cdktf's renderer opens every heredoc as `<<EOF`; HCL ends it at the first line that reads EOF,
+# with spaces or tabs around it or not (terraform 1.11 closes it at an indented `   EOF` too).
+HEREDOC_MARKER = "EOF"
+_LINE_BREAK = re.compile(r"\r\n|[\n\r]")  # how the renderer splits a string into heredoc lines
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """A string of a stack that cdktf's HCL renderer would not write as the data it is."""
+
+    where: str
+    value: str
+    why: str
+
+    def render(self) -> str:
+        shown = self.value if len(self.value) <= 80 else self.value[:77] + "..."
+        return f"{self.where}: {self.why} (got {shown!r}; allowed: text the renderer writes as it is)"
+
+
+def hcl_hazards(document: Any, path: tuple[str, ...] = ()) -> Iterator[Hazard]:
+    """Every string (value or map key) of a synthesized stack that would not stay one string of
+    data in cdktf's HCL: a line reading EOF in a multi-line string (the heredoc would end there
+    and its next lines be HCL), a quote, backslash or line break in a map key (written between
+    quotes as it is). Values' quotes and backslashes the renderer escapes or not by attribute
+    kind; profile text holds neither (profiles/models.py UNSAFE_CHARACTERS)."""
+    where = ".".join(path) or "<stack>"
+    if isinstance(document, str):
+        lines = _LINE_BREAK.split(document)
+        if len(lines) > 1 and any(line.strip(" \t") == HEREDOC_MARKER for line in lines):
+            yield Hazard(where, document, f"a line reading {HEREDOC_MARKER} would end the HCL heredoc early")
+    elif isinstance(document, dict):
+        for key, value in document.items():
+            if key == "//":  # cdktf's metadata: not rendered
+                continue
+            if any(char in key for char in '"\\\n\r'):
+                yield Hazard(
+                    f"{where}[{key!r}]", key, "a quote, backslash or line break in a map key is written unescaped"
+                )
+            yield from hcl_hazards(value, (*path, str(key)))
+    elif isinstance(document, list):
+        for index, value in enumerate(document):
+            yield from hcl_hazards(value, (*path, str(index)))
+
 
 # An attribute, or a map entry whose key is quoted (a ConfigMap's "name.json" = "...").
 _ATTRIBUTE = re.compile(r'^(\s*(?:[A-Za-z_][\w-]*|"[^"]+") = )"(.*)"\s*$')

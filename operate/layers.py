@@ -46,6 +46,8 @@ class TeardownStuck(RuntimeError):
 
 Action = Literal["plan", "deploy", "destroy"]
 PLAN_FILE = "tfplan"
+# Files Terraform writes hold secrets (state, backups, saved plans): created owner-only.
+TERRAFORM_UMASK = 0o077
 # Written only by a destroy with delete_data, in the synthesized folder (the next synth removes it).
 PROTECTION_OVERRIDE = "zz_delete_data_override.tf.json"
 # Resources whose destruction deletes data (the destroy preview names them).
@@ -210,6 +212,7 @@ class Operator:
         log: Callable[[str], None] = print,
         confirm: Callable[[str], bool] = lambda _: True,
         cleanup: Callable[[str], object] = lambda _: None,
+        cleanup_preview: Callable[[str], list[str]] = lambda _: [],
         settle: Callable[[str], object] = lambda _: None,
         heartbeat_seconds: float = 30,
         preflight: Callable[[list[str]], list[str]] = lambda _: [],
@@ -225,6 +228,7 @@ class Operator:
         self.log = log
         self.confirm = confirm
         self.cleanup = cleanup
+        self.cleanup_preview = cleanup_preview
         self.settle = settle
         self.preflight = preflight
         self.delete_data = delete_data
@@ -246,8 +250,11 @@ class Operator:
         Raises ToolMissing when there is no Terraform to run."""
         command = [require_tool(self.terraform, self.env.get("PATH")), f"-chdir={folder}", *args, "-no-color"]
         started = time.monotonic()
+        # umask 077: every file Terraform creates (a local state and its .backup, the saved plan,
+        # .terraform/) is its owner's only from the first write. Terraform keeps an existing
+        # file's mode when it rewrites it; the state folder's claim tightens those (state_claim.py).
         with subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env, umask=TERRAFORM_UMASK
         ) as process:
             while True:
                 try:
@@ -426,7 +433,15 @@ class Operator:
     def _apply(self, action: Action, layer: str) -> tuple[bool, str]:
         """Apply the saved plan once `confirm` approves it."""
         verb = "Destroy" if action == "destroy" else "Apply"
-        if not self.confirm(f"{verb} these changes to the {layer} layer?"):
+        question = f"{verb} these changes to the {layer} layer?"
+        preview = self.cleanup_preview(layer) if action == "destroy" and layer in KUBERNETES_LAYERS else []
+        if preview:  # what the approval also lets the clean-up delete, outside Terraform's plan
+            question = (
+                f"Before Terraform destroys the {layer} layer, its clean-up deletes in the cluster:\n"
+                + "".join(f"  - {line}\n" for line in preview)
+                + f"Destroy these changes to the {layer} layer, and clean up first?"
+            )
+        if not self.confirm(question):
             lifted = (
                 f" (its data's protection was lifted: make deploy LAYER={layer} restores it)"
                 if action == "destroy" and (self.stacks_dir / layer / PROTECTION_OVERRIDE).exists()

@@ -39,12 +39,19 @@ def _clash(name: str, identity: str, owner: str, where: str) -> str:
 
 
 def claim_local(state_dir: Path, name: str, identity: str) -> str | None:
-    """Claim state/<name>/ for `identity`; the reason it cannot, or None."""
+    """Claim state/<name>/ for `identity`; the reason it cannot, or None. The folder is its owner's
+    only (0700) and so is every file in it (0600): the states and their backups hold the layers'
+    secrets. A folder or file left group- or world-readable by an older version is tightened."""
     marker = state_dir / LOCAL_MARKER
     if marker.is_file() and not _same_profile(owner := marker.read_text().strip(), identity):
         return _clash(name, identity, owner, str(marker))
-    state_dir.mkdir(parents=True, exist_ok=True)
+    state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    state_dir.chmod(0o700)  # mkdir's mode is masked by the umask, and an existing folder keeps its own
+    for path in state_dir.iterdir():
+        if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o077:
+            path.chmod(0o600)
     marker.write_text(identity + "\n")
+    marker.chmod(0o600)
     return None
 
 

@@ -8,7 +8,7 @@ import ipaddress
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import InitErrorDetails
 
 
@@ -90,6 +90,19 @@ LabelKey = Annotated[
 LabelValue = Annotated[str, Field(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")]
 # An IPv4 CIDR block, e.g. 10.0.0.0/16 (checked by check_cidr where used).
 Cidr = str
+
+
+def _quoted_account_id(value: object) -> object:
+    if isinstance(value, int) and not isinstance(value, bool):
+        raise ValueError(
+            f"write the account ID in quotes ('{value:012d}'): YAML reads an unquoted one as a number, "
+            "and a number drops an ID's leading zeros"
+        )
+    return value
+
+
+# A 12-digit AWS account ID, in ASCII digits only (\d would admit other scripts' digits).
+AccountId = Annotated[str, BeforeValidator(_quoted_account_id), Field(pattern=r"^[0-9]{12}$")]
 IamPrincipalArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")]
 SecurityGroupId = Annotated[str, Field(pattern=r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")]
 
@@ -175,6 +188,7 @@ PATTERN_WORDS: dict[str, str] = {
     r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$": "an IAM role or user ARN, "
     "e.g. arn:aws:iam::123456789012:role/admins",
     r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$": "a security group ID, e.g. sg-0123456789abcdef0",
+    r"^[0-9]{12}$": "an AWS account ID: 12 digits, in quotes, e.g. '123456789012'",
     r"^\d+\.\d+\.\d+-\d{8}$": "an EKS AMI release version, e.g. 1.34.2-20251120",
     r"^[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*$": "/-separated names of letters, digits and "
     "_.-, none starting with a dot, e.g. platform/state",

@@ -81,15 +81,44 @@ def resolve(name_or_path: str) -> Path:
     return shipped
 
 
+# The YAML core schema's types (YAML 1.2): all a profile holds. Every other tag is refused, written
+# (`!!binary`, `!!set`, `!!timestamp`, `!!python/...`, a custom `!foo`) or implied (a `<<` merge key).
+CORE_TAGS = {f"tag:yaml.org,2002:{kind}" for kind in ("str", "int", "float", "bool", "null", "seq", "map")}
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+
+class RefusedYaml(yaml.MarkedYAMLError):
+    """Valid YAML that a profile never holds; `problem` says what and how to write it instead."""
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org,2002:") else tag
+
+
 class _ProfileLoader(yaml.SafeLoader):
     """yaml.SafeLoader that refuses what a profile never needs and a hostile file could use:
-    duplicate keys (YAML would keep the last silently), deep nesting, and alias expansion
-    beyond a small number of nodes (an alias bomb)."""
+    duplicate keys (YAML would keep the last silently), deep nesting, alias expansion beyond a
+    small number of nodes (an alias bomb), and every tag outside YAML's core schema. The last
+    makes a profile plain data by construction: text, numbers, true/false, null, lists and
+    mappings, the only values the template check and the field types see. A `!!binary` or
+    `!!set` value would otherwise reach pydantic as bytes or a set, around that check. Unquoted
+    dates and times stay text (YAML 1.1 would make them datetimes); a field that takes a time
+    parses the text itself."""
 
     def __init__(self, stream: str):
         super().__init__(stream)
         self._depth = 0
         self._nodes = 0
+        self._root: yaml.Node | None = None
+
+    def construct_document(self, node: Any) -> Any:
+        self._root = node
+        return super().construct_document(node)
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        if node.tag not in CORE_TAGS:
+            raise RefusedYaml(None, None, _refusal(node, _path_to(self._root, node)), node.start_mark)
+        return super().construct_object(node, deep=deep)
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         self._depth += 1
@@ -115,6 +144,60 @@ class _ProfileLoader(yaml.SafeLoader):
             if isinstance(key, (str, int, float, bool)):
                 seen[key] = line
         return super().construct_mapping(node, deep=deep)
+
+
+def _refusal(node: yaml.Node, path: str) -> str:
+    """`field.path: message (got value; allowed: ...)` for a node of a type a profile never holds."""
+    where = f"line {node.start_mark.line + 1}, column {node.start_mark.column + 1}"
+    shown = (
+        _show(node.value)
+        if isinstance(node, yaml.ScalarNode)
+        else "a list"
+        if isinstance(node, yaml.SequenceNode)
+        else "a mapping"
+    )
+    if node.tag == "tag:yaml.org,2002:merge":
+        message, got, allowed = "a YAML merge key is not allowed in a profile", "<<", "the settings written out"
+    elif node.tag == "tag:yaml.org,2002:value":
+        message, got, allowed = "a lone = is YAML's value key, not text", shown, f"quoted text ('{node.value}')"
+    else:
+        message, got = (
+            f"the YAML tag {_short_tag(node.tag)} is not allowed in a profile",
+            f"{_short_tag(node.tag)} {shown}",
+        )
+        allowed = (
+            "text, numbers, true/false, null, lists and mappings, untagged or with one of YAML's core tags "
+            "(!!str, !!int, !!float, !!bool, !!null, !!seq, !!map); quote a text value"
+        )
+    return f"{path or '<profile>'}: {message}, on {where} (got {got}; allowed: {allowed})"
+
+
+def _path_to(root: yaml.Node | None, target: yaml.Node) -> str:
+    """The dotted settings path of `target` under `root` ('' when it is the root or not found): the
+    field a refused node stands at, to name next to its line."""
+    stack: list[tuple[yaml.Node, tuple[str, ...]]] = [(root, ())] if root is not None else []
+    seen: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return ".".join(path)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                name = str(key.value) if isinstance(key, yaml.ScalarNode) else "<key>"
+                stack += [(key, (*path, name)), (value, (*path, name))]
+        elif isinstance(node, yaml.SequenceNode):
+            stack += [(item, (*path, str(index))) for index, item in enumerate(node.value)]
+    return ""
+
+
+# SafeLoader's implicit resolvers without the timestamp one (a copy: the class attribute is shared).
+_ProfileLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 def _count_alias_expansion(document: Any, budget: int = MAX_NODES) -> None:
@@ -151,6 +234,8 @@ def parse_profile_text(raw: bytes, source: str) -> dict[str, Any]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        if isinstance(exc, RefusedYaml):  # the message names the field and the line itself
+            raise ProfileError(source, [str(exc.problem)]) from None
         raise ProfileError(source, [f"not valid YAML: {where}{exc.problem or exc.context}"]) from None
     except (yaml.YAMLError, RecursionError) as exc:
         message = str(exc) if isinstance(exc, yaml.YAMLError) else f"nested deeper than {MAX_DEPTH} levels"

@@ -15,6 +15,7 @@ them and are reported together.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
 
 from pydantic import Field, model_validator
@@ -23,7 +24,7 @@ from addons import gpu_operator, jupyterhub, karpenter, kueue, mlflow, trainer
 from addons.catalog import ADDON_NAMESPACES, DEFINITIONS
 from profiles.addons import AddonsConfig
 from profiles.aws_facts import zones
-from profiles.base import FieldProblem, Name, Region, Strict, TagKey, TagValue, quantity_value, raise_all
+from profiles.base import AccountId, FieldProblem, Name, Region, Strict, TagKey, TagValue, quantity_value, raise_all
 from profiles.build import BuildConfig
 from profiles.catalog import CATALOG
 from profiles.cluster import ClusterConfig, is_zone_id
@@ -41,11 +42,37 @@ PLATFORM_NAMESPACES = (*ADDON_NAMESPACES, VALIDATION_NAMESPACE)
 
 
 TEMPLATE_SEQUENCES = ("${", "%{")
+# Characters no profile text needs, and that the outputs cannot all carry as data: the HCL export
+# (cdktf's renderer, main.py hcl) writes strings without escaping them, so a double quote or a
+# backslash could end a string there, and a line break a heredoc; control and invisible format
+# characters (NUL, escapes, bidirectional overrides) and Unicode's line and paragraph separators
+# never belong in a name, an ARN, a URL or an image reference either.
+UNSAFE_CHARACTERS = '"\\'
+UNSAFE_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")
+# The types YAML's core schema constructs (profiles/loader.py refuses every other tag); a tuple
+# stands for a list when a caller builds the document in Python.
+PLAIN_TYPES = (str, int, float, bool, type(None), dict, list, tuple)
 
 
-def template_sequences(value: object, path: tuple[str | int, ...]) -> Iterator[FieldProblem]:
-    """A problem for every string (key or value) under `value` that holds `${` or `%{`."""
-    if isinstance(value, str):
+def _unsafe_character(text: str) -> str | None:
+    for char in text:
+        if char in UNSAFE_CHARACTERS or unicodedata.category(char) in UNSAFE_CATEGORIES:
+            return char
+    return None
+
+
+def text_problems(value: object, path: tuple[str | int, ...]) -> Iterator[FieldProblem]:
+    """A problem for every value under `value` (keys included, at every depth) that is not plain
+    data: a type outside YAML's core schema, a string with a Terraform template sequence (`${`,
+    `%{`) or with a character no profile text may hold (UNSAFE_CHARACTERS, UNSAFE_CATEGORIES)."""
+    if not isinstance(value, PLAIN_TYPES):
+        yield FieldProblem(
+            path,
+            value,
+            f"a {type(value).__name__} is not profile data",
+            allowed="text, numbers, true/false, null, lists and mappings",
+        )
+    elif isinstance(value, str):
         if any(sequence in value for sequence in TEMPLATE_SEQUENCES):
             yield FieldProblem(
                 path,
@@ -53,13 +80,21 @@ def template_sequences(value: object, path: tuple[str | int, ...]) -> Iterator[F
                 "a Terraform template sequence (${ or %{) is never allowed in a profile",
                 allowed="the same text without ${ and %{",
             )
+        elif (char := _unsafe_character(value)) is not None:
+            name = " ".join(filter(None, (f"U+{ord(char):04X}", unicodedata.name(char, ""))))
+            yield FieldProblem(
+                path,
+                value,
+                f"the character {name} ({char!r}) is never allowed in a profile's text",
+                allowed="printable text without double quotes, backslashes, line breaks or control characters",
+            )
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield from template_sequences(key, (*path, str(key)))
-            yield from template_sequences(item, (*path, str(key)))
+            yield from text_problems(key, (*path, str(key)))
+            yield from text_problems(item, (*path, str(key)))
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            yield from template_sequences(item, (*path, index))
+            yield from text_problems(item, (*path, index))
 
 
 def karpenter_gpu_pool(config: PlatformConfig) -> bool:
@@ -107,6 +142,10 @@ class PlatformConfig(Strict):
     """Cluster name and prefix of every resource name."""
     region: Region
     """The AWS region every layer deploys to, e.g. us-east-1."""
+    account_id: AccountId | None = None
+    """The AWS account the profile deploys to, e.g. '123456789012' (in quotes). Set, every layer's
+    AWS provider takes no other account's credentials (allowed_account_ids), and plan, deploy and
+    destroy stop before Terraform runs when the credentials are another account's. Unset: any."""
     tags: dict[TagKey, TagValue] = Field(default_factory=dict)
     """Tags on every AWS resource (provider default tags)."""
     state: StateConfig = Field(default_factory=StateConfig)
@@ -127,9 +166,10 @@ class PlatformConfig(Strict):
     def _no_terraform_templates(cls, document: object) -> object:
         """No text of a profile may become a Terraform expression: a `${` or `%{` in any string
         (a name, a URL, a user list) would be evaluated by `terraform plan` on the planning
-        machine, which could read its files and environment. Refused here for every field, before
-        any field's own checks."""
-        raise_all(list(template_sequences(document, ())), title="PlatformConfig")
+        machine, which could read its files and environment; a quote or a line break could end a
+        string or a heredoc of the HCL export. Refused here for every value at every depth, keys
+        included, before any field's own checks (and before pydantic turns bytes into text)."""
+        raise_all(list(text_problems(document, ())), title="PlatformConfig")
         return document
 
     @model_validator(mode="after")

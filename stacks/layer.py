@@ -60,10 +60,13 @@ class LayerStack(TerraformStack):
 
     def use_aws_provider(self) -> AwsProvider:
         tags = {"platform": self.config.name, "layer": self.layer, **self.config.tags}
+        account = self.config.account_id
         return AwsProvider(
             self,
             "aws",
             region=self.config.region,
+            # The provider refuses credentials of any other account before it plans anything.
+            allowed_account_ids=[account] if account else None,
             default_tags=[AwsProviderDefaultTags(tags=tags)],
         )
 

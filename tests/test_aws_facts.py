@@ -51,11 +51,10 @@ def test_zone_ids_are_accepted_and_kept_as_the_profile_names_them():
 def test_a_zone_named_the_other_way_is_told_which_way_to_name_it():
     """The VPC names its zones by ID; a reservation's zone given by name (or a Local Zone's ID)
     is refused with the form to use and the zone that would do."""
-    import yaml
-
+    from profiles.loader import parse_profile_text
     from tests.cases import FIXTURE_PROFILES
 
-    block = yaml.safe_load((FIXTURE_PROFILES / "capacity-block.yaml").read_text())
+    block = parse_profile_text((FIXTURE_PROFILES / "capacity-block.yaml").read_bytes(), "capacity-block")
     block["cluster"]["gpu_node_groups"][0]["capacity"]["availability_zone"] = "us-east-1b"
     assert_reported(
         block,

@@ -431,13 +431,12 @@ def test_a_capacity_block_past_its_drain_warns_and_schedules_nothing_new(tmp_pat
     import copy
     from datetime import UTC, datetime
 
-    import yaml
-
     from profiles import validate_profile
+    from profiles.loader import parse_profile_text
     from stacks.platform import capacity_block_warnings, synthesize
     from tests.cases import FIXTURE_PROFILES
 
-    doc = yaml.safe_load((FIXTURE_PROFILES / "capacity-block.yaml").read_text())
+    doc = parse_profile_text((FIXTURE_PROFILES / "capacity-block.yaml").read_bytes(), "capacity-block")
     past = copy.deepcopy(doc)
     past["cluster"]["gpu_node_groups"][0]["capacity"]["ends_at"] = "2020-01-01T00:00:00Z"
     config = validate_profile(past)

@@ -117,3 +117,73 @@ def test_hcl_state_paths_resolve_to_the_profiles_state(hcl_exported, synthesized
             flags=re.DOTALL,
         ):
             assert (folder / path).resolve() == state / f"{upstream}.tfstate", (layer, upstream)
+
+
+def test_a_line_reading_eof_in_a_string_is_a_hazard_as_terraform_ends_the_heredoc_there(tmp_path):
+    """cdktf writes every multi-line string as `<<EOF ... EOF` whatever its lines say; Terraform
+    ends the heredoc at the first line reading EOF, indented or not, and reads the next lines as
+    HCL (a `data "external"` block, say). hcl_hazards finds each such string, and only those."""
+    import shutil
+    import subprocess
+
+    from operate.hcl import hcl_hazards
+
+    hostile = ["a\nEOF\nb", "a\n   EOF  \nb", "a\r\n\tEOF\r\nb", "a\rEOF"]
+    harmless = ["EOF", "a\nEOFX\nb", "a\n# EOF\nb", "a\nEOF;\nb", "one line with EOF in it"]
+    document = {"resource": {"t": {"n": {"v": hostile, "w": harmless, "m": {'k"ey': "x", "a\\b": "y", "ok": "z"}}}}}
+    found = {(hazard.where, hazard.value) for hazard in hcl_hazards(document)}
+    assert found == {
+        *((f"resource.t.n.v.{index}", value) for index, value in enumerate(hostile)),
+        ("resource.t.n.m['k\"ey']", 'k"ey'),
+        ("resource.t.n.m['a\\\\b']", "a\\b"),
+    }
+    assert list(hcl_hazards({"//": {"metadata": "a\nEOF\n"}})) == []  # cdktf does not render its metadata
+    if shutil.which("terraform") is None:
+        pytest.skip("no terraform on PATH to confirm where HCL ends a heredoc")
+    for value in hostile[:3]:
+        lines = value.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        (tmp_path / "main.tf").write_text("locals {\nx = <<EOF\n" + "\n".join(lines) + "\nEOF\n}\n")
+        parsed = subprocess.run(
+            ["terraform", "fmt", "-check", "-no-color", str(tmp_path)], capture_output=True, text=True
+        )
+        assert "Argument or block definition required" in parsed.stderr, (value, parsed.stderr)
+    (tmp_path / "main.tf").write_text("locals {\nx = <<EOF\n" + "\n".join(["a", "EOFX", "# EOF", "b"]) + "\nEOF\n}\n")
+    assert subprocess.run(["terraform", "fmt", "-no-color", str(tmp_path)], capture_output=True).returncode == 0
+
+
+def test_the_hcl_export_refuses_and_removes_what_the_renderer_would_not_keep_as_data(tmp_path, monkeypatch, capsys):
+    """The export checks every layer's configuration before it repairs or formats anything, and
+    leaves no HCL behind when a string would end its heredoc (exit status 2, naming the string)."""
+    import argparse
+    import os
+
+    import main
+    from profiles import load_profile
+    from stacks import LAYERS
+
+    class Stack:
+        def __init__(self, document):
+            self.document = document
+
+        def to_terraform(self):
+            return self.document
+
+    def synthesize(config, outdir):
+        for layer in LAYERS:
+            (outdir / "stacks" / layer).mkdir(parents=True, exist_ok=True)
+            (outdir / "stacks" / layer / "cdk.tf").write_text("terraform {\n}\n")
+        clean = {"resource": {"aws_s3_bucket": {"b": {"bucket": "x"}}}}
+        hostile = {"resource": {"helm_release": {"r": {"values": ['a: b\n  EOF\ndata "external" "x" {}\n']}}}}
+        return argparse.Namespace(**{layer: Stack(hostile if layer == "addons" else clean) for layer in LAYERS})
+
+    monkeypatch.setattr(main, "synthesize_profile", synthesize)
+    # command_hcl sets SYNTH_HCL_OUTPUT for the jsii runtime it would start: undone after the test
+    # (setitem records the variable's absence; delenv of an absent one would record nothing).
+    monkeypatch.setitem(os.environ, "SYNTH_HCL_OUTPUT", os.environ.get("SYNTH_HCL_OUTPUT", ""))
+    config = load_profile("gpu-validation")
+    args = argparse.Namespace(outdir=str(tmp_path / "hcl"), profile="gpu-validation")
+    assert main.command_hcl(config, args) == main.EXIT_USER_ERROR
+    assert not list((tmp_path / "hcl").rglob("cdk.tf"))
+    error = capsys.readouterr().err
+    assert "addons: resource.helm_release.r.values.0: a line reading EOF would end the HCL heredoc early" in error
+    assert "nothing was written" in error

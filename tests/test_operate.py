@@ -981,3 +981,40 @@ def test_a_wrong_name_or_no_delete_data_refuses_before_anything_runs(
     code = destroy_storage_with_main(tmp_path, fake_terraform, monkeypatch, *args, terminal=True)
     assert code == 2 and said in capsys.readouterr().err
     assert calls(tmp_path / "calls.log") == []
+
+
+def test_the_destroy_question_lists_what_the_clean_up_deletes(tmp_path, fake_terraform):
+    """Approving a Kubernetes layer's destroy also lets the clean-up delete what Terraform's plan
+    does not show (nodes, load balancers, volumes): the question names it first."""
+    from operate.cleanup import cleanup_preview
+
+    owned = {
+        "workloads": PlatformObjects(
+            namespaces=("ml-team", "gpu-validation"),
+            node_pools=("gpu", "cpu"),
+            cluster_queues=("ml-team",),
+            terraform_claims=(("ml-team", "fsx"),),
+        ),
+        "addons": platform_objects(load_profile("gpu-validation"), "addons"),
+    }
+    asked: list[str] = []
+    op, _ = operator(tmp_path, fake_terraform, confirm=lambda q: asked.append(q) or True)
+    op.cleanup_preview = lambda layer: cleanup_preview(owned[layer]) if layer in owned else []
+    op.run("destroy", select_layers("all"))
+    workloads, addons, *aws = asked
+    assert workloads.startswith("Before Terraform destroys the workloads layer, its clean-up deletes in the cluster:")
+    for words in (
+        "ClusterQueues (ml-team) stop admitting and evict their jobs",
+        "every workload whose pods mount ml-team/fsx is deleted",
+        "NodePools gpu, cpu and every node they launched",
+        "every LoadBalancer Service in ml-team, gpu-validation, and with it its AWS load balancer",
+        "every PersistentVolumeClaim a storage class provisioned in ml-team, gpu-validation, and with it its volume",
+    ):
+        assert (
+            f"  - the tenants' {words}" in workloads
+            or f"  - {words}" in workloads
+            or f"  - the Karpenter {words}" in workloads
+        ), words
+    assert workloads.endswith("Destroy these changes to the workloads layer, and clean up first?")
+    assert "monitoring" in addons and "NodePools" not in addons
+    assert aws == [f"Destroy these changes to the {layer} layer?" for layer in ("build", "storage", "cluster")]

@@ -329,7 +329,7 @@ BAD_INPUT = [
     ({"name": "xn--platform"}, "name", ["prefix or suffix S3 reserves"]),
     ({"name": "sthree-data"}, "name", ["prefix or suffix S3 reserves"]),
     ({"name": "a--b"}, "name", ["ECR repository name 'a--b/image' is not a valid name"]),
-    ({"name": "gpu\n"}, "name", ["not in the expected form", "starting with a letter"]),
+    ({"name": "gpu\n"}, "name", ["the character U+000A ('\\n') is never allowed", "without double quotes"]),
     ({"cluster__vpc__cidr": "10.0.0.0/8"}, "cluster.vpc.cidr", ["at most a /16"]),
     ({"cluster__vpc__cidr": "0.0.0.0/0"}, "cluster.vpc.cidr", ["at most a /16"]),
     ({"cluster__vpc__cidr": "52.94.0.0/16"}, "cluster.vpc.cidr", ["not a private address range", "allow_public_cidr"]),
@@ -1130,6 +1130,43 @@ def test_no_profile_string_can_become_a_terraform_expression(profile, path):
 def test_template_sequences_in_keys_are_refused_too():
     assert_reported(mutated(tags={"${x}": "v"}), "tags.${x}", ["Terraform template sequence"])
     assert len(TEMPLATE_CASES) > 100
+
+
+NOT_PLAIN = [
+    # Values the YAML loader no longer makes, given by a Python caller: each is refused where it
+    # stands, not turned into text (bytes) or a list (a set) after the template check has looked.
+    ({"name": b'${file("/etc/hostname")}'}, "name", "a bytes is not profile data"),
+    ({"tags": {"a": bytearray(b"${path.cwd}")}}, "tags.a", "a bytearray is not profile data"),
+    ({"cluster__admin_principal_arns": {"${path.cwd}"}}, "cluster.admin_principal_arns", "a set is not profile data"),
+    ({"cluster__vpc__availability_zones": frozenset({"x"})}, "cluster.vpc.availability_zones", "a frozenset is not"),
+    (
+        {"cluster__ami_release_version": __import__("datetime").date(2026, 1, 1)},
+        "cluster.ami_release_version",
+        "a date",
+    ),
+    # Template sequences and unsafe characters at any depth, in keys as in values.
+    ({"workloads": {"tenants": [{"name": "t", "editors": ["%{x}"]}]}}, "workloads.tenants.0.editors.0", "template"),
+    (
+        {"cluster": {"gpu_node_groups": [{"labels": {"%{ if true }": "x"}}]}},
+        "cluster.gpu_node_groups.0.labels.%{ if true }",
+        "template",
+    ),
+    ({"tags": {'a"b': "v"}}, 'tags.a"b', "U+0022 QUOTATION MARK"),
+    ({"tags": {"a": "x\\"}}, "tags.a", "U+005C REVERSE SOLIDUS"),
+    ({"tags": {"a": "x\x00y"}}, "tags.a", "U+0000"),
+    ({"tags": {"a": "x\ty"}}, "tags.a", "U+0009"),
+    ({"tags": {"a": "x\r"}}, "tags.a", "U+000D"),
+    ({"tags": {"a": "x\u0085y"}}, "tags.a", "U+0085"),
+    ({"tags": {"a": "x\u2028y"}}, "tags.a", "U+2028 LINE SEPARATOR"),
+    ({"tags": {"a": "x\u2029y"}}, "tags.a", "U+2029 PARAGRAPH SEPARATOR"),
+    ({"tags": {"a": "x\u202ey"}}, "tags.a", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+    ({"tags": {"a": "\ufeffx"}}, "tags.a", "U+FEFF ZERO WIDTH NO-BREAK SPACE"),
+]
+
+
+@pytest.mark.parametrize(("changes", "field", "words"), NOT_PLAIN, ids=[c[1] for c in NOT_PLAIN])
+def test_only_plain_text_numbers_lists_and_mappings_reach_the_fields(changes, field, words):
+    assert_reported(mutated(**changes), field, [words, "allowed: "])
 
 
 def test_profile_fields_are_documented_one_way():

@@ -67,3 +67,81 @@ def test_the_default_profiles_state_follows_its_file_rename(tmp_path):
     assert claim_local(state, "gpu-validation", "profiles/gpu-validation.yaml") is None
     assert (state / ".profile-source").read_text() == "profiles/gpu-validation.yaml\n"
     assert claim_local(state, "gpu-validation", "my/gpu-validation.yaml") is not None
+
+
+def _modes(folder: Path) -> dict[str, int]:
+    return {path.name: path.stat().st_mode & 0o777 for path in sorted(folder.iterdir())}
+
+
+def test_the_state_folder_is_owner_only_and_an_older_one_is_tightened(tmp_path):
+    import os
+
+    state = tmp_path / "state" / "team-a"
+    previous = os.umask(0o022)
+    try:
+        assert claim_local(state, "team-a", "my-profiles/team-a.yaml") is None
+        assert state.stat().st_mode & 0o777 == 0o700
+        assert _modes(state) == {".profile-source": 0o600}
+        # A folder and states an older version left readable to the group and the world.
+        state.chmod(0o755)
+        for name in ("cluster.tfstate", "cluster.tfstate.backup", ".terraform.tfstate.lock.info"):
+            (state / name).write_text("{}")
+            (state / name).chmod(0o644)
+        assert claim_local(state, "team-a", "my-profiles/team-a.yaml") is None
+    finally:
+        os.umask(previous)
+    assert state.stat().st_mode & 0o777 == 0o700
+    assert set(_modes(state).values()) == {0o600}
+
+
+def test_real_terraform_writes_state_and_its_backups_owner_only_from_the_first_write(tmp_path):
+    """Terraform writes <layer>.tfstate and <layer>.tfstate.backup with the process's umask (0644
+    under the usual 022) and keeps an existing file's mode: the Operator runs it under umask 077.
+    A configuration without providers (terraform_data), applied on a local backend, as the
+    product's deploy does: plan to a saved plan, apply it; twice, so Terraform writes a backup."""
+    import json
+    import os
+    import shutil
+
+    import pytest
+
+    from operate.layers import Operator
+
+    if shutil.which("terraform") is None:
+        pytest.skip("SKIPPING: terraform is not on PATH")
+    state = tmp_path / "state" / "p"
+    stacks = tmp_path / "out" / "stacks"
+    (stacks / "cluster").mkdir(parents=True)
+    assert claim_local(state, "p", "p.yaml") is None
+
+    def configure(value: str) -> None:
+        stack = {
+            "terraform": {"backend": {"local": {"path": "../../../state/p/cluster.tfstate"}}},
+            "resource": {"terraform_data": {"x": {"input": value}}},
+            "output": {"cluster_name": {"value": value}},
+        }
+        (stacks / "cluster" / "cdk.tf.json").write_text(json.dumps(stack))
+
+    env = {"TF_CLI_CONFIG_FILE": str(tmp_path / "none.rc")}
+    (tmp_path / "none.rc").write_text("")
+    previous = os.umask(0o022)
+    try:
+        operator = Operator(stacks, env=env, log=lambda _: None)
+        configure("a")
+        first = operator.terraform_in(stacks / "cluster", "init", "-input=false")
+        assert first.returncode == 0, first.stderr
+        applied = operator.terraform_in(stacks / "cluster", "apply", "-auto-approve", "-input=false")
+        assert applied.returncode == 0, applied.stderr
+        assert _modes(state) == {".profile-source": 0o600, "cluster.tfstate": 0o600}  # Terraform's own write
+        configure("b")
+        [result] = operator.run("deploy", ["cluster"])
+        assert result.ok, result.detail
+        configure("c")
+        [result] = operator.run("deploy", ["cluster"])
+        assert result.ok, result.detail
+    finally:
+        os.umask(previous)
+    assert _modes(state) == {".profile-source": 0o600, "cluster.tfstate": 0o600, "cluster.tfstate.backup": 0o600}
+    assert state.stat().st_mode & 0o777 == 0o700
+    assert (stacks / "cluster" / ".terraform").stat().st_mode & 0o777 == 0o700
+    assert json.loads((state / "cluster.tfstate").read_text())["outputs"]["cluster_name"]["value"] == "c"

@@ -103,6 +103,15 @@ def test_only_an_auto_approve_on_the_make_command_line_approves(tmp_path):
         return done.stdout
 
     assert "--yes" in dry_run("deploy", "AUTO_APPROVE=1")
+    assert "--yes" in dry_run("deploy", "AUTO_APPROVE=true", "LAYER=cluster")
     assert "--yes" not in dry_run("deploy", env={"AUTO_APPROVE": "1"})
+    # make takes a variable in an exported MAKEFLAGS (or GNUMAKEFLAGS) as one of its command line.
+    for flags in ("MAKEFLAGS", "GNUMAKEFLAGS"):
+        for value in ("AUTO_APPROVE=1", " -- AUTO_APPROVE=1", "s -- AUTO_APPROVE=true"):
+            assert "--yes" not in dry_run("deploy", env={flags: value}), (flags, value)
+            assert "--yes" not in dry_run("pause", env={flags: value}), (flags, value)
+    exported = {"MAKEFLAGS": "CONFIRM_DELETE_DATA=x AUTO_APPROVE=1"}
+    assert "--confirm-delete-data" not in dry_run("destroy", "DELETE_DATA=1", env=exported)
+    assert "--confirm-delete-data='x'" in dry_run("destroy", "DELETE_DATA=1", "CONFIRM_DELETE_DATA=x")
     assert "--yes" not in dry_run("destroy")
     assert "--delete-data" in dry_run("destroy", "DELETE_DATA=1") and "--delete-data" not in dry_run("deploy")

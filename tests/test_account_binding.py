@@ -1,0 +1,98 @@
+"""A profile bound to its account: `account_id` sets every layer's allowed_account_ids, and plan,
+deploy and destroy stop before Terraform runs when the credentials are another account's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from operate.account import account_refusal
+from profiles import validate_profile
+from tests.test_profiles import assert_reported, mutated
+
+ROOT = Path(__file__).resolve().parents[1]
+ACCOUNT = "012345678901"
+
+
+def aws_answering(account: str | None, calls: list[list[str]] | None = None):
+    def aws(args: list[str]) -> subprocess.CompletedProcess[str]:
+        if calls is not None:
+            calls.append(args)
+        if account is None:
+            return subprocess.CompletedProcess(args, 253, "", "Unable to locate credentials.")
+        return subprocess.CompletedProcess(args, 0, f"{account}\n", "")
+
+    return aws
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        (12345678901, ["write the account ID in quotes ('012345678901')", "leading zeros"]),
+        ("12345678901", ["not in the expected form", "12 digits"]),
+        ("1234567890123", ["not in the expected form"]),
+        ("١٢٣٤٥٦٧٨٩٠١٢", ["not in the expected form"]),  # Arabic-Indic digits, which \d admits
+        ("12345678901a", ["not in the expected form"]),
+    ],
+)
+def test_account_id_is_twelve_ascii_digits_in_quotes(value, words):
+    assert_reported(mutated(account_id=value), "account_id", words)
+
+
+def test_account_id_is_optional_and_kept_as_written():
+    assert validate_profile(mutated()).account_id is None
+    assert validate_profile(mutated(account_id=ACCOUNT)).account_id == ACCOUNT
+
+
+def test_credentials_of_another_account_are_refused_and_unreadable_ones_stop_too():
+    config = validate_profile(mutated(account_id=ACCOUNT))
+    calls: list[list[str]] = []
+    assert account_refusal(config, "plan", aws_answering(ACCOUNT, calls)) is None
+    assert calls == [["sts", "get-caller-identity", "--query", "Account", "--output", "text", "--region", "us-west-2"]]
+    other = account_refusal(config, "deploy", aws_answering("210987654321"))
+    assert other is not None and other.user_error
+    assert "account_id: the credentials belong to account 210987654321" in other.message
+    assert f"allowed: {ACCOUNT}" in other.message and other.message.startswith(f"Use credentials of account {ACCOUNT}")
+    unread = account_refusal(config, "plan", aws_answering(None))
+    assert unread is not None and not unread.user_error and "Unable to locate credentials" in unread.message
+    unbound = validate_profile(mutated())
+    assert account_refusal(unbound, "plan", aws_answering(None, calls)) is None and len(calls) == 1
+
+
+@pytest.mark.parametrize("command", ["plan", "deploy", "destroy"])
+def test_make_plan_deploy_destroy_exit_2_before_anything_is_synthesized(tmp_path, monkeypatch, capsys, command):
+    import main
+    from operate import cluster_access
+
+    if shutil.which("terraform") is None:
+        pytest.skip("SKIPPING: terraform is not on PATH (the commands require it first)")
+    document = yaml.safe_load((ROOT / "profiles" / "gpu-validation.yaml").read_text())
+    document |= {"name": "bound", "account_id": ACCOUNT}
+    profile = tmp_path / "bound.yaml"
+    profile.write_text(yaml.safe_dump(document))
+    monkeypatch.setattr(main, "STATE_ROOT", tmp_path / "state")
+    monkeypatch.setattr(cluster_access, "run_aws", aws_answering("210987654321"))
+
+    def never(*_):
+        raise AssertionError("synthesized (and so about to run Terraform) with another account's credentials")
+
+    monkeypatch.setattr(main, "synthesize_profile", never)
+    assert main.main([command, "--profile", str(profile), "--yes", "--outdir", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err
+    assert f"refusing to {command} bound" in error and "210987654321" in error
+
+
+def test_every_aws_provider_of_every_layer_allows_only_the_profiles_account(tmp_path):
+    from stacks import LAYERS
+    from stacks.platform import synthesize
+
+    synthesize(validate_profile(mutated(account_id=ACCOUNT)), str(tmp_path / "out"), state_dir=tmp_path / "state")
+    for layer in LAYERS:
+        stack = json.loads((tmp_path / "out" / "stacks" / layer / "cdk.tf.json").read_text())
+        providers = stack["provider"]["aws"]
+        assert providers and all(p["allowed_account_ids"] == [ACCOUNT] for p in providers), layer
