@@ -75,13 +75,13 @@ def test_make_plan_deploy_destroy_exit_2_before_anything_is_synthesized(tmp_path
     document |= {"name": "bound", "account_id": ACCOUNT}
     profile = tmp_path / "bound.yaml"
     profile.write_text(yaml.safe_dump(document))
-    monkeypatch.setattr(main, "STATE_ROOT", tmp_path / "state")
+    monkeypatch.setattr(main.common, "STATE_ROOT", tmp_path / "state")
     monkeypatch.setattr(cluster_access, "run_aws", aws_answering("210987654321"))
 
     def never(*_):
         raise AssertionError("synthesized (and so about to run Terraform) with another account's credentials")
 
-    monkeypatch.setattr(main, "synthesize_profile", never)
+    monkeypatch.setattr(main.common, "synthesize_profile", never)
     assert main.main([command, "--profile", str(profile), "--yes", "--outdir", str(tmp_path / "out")]) == 2
     error = capsys.readouterr().err
     assert f"refusing to {command} bound" in error and "210987654321" in error

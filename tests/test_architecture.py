@@ -1,6 +1,6 @@
 """The app's layering, read from its source with ast (no provider binding is loaded):
-main -> operate / manifests -> stacks -> add-on installers -> components -> profiles and add-on
-definitions, and no import cycles."""
+main -> cli (a module per command) -> operate / manifests -> stacks -> add-on installers ->
+components -> profiles and add-on definitions, and no import cycles; and no module grows long."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # Rank of each top-level package: a module may import its own rank or lower ones only.
-RANKS = {"profiles": 0, "toolchain": 0, "components": 1, "stacks": 2, "operate": 3, "manifests": 3, "main": 4}
+RANKS = {"profiles": 0, "toolchain": 0, "components": 1, "stacks": 2, "operate": 3, "manifests": 3, "cli": 4, "main": 5}
 # addons/ holds both sides of an add-on: its definition (binding-free, read by profiles/) and its
 # installer (built on components/, used by stacks/).
 ADDON_INSTALLERS_RANK = 1.5
@@ -34,7 +34,7 @@ def module_name(path: Path) -> str:
 
 def app_modules() -> dict[str, Path]:
     files = [ROOT / "main.py", ROOT / "toolchain.py"]
-    for package in ("profiles", "addons", "components", "stacks", "operate", "manifests"):
+    for package in ("profiles", "addons", "components", "stacks", "operate", "manifests", "cli"):
         files += sorted((ROOT / package).rglob("*.py"))
     return {module_name(path): path for path in files}
 
@@ -71,7 +71,8 @@ def rank(module: str) -> float:
 
 
 def test_the_walk_sees_the_whole_app() -> None:
-    assert {"profiles.models", "components.helm.release", "stacks.addons", "operate.layers", "main"} <= set(MODULES)
+    expected = {"profiles.models", "components.helm.release", "stacks.addons", "operate.layers", "main", "cli.common"}
+    assert expected <= set(MODULES)
     assert {"addons.catalog", "addons.registry", "addons.mlflow.install"} <= set(MODULES)
     assert "profiles.versions" in GRAPH["profiles.models"]
 
@@ -196,3 +197,32 @@ def test_the_tenancy_rule_is_written_once() -> None:
         if name != "profiles.tenancy"
     }
     assert {name: lines for name, lines in found.items() if lines} == {}
+
+
+# A module reads in one sitting at 400 lines. These are still over it, each at most its size when the
+# limit came in: they may shrink (lower the number, or drop the line when under 400), never grow.
+LONG_MODULES = {
+    "manifests.verify": 795,
+    "profiles.cluster": 600,
+    "manifests.render": 540,
+    "operate.layers": 608,
+    "operate.cleanup": 549,
+    "profiles.loader": 413,
+    "addons.monitoring.install": 509,
+    "profiles.models": 521,
+    "addons.mlflow.install": 401,
+}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_grows_past_400_lines(module: str) -> None:
+    lines = len(MODULES[module].read_text().splitlines())
+    ceiling = LONG_MODULES.get(module, 400)
+    assert lines <= ceiling, f"{module} has {lines} lines (at most {ceiling}): split it by what it does"
+
+
+def test_the_long_modules_list_only_shrinks() -> None:
+    for module, ceiling in LONG_MODULES.items():
+        lines = len(MODULES[module].read_text().splitlines())
+        assert lines > 400, f"{module} is {lines} lines: take it off LONG_MODULES"
+        assert ceiling - lines < 40, f"{module} is {lines} lines: lower its ceiling to {lines}"

@@ -176,13 +176,13 @@ def test_the_hcl_export_refuses_and_removes_what_the_renderer_would_not_keep_as_
         hostile = {"resource": {"helm_release": {"r": {"values": ['a: b\n  EOF\ndata "external" "x" {}\n']}}}}
         return argparse.Namespace(**{layer: Stack(hostile if layer == "addons" else clean) for layer in LAYERS})
 
-    monkeypatch.setattr(main, "synthesize_profile", synthesize)
+    monkeypatch.setattr(main.common, "synthesize_profile", synthesize)
     # command_hcl sets SYNTH_HCL_OUTPUT for the jsii runtime it would start: undone after the test
     # (setitem records the variable's absence; delenv of an absent one would record nothing).
     monkeypatch.setitem(os.environ, "SYNTH_HCL_OUTPUT", os.environ.get("SYNTH_HCL_OUTPUT", ""))
     config = load_profile("gpu-validation")
     args = argparse.Namespace(outdir=str(tmp_path / "hcl"), profile="gpu-validation")
-    assert main.command_hcl(config, args) == main.EXIT_USER_ERROR
+    assert main.synth.command_hcl(config, args) == main.EXIT_USER_ERROR
     assert not list((tmp_path / "hcl").rglob("cdk.tf"))
     error = capsys.readouterr().err
     assert "addons: resource.helm_release.r.values.0: a line reading EOF would end the HCL heredoc early" in error

@@ -411,7 +411,7 @@ def test_destroy_through_a_tunnel_cleans_up_and_destroys_through_the_forward(tmp
     config = load_profile("gpu-validation")
     op, log = operator(tmp_path, fake_terraform)
     op.env |= {"TF_VAR_api_tunnel": "https://localhost:8443", "FAKE_TF_ENDPOINT": TARGET.endpoint}
-    op.cleanup = lambda layer: main.cleanup_profile_cluster(config, op, tmp_path / "kubeconfig", layer)
+    op.cleanup = lambda layer: main.common.cleanup_profile_cluster(config, op, tmp_path / "kubeconfig", layer)
     (result,) = op.run("destroy", ["workloads"])
     assert result.ok, result.detail
     assert (cli.server, cli.tls_server_name) == ("https://localhost:8443", "ABC.gr7.us-west-2.eks.amazonaws.com")
@@ -514,7 +514,7 @@ def test_the_nccl_job_runs_the_image_the_build_layer_built(tmp_path, fake_terraf
 
         return aws
 
-    built = main.nccl_test_image(config, Built(), None, aws=ecr(True))
+    built = main.verify.nccl_test_image(config, Built(), None, aws=ecr(True))
     assert built == f"111122223333.dkr.ecr.us-west-2.amazonaws.com/x:{tag}"
     assert asked[-1] == [
         "ecr",
@@ -527,18 +527,18 @@ def test_the_nccl_job_runs_the_image_the_build_layer_built(tmp_path, fake_terraf
         f"imageTag={tag}",
     ]
     # Not pushed yet: the public image, and the user is told why.
-    assert main.nccl_test_image(config, Built(), None, aws=ecr(False)) == NCCL_TESTS_IMAGE
+    assert main.verify.nccl_test_image(config, Built(), None, aws=ecr(False)) == NCCL_TESTS_IMAGE
     told = capsys.readouterr().err
     assert f"x:{tag} is not in ECR (An error occurred (ImageNotFoundException)" in told
     assert "build_commands.nccl-tests" in told
-    assert main.nccl_test_image(config, Built(), "mine:1", aws=ecr(False)) == "mine:1"
+    assert main.verify.nccl_test_image(config, Built(), "mine:1", aws=ecr(False)) == "mine:1"
 
     def no_cli(args: list[str]) -> subprocess.CompletedProcess[str]:
         raise FileNotFoundError("aws")
 
-    assert main.nccl_test_image(config, Built(), None, aws=no_cli) == NCCL_TESTS_IMAGE
+    assert main.verify.nccl_test_image(config, Built(), None, aws=no_cli) == NCCL_TESTS_IMAGE
     assert "cannot ask ECR" in capsys.readouterr().err
-    assert main.nccl_test_image(config, None, None) == NCCL_TESTS_IMAGE  # nothing deployed yet
+    assert main.verify.nccl_test_image(config, None, None) == NCCL_TESTS_IMAGE  # nothing deployed yet
 
 
 def test_verify_says_at_once_when_the_trainer_runtimes_image_is_not_pushed():
@@ -566,9 +566,9 @@ def test_verify_says_at_once_when_the_trainer_runtimes_image_is_not_pushed():
 
         return aws
 
-    assert main.trainer_image_missing(config, Built(), aws=ecr(0)) is None
+    assert main.verify.trainer_image_missing(config, Built(), aws=ecr(0)) is None
     assert asked[-1][-3:] == ["p5-training/pytorch-efa", "--image-ids", f"imageTag={tag}"]
-    missing = main.trainer_image_missing(config, Built(), aws=ecr(254, "ImageNotFoundException"))
+    missing = main.verify.trainer_image_missing(config, Built(), aws=ecr(254, "ImageNotFoundException"))
     assert missing is not None
     assert f"{repository}:{tag} is not in ECR (ImageNotFoundException)" in missing
     assert "build_commands.pytorch-efa" in missing
@@ -576,14 +576,14 @@ def test_verify_says_at_once_when_the_trainer_runtimes_image_is_not_pushed():
     def no_cli(args: list[str]) -> subprocess.CompletedProcess[str]:
         raise FileNotFoundError("aws")
 
-    assert main.trainer_image_missing(config, Built(), aws=no_cli) is None  # cannot tell: the pods will
+    assert main.verify.trainer_image_missing(config, Built(), aws=no_cli) is None  # cannot tell: the pods will
     # A profile's own image is not the build layer's to check.
     from profiles import validate_profile
     from tests.test_cuda_driver import p5
 
     asked.clear()
     own = validate_profile(p5(addons__trainer__torch_image="mine:1"))
-    assert main.trainer_image_missing(own, Built(), aws=ecr(254, "ImageNotFoundException")) is None and not asked
+    assert main.verify.trainer_image_missing(own, Built(), aws=ecr(254, "ImageNotFoundException")) is None and not asked
 
 
 # ------------------------------------------------------------------ a fresh account, pre-flight, outputs
@@ -865,7 +865,7 @@ def test_a_destroy_whose_clean_up_has_no_kubectl_stops_before_it_deletes(tmp_pat
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.setenv("FAKE_TF_LOG", str(log))
     monkeypatch.setenv("FAKE_TF_ENDPOINT", TARGET.endpoint)
-    monkeypatch.setattr(main, "synthesize_profile", lambda config, outdir: None)
+    monkeypatch.setattr(main.common, "synthesize_profile", lambda config, outdir: None)
     code = main.main(["destroy", "--layer", "workloads", "--yes", "--outdir", str(outdir)])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
@@ -892,9 +892,9 @@ def test_a_cluster_lost_at_the_second_layers_clean_up_names_the_layer_already_de
     (outdir / "stacks").symlink_to(tmp_path / "stacks")
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     monkeypatch.setenv("FAKE_TF_LOG", str(tmp_path / "calls.log"))
-    monkeypatch.setattr(main, "synthesize_profile", lambda config, outdir: None)
-    monkeypatch.setattr(main, "cleanup_profile_cluster", cleanup)
-    monkeypatch.setattr(main, "settle_profile_cluster", lambda *_: None)
+    monkeypatch.setattr(main.common, "synthesize_profile", lambda config, outdir: None)
+    monkeypatch.setattr(main.common, "cleanup_profile_cluster", cleanup)
+    monkeypatch.setattr(main.common, "settle_profile_cluster", lambda *_: None)
     assert main.main(["destroy", "--yes", "--outdir", str(outdir)]) == 1
     said = " ".join(capsys.readouterr().err.split())
     assert "destroy stopped after destroying workloads, before the next layer's clean-up deleted anything" in said
@@ -922,7 +922,7 @@ def destroy_storage_with_main(tmp_path, fake_terraform, monkeypatch, *args: str,
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     monkeypatch.setenv("FAKE_TF_LOG", str(tmp_path / "calls.log"))
     monkeypatch.setenv("FAKE_TF_RESOURCES", json.dumps(STORAGE_DEPLOYED))
-    monkeypatch.setattr(main, "synthesize_profile", lambda config, outdir: None)
+    monkeypatch.setattr(main.common, "synthesize_profile", lambda config, outdir: None)
     monkeypatch.setattr(sys.stdin, "isatty", lambda: terminal, raising=False)
     return main.main(["destroy", "--layer", "storage", "--outdir", str(outdir), *args])
 

@@ -475,5 +475,5 @@ def test_synth_prints_the_warning(monkeypatch, capsys, tmp_path):
     import stacks.platform
 
     monkeypatch.setattr(stacks.platform, "synthesize", lambda *args, **kwargs: None)
-    main.synthesize_profile(three_tenants(karpenter={"enabled": False}), tmp_path)
+    main.common.synthesize_profile(three_tenants(karpenter={"enabled": False}), tmp_path)
     assert "warning: the queues guarantee tenant research no GPU" in capsys.readouterr().err

@@ -69,8 +69,8 @@ def deployed(synthesized, profile: str, tmp_path) -> tuple[World, Operator]:
         delete_data=True,
         confirm_data=lambda _: True,
     )
-    op.cleanup = lambda layer: main.cleanup_profile_cluster(config, op, tmp_path / "kubeconfig", layer)
-    op.settle = lambda layer: main.settle_profile_cluster(config, op, tmp_path / "kubeconfig", layer)
+    op.cleanup = lambda layer: main.common.cleanup_profile_cluster(config, op, tmp_path / "kubeconfig", layer)
+    op.settle = lambda layer: main.common.settle_profile_cluster(config, op, tmp_path / "kubeconfig", layer)
     return world, op
 
 

@@ -215,7 +215,7 @@ def test_make_validate_without_a_registry_says_not_checked_never_invalid(
     import main
 
     binary = fake_init(tmp_path, said)
-    monkeypatch.setattr(main, "synthesize_profile", lambda config, outdir: None)
+    monkeypatch.setattr(main.common, "synthesize_profile", lambda config, outdir: None)
     monkeypatch.setenv("PATH", f"{Path(binary).parent}:{os.environ['PATH']}")
     for layer in ("cluster", "storage"):
         (tmp_path / "out" / "stacks" / layer).mkdir(parents=True)

@@ -1,0 +1,51 @@
+"""`pause` and `resume`: every node stopped, data and state kept."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cli import common
+from profiles import PlatformConfig
+
+if TYPE_CHECKING:
+    pass
+
+
+def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.cleanup import platform_objects
+    from operate.cluster_access import ClusterAccessError, run_aws
+    from operate.layers import Operator
+    from operate.pause import pause, pause_plan, resume
+    from operate.providers import provider_env
+
+    if not args.yes and not sys.stdin.isatty():
+        common.tell(
+            f"Approve with --yes (make {args.command} AUTO_APPROVE=1).\n"
+            f"refusing to {args.command} without confirmation: there is no terminal to ask on."
+        )
+        return common.EXIT_USER_ERROR
+    outdir = Path(args.outdir)
+    common.synthesize_profile(config, outdir)
+    operator = Operator(outdir / "stacks", env=provider_env(outdir), log=lambda _: None)
+    try:
+        owned = platform_objects(config, "workloads")
+        node_pools, cluster_queues = owned.node_pools, owned.cluster_queues
+        kubectl = common.profile_kubectl(config, operator, outdir / "kubeconfig")  # the profile's cluster, or stop here
+        if args.command == "resume":
+            if not (args.yes or common.ask(f"Scale the node groups of {config.name} back to the profile's sizes?")):
+                return 1
+            resume(config, aws=run_aws, kubectl=kubectl, node_pools=node_pools, cluster_queues=cluster_queues)
+            print("resumed")
+            return 0
+        for line in pause_plan(config, node_pools, cluster_queues):
+            print(line)
+        if not (args.yes or common.ask("Pause?")):
+            return 1
+        pause(config, kubectl=kubectl, aws=run_aws, node_pools=node_pools, cluster_queues=cluster_queues)
+    except ClusterAccessError as error:
+        common.tell(f"{args.command} stopped: {error}")
+        return 1
+    return 0

@@ -1,0 +1,200 @@
+"""`manifests` and `verify`: the validation workloads, written as YAML or run on the cluster."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cli import common
+from profiles import PlatformConfig
+
+if TYPE_CHECKING:
+    from operate.kubectl import Kubectl
+    from operate.layers import Operator
+
+
+MANIFESTS_WRITTEN = ".written-by-manifests"
+
+
+AwsCli = Callable[[list[str]], subprocess.CompletedProcess[str]]
+
+
+def command_manifests(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.layers import Operator
+    from operate.providers import provider_env
+
+    outdir = Path(args.outdir)
+    deployed = (outdir / "stacks" / "build").is_dir()  # synthesized before: the build layer may have run
+    operator = Operator(outdir / "stacks", env=provider_env(outdir), log=lambda _: None) if deployed else None
+    return write_manifests(
+        config,
+        outdir / "manifests" if outdir == common.OUTPUT_ROOT / config.name else outdir,
+        image=args.image,
+        nccl_image=nccl_test_image(config, operator, args.nccl_image),
+    )
+
+
+def command_verify(config: PlatformConfig, args: argparse.Namespace) -> int:
+    from operate.cluster_access import ClusterAccessError
+    from operate.layers import Operator
+    from operate.providers import provider_env
+
+    outdir = Path(args.outdir)
+    common.synthesize_profile(config, outdir)
+    operator = Operator(outdir / "stacks", env=provider_env(outdir), log=lambda _: None)
+    try:
+        kubectl = common.profile_kubectl(config, operator, outdir / "kubeconfig")
+    except ClusterAccessError as error:
+        common.tell(f"verify cannot run: {error}")
+        return 1
+    return verify(
+        config,
+        image=args.image,
+        kubectl=kubectl,
+        nccl_image=nccl_test_image(config, operator, args.nccl_image),
+        trainjob_blocked=trainer_image_missing(config, operator),
+    )
+
+
+def built_image(
+    config: PlatformConfig, operator: Operator, project_image: str, aws: AwsCli | None
+) -> tuple[str, str, str | None] | None:
+    """The build layer's image of images/<project_image>: (implementation, repository:tag, why
+    ECR does not have it or None when it does). None: the profile builds none, or the build
+    layer's state has no repository for it yet. The tag is the Dockerfile's (what the build pushes)."""
+    from components.images import project_image_tag
+    from operate.cluster_access import run_aws
+    from operate.layers import StateUnreadable
+    from operate.tools import ToolMissing
+
+    impl = config.build.building(project_image)
+    if impl is None:
+        return None
+    try:
+        repositories = operator.outputs("build").get("repository_urls", {}).get("value", {})
+    except StateUnreadable:
+        repositories = {}
+    if impl not in repositories:
+        return None
+    repository, tag = repositories[impl], project_image_tag(project_image)
+    name = repository.split("/", 1)[1]
+    ask = [
+        "ecr",
+        "describe-images",
+        "--region",
+        config.region,
+        "--repository-name",
+        name,
+        "--image-ids",
+        f"imageTag={tag}",
+    ]
+    try:
+        found = (aws or run_aws)(ask)
+    except (OSError, subprocess.TimeoutExpired, ToolMissing) as error:  # no AWS CLI here, or no answer
+        found = subprocess.CompletedProcess(ask, 1, "", f"cannot ask ECR: {error}")
+    missing = None if found.returncode == 0 else (found.stderr or found.stdout).strip()
+    return impl, f"{repository}:{tag}", missing
+
+
+def nccl_test_image(
+    config: PlatformConfig,
+    operator: Operator | None,
+    override: str | None,
+    aws: AwsCli | None = None,
+) -> str:
+    """The image the NCCL MPIJob runs: --nccl-image / NCCL_IMAGE, else the one the build layer
+    built from images/nccl-tests (its repository and the Dockerfile's tag) once ECR has it, else
+    the public one. A repository without the tag (its build not run yet, or failed) would leave
+    every worker in ImagePullBackOff: say so, and run the public image."""
+    from profiles.versions import NCCL_TESTS_IMAGE
+
+    if override:
+        return override
+    built = built_image(config, operator, "nccl-tests", aws) if operator is not None else None
+    if built is None:
+        return NCCL_TESTS_IMAGE
+    impl, image, missing = built
+    if missing is None:
+        return image
+    print(
+        f"the build layer's image {image} is not in ECR ({missing}): "
+        f"run its build (make outputs lists build_commands.{impl}); the NCCL check runs {NCCL_TESTS_IMAGE} "
+        "until then",
+        file=sys.stderr,
+    )
+    return NCCL_TESTS_IMAGE
+
+
+def trainer_image_missing(config: PlatformConfig, operator: Operator, aws: AwsCli | None = None) -> str | None:
+    """Why torchrun-check cannot start, if its runtime's image is the build layer's pytorch-efa
+    and ECR does not have its tag: the runtime's pods would wait in ImagePullBackOff until verify
+    gives up. There is no public image to fall back on: one without aws-ofi-nccl runs NCCL over
+    TCP. None when ECR has it, or when it cannot be asked (the pods then say for themselves)."""
+    from addons.trainer import DEFINITION as TRAINER
+    from addons.trainer import EFA_TORCH_PROJECT_IMAGE
+    from manifests.render import ValidationTarget
+
+    target = ValidationTarget.for_profile(config)
+    if (
+        target is None
+        or not TRAINER.enabled(config)
+        or TRAINER.settings(config).torch_image is not None
+        or not target.group.efa_enabled
+    ):
+        return None
+    built = built_image(config, operator, EFA_TORCH_PROJECT_IMAGE, aws)
+    if built is None or built[2] is None or built[2].startswith("cannot ask ECR"):
+        return None
+    impl, image, missing = built
+    return (
+        f"the runtime's image {image} is not in ECR ({missing}): run its build (make outputs lists "
+        f"build_commands.{impl}), then verify again"
+    )
+
+
+def write_manifests(config: PlatformConfig, outdir: Path, *, image: str | None, nccl_image: str) -> int:
+    import yaml
+
+    from manifests.render import render
+
+    files = render(config, image=image, nccl_image=nccl_image)
+    if not files:
+        print(f"profile {config.name} has no GPU node group: nothing to validate", file=sys.stderr)
+        return common.EXIT_USER_ERROR
+    # The folder is the command's own: it writes a list of its files there, replaces only those on
+    # the next run, and refuses a non-empty folder it did not write (a user's profile could be in it).
+    outdir.mkdir(parents=True, exist_ok=True)
+    written = outdir / MANIFESTS_WRITTEN
+    if not written.is_file() and any(outdir.iterdir()):
+        print(
+            f"{outdir} is not empty and main.py manifests did not write it: give --outdir a new or empty folder",
+            file=sys.stderr,
+        )
+        return common.EXIT_USER_ERROR
+    for stale in written.read_text().split() if written.is_file() else []:
+        (outdir / Path(stale).name).unlink(missing_ok=True)
+    for file_name, objects in files.items():
+        (outdir / file_name).write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    written.write_text("\n".join(sorted(files)) + "\n")
+    hint = (
+        ""
+        if image
+        else (" (no container test: pass IMAGE=<repository url>:<tag> from the build layer's repository_urls output)")
+    )
+    print(f"wrote {', '.join(sorted(files))} to {outdir}{hint}")
+    return 0
+
+
+def verify(
+    config: PlatformConfig, *, image: str | None, kubectl: Kubectl, nccl_image: str, trainjob_blocked: str | None = None
+) -> int:
+    from manifests.verify import run_checks
+
+    results = run_checks(config, image=image, kubectl=kubectl, nccl_image=nccl_image, trainjob_blocked=trainjob_blocked)
+    for result in results:
+        print(f"{'PASS' if result.passed else 'FAIL'} {result.name}: {result.detail}")
+    return 0 if all(result.passed for result in results) else 1
