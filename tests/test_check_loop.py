@@ -38,7 +38,7 @@ def test_make_check_runs_the_gates_a_change_breaks():
         env={**os.environ, "GPU_PLATFORM_QUICK_CHECK": "1"},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,  # a collection only, but the suite may hold both cores meanwhile
     )
     assert collected.returncode == 0, collected.stdout + collected.stderr
     selected = {line.split("[")[0] for line in collected.stdout.splitlines() if "::" in line}
