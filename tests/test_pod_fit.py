@@ -318,6 +318,10 @@ def test_a_job_whose_pod_no_node_can_hold_is_refused_when_submitted(job):
         submitted = job(too_many)
         (message,) = submit(config, submitted)
         assert message.startswith(f"a pod of this {submitted['kind']} asks for 16 nvidia.com/gpu"), message
+    # Edited: refused where the edit makes a pod too large, let through where it writes no resources.
+    assert submit(config, job("16"), operation="UPDATE", old=job("8"))
+    assert submit(config, job("8"), operation="UPDATE", old=job("16")) == []
+    assert submit(config, job("16"), operation="UPDATE", old=job("16")) == []
 
 
 def test_a_rayjobs_head_and_submitter_are_pods_of_it_too():
@@ -330,13 +334,21 @@ def test_a_rayjobs_head_and_submitter_are_pods_of_it_too():
     assert submit(config, submitter) == []
 
 
-def test_an_update_that_writes_a_larger_pod_is_refused_and_one_that_writes_no_spec_is_not():
-    """A suspended job's template can still be edited (Kueue then makes its Workload anew). A
-    finalizer's removal from a job created before the policy writes no spec: let through, or the
-    job could never be deleted."""
+def test_an_update_that_writes_a_larger_pod_is_refused_and_kueues_own_writes_are_not():
+    """A suspended job's template can still be edited (Kueue then makes its Workload anew). Kueue's
+    own writes change no resources: it suspends a job it evicts and gives an admitted one's pods
+    its flavour's node selector. Refused, they would leave a job made before the policies (too
+    large, pending) running and holding its quota; a finalizer's removal, undeletable."""
     config = p5()
     fits, larger = mpijob("8"), mpijob("16")
-    assert submit(config, larger, operation="UPDATE", old=fits)
+    (message,) = submit(config, larger, operation="UPDATE", old=fits)
+    assert message.startswith("a pod of this MPIJob asks for 16 nvidia.com/gpu")
+    assert submit(config, mpijob("8", replicas=4), operation="UPDATE", old=fits) == []
+    evicted = copy.deepcopy(larger)
+    evicted["spec"]["runPolicy"] = {"suspend": True}
+    for replica in evicted["spec"]["mpiReplicaSpecs"].values():
+        replica["template"]["spec"]["nodeSelector"] = {"platform/gpu-node-group": "p5-efa"}
+    assert submit(config, evicted, operation="UPDATE", old=larger) == []
     released = copy.deepcopy(larger)
     larger["metadata"]["finalizers"] = ["kueue.x-k8s.io/resource-in-use"]
     assert submit(config, released, operation="UPDATE", old=larger) == []

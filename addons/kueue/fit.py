@@ -12,8 +12,10 @@ object, each bound to the tenant namespaces (the selector Kueue manages jobs und
   the FailedCreate event that carries the message);
 - the job kinds and workload controllers tenants create (batch Jobs, Deployments, StatefulSets,
   MPIJobs, RayJobs, RayClusters, RayServices, TrainJobs), on CREATE and on an UPDATE that changes
-  their spec: a job is refused when it is submitted, with the message, before Kueue queues it.
-  Its finalizer's removal or a status write changes no spec and is let through.
+  what their pods ask for: a job is refused when it is submitted, with the message, before Kueue
+  queues it. Kueue's own writes (suspending a job, its flavour's node selector on admission), a
+  finalizer's removal or a status write change no resources and are let through, so even a job
+  created before the policies can still be stopped and deleted.
 
 Not Kueue's Workloads: Kueue's controller creates them, and a refused Workload is only logged by
 Kueue's reconciler ("Handling job with no workload", kueue v0.19.2
@@ -39,6 +41,7 @@ compiles them. tests/test_pod_fit.py evaluates them with cel-python.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,10 +64,11 @@ class PodSource:
     """The policy's name is tenant-<name>-fit-a-node."""
     rules: tuple[tuple[str, str, tuple[str, ...]], ...]
     """(API group, version, resources) of the objects of this shape."""
-    specs: str
-    """CEL: the list of the object's pod specs (each a map with containers and maybe initContainers)."""
+    specs: Callable[[str], str]
+    """CEL of the list of the pod specs (maps with containers, maybe initContainers) of the object
+    the given variable names (object, or oldObject); parenthesized where it is used."""
     on_update: bool = True
-    """Also checked on an UPDATE that changes the object's spec (a Pod's resources never change so)."""
+    """Also checked on an UPDATE that changes what its pods ask for (a Pod's resources never change so)."""
     subject: str = "'a pod of this ' + request.kind.kind"
     """CEL: what the refusal says asks for too much."""
 
@@ -81,37 +85,37 @@ def _ray_cluster(spec: str) -> str:
     return _specs_of(f"([{spec}.headGroupSpec.template] + {workers})")
 
 
-PODS = PodSource("pods", (("", "v1", ("pods",)),), "[object.spec]", on_update=False, subject="'this pod'")
+def _rayjob(o: str) -> str:
+    cluster = f"(has({o}.spec.rayClusterSpec) ? {_ray_cluster(f'{o}.spec.rayClusterSpec')} : [])"
+    return f"{cluster} + (has({o}.spec.submitterPodTemplate) ? [{o}.spec.submitterPodTemplate.spec] : [])"
+
+
+def _trainjob(o: str) -> str:
+    """A TrainJob's nodes run its runtime's pod template (the platform's, tests/test_pod_fit.py),
+    whose trainer container takes the TrainJob's resourcesPerNode in place of its own."""
+    per_node = f"{o}.spec.trainer.resourcesPerNode"
+    return f"has({o}.spec.trainer) && has({per_node}) ? [{{'containers': [{{'resources': {per_node}}}]}}] : []"
+
+
+PODS = PodSource("pods", (("", "v1", ("pods",)),), lambda o: f"[{o}.spec]", on_update=False, subject="'this pod'")
 TEMPLATES = PodSource(
     "workloads",
     (("batch", "v1", ("jobs",)), ("apps", "v1", ("deployments", "statefulsets"))),
-    _specs_of("[object.spec.template]"),
+    lambda o: _specs_of(f"[{o}.spec.template]"),
 )
 MPI_JOBS = PodSource(
     "mpijobs",
     (("kubeflow.org", "v2beta1", ("mpijobs",)),),
-    _specs_of("object.spec.mpiReplicaSpecs.map(role, object.spec.mpiReplicaSpecs[role].template)"),
+    lambda o: _specs_of(f"{o}.spec.mpiReplicaSpecs.map(role, {o}.spec.mpiReplicaSpecs[role].template)"),
 )
-RAY_CLUSTERS = PodSource("rayclusters", (("ray.io", "v1", ("rayclusters",)),), _ray_cluster("object.spec"))
-RAY_JOBS = PodSource(
-    "rayjobs",
-    (("ray.io", "v1", ("rayjobs",)),),
-    f"(has(object.spec.rayClusterSpec) ? {_ray_cluster('object.spec.rayClusterSpec')} : [])"
-    " + (has(object.spec.submitterPodTemplate) ? [object.spec.submitterPodTemplate.spec] : [])",
-)
+RAY_CLUSTERS = PodSource("rayclusters", (("ray.io", "v1", ("rayclusters",)),), lambda o: _ray_cluster(f"{o}.spec"))
+RAY_JOBS = PodSource("rayjobs", (("ray.io", "v1", ("rayjobs",)),), _rayjob)
 RAY_SERVICES = PodSource(
     "rayservices",
     (("ray.io", "v1", ("rayservices",)),),
-    f"has(object.spec.rayClusterConfig) ? {_ray_cluster('object.spec.rayClusterConfig')} : []",
+    lambda o: f"has({o}.spec.rayClusterConfig) ? {_ray_cluster(f'{o}.spec.rayClusterConfig')} : []",
 )
-# A TrainJob's nodes run its runtime's pod template (the platform's, tests/test_pod_fit.py), whose
-# trainer container takes the TrainJob's resourcesPerNode in place of its own.
-TRAIN_JOBS = PodSource(
-    "trainjobs",
-    (("trainer.kubeflow.org", "v1alpha1", ("trainjobs",)),),
-    "has(object.spec.trainer) && has(object.spec.trainer.resourcesPerNode)"
-    " ? [{'containers': [{'resources': object.spec.trainer.resourcesPerNode}]}] : []",
-)
+TRAIN_JOBS = PodSource("trainjobs", (("trainer.kubeflow.org", "v1alpha1", ("trainjobs",)),), _trainjob)
 
 
 def pod_sources(config: PlatformConfig) -> tuple[PodSource, ...]:
@@ -192,6 +196,13 @@ def _validation(source: PodSource, limit: NodeLimit) -> dict[str, Any]:
     }
 
 
+def resources(specs: str) -> str:
+    """CEL: what decides what the pods of `specs` ask for: their containers' resources, and their
+    init containers whole (the resources and whether each restarts)."""
+    containers = "s.containers.map(c, has(c.resources) ? c.resources : {})"
+    return f"({specs}).map(s, [{containers}, has(s.initContainers) ? s.initContainers : []])"
+
+
 def policy_name(source: PodSource) -> str:
     return f"tenant-{source.name}-fit-a-node"
 
@@ -209,7 +220,7 @@ def fit_policy(source: PodSource, limits: tuple[NodeLimit, ...]) -> dict[str, An
             ]
         },
         "variables": [
-            {"name": "specs", "expression": source.specs},
+            {"name": "specs", "expression": source.specs("object")},
             {"name": "pods", "expression": pods_variable(tuple(limit.resource for limit in limits))},
             *(
                 {
@@ -222,9 +233,12 @@ def fit_policy(source: PodSource, limits: tuple[NodeLimit, ...]) -> dict[str, An
         "validations": [_validation(source, limit) for limit in limits],
     }
     if source.on_update:
-        # A finalizer's removal, or Kueue's own writes that change no spec, are let through.
+        # An update is checked only where it changes what the pods ask for: Kueue's own writes (it
+        # suspends a job and gives its pods the flavour's node selector), a status or a finalizer's
+        # removal are let through, also for a job created before the policy, which Kueue can stop.
+        asked = f"{resources(source.specs('object'))} != {resources(source.specs('oldObject'))}"
         spec["matchConditions"] = [
-            {"name": "spec-written", "expression": "request.operation == 'CREATE' || object.spec != oldObject.spec"}
+            {"name": "resources-written", "expression": f"request.operation == 'CREATE' || {asked}"}
         ]
     return {
         "apiVersion": API_VERSION,
