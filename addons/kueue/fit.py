@@ -53,7 +53,7 @@ from profiles.catalog import GPU_RESOURCE
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 # The fix, named in every refusal: more pods, each within one node.
-FIX = "more numNodes (a TrainJob) or replicas (an MPIJob's Worker, a Ray worker group, a Job or a Deployment)"
+FIX = "more numNodes (a TrainJob) or replicas (the Worker of an MPIJob, a Ray worker group, a Job or a Deployment)"
 
 
 @dataclass(frozen=True)
