@@ -493,6 +493,8 @@ def test_the_expressions_call_only_standard_cel_and_the_kubernetes_libraries(pro
             assert ".?" not in code and "[?" not in code
             # No escape to get wrong between Python, Terraform's JSON, the HCL export and CEL.
             assert "\\" not in expression and "${" not in expression and "%{" not in expression
+            # cdktf's HCL export writes a string starting with [, { or " as it is, unquoted.
+            assert expression[0] not in '[{"', expression
 
 
 def test_a_message_expression_names_the_object_kind_from_the_request():

@@ -220,7 +220,9 @@ def fit_policy(source: PodSource, limits: tuple[NodeLimit, ...]) -> dict[str, An
             ]
         },
         "variables": [
-            {"name": "specs", "expression": source.specs("object")},
+            # Parenthesized: cdktf's HCL export writes a string that starts with [ or { unquoted
+            # (cdktf 0.21 lib/hcl/render.js, renderFuzzyJsonExpression), which is no HCL.
+            {"name": "specs", "expression": f"({source.specs('object')})"},
             {"name": "pods", "expression": pods_variable(tuple(limit.resource for limit in limits))},
             *(
                 {
