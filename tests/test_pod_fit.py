@@ -354,6 +354,17 @@ def test_an_update_that_writes_a_larger_pod_is_refused_and_kueues_own_writes_are
     assert submit(config, released, operation="UPDATE", old=larger) == []
 
 
+def test_a_job_without_a_pod_template_is_left_to_its_operator():
+    """The CRDs do not require a replica's template: the MPI Operator refuses such a job, and an
+    expression that erred on it would refuse it here with a CEL error instead."""
+    job = mpijob("8")
+    del job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
+    assert submit(p5(), job) == []
+    submitter = rayjob("8")
+    submitter["spec"]["submitterPodTemplate"] = {"metadata": {"labels": {"a": "b"}}}
+    assert submit(p5(), submitter) == []
+
+
 def test_a_fractional_gpu_in_a_job_is_refused_as_its_pods_would_be():
     (message,) = submit(p5(), mpijob("0.5"))
     assert "cannot convert value to integer" in message

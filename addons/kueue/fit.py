@@ -74,7 +74,8 @@ class PodSource:
 
 
 def _specs_of(templates: str) -> str:
-    """CEL: the specs of a list of pod templates, skipping a template without one."""
+    """CEL: the specs of a list of pod templates, skipping a template without one (the API server
+    takes such a job; its operator refuses it, and so would an expression that erred here)."""
     return f"{templates}.filter(t, has(t.spec)).map(t, t.spec)"
 
 
@@ -87,7 +88,8 @@ def _ray_cluster(spec: str) -> str:
 
 def _rayjob(o: str) -> str:
     cluster = f"(has({o}.spec.rayClusterSpec) ? {_ray_cluster(f'{o}.spec.rayClusterSpec')} : [])"
-    return f"{cluster} + (has({o}.spec.submitterPodTemplate) ? [{o}.spec.submitterPodTemplate.spec] : [])"
+    submitter = f"(has({o}.spec.submitterPodTemplate) ? {_specs_of(f'[{o}.spec.submitterPodTemplate]')} : [])"
+    return f"{cluster} + {submitter}"
 
 
 def _trainjob(o: str) -> str:
@@ -106,7 +108,10 @@ TEMPLATES = PodSource(
 MPI_JOBS = PodSource(
     "mpijobs",
     (("kubeflow.org", "v2beta1", ("mpijobs",)),),
-    lambda o: _specs_of(f"{o}.spec.mpiReplicaSpecs.map(role, {o}.spec.mpiReplicaSpecs[role].template)"),
+    lambda o: _specs_of(
+        f"{o}.spec.mpiReplicaSpecs.filter(role, has({o}.spec.mpiReplicaSpecs[role].template))"
+        f".map(role, {o}.spec.mpiReplicaSpecs[role].template)"
+    ),
 )
 RAY_CLUSTERS = PodSource("rayclusters", (("ray.io", "v1", ("rayclusters",)),), lambda o: _ray_cluster(f"{o}.spec"))
 RAY_JOBS = PodSource("rayjobs", (("ray.io", "v1", ("rayjobs",)),), _rayjob)
