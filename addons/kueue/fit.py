@@ -1,6 +1,6 @@
-"""Admission that fits: in the tenant namespaces, the API server refuses a pod, or a job whose pods
-would be, that asks for more GPUs or EFA interfaces than the largest node of the tenants' queues
-holds (`node_limits`). Kueue counts a pod set against a flavour's quota, which sums the flavour's
+"""Admission that fits: in the tenant namespaces, the API server refuses a pod that asks for more
+GPUs or EFA interfaces than the largest node of the tenants' queues holds (`node_limits`), and a
+job with such a pod. Kueue counts a pod set against a flavour's quota, which sums the flavour's
 nodes, and never compares one pod with one node: such a pod was admitted (16 GPUs fit a cohort of
 two 8-GPU nodes), never scheduled, and evicted and queued again at every pods-ready timeout until
 it was deactivated.
@@ -20,7 +20,10 @@ object, each bound to the tenant namespaces (the selector Kueue manages jobs und
 Not Kueue's Workloads: Kueue's controller creates them, and a refused Workload is only logged by
 Kueue's reconciler ("Handling job with no workload", kueue v0.19.2
 pkg/controller/jobframework/reconciler.go 508-521; its CreatedWorkload event is recorded only on
-success, 1827-1831), so the job would sit suspended with nothing said to its owner.
+success, 1827-1831), so the job would sit suspended with nothing said to its owner. What the job
+objects do not show is checked in their pods only, after admission: a TrainJob's runtime template
+beyond its resourcesPerNode (the platform's runtimes take a node each) and its runtimePatches; a
+CronJob's pods (its Jobs are refused as Jobs, in the CronJob's events).
 
 What a pod asks for is counted as the scheduler counts it (k8s.io/component-helpers/resource
 helpers.go, aggregateContainerResourcesByFn, the sidecar formula of KEP-753): its containers
