@@ -1,7 +1,7 @@
 """Workloads layer: Karpenter node class and pools, tenant namespaces with quotas, policies,
 identities and static volumes, the tenants' people's access entries, DRA claim templates, Kueue's
-per-tenant queues, and Kubeflow Trainer's runtimes (on EFA groups with the build layer's
-PyTorch-over-EFA image)."""
+per-tenant queues with the admission policies that refuse a tenant's pod larger than any of their
+nodes, and Kubeflow Trainer's runtimes (on EFA groups with the build layer's PyTorch-over-EFA image)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from constructs import Construct
 
 from addons.kuberay import DEFINITION as KUBERAY
 from addons.kueue import DEFINITION as KUEUE
+from addons.kueue.fit import fit_objects
 from addons.kueue.queues import cluster_objects, local_queues
 from addons.mlflow import DEFINITION as MLFLOW
 from addons.mpi_operator import DEFINITION as MPI_OPERATOR
@@ -153,7 +154,10 @@ class WorkloadsStack(LayerStack):
                 "local-queues",
                 props=KubernetesObjectsProps(objects=tuple(local_queues(config)), depends_on=tuple(tenant_namespaces)),
             )
-            self.objects += queues.objects + local.objects
+            # A pod, or a job's pod, that no node of the queues can hold is refused when it is created,
+            # with the fix, instead of being admitted and never scheduled (addons/kueue/fit.py).
+            fit = KubernetesObjects(self, "pod-fit", props=KubernetesObjectsProps(objects=tuple(fit_objects(config))))
+            self.objects += queues.objects + local.objects + fit.objects
         if TRAINER.enabled(config):
             volumes = TenantVolumes(fsx=shared.fsx_tenant_volume, checkpoints="checkpoints" in storage.bucket_names)
             runtimes = runtime_objects(

@@ -403,8 +403,9 @@ def problems_or_none(doc: dict) -> list[str]:
 
 
 def test_no_limit_range_caps_a_pods_gpus_for_it_would_break_the_queues():
-    """Why the per-pod fit is a check of the profile and not a LimitRange max on nvidia.com/gpu
-    (the API server enforces one, and Kueue would refuse a job beyond it before admission):
+    """Why the per-pod fit is a check of the profile and admission policies (addons/kueue/fit.py,
+    tests/test_pod_fit.py), not a LimitRange max on nvidia.com/gpu (the API server enforces one,
+    and Kueue would refuse a job beyond it before admission):
     - a Container max alone is stored with a default limit of the max, and a default request of
       that (SetDefaults_LimitRangeItem): every container, the MPI launcher's too, asks for 8 GPUs;
     - a Pod max alone refuses every pod with a container that states no GPU limit, a launcher;

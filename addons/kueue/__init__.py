@@ -8,7 +8,7 @@ from pydantic import Field
 
 from addons import jupyterhub, karpenter
 from addons.definition import AddonDefinition, PlatformConfig, ReleaseConfig
-from profiles.catalog import CATALOG
+from profiles.catalog import CATALOG, EFA_RESOURCE, GPU_RESOURCE
 from profiles.versions import ChartRef
 
 
@@ -58,6 +58,8 @@ class Flavor:
     """GPUs of one node (for a pool of several types, its largest)."""
     efa_per_node: int
     """EFA interfaces of one node (0 where its nodes have none)."""
+    instance_types: tuple[str, ...]
+    """The instance types of its largest nodes: a group's one type, the pool's types of the most GPUs."""
 
     @property
     def unit(self) -> int:
@@ -100,6 +102,7 @@ def flavors(config: PlatformConfig) -> tuple[Flavor, ...]:
                 efa=group.desired_size * entry.max_efa_interfaces if efa else 0,
                 gpus_per_node=entry.gpu_count,
                 efa_per_node=entry.max_efa_interfaces if efa else 0,
+                instance_types=(group.instance_type,),
             )
         )
     if karpenter.DEFINITION.enabled(config) and not jupyterhub.DEFINITION.enabled(config):
@@ -107,9 +110,53 @@ def flavors(config: PlatformConfig) -> tuple[Flavor, ...]:
         largest = max(CATALOG[name].gpu_count for name in pool.instance_types)
         # The pool's EC2NodeClass attaches no EFA interfaces: multi-node EFA jobs stay on the groups.
         found.append(
-            Flavor(name="pool-gpu", node_group=None, gpus=pool.gpu_limit, efa=0, gpus_per_node=largest, efa_per_node=0)
+            Flavor(
+                name="pool-gpu",
+                node_group=None,
+                gpus=pool.gpu_limit,
+                efa=0,
+                gpus_per_node=largest,
+                efa_per_node=0,
+                instance_types=tuple(name for name in pool.instance_types if CATALOG[name].gpu_count == largest),
+            )
         )
     return tuple(found)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeLimit:
+    """The most of one device resource that one pod of the tenants' queues can ever be given: what
+    the largest node of the flavours Kueue admits to has of it."""
+
+    resource: str
+    """nvidia.com/gpu or vpc.amazonaws.com/efa."""
+    most: int
+    """What one such node has of it (0: no node of the queues has it)."""
+    instance_types: tuple[str, ...]
+    """The instance types of those nodes, groups' first (none where `most` is 0)."""
+
+
+def node_limits(config: PlatformConfig) -> tuple[NodeLimit, ...]:
+    """GPUs and EFA interfaces of the largest node of the flavours that hold GPUs (a group at
+    desired_size 0 holds none: Kueue admits nothing there). Kueue admits a pod set wherever a
+    flavour's quota holds it, summed over the flavour's nodes, and never compares one pod with one
+    node: a pod beyond these is admitted and never scheduled. Empty without Kueue or without GPUs."""
+    if not DEFINITION.enabled(config):
+        return ()
+    queued = [flavor for flavor in flavors(config) if flavor.gpus > 0]
+    if not queued:
+        return ()
+    limits = []
+    for resource in (GPU_RESOURCE, EFA_RESOURCE):
+        per_node = {
+            flavor.name: flavor.gpus_per_node if resource == GPU_RESOURCE else flavor.efa_per_node for flavor in queued
+        }
+        most = max(per_node.values())
+        largest = [
+            name for flavor in queued if most and per_node[flavor.name] == most for name in flavor.instance_types
+        ]
+        limits.append(NodeLimit(resource=resource, most=most, instance_types=tuple(dict.fromkeys(largest))))
+    return tuple(limits)
 
 
 def _split(total_units: int, tenants: int) -> list[int]:
