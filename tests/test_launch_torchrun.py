@@ -52,9 +52,10 @@ def guide_train_job() -> dict:
     return job
 
 
-def runtime_env(profile: str, runtime: str) -> dict[str, str]:
+def runtime_env(profile: str, runtime: str) -> list[dict]:
     """The node container's env of the platform's runtime of that name (on an EFA group:
-    libfabric's settings and NCCL_DEBUG=INFO, which gloo ignores)."""
+    libfabric's settings and NCCL_DEBUG=INFO, which gloo ignores; on every group PyTorch's NCCL
+    watchdog settings and the training contract), as the runtime lists it."""
     config = profile_config(profile)
     (group,) = [g for g in config.cluster.gpu_node_groups if f"torch-{g.name}" == runtime]
     built = torch_runtime(
@@ -62,7 +63,32 @@ def runtime_env(profile: str, runtime: str) -> dict[str, str]:
     )
     (replicated,) = built["spec"]["template"]["spec"]["replicatedJobs"]
     (container,) = replicated["template"]["spec"]["template"]["spec"]["containers"]
-    return {env["name"]: env["value"] for env in container["env"]}
+    return list(container["env"])
+
+
+def pod_env(env: list[dict], pod: dict[str, dict[str, str]]) -> dict[str, str]:
+    """`env` as the kubelet gives it to a container of a pod with these labels and annotations: a
+    downward-API field read from them, $(NAME) taken from a variable listed before it."""
+    values: dict[str, str] = {}
+    for entry in env:
+        if "valueFrom" in entry:
+            path = entry["valueFrom"]["fieldRef"]["fieldPath"]
+            kind, key = re.fullmatch(r"metadata\.(labels|annotations)\['(.+)'\]", path).groups()
+            values[entry["name"]] = pod[kind][key]
+        else:
+            values[entry["name"]] = re.sub(r"\$\((\w+)\)", lambda m: values.get(m[1], m[0]), entry["value"])
+    return values
+
+
+def jobset_pod(job: dict, restart_attempt: int = 0) -> dict[str, dict[str, str]]:
+    """The labels and annotations JobSet gives a node pod of the TrainJob (its JobSet is named after
+    it) in restart attempt `restart_attempt` (jobset v0.12.0 pkg/controllers/jobset_controller.go
+    labelAndAnnotateObject)."""
+    name, attempt = job["metadata"]["name"], str(restart_attempt)
+    return {
+        "labels": {"jobset.sigs.k8s.io/jobset-name": name, "jobset.sigs.k8s.io/restart-attempt": attempt},
+        "annotations": {"jobset.sigs.k8s.io/jobset-name": name, "jobset.sigs.k8s.io/restart-attempt": attempt},
+    }
 
 
 def free_port() -> int:
@@ -71,11 +97,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def run_nodes(tmp_path: Path, torch_bin: Path, job: dict, env: dict[str, str]) -> list[tuple[int, str]]:
+def run_nodes(tmp_path: Path, torch_bin: Path, job: dict, env: list[dict]) -> list[tuple[int, str]]:
     """Run the TrainJob's command as each of its nodes would, side by side: (exit code, output).
     A node that fails stops the others (they would wait for it until torchrun's timeout)."""
     trainer = job["spec"]["trainer"]
-    job_env = {**env, **{e["name"]: e["value"] for e in trainer.get("env", [])}}
+    job_env = pod_env([*env, *trainer.get("env", [])], jobset_pod(job))
     port, nodes, logs = free_port(), [], []
     for rank in range(NODES):
         pet = torchrun_env(job["metadata"]["name"], nodes=NODES, processes_per_node=PROCESSES, node_rank=rank)
