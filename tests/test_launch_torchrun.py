@@ -11,6 +11,7 @@ CUDA runs and gloo here; verify's judge refuses gloo on the cluster.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import signal
@@ -27,6 +28,7 @@ from addons.trainer import DEFINITION as TRAINER
 from addons.trainer.runtimes import (
     CHECKPOINT_DIR_ENV,
     COLLECTIVE_TIMEOUT_SECONDS,
+    NCCL_WATCHDOG_ENV,
     TenantVolumes,
     torch_runtime,
     torchrun_env,
@@ -333,3 +335,19 @@ print("LATEST", latest(d)[0])
     files = [".step-00000070.pt.tmp-1", *(f"step-000000{s}.pt" for s in (10, 20, 30, 40, 50, 60, 80))]
     assert lines["FILES"] == str(files), out  # no temporary file of the save in place
     assert lines["LATEST"] == "80", out
+
+
+def test_the_runtimes_nccl_settings_are_the_names_pytorch_reads(torch_bin):
+    """The watchdog variables the runtimes set are ProcessGroupNCCL's own names (its header, as the
+    installed PyTorch ships it: the CPU build has the header though not NCCL), 3 is its SkipCleanUp
+    mode, and the contract's collective timeout is its NCCL default."""
+    (header,) = (torch_bin.parent / "lib").glob(
+        "python3*/site-packages/torch/include/torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp"
+    )
+    text = header.read_text()
+    for setting in NCCL_WATCHDOG_ENV:
+        name = setting["name"]
+        assert re.search(rf'static std::vector<std::string> {name} = \{{\s*"{name}"', text), name
+    assert re.search(r"SkipCleanUp = 3\b", text)
+    (default_ms,) = re.findall(r"kProcessGroupNCCLDefaultTimeout =\s*std::chrono::milliseconds\(([\d *]+)\)", text)
+    assert math.prod(int(factor) for factor in default_ms.split("*")) == COLLECTIVE_TIMEOUT_SECONDS * 1000
