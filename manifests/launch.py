@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from addons.trainer.runtimes import API_VERSION as TRAINER_API_VERSION
-from addons.trainer.runtimes import CHECKPOINT_DIR_ENV, COLLECTIVE_TIMEOUT_ENV, RESTART_ATTEMPT_ENV
+from addons.trainer.runtimes import CHECKPOINT_DIR_ENV, COLLECTIVE_TIMEOUT_ENV, PROGRESS_FILE_ENV, RESTART_ATTEMPT_ENV
 from components.k8s.efa_pods import EFA_ENV
 from components.k8s.mpi import HOSTFILE, after_workers
 
@@ -103,7 +103,9 @@ STEP_SECONDS_ENV = "DDP_SAMPLE_STEP_SECONDS"
 # data with each rank on its own shard, that survives a restart of its gang. What it reads is the
 # runtimes' environment contract (addons/trainer/runtimes.py): CHECKPOINT_DIR (its own directory),
 # RESTART_ATTEMPT (JobSet's restart attempt, logged), COLLECTIVE_TIMEOUT_SECONDS (the process
-# group's timeout, after which a hung collective ends the process), and CHECKPOINT_EVERY_STEPS.
+# group's timeout, after which a hung collective ends the process), PROGRESS_FILE (rank 0 writes
+# the step there after each one: the runtime's liveness probe ends a pod whose file goes stale),
+# and CHECKPOINT_EVERY_STEPS.
 #
 # Checkpoints: rank 0 writes `step-<8 digits>.pt` every N steps and at the end: to a temporary name
 # in the same directory, flushed and fsynced, then renamed over the final name (a rename within a
@@ -187,6 +189,13 @@ def main():
     if not args.checkpoint_dir:
         parser.exit(os.EX_USAGE, "no checkpoint directory: set @CHECKPOINT_DIR@ or --checkpoint-dir\\n")
     pause = float(os.environ.get("@STEP_SECONDS@", "0"))
+    progress = os.environ.get("@PROGRESS@")  # the runtime's liveness probe kills the pod once it is stale
+
+    def report(step):
+        if progress:
+            with open(progress, "w") as f:
+                f.write("%d\\n" % step)
+
     timeout = int(os.environ.get("@TIMEOUT@", "600"))
     cuda = torch.cuda.is_available()  # NCCL between GPUs; gloo on a machine without them
     # A collective that has not finished within the timeout ends the process (PyTorch's NCCL
@@ -223,6 +232,7 @@ def main():
         leftovers = [os.path.join(args.checkpoint_dir, n) for n in os.listdir(args.checkpoint_dir) if ".tmp-" in n]
         for path in unusable + leftovers:
             os.remove(path)
+        report(start)
         log("start", step=start, restart_attempt=os.environ.get("@RESTART@", "none"),
             world=dist.get_world_size(), backend=dist.get_backend(), timeout=timeout)
 
@@ -245,6 +255,7 @@ def main():
         dist.all_reduce(summed)  # the mean loss over every rank's batch
         done = step + 1
         if rank == 0:
+            report(done)
             log("step", step=done, loss="%.9e" % (summed[0] / summed[1]).item())
             if done % args.checkpoint_every == 0 or done == args.steps:
                 state = {"step": done, "model": model.module.state_dict(), "optimizer": optimizer.state_dict()}
@@ -265,6 +276,7 @@ for _token, _value in {
     "@STEP_SECONDS@": STEP_SECONDS_ENV,
     "@TIMEOUT@": COLLECTIVE_TIMEOUT_ENV,
     "@RESTART@": RESTART_ATTEMPT_ENV,
+    "@PROGRESS@": PROGRESS_FILE_ENV,
 }.items():
     DDP_SAMPLE_SCRIPT = DDP_SAMPLE_SCRIPT.replace(_token, _value)
 

@@ -29,6 +29,7 @@ from addons.trainer.runtimes import (
     CHECKPOINT_DIR_ENV,
     COLLECTIVE_TIMEOUT_SECONDS,
     NCCL_WATCHDOG_ENV,
+    PROGRESS_FILE_ENV,
     TenantVolumes,
     torch_runtime,
     torchrun_env,
@@ -216,9 +217,11 @@ def test_the_guides_ddp_sample_trains_on_both_nodes_and_checkpoints(tmp_path, to
     env = runtime_env("p5-training", runtime)
     # The runtime gives the job a directory of its own, named after it.
     assert pod_env(env, jobset_pod(job))[CHECKPOINT_DIR_ENV] == f"/fsx/checkpoints/{DDP_SAMPLE}"
-    checkpoints = tmp_path / "checkpoints"
-    results = run_nodes(tmp_path, torch_bin, job, env, overrides={CHECKPOINT_DIR_ENV: str(checkpoints)})
+    checkpoints, progress = tmp_path / "checkpoints", tmp_path / "progress"
+    overrides = {CHECKPOINT_DIR_ENV: str(checkpoints), PROGRESS_FILE_ENV: str(progress)}
+    results = run_nodes(tmp_path, torch_bin, job, env, overrides=overrides)
     assert all(code == 0 for code, _ in results), results
+    assert progress.read_text() == "80\n"  # rank 0's last step, for the runtime's liveness probe
     output = results[0][1]
     (start,) = events(output, "start")
     assert start == {"step": "0", "restart_attempt": "0", "world": str(NODES * PROCESSES), "backend": "gloo",

@@ -25,6 +25,9 @@ from addons.trainer.runtimes import (
     MAX_RESTARTS,
     NCCL_WATCHDOG_ENV,
     NO_RESTART_EXIT_CODES,
+    PROGRESS_FILE,
+    PROGRESS_FILE_ENV,
+    PROGRESS_TIMEOUT_SECONDS,
     RESTART_ATTEMPT_ENV,
     TRAINJOB_NAME_ENV,
     TenantVolumes,
@@ -435,3 +438,31 @@ def test_every_runtime_sets_the_nccl_watchdog_and_the_training_contract(synthesi
         mounts = {m["mountPath"] for m in container["volumeMounts"]}
         expected = "/fsx/checkpoints" if "/fsx" in mounts else "/checkpoints"
         assert env[CHECKPOINT_DIR_ENV]["value"] == f"{expected}/$(TRAINJOB_NAME)"
+
+
+@pytest.mark.parametrize("profile", TRAINED)
+def test_every_runtime_ends_a_pod_whose_progress_file_went_stale(synthesized, profile, tmp_path):
+    """The liveness probe, run by the shell here as the kubelet runs it in the container (with its
+    env): it passes while the progress file is absent (code that does not write it, other nodes,
+    start-up) or fresh, and fails once the file is older than PROGRESS_TIMEOUT_SECONDS."""
+    import os
+    import subprocess
+    import time
+
+    for runtime in runtimes(synthesized, profile).values():
+        (container,) = node_pod(runtime)["containers"]
+        probe = container["livenessProbe"]
+        assert probe["failureThreshold"] * probe["periodSeconds"] < PROGRESS_TIMEOUT_SECONDS
+        env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+        assert env[PROGRESS_FILE_ENV] == PROGRESS_FILE
+        progress = tmp_path / "progress"
+        env |= {PROGRESS_FILE_ENV: str(progress), "PATH": "/usr/bin:/bin"}
+
+        command = probe["exec"]["command"]
+        assert subprocess.run(command, env=env, timeout=10).returncode == 0  # no file yet
+        progress.write_text("10\n")
+        assert subprocess.run(command, env=env, timeout=10).returncode == 0
+        stale = time.time() - PROGRESS_TIMEOUT_SECONDS - 5
+        os.utime(progress, (stale, stale))
+        assert subprocess.run(command, env=env, timeout=10).returncode != 0
+        progress.unlink()

@@ -19,9 +19,10 @@ fails its Job at once, and JobSet then recreates every Job of the gang (a torchr
 lose one member and go on). A disruption (eviction, preemption, a node's loss or drain) restarts
 the gang without counting; any other failure counts, up to MAX_RESTARTS; an exit code of
 NO_RESTART_EXIT_CODES fails the job for good. Every runtime sets PyTorch's NCCL watchdog so that a
-hung collective ends its process (and so the gang), and the environment contract the platform's
-sample trainer reads (manifests/launch.py): where to checkpoint, which restart this is, and the
-collective timeout.
+hung collective ends its process (and so the gang), a liveness probe on the progress file training
+code may write (a hang elsewhere), and the environment contract the platform's sample trainer reads
+(manifests/launch.py): where to checkpoint, which restart this is, the collective timeout, the
+progress file.
 """
 
 from __future__ import annotations
@@ -191,6 +192,34 @@ NCCL_WATCHDOG_ENV = (
 )
 
 
+# A hang the NCCL watchdog cannot see (a data loader or file system that stops, gloo, a deadlock
+# outside any collective): training code that writes PROGRESS_FILE after each step (the sample's
+# rank 0 does) has its pod killed by the kubelet's liveness probe once the file is older than
+# PROGRESS_TIMEOUT_SECONDS, and the pod's failure restarts the gang (counted). A pod without the
+# file (other nodes, code that does not write it, start-up before the first step) always passes.
+PROGRESS_FILE_ENV = "PROGRESS_FILE"
+PROGRESS_FILE = "/tmp/training-progress"
+PROGRESS_TIMEOUT_ENV = "PROGRESS_TIMEOUT_SECONDS"
+PROGRESS_TIMEOUT_SECONDS = 1800
+"""Longer than any step, a checkpoint save, and the collective and heartbeat timeouts together."""
+PROGRESS_PROBE = (
+    f'f="${PROGRESS_FILE_ENV}"; [ -z "$f" ] || [ ! -e "$f" ] || '
+    f'[ $(( $(date +%s) - $(stat -c %Y "$f") )) -lt "${PROGRESS_TIMEOUT_ENV}" ]'
+)
+
+
+def progress_probe() -> dict[str, Any]:
+    """The node container's liveness probe: the shell, date and stat of the PyTorch images (Ubuntu).
+    Checked every minute; three failures in a row kill the container (restartPolicy Never: the pod
+    fails)."""
+    return {
+        "exec": {"command": ["/bin/sh", "-c", PROGRESS_PROBE]},
+        "periodSeconds": 60,
+        "timeoutSeconds": 10,
+        "failureThreshold": 3,
+    }
+
+
 def fault_env(volumes: TenantVolumes) -> list[dict[str, Any]]:
     """The node container's watchdog settings and contract variables. The checkpoint directory is
     the job's own under the tenant's FSx directory where it has one (POSIX: the sample's rename
@@ -199,6 +228,8 @@ def fault_env(volumes: TenantVolumes) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [
         *(dict(e) for e in NCCL_WATCHDOG_ENV),
         {"name": COLLECTIVE_TIMEOUT_ENV, "value": str(COLLECTIVE_TIMEOUT_SECONDS)},
+        {"name": PROGRESS_FILE_ENV, "value": PROGRESS_FILE},
+        {"name": PROGRESS_TIMEOUT_ENV, "value": str(PROGRESS_TIMEOUT_SECONDS)},
         {
             "name": TRAINJOB_NAME_ENV,
             "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{JOBSET_NAME_LABEL}']"}},
@@ -256,6 +287,7 @@ def torch_runtime(
             "limits": dict(devices),
         },
         "volumeMounts": mounts,
+        "livenessProbe": progress_probe(),
     }
     return {
         "apiVersion": API_VERSION,
