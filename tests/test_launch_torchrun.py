@@ -27,6 +27,7 @@ import yaml
 from addons.trainer import DEFINITION as TRAINER
 from addons.trainer.runtimes import (
     CHECKPOINT_DIR_ENV,
+    COLLECTIVE_TIMEOUT_ENV,
     COLLECTIVE_TIMEOUT_SECONDS,
     NCCL_WATCHDOG_ENV,
     PROGRESS_FILE_ENV,
@@ -134,12 +135,13 @@ def run_nodes(
     *,
     restart_attempt: int = 0,
     overrides: dict[str, str] | None = None,
-    kill_when: Callable[[str], bool] | None = None,
+    kill_when: Callable[[str, list[int]], bool] | None = None,
 ) -> list[tuple[int, str]]:
     """Run the TrainJob's command as each of its nodes would, side by side: (exit code, output).
     Each node (torchrun and its workers) is ended whole: when a node fails
     (the others would wait for it until the collective timeout), at the deadline, and when
-    `kill_when` says so of node 0's output so far (SIGKILL, as a lost node ends). `overrides`
+    `kill_when` says so of node 0's output so far and the nodes' process ids (SIGKILL, as a lost
+    node ends; it may act on the processes itself). `overrides`
     replaces env values (the one path a test changes: the checkpoint directory)."""
     trainer = job["spec"]["trainer"]
     job_env = pod_env([*env, *trainer.get("env", [])], jobset_pod(job, restart_attempt)) | (overrides or {})
@@ -174,7 +176,7 @@ def run_nodes(
     try:
         while any(node.poll() is None for node in nodes):
             failed = time.monotonic() > deadline or any(node.returncode for node in nodes)
-            if failed or (kill_when is not None and kill_when(logs[0].read_text())):
+            if failed or (kill_when is not None and kill_when(logs[0].read_text(), [node.pid for node in nodes])):
                 end_all()
             time.sleep(0.05)
     finally:
@@ -252,7 +254,7 @@ def test_the_sample_killed_mid_run_resumes_from_its_last_checkpoint_on_the_same_
         env,
         overrides=paced,
         # Five steps past the third checkpoint: steps the resumed run must repeat alike.
-        kill_when=lambda out: len(events(out, "checkpoint")) >= 3 and max(losses(out)) >= 35,
+        kill_when=lambda out, _: len(events(out, "checkpoint")) >= 3 and max(losses(out)) >= 35,
     )
     assert [code for code, _ in killed] == [-signal.SIGKILL] * NODES, killed
     before = losses(killed[0][1])
@@ -354,3 +356,37 @@ def test_the_runtimes_nccl_settings_are_the_names_pytorch_reads(torch_bin):
     assert re.search(r"SkipCleanUp = 3\b", text)
     (default_ms,) = re.findall(r"kProcessGroupNCCLDefaultTimeout =\s*std::chrono::milliseconds\(([\d *]+)\)", text)
     assert math.prod(int(factor) for factor in default_ms.split("*")) == COLLECTIVE_TIMEOUT_SECONDS * 1000
+
+
+def test_a_hung_rank_ends_the_job_within_the_collective_timeout(tmp_path, torch_bin):
+    """A hang, executed: one worker of node 1 stopped (SIGSTOP) mid-run, as a rank stuck in a bad
+    GPU or a dead file system would be. The other ranks' next collective times out after
+    COLLECTIVE_TIMEOUT_SECONDS (5 here; gloo's timeout, where NCCL's watchdog would act on GPUs),
+    their processes end, and torchrun exits 1 (on node 0 too, whose own ranks were healthy): a
+    failure the runtimes' JobSet policy restarts (an exit code of 1 says nothing about whose fault)."""
+    job = guide_train_job()
+    env = runtime_env("p5-training", job["spec"]["runtimeRef"]["name"])
+    stopped: list[float] = []  # when
+
+    def stop_one_rank(output: str, pids: list[int]) -> bool:
+        if not stopped and max(losses(output), default=0) >= 10:
+            (worker, *_) = [pid for pid in process_tree(pids[1]) if pid != pids[1]]  # a worker, not torchrun
+            os.kill(worker, signal.SIGSTOP)
+            stopped.append(time.monotonic())
+        return False
+
+    overrides = {
+        CHECKPOINT_DIR_ENV: str(tmp_path / "checkpoints"),
+        STEP_SECONDS_ENV: "0.05",
+        COLLECTIVE_TIMEOUT_ENV: "5",
+    }
+    results = run_nodes(tmp_path, torch_bin, job, env, overrides=overrides, kill_when=stop_one_rank)
+    assert stopped, results
+    # Ended by itself, well before the harness's 300 s: a node's torchrun exited 1 (the first one
+    # out ends the other here, as JobSet would), node 0's ranks having stopped short of the end.
+    assert time.monotonic() - stopped[0] < 60, results
+    assert 1 in [code for code, _ in results], results
+    output = results[0][1]
+    assert max(losses(output)) < 80
+    (start,) = events(output, "start")
+    assert start["timeout"] == "5"
