@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+import re
 
 import jsonschema
 import pytest
@@ -16,7 +17,25 @@ from addons.kueue.queues import LOCAL_QUEUE, queue_objects
 from addons.trainer import DEFINITION as TRAINER
 from addons.trainer import EFA_TORCH_PROJECT_IMAGE, PUBLIC_TORCH_IMAGE
 from addons.trainer.install import WEBHOOK_PORT
-from addons.trainer.runtimes import CHECKPOINTS, TenantVolumes, runtime_image, runtime_name, runtime_objects
+from addons.trainer.runtimes import (
+    CHECKPOINT_DIR_ENV,
+    CHECKPOINTS,
+    COLLECTIVE_TIMEOUT_ENV,
+    COLLECTIVE_TIMEOUT_SECONDS,
+    MAX_RESTARTS,
+    NCCL_WATCHDOG_ENV,
+    NO_RESTART_EXIT_CODES,
+    PROGRESS_FILE,
+    PROGRESS_FILE_ENV,
+    PROGRESS_TIMEOUT_SECONDS,
+    RESTART_ATTEMPT_ENV,
+    TRAINJOB_NAME_ENV,
+    TenantVolumes,
+    fault_env,
+    runtime_image,
+    runtime_name,
+    runtime_objects,
+)
 from components.images import project_image_tag
 from components.labels import NODE_GROUP_LABEL
 from profiles import tenancy
@@ -180,7 +199,9 @@ def test_groups_without_efa_run_the_public_image_and_need_no_build():
         [group], TRAINER.settings(config), TenantVolumes(fsx=False, checkpoints=False), efa_image=None
     )
     (container,) = node_pod(runtime)["containers"]
-    assert container["image"] == PUBLIC_TORCH_IMAGE and container["env"] == []
+    assert container["image"] == PUBLIC_TORCH_IMAGE
+    # No libfabric settings and no NCCL_DEBUG; the watchdog and the contract as on every runtime.
+    assert container["env"] == fault_env(TenantVolumes(fsx=False, checkpoints=False))
 
 
 def train_job(namespace: str, runtime: str, nodes: int) -> dict:
@@ -287,3 +308,161 @@ def test_the_guides_train_job_on_an_efa_runtime_runs_the_runtimes_efa_image():
     config = profile_config("p5-training")
     (group,) = [g for g in config.cluster.gpu_node_groups if runtime_name(g) == job["spec"]["runtimeRef"]["name"]]
     assert group.efa_enabled and "image" not in job["spec"]["trainer"]
+
+
+def node_job(runtime: dict) -> dict:
+    (job,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    return job["template"]["spec"]
+
+
+@pytest.mark.parametrize("profile", TRAINED)
+def test_every_runtime_restarts_the_whole_gang_a_bounded_number_of_times(synthesized, profile):
+    """A failed node pod fails its Job at once (backoffLimit 0, never restarted in place), and the
+    JobSet recreates every Job, old pods gone first: a disruption without counting, an exit code
+    that says the code or its data is wrong never, anything else up to MAX_RESTARTS times."""
+    for runtime in runtimes(synthesized, profile).values():
+        policy = runtime["spec"]["template"]["spec"]["failurePolicy"]
+        assert policy["maxRestarts"] == MAX_RESTARTS > 0 and policy["restartStrategy"] == "BlockingRecreate"
+        assert [(r["name"], r["action"]) for r in policy["rules"]] == [
+            ("Disruption", "RestartJobSetAndIgnoreMaxRestarts"),
+            ("NoRestartExitCode", "FailJobSet"),
+            ("AnyOtherFailure", "RestartJobSet"),
+        ]
+        job = node_job(runtime)
+        assert job["backoffLimit"] == 0 and job["template"]["spec"]["restartPolicy"] == "Never"
+        assert job["podFailurePolicy"]["rules"][1]["onExitCodes"]["containerName"] == "node"
+
+
+# What happens to a failed node pod, as Kubernetes' Job controller and JobSet v0.12.0 decide it:
+# the Job's failure (matchPodFailurePolicy in kubernetes pkg/controller/job/pod_failure_policy.go,
+# its two messages verbatim), then the first JobSet rule whose reasons and message patterns match
+# (jobset pkg/controllers/failure_policy.go ruleIsApplicable), RestartJobSet if none.
+def job_failure(pod_failure_policy: dict, *, exit_code: int, disrupted: bool) -> tuple[str, str]:
+    pod = "ml-team/fit-node-0-1-x"
+    for index, rule in enumerate(pod_failure_policy["rules"]):
+        if rule["action"] != "FailJob":
+            continue
+        if disrupted and {"type": "DisruptionTarget", "status": "True"} in rule.get("onPodConditions", []):
+            return (
+                "PodFailurePolicy",
+                f"Pod {pod} has condition DisruptionTarget matching FailJob rule at index {index}",
+            )
+        codes = rule.get("onExitCodes")
+        if codes and codes["operator"] == "In" and exit_code in codes["values"]:
+            message = (
+                f"Container node for pod {pod} failed with exit code {exit_code} matching FailJob rule at index {index}"
+            )
+            return "PodFailurePolicy", message
+    return "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+
+
+def jobset_action(failure_policy: dict, reason: str, message: str) -> str:
+    for rule in failure_policy["rules"]:
+        if rule.get("onJobFailureReasons") and reason not in rule["onJobFailureReasons"]:
+            continue
+        patterns = rule.get("onJobFailureMessagePatterns")
+        if patterns and not any(re.search(p, message) for p in patterns):
+            continue
+        return rule["action"]
+    return "RestartJobSet"
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "disrupted", "action"),
+    [
+        (143, True, "RestartJobSetAndIgnoreMaxRestarts"),  # drained or evicted: SIGTERM, DisruptionTarget
+        (137, True, "RestartJobSetAndIgnoreMaxRestarts"),  # killed after the grace period
+        (78, True, "RestartJobSetAndIgnoreMaxRestarts"),  # a disruption is a disruption, whatever the code
+        (1, False, "RestartJobSet"),  # torchrun: a worker failed here, or a peer was lost
+        (137, False, "RestartJobSet"),  # OOM-killed
+        (134, False, "RestartJobSet"),  # SIGABRT: PyTorch's NCCL watchdog ending a hung collective
+        *((code, False, "FailJobSet") for code in NO_RESTART_EXIT_CODES),
+        (7, False, "RestartJobSet"),  # "exit code 7" must not match a pattern meant for 78
+        (164, False, "RestartJobSet"),
+    ],
+)
+def test_the_failure_policy_tells_a_disruption_and_a_code_error_from_the_rest(exit_code, disrupted, action):
+    config = _p5_with()
+    (runtime,) = runtime_objects(
+        config.cluster.gpu_node_groups,
+        TRAINER.settings(config),
+        TenantVolumes(fsx=True, checkpoints=True),
+        efa_image="i:t",
+    )
+    reason, message = job_failure(node_job(runtime)["podFailurePolicy"], exit_code=exit_code, disrupted=disrupted)
+    assert jobset_action(runtime["spec"]["template"]["spec"]["failurePolicy"], reason, message) == action
+
+
+def test_the_recorded_crd_checks_the_failure_policy():
+    """The recorded CRD knows JobSet's actions and the Job's pod failure policy: a misspelt action
+    or a field JobSet does not have is refused (the test above would not see either)."""
+    config = _p5_with()
+    (runtime,) = runtime_objects(
+        config.cluster.gpu_node_groups,
+        TRAINER.settings(config),
+        TenantVolumes(fsx=True, checkpoints=True),
+        efa_image="i:t",
+    )
+    validate_object(runtime, "1.35")
+    wrong_action = copy.deepcopy(runtime)
+    wrong_action["spec"]["template"]["spec"]["failurePolicy"]["rules"][0]["action"] = "RestartGang"
+    unknown_field = copy.deepcopy(runtime)
+    unknown_field["spec"]["template"]["spec"]["failurePolicy"]["backoffSeconds"] = 60
+    for broken in (wrong_action, unknown_field):
+        with pytest.raises(jsonschema.ValidationError):
+            validate_object(broken, "1.35")
+
+
+@pytest.mark.parametrize("profile", TRAINED)
+def test_every_runtime_sets_the_nccl_watchdog_and_the_training_contract(synthesized, profile):
+    """Every runtime (NCCL on every GPU group) states PyTorch's watchdog settings and gives the
+    training code its contract: the collective timeout, its TrainJob's name and restart attempt
+    from the pod's JobSet label and annotation, and a checkpoint directory of the job's own, on the
+    tenant's FSx directory where there is one."""
+    for runtime in runtimes(synthesized, profile).values():
+        (container,) = node_pod(runtime)["containers"]
+        env = {e["name"]: e for e in container["env"]}
+        for setting in NCCL_WATCHDOG_ENV:
+            assert env[setting["name"]] == setting
+        assert env["TORCH_NCCL_ASYNC_ERROR_HANDLING"]["value"] == "3"  # tear down on a failed collective
+        assert env[COLLECTIVE_TIMEOUT_ENV]["value"] == str(COLLECTIVE_TIMEOUT_SECONDS)
+        assert env[TRAINJOB_NAME_ENV]["valueFrom"]["fieldRef"]["fieldPath"] == (
+            "metadata.labels['jobset.sigs.k8s.io/jobset-name']"
+        )
+        assert env[RESTART_ATTEMPT_ENV]["valueFrom"]["fieldRef"]["fieldPath"] == (
+            "metadata.annotations['jobset.sigs.k8s.io/restart-attempt']"
+        )
+        names = [e["name"] for e in container["env"]]
+        # Kubernetes expands $(NAME) only from variables listed before it.
+        assert names.index(TRAINJOB_NAME_ENV) < names.index(CHECKPOINT_DIR_ENV)
+        mounts = {m["mountPath"] for m in container["volumeMounts"]}
+        expected = "/fsx/checkpoints" if "/fsx" in mounts else "/checkpoints"
+        assert env[CHECKPOINT_DIR_ENV]["value"] == f"{expected}/$(TRAINJOB_NAME)"
+
+
+@pytest.mark.parametrize("profile", TRAINED)
+def test_every_runtime_ends_a_pod_whose_progress_file_went_stale(synthesized, profile, tmp_path):
+    """The liveness probe, run by the shell here as the kubelet runs it in the container (with its
+    env): it passes while the progress file is absent (code that does not write it, other nodes,
+    start-up) or fresh, and fails once the file is older than PROGRESS_TIMEOUT_SECONDS."""
+    import os
+    import subprocess
+    import time
+
+    for runtime in runtimes(synthesized, profile).values():
+        (container,) = node_pod(runtime)["containers"]
+        probe = container["livenessProbe"]
+        assert probe["failureThreshold"] * probe["periodSeconds"] < PROGRESS_TIMEOUT_SECONDS
+        env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+        assert env[PROGRESS_FILE_ENV] == PROGRESS_FILE
+        progress = tmp_path / "progress"
+        env |= {PROGRESS_FILE_ENV: str(progress), "PATH": "/usr/bin:/bin"}
+
+        command = probe["exec"]["command"]
+        assert subprocess.run(command, env=env, timeout=10).returncode == 0  # no file yet
+        progress.write_text("10\n")
+        assert subprocess.run(command, env=env, timeout=10).returncode == 0
+        stale = time.time() - PROGRESS_TIMEOUT_SECONDS - 5
+        os.utime(progress, (stale, stale))
+        assert subprocess.run(command, env=env, timeout=10).returncode != 0
+        progress.unlink()

@@ -13,6 +13,16 @@ pytorch-efa image (images/pytorch-efa: PyTorch with libfabric and aws-ofi-nccl, 
 build pushes), elsewhere the public PyTorch image. On EFA groups the runtime sets NCCL_DEBUG=INFO:
 every job's log then says which network NCCL chose (`Using network Libfabric`, or the Socket
 fallback), which is what verify's torchrun-check judges.
+
+Surviving a fault (`failure_policy`, `pod_failure_policy`, `fault_env`): a node pod that fails
+fails its Job at once, and JobSet then recreates every Job of the gang (a torchrun gang cannot
+lose one member and go on). A disruption (eviction, preemption, a node's loss or drain) restarts
+the gang without counting; any other failure counts, up to MAX_RESTARTS; an exit code of
+NO_RESTART_EXIT_CODES fails the job for good. Every runtime sets PyTorch's NCCL watchdog so that a
+hung collective ends its process (and so the gang), a liveness probe on the progress file training
+code may write (a hang elsewhere), and the environment contract the platform's sample trainer reads
+(manifests/launch.py): where to checkpoint, which restart this is, the collective timeout, the
+progress file.
 """
 
 from __future__ import annotations
@@ -72,6 +82,170 @@ def torchrun_env(job: str, *, nodes: int, processes_per_node: int | str, node_ra
     }
 
 
+# Gang restart. The runtime's template is JobSet's JobSetSpec (Trainer v2.3.0
+# pkg/apis/trainer/v1alpha1/trainingruntime_types.go), and Trainer builds the TrainJob's JobSet
+# from all of it (pkg/runtime/core/trainingruntime.go 167-172, pkg/runtime/framework/plugins/jobset/
+# jobset.go 413-416), failurePolicy included. JobSet v0.12.0 (pkg/controllers/failure_policy.go):
+# on a failed child Job the rules are tried in order, each over every failed Job (49-119), and a
+# rule matches the Job's Failed condition by reason and by a regular expression on its message
+# (140-164); with no rule matching, RestartJobSet (45). RestartJobSet fails the JobSet once
+# status.restartsCountTowardsMax reaches maxRestarts (225-233); RestartJobSetAndIgnoreMaxRestarts
+# does not count (266-297); FailJobSet fails it (214-222). Restarting recreates every Job
+# (jobset_controller.go 365-374: Jobs of an older restart attempt are deleted); BlockingRecreate
+# creates none until all of the previous attempt's are gone (918-925), so no pod of the old gang
+# still writes a checkpoint or holds GPUs while the new one starts. JobSet has no delay between
+# restarts at this version.
+MAX_RESTARTS = 3
+"""Restarts a job gets for failures that are not disruptions (the code, a peer, a hung collective)."""
+# Exit codes after which the gang is not restarted: the sysexits codes of a usage, data, input or
+# configuration error (Python's os.EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_CONFIG), which the same
+# code and data would only repeat. They must be the node container's own exit code: torchrun ends
+# with 1 whenever any of its workers fails, whatever that worker's code (torch/distributed/run.py
+# main under @record: ChildFailedError), and so does a node whose peer was lost.
+NO_RESTART_EXIT_CODES = (64, 65, 66, 78)
+# Kubernetes' Job controller fails a Job matching a FailJob rule with reason PodFailurePolicy and
+# the message "Pod <ns>/<name> has condition DisruptionTarget matching FailJob rule at index 0" or
+# "Container node for pod <ns>/<name> failed with exit code 78 matching FailJob rule at index 1"
+# (kubernetes pkg/controller/job/pod_failure_policy.go, matchPodFailurePolicy); with no rule
+# matching, the pod counts towards backoffLimit (0 here) and the Job fails BackoffLimitExceeded.
+JOB_REASON_POD_FAILURE_POLICY = "PodFailurePolicy"
+DISRUPTION_RULE, NO_RESTART_RULE, OTHER_FAILURE_RULE = "Disruption", "NoRestartExitCode", "AnyOtherFailure"
+
+
+def pod_failure_policy() -> dict[str, Any]:
+    """The node Job's podFailurePolicy: a disrupted pod (DisruptionTarget: evicted by the Eviction
+    API as a drain or node repair does, preempted by the scheduler, deleted by the taint manager
+    off an unreachable node or by pod GC off a deleted one) and an exit code of
+    NO_RESTART_EXIT_CODES each fail the Job with a message the JobSet rules tell apart."""
+    return {
+        "rules": [
+            {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+            {
+                "action": "FailJob",
+                "onExitCodes": {"containerName": "node", "operator": "In", "values": list(NO_RESTART_EXIT_CODES)},
+            },
+        ]
+    }
+
+
+def failure_policy() -> dict[str, Any]:
+    """The JobSet's failurePolicy (see MAX_RESTARTS)."""
+    exit_codes = "|".join(str(code) for code in NO_RESTART_EXIT_CODES)
+    return {
+        "maxRestarts": MAX_RESTARTS,
+        "restartStrategy": "BlockingRecreate",
+        "rules": [
+            {
+                # Not the job's doing, and the replaced node or a free one takes the gang again.
+                "name": DISRUPTION_RULE,
+                "action": "RestartJobSetAndIgnoreMaxRestarts",
+                "onJobFailureReasons": [JOB_REASON_POD_FAILURE_POLICY],
+                "onJobFailureMessagePatterns": ["has condition DisruptionTarget"],
+            },
+            {
+                "name": NO_RESTART_RULE,
+                "action": "FailJobSet",
+                "onJobFailureReasons": [JOB_REASON_POD_FAILURE_POLICY],
+                "onJobFailureMessagePatterns": [f"failed with exit code ({exit_codes}) matching"],
+            },
+            # Stated, though it is JobSet's default: the code, a lost peer, a hung collective the
+            # watchdog ended, a GPU fault that killed a process. A node lost without a drain is
+            # usually seen first here: its peers fail within the collective timeout, the lost pod
+            # only when the taint manager (5 minutes) or pod GC deletes it.
+            {"name": OTHER_FAILURE_RULE, "action": "RestartJobSet"},
+        ],
+    }
+
+
+# The environment contract between the runtimes and training code (the platform's sample,
+# manifests/launch.py, reads it; docs/queues.md describes it).
+TRAINJOB_NAME_ENV = "TRAINJOB_NAME"
+CHECKPOINT_DIR_ENV = "CHECKPOINT_DIR"
+RESTART_ATTEMPT_ENV = "RESTART_ATTEMPT"
+COLLECTIVE_TIMEOUT_ENV = "COLLECTIVE_TIMEOUT_SECONDS"
+# JobSet labels and annotates each pod with its JobSet's name and its restart attempt
+# (status.restarts when its Job was made: v0.12.0 api/jobset/v1alpha2/jobset_types.go 24,
+# pkg/constants/constants.go 31-34, pkg/controllers/jobset_controller.go 950 and 1014-1041); Trainer
+# names the JobSet after the TrainJob (plugins/jobset/jobset.go 413).
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+RESTART_ATTEMPT_ANNOTATION = "jobset.sigs.k8s.io/restart-attempt"
+COLLECTIVE_TIMEOUT_SECONDS = 600
+"""The process group's timeout, after which ProcessGroupNCCL's watchdog ends a collective that has
+not finished: PyTorch's own NCCL default (ProcessGroupNCCL.hpp kProcessGroupNCCLDefaultTimeout,
+10 minutes; torch/distributed/constants.py default_pg_nccl_timeout), stated so that the sample's
+init_process_group and the docs name one value."""
+# PyTorch's ProcessGroupNCCL (torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp names the variables;
+# ProcessGroupNCCL.cpp reads them with getCvarInt/getCvarBool). The defaults below are the ones in
+# the stored copies of ProcessGroupNCCL.cpp read for this (releases from before and after the
+# images' 2.7.1; the 2.7.1 tag itself could not be fetched here), and tests check the names
+# against the header of the PyTorch the tests install. Stated in the pod so that an image's ENV
+# or another PyTorch's defaults do not turn them off.
+NCCL_WATCHDOG_ENV = (
+    # On a collective that timed out or failed, the watchdog tears the process down without
+    # cleaning up the NCCL communicator (3, SkipCleanUp: cleanup can itself hang on a broken
+    # fabric). The default.
+    {"name": "TORCH_NCCL_ASYNC_ERROR_HANDLING", "value": "3"},
+    # A second thread ends the process when the watchdog itself is stuck (a CUDA call hung by a GPU
+    # fault) for TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC. On by default; 480 s by default.
+    {"name": "TORCH_NCCL_ENABLE_MONITORING", "value": "1"},
+    {"name": "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "value": "480"},
+)
+
+
+# A hang the NCCL watchdog cannot see (a data loader or file system that stops, gloo, a deadlock
+# outside any collective): training code that writes PROGRESS_FILE after each step (the sample's
+# rank 0 does) has its pod killed by the kubelet's liveness probe once the file is older than
+# PROGRESS_TIMEOUT_SECONDS, and the pod's failure restarts the gang (counted). A pod without the
+# file (other nodes, code that does not write it, start-up before the first step) always passes.
+PROGRESS_FILE_ENV = "PROGRESS_FILE"
+PROGRESS_FILE = "/tmp/training-progress"
+PROGRESS_TIMEOUT_ENV = "PROGRESS_TIMEOUT_SECONDS"
+PROGRESS_TIMEOUT_SECONDS = 1800
+"""Longer than any step, a checkpoint save, and the collective and heartbeat timeouts together."""
+PROGRESS_PROBE = (
+    f'f="${PROGRESS_FILE_ENV}"; [ -z "$f" ] || [ ! -e "$f" ] || '
+    f'[ $(( $(date +%s) - $(stat -c %Y "$f") )) -lt "${PROGRESS_TIMEOUT_ENV}" ]'
+)
+
+
+def progress_probe() -> dict[str, Any]:
+    """The node container's liveness probe: the shell, date and stat of the PyTorch images (Ubuntu).
+    Checked every minute; three failures in a row kill the container (restartPolicy Never: the pod
+    fails)."""
+    return {
+        "exec": {"command": ["/bin/sh", "-c", PROGRESS_PROBE]},
+        "periodSeconds": 60,
+        "timeoutSeconds": 10,
+        "failureThreshold": 3,
+    }
+
+
+def fault_env(volumes: TenantVolumes) -> list[dict[str, Any]]:
+    """The node container's watchdog settings and contract variables. The checkpoint directory is
+    the job's own under the tenant's FSx directory where it has one (POSIX: the sample's rename
+    makes a checkpoint appear whole), else under its bucket (Mountpoint for S3, which refuses
+    renames: the sample then writes in place and skips a checkpoint that does not load)."""
+    env: list[dict[str, Any]] = [
+        *(dict(e) for e in NCCL_WATCHDOG_ENV),
+        {"name": COLLECTIVE_TIMEOUT_ENV, "value": str(COLLECTIVE_TIMEOUT_SECONDS)},
+        {"name": PROGRESS_FILE_ENV, "value": PROGRESS_FILE},
+        {"name": PROGRESS_TIMEOUT_ENV, "value": str(PROGRESS_TIMEOUT_SECONDS)},
+        {
+            "name": TRAINJOB_NAME_ENV,
+            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{JOBSET_NAME_LABEL}']"}},
+        },
+        {
+            "name": RESTART_ATTEMPT_ENV,
+            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{RESTART_ATTEMPT_ANNOTATION}']"}},
+        },
+    ]
+    base = f"{FSX_MOUNT}/checkpoints" if volumes.fsx else CHECKPOINTS_MOUNT if volumes.checkpoints else None
+    if base is not None:
+        # $(NAME) takes a variable defined earlier in the list (Kubernetes' dependent variables).
+        env.append({"name": CHECKPOINT_DIR_ENV, "value": f"{base}/$({TRAINJOB_NAME_ENV})"})
+    return env
+
+
 def runtime_name(group: GpuNodeGroupConfig) -> str:
     return f"torch-{group.name}"
 
@@ -106,13 +280,14 @@ def torch_runtime(
     container = {
         "name": "node",  # the container Trainer runs torchrun in
         "image": runtime_image(group, settings, efa_image),
-        "env": [*EFA_ENV, dict(NCCL_DEBUG_INFO)] if efa else [],
+        "env": [*([*EFA_ENV, dict(NCCL_DEBUG_INFO)] if efa else []), *fault_env(volumes)],
         # No memory limit: loading a model takes what it takes; the request keeps room for /dev/shm.
         "resources": {
             "requests": {**devices, "memory": f"{worker_memory_gib(gpus)}Gi"},
             "limits": dict(devices),
         },
         "volumeMounts": mounts,
+        "livenessProbe": progress_probe(),
     }
     return {
         "apiVersion": API_VERSION,
@@ -122,14 +297,22 @@ def torch_runtime(
             "mlPolicy": {"numNodes": 1, "torch": {}},
             "template": {
                 "spec": {
+                    "failurePolicy": failure_policy(),
                     "replicatedJobs": [
                         {
                             "name": "node",
                             "template": {
                                 "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
                                 "spec": {
+                                    # The first failed pod fails the Job, and JobSet restarts the gang.
+                                    "backoffLimit": 0,
+                                    "podFailurePolicy": pod_failure_policy(),
                                     "template": {
                                         "spec": {
+                                            # A pod failure policy needs Never (JobSet would default
+                                            # OnFailure: one container restarted in place, outside
+                                            # the gang, its peers still waiting on the old one).
+                                            "restartPolicy": "Never",
                                             "nodeSelector": {NODE_GROUP_LABEL: group.name},
                                             # Kueue matches a flavour on the flavour's own label keys:
                                             # without this, the Karpenter pool's flavour (which has no
@@ -140,11 +323,11 @@ def torch_runtime(
                                             "containers": [container],
                                             "volumes": pod_volumes,
                                         }
-                                    }
+                                    },
                                 },
                             },
                         }
-                    ]
+                    ],
                 }
             },
         },
