@@ -142,9 +142,14 @@ def run_nodes(
     (the others would wait for it until the collective timeout), at the deadline, and when
     `kill_when` says so of node 0's output so far and the nodes' process ids (SIGKILL, as a lost
     node ends; it may act on the processes itself). `overrides`
-    replaces env values (the one path a test changes: the checkpoint directory)."""
+    replaces env values (the paths a test changes: the checkpoint directory; the progress file,
+    which is always the run's own here, never the runtime's /tmp path on this machine)."""
     trainer = job["spec"]["trainer"]
-    job_env = pod_env([*env, *trainer.get("env", [])], jobset_pod(job, restart_attempt)) | (overrides or {})
+    job_env = (
+        pod_env([*env, *trainer.get("env", [])], jobset_pod(job, restart_attempt))
+        | {PROGRESS_FILE_ENV: str(tmp_path / "progress")}
+        | (overrides or {})
+    )
     port, nodes, logs = free_port(), [], []
     tmp_path.mkdir(parents=True, exist_ok=True)
     for rank in range(NODES):
