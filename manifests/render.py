@@ -28,9 +28,9 @@ from addons.kueue import shares as kueue_shares
 from addons.mlflow import DEFINITION as MLFLOW
 from addons.mlflow import IMAGE as MLFLOW_IMAGE
 from addons.mlflow import IMAGE_USER as MLFLOW_IMAGE_USER
+from addons.mlflow import access as mlflow_access
 from addons.trainer import DEFINITION as TRAINER
 from addons.trainer.runtimes import NCCL_DEBUG_INFO, runtime_name
-from components.k8s import mlflow_access
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.k8s.efa_pods import EFA_ENV, HUGEPAGES, shm_volume, worker_memory_gib
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims

@@ -24,10 +24,10 @@ from addons.gpu_operator.gpu_health import QUARANTINE_KEY, REASON_ANNOTATION
 from addons.gpu_operator.health_check import HEALTH_CHECK_SELECTOR
 from addons.gpu_operator.health_check import NAME as HEALTH_CHECK_NAME
 from addons.mlflow import DEFINITION as MLFLOW
+from addons.mlflow import access as mlflow_access
 from addons.monitoring import ALERTMANAGER_POD, GRAFANA_CONTAINER, GRAFANA_DEPLOYMENT, GRAFANA_PORT
 from addons.monitoring import DEFINITION as MONITORING
 from components.dashboards import DASHBOARD_LABEL
-from components.k8s import mlflow_access
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
 from components.labels import GPU_TRAINING_ROLE, NODE_POOL_LABEL, ROLE_LABEL
 from manifests.launch import TRAINJOB_CHECK_MARKER

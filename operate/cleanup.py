@@ -22,7 +22,7 @@ What decides the order (Kubernetes and Karpenter at the pins):
 - A NodeClaim carries `karpenter.sh/termination`; Karpenter removes it once the node is drained
   and the instance is terminated (pkg/controllers/node/termination). The drain respects
   PodDisruptionBudgets and `karpenter.sh/do-not-disrupt` until the NodeClaim's
-  terminationGracePeriod (its NodePool's, components/k8s/karpenter_pools.py) has passed, then
+  terminationGracePeriod (its NodePool's, addons/karpenter/pools.py) has passed, then
   deletes what is left. Karpenter runs in the addons layer, so the workloads layer's NodePools are
   removed while it still runs.
 - A LoadBalancer Service carries `service.kubernetes.io/load-balancer-cleanup` until the cloud
@@ -57,8 +57,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from addons.karpenter.pools import TERMINATION_GRACE_PERIOD_MINUTES
 from addons.kueue import DEFINITION as KUEUE
-from components.k8s.karpenter_pools import TERMINATION_GRACE_PERIOD_MINUTES
 from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
 from operate.cluster_access import ClusterAccessError
 from operate.kubectl import NO_SUCH_KIND, Kubectl
@@ -67,7 +67,7 @@ from operate.pause import hold_and_drain
 from profiles import PlatformConfig
 
 # How long each wait may take. Nodes: Karpenter drains a node for at most its NodePool's
-# terminationGracePeriod, then deletes the pods left on it (components/k8s/karpenter_pools.py),
+# terminationGracePeriod, then deletes the pods left on it (addons/karpenter/pools.py),
 # then EC2 terminates the instance. Pods: the longest grace period of those waited for, plus a
 # margin for the garbage collector to reach them and the kubelet to stop them, at most as long as
 # Terraform waits for a namespace (whose deletion waits for the same pods' grace periods). Load
@@ -521,7 +521,7 @@ def platform_objects(config: PlatformConfig, layer: str, stack: dict[str, Any] |
     the validation namespace that verify runs in. `stack` (the layer's synthesized JSON) names the
     claims its Terraform deletes."""
     from addons.catalog import DEFINITIONS
-    from components.k8s.karpenter_pools import node_pools
+    from addons.karpenter.pools import node_pools
     from manifests.render import NAMESPACE as VALIDATION_NAMESPACE
 
     claims = terraform_claims(stack) if stack else ()

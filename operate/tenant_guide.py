@@ -17,12 +17,12 @@ from addons.kuberay import DEFINITION as KUBERAY
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue.queues import LOCAL_QUEUE
 from addons.mlflow import DEFINITION as MLFLOW
+from addons.mlflow import access as mlflow_access
 from addons.monitoring import DEFINITION as MONITORING
 from addons.monitoring import GRAFANA_DEPLOYMENT, GRAFANA_PORT
 from addons.mpi_operator import DEFINITION as MPI_OPERATOR
 from addons.trainer import DEFINITION as TRAINER
 from addons.trainer.runtimes import CHECKPOINTS_MOUNT, FSX_MOUNT
-from components.k8s import mlflow_access
 from components.k8s.tenant import SERVICE_ACCOUNT
 from profiles import tenancy
 from profiles.models import PlatformConfig

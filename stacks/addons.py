@@ -6,6 +6,7 @@ from __future__ import annotations
 from cdktf_cdktf_provider_kubernetes.storage_class_v1 import StorageClassV1, StorageClassV1Metadata
 from constructs import Construct
 
+from addons.contributions import client_access
 from addons.registry import ADDONS
 from components.helm.addon import AddonContext, InstalledAddon, Monitors
 from components.k8s.namespaces import ApiServerAddresses
@@ -54,6 +55,7 @@ class AddonsStack(LayerStack):
             dashboards=tuple(sorted((b for d in declared for b in d.dashboards), key=lambda b: b["uid"])),
         )
         installed: dict[str, InstalledAddon] = {}
+        clients = client_access(config)
         api_server = ApiServerAddresses(vpc_cidr=cluster.vpc_cidr, service_ip=config.cluster.api_service_ip)
         for addon in enabled:
             installed[addon.key] = addon.install(
@@ -69,6 +71,7 @@ class AddonsStack(LayerStack):
                     records=storage.records(),
                     installed=installed,
                     monitors=monitors,
+                    clients=clients,
                 )
             )
         self.installed = installed

@@ -26,11 +26,7 @@ from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableVali
 from pydantic import Field
 
 from addons.mlflow import DEFINITION, IMAGE, IMAGE_USER, MlflowConfig, default_permission
-from components.expressions import matches
-from components.helm.addon import AddonContext, Companions, HelmAddonSpec, RuntimePath
-from components.helm.release import SensitiveValue, Values
-from components.k8s.job import CompletedJob, CompletedJobProps
-from components.k8s.mlflow_access import (
+from addons.mlflow.access import (
     NAMESPACE,
     SERVER_ALLOWED_HOSTS,
     SERVER_PORT,
@@ -38,6 +34,10 @@ from components.k8s.mlflow_access import (
     SERVICE_PORT,
     ingress_from_clients,
 )
+from components.expressions import matches
+from components.helm.addon import AddonContext, Companions, HelmAddonSpec, RuntimePath
+from components.helm.release import SensitiveValue, Values
+from components.k8s.job import CompletedJob, CompletedJobProps
 from components.k8s.namespaces import egress_https_outside_the_node, egress_to_pod_identity_agent
 from components.k8s.security import non_root_container, non_root_pod
 from components.labels import SYSTEM_NODES

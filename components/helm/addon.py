@@ -18,6 +18,7 @@ from constructs import Construct
 
 from addons.definition import AddonConfig, AddonDefinition, ReleaseConfig
 from components.helm.release import HelmAddon, HelmAddonProps, SensitiveValue, Values
+from components.k8s.clients import ClientAccess
 from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, PodSecurityLevel, namespace_objects
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from profiles import PlatformConfig
@@ -66,6 +67,9 @@ class AddonContext:
     """Add-ons installed before this one, by key (registry order)."""
     monitors: Monitors = Monitors()
     """Every enabled add-on's monitors, each list sorted by name (for the add-on that runs Prometheus)."""
+    clients: ClientAccess = field(default_factory=ClientAccess)
+    """What a namespace whose pods use the enabled add-ons' services needs (addons/parts.py): an
+    add-on whose pods are such clients (notebooks, workflow steps) applies it to its namespace."""
 
     def record(self, kind: type[RecordT]) -> RecordT | None:
         """The earlier layers' record of this type, or None when they made none."""

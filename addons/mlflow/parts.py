@@ -1,0 +1,28 @@
+"""MLflow's contributions: every namespace whose pods log to the tracking server (the tenants', and
+add-ons that ask for `AddonContext.clients`) gets the label the server admits, its egress to the
+server, the tracking URI in its environment and as a ConfigMap (addons/mlflow/access.py)."""
+
+from __future__ import annotations
+
+from addons.mlflow import DEFINITION
+from addons.mlflow.access import CLIENT_LABEL, egress_to_mlflow, tracking_config_map, tracking_env
+from addons.parts import AddonParts
+from components.k8s.clients import ClientAccess
+from profiles.models import PlatformConfig
+
+
+def _config_map(namespace: str) -> list[dict[str, object]]:
+    return [tracking_config_map(namespace)]
+
+
+class MlflowParts(AddonParts):
+    def clients(self, config: PlatformConfig) -> ClientAccess | None:
+        return ClientAccess(
+            labels=dict(CLIENT_LABEL),
+            allow={"allow-mlflow": egress_to_mlflow()},
+            env={env["name"]: env["value"] for env in tracking_env()},
+            objects=_config_map,
+        )
+
+
+PARTS = MlflowParts(DEFINITION)
