@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from components.k8s.clients import ClientAccess
 from components.k8s.pod_sources import PodSource
@@ -32,7 +32,7 @@ from profiles.workloads import TenantConfig
 if TYPE_CHECKING:
     from addons.definition import AddonDefinition
     from profiles.models import PlatformConfig
-    from stacks.contracts import AddonsOutputs, BuildOutputs, ClusterOutputs, StorageOutputs
+    from stacks.contracts import AddonRecord, AddonsOutputs, BuildOutputs, ClusterOutputs, StorageOutputs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,6 +78,9 @@ class AddonParts:
     """One add-on's contributions; `definition` is its package's DEFINITION. Defaults: nothing."""
 
     definition: AddonDefinition[Any]
+    records: ClassVar[Mapping[str, type[AddonRecord]]] = {}
+    """The record the add-on makes in a layer (layer -> its type), which that layer's contract
+    carries and publishes (stacks/contracts.py AddonRecord; docs/outputs.md lists their outputs)."""
 
     def __init__(self, definition: AddonDefinition[Any]):
         self.definition = definition

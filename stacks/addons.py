@@ -10,7 +10,6 @@ from addons.contributions import client_access
 from addons.registry import ADDONS
 from components.helm.addon import AddonContext, InstalledAddon, Monitors
 from components.k8s.namespaces import ApiServerAddresses
-from components.karpenter_nodes import KarpenterNodes
 from profiles import PlatformConfig
 from stacks.contracts import AddonsOutputs, ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack, StateLocation
@@ -62,23 +61,20 @@ class AddonsStack(LayerStack):
                 AddonContext(
                     scope=self,
                     config=config,
-                    cluster_name=cluster.cluster_name,
-                    cluster_endpoint=cluster.endpoint,
+                    cluster=cluster,
+                    storage=storage,
                     storage_class=STORAGE_CLASS,
                     storage_class_ready=storage_class,
-                    vpc_cidr=cluster.vpc_cidr,
                     api_server=api_server,
-                    records=storage.records(),
                     installed=installed,
                     monitors=monitors,
                     clients=clients,
                 )
             )
         self.installed = installed
-        records = [record for addon in installed.values() for record in addon.records]
         self.outputs = AddonsOutputs(
             releases={key: addon.name for key, addon in installed.items()},
             storage_class=STORAGE_CLASS,
-            karpenter=next((r for r in records if isinstance(r, KarpenterNodes)), None),
+            addon_records={key: addon.record for key, addon in installed.items() if addon.record is not None},
         )
         self.publish(self.outputs)

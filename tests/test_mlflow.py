@@ -23,8 +23,8 @@ from addons.mlflow import IMAGE as MLFLOW_IMAGE
 from addons.mlflow import POSTGRES_MAJOR_VERSION as MLFLOW_POSTGRES_MAJOR_VERSION
 from addons.mlflow import access as mlflow_access
 from addons.mlflow.install import ADMIN_PASSWORD_RULE, AUTH_DATABASE, DB_LOGIN_SECRET, PASSFILE, SCRIPT_SOURCE
+from addons.mlflow.store import APP_USERNAME
 from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
-from components.mlflow_store import APP_USERNAME
 from manifests.render import MLFLOW_CHECK, MLFLOW_CHECK_ARTIFACT, MLFLOW_CHECK_METRIC, render
 from manifests.verify import check_mlflow
 from profiles import available_profiles, load_profile
@@ -41,7 +41,7 @@ REMOTE_STORAGE = "${data.terraform_remote_state.cross-stack-reference-input-stor
 
 def example_backend():
     """The storage layer's record as plain values (no Terraform tokens)."""
-    from components.mlflow_backend import MlflowBackend
+    from addons.mlflow.backend import MlflowBackend
 
     return MlflowBackend(
         address="db.example.internal",

@@ -4,14 +4,21 @@ addons layer made (`KarpenterNodes`, which the addons layer's contract carries).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 from addons.karpenter import DEFINITION
+from addons.karpenter.nodes import KarpenterNodes
 from addons.karpenter.pools import GPU_POOL, KarpenterPoolsProps, karpenter_objects, node_pools
 from addons.parts import AddonParts, ObjectGroup, WorkloadsContext
+from stacks.contracts import AddonRecord, addon_record
 
 
 class KarpenterParts(AddonParts):
+    records: ClassVar[Mapping[str, type[AddonRecord]]] = {"addons": KarpenterNodes}
+
     def workload_objects(self, ctx: WorkloadsContext) -> tuple[ObjectGroup, ...]:
-        nodes, config = ctx.addons.karpenter, ctx.config
+        nodes, config = addon_record(ctx.addons.addon_records, DEFINITION.key, KarpenterNodes), ctx.config
         if nodes is None:
             raise ValueError("the addons layer installed Karpenter but its contract carries no node identity")
         props = KarpenterPoolsProps(

@@ -4,11 +4,16 @@ server, the tracking URI in its environment and as a ConfigMap (addons/mlflow/ac
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 from addons.mlflow import DEFINITION
 from addons.mlflow.access import CLIENT_LABEL, egress_to_mlflow, tracking_config_map, tracking_env
+from addons.mlflow.backend import MlflowBackend
 from addons.parts import AddonParts
 from components.k8s.clients import ClientAccess
 from profiles.models import PlatformConfig
+from stacks.contracts import AddonRecord
 
 
 def _config_map(namespace: str) -> list[dict[str, object]]:
@@ -16,6 +21,8 @@ def _config_map(namespace: str) -> list[dict[str, object]]:
 
 
 class MlflowParts(AddonParts):
+    records: ClassVar[Mapping[str, type[AddonRecord]]] = {"storage": MlflowBackend}
+
     def clients(self, config: PlatformConfig) -> ClientAccess | None:
         return ClientAccess(
             labels=dict(CLIENT_LABEL),
