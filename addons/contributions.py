@@ -11,6 +11,7 @@ from typing import Any
 from addons.catalog import DEFINITIONS
 from addons.definition import AddonDefinition
 from addons.parts import AddonParts
+from components.acceptance import AcceptanceCheck
 from components.k8s.clients import ClientAccess
 from components.k8s.pod_sources import KUBERNETES_SOURCES, PodSource
 from components.k8s.tenant import TenantAdditions
@@ -61,3 +62,8 @@ def tenant_additions(config: PlatformConfig, tenant: TenantConfig) -> TenantAddi
         allow={**clients.allow, **{name: spec for part in own for name, spec in part.allow.items()}},
         objects=(*clients.objects(tenant.name), *(obj for part in own for obj in part.objects)),
     )
+
+
+def addon_checks(config: PlatformConfig) -> tuple[AcceptanceCheck, ...]:
+    """`verify`'s checks of the enabled add-ons, in install order."""
+    return tuple(check for part in enabled_parts(config) for check in part.checks(config))

@@ -16,6 +16,7 @@ Every hook has a default that contributes nothing, so a part overrides only what
 - `pod_sources`: the shapes of object whose pods tenants create through the add-on (the pod-fit
   admission policies check them).
 - `workload_objects`: cluster-level objects the workloads layer applies (queues, runtimes, pools).
+- `checks`: `verify`'s acceptance checks of the add-on (components/acceptance.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from components.acceptance import AcceptanceCheck
 from components.k8s.clients import ClientAccess
 from components.k8s.pod_sources import PodSource
 from components.k8s.tenant_rbac import TenantResources
@@ -106,4 +108,9 @@ class AddonParts:
         return ()
 
     def workload_objects(self, ctx: WorkloadsContext) -> tuple[ObjectGroup, ...]:
+        return ()
+
+    def checks(self, config: PlatformConfig) -> tuple[AcceptanceCheck, ...]:
+        """`verify`'s checks of the add-on on the live cluster (read-only ones run first; ones with
+        validation objects after the platform's single-node checks)."""
         return ()

@@ -111,22 +111,8 @@ NOT_YET_THROUGH_PARTS = {
     "cli.verify": {"addons.trainer"},
     "components.k8s.namespaces": {"addons.monitoring"},
     "manifests.launch": {"addons.trainer.runtimes"},
-    "manifests.render": {
-        "addons.kuberay",
-        "addons.kueue",
-        "addons.mlflow",
-        "addons.mlflow.access",
-        "addons.trainer",
-        "addons.trainer.runtimes",
-    },
-    "manifests.verify": {
-        "addons.gpu_operator",
-        "addons.gpu_operator.gpu_health",
-        "addons.gpu_operator.health_check",
-        "addons.mlflow",
-        "addons.mlflow.access",
-        "addons.monitoring",
-    },
+    "manifests.render": {"addons.kuberay", "addons.kueue", "addons.trainer", "addons.trainer.runtimes"},
+    "manifests.verify": {"addons.monitoring"},
     "operate.cleanup": {"addons.karpenter.pools", "addons.kueue"},
     "operate.cost": {"addons.karpenter", "addons.mlflow"},
     "operate.pause": {"addons.karpenter.pools"},
@@ -305,9 +291,9 @@ def test_the_tenancy_rule_is_written_once() -> None:
 # A module reads in one sitting at 400 lines. These are still over it, each at most its size when the
 # limit came in: they may shrink (lower the number, or drop the line when under 400), never grow.
 LONG_MODULES = {
-    "manifests.verify": 795,
+    "manifests.verify": 716,
     "profiles.cluster": 600,
-    "manifests.render": 540,
+    "manifests.render": 478,
     "operate.layers": 608,
     "operate.cleanup": 549,
     "profiles.loader": 413,

@@ -22,11 +22,11 @@ from addons.contributions import tenant_additions
 from addons.mlflow import IMAGE as MLFLOW_IMAGE
 from addons.mlflow import POSTGRES_MAJOR_VERSION as MLFLOW_POSTGRES_MAJOR_VERSION
 from addons.mlflow import access as mlflow_access
+from addons.mlflow.check import MLFLOW_CHECK, MLFLOW_CHECK_ARTIFACT, MLFLOW_CHECK_METRIC, check_mlflow
 from addons.mlflow.install import ADMIN_PASSWORD_RULE, AUTH_DATABASE, DB_LOGIN_SECRET, PASSFILE, SCRIPT_SOURCE
 from addons.mlflow.store import APP_USERNAME
 from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
-from manifests.render import MLFLOW_CHECK, MLFLOW_CHECK_ARTIFACT, MLFLOW_CHECK_METRIC, render
-from manifests.verify import check_mlflow
+from manifests.render import render
 from profiles import available_profiles, load_profile
 from profiles.workloads import TenantConfig
 from tests.cases import ALL_PROFILES, FIXTURES, SHIPPED, profile_source

@@ -10,7 +10,9 @@ from typing import ClassVar
 from addons.mlflow import DEFINITION
 from addons.mlflow.access import CLIENT_LABEL, egress_to_mlflow, tracking_config_map, tracking_env
 from addons.mlflow.backend import MlflowBackend
+from addons.mlflow.check import mlflow_check
 from addons.parts import AddonParts
+from components.acceptance import AcceptanceCheck
 from components.k8s.clients import ClientAccess
 from profiles.models import PlatformConfig
 from stacks.contracts import AddonRecord
@@ -30,6 +32,9 @@ class MlflowParts(AddonParts):
             env={env["name"]: env["value"] for env in tracking_env()},
             objects=_config_map,
         )
+
+    def checks(self, config: PlatformConfig) -> tuple[AcceptanceCheck, ...]:
+        return (mlflow_check(DEFINITION.settings(config)),)
 
 
 PARTS = MlflowParts(DEFINITION)
