@@ -17,6 +17,7 @@ Every hook has a default that contributes nothing, so a part overrides only what
   admission policies check them).
 - `workload_objects`: cluster-level objects the workloads layer applies (queues, runtimes, pools).
 - `checks`: `verify`'s acceptance checks of the add-on (components/acceptance.py).
+- `guide`: its sections and lines of a tenant's day-one page.
 """
 
 from __future__ import annotations
@@ -76,6 +77,44 @@ class ObjectGroup:
     """Applied before the tenant namespaces (what tenants' pods land on, e.g. node pools)."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class GuideJob:
+    """A job kind a tenant's day-one page offers (operate/tenant_guide.py)."""
+
+    what: str
+    """What it is, as the list says it ("an MPIJob across two nodes")."""
+    section: str
+    """The docs/queues.md section with its example."""
+    kind: str
+    """Its kubectl resource name (`kubectl get <kind> <name>`)."""
+    name: str
+    """The example's object name."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebUi:
+    """A web UI a tenant's day-one page lists, reached through a cluster admin's port-forward."""
+
+    name: str
+    command: str
+    """The port-forward a cluster admin runs."""
+    url: str
+    account: str
+    """Whom the tenant signs in as."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GuidePart:
+    """What an add-on adds to a tenant's day-one page."""
+
+    queue: str | None = None
+    """The page's "your queue" section, when the add-on queues the tenant's jobs."""
+    jobs: tuple[GuideJob, ...] = ()
+    data: tuple[str, ...] = ()
+    """Lines of "where your data lives" (a mount the add-on's pods use)."""
+    web_uis: tuple[WebUi, ...] = ()
+
+
 class AddonParts:
     """One add-on's contributions; `definition` is its package's DEFINITION. Defaults: nothing."""
 
@@ -109,6 +148,10 @@ class AddonParts:
 
     def workload_objects(self, ctx: WorkloadsContext) -> tuple[ObjectGroup, ...]:
         return ()
+
+    def guide(self, config: PlatformConfig, tenant: TenantConfig) -> GuidePart:
+        """What the add-on adds to the tenant's day-one page (`make tenant-guide`)."""
+        return GuidePart()
 
     def checks(self, config: PlatformConfig) -> tuple[AcceptanceCheck, ...]:
         """`verify`'s checks of the add-on on the live cluster (read-only ones run first; ones with

@@ -116,18 +116,6 @@ NOT_YET_THROUGH_PARTS = {
     "operate.cleanup": {"addons.karpenter.pools", "addons.kueue"},
     "operate.cost": {"addons.karpenter", "addons.mlflow"},
     "operate.pause": {"addons.karpenter.pools"},
-    "operate.tenant_guide": {
-        "addons.jupyterhub",
-        "addons.kuberay",
-        "addons.kueue",
-        "addons.kueue.queues",
-        "addons.mlflow",
-        "addons.mlflow.access",
-        "addons.monitoring",
-        "addons.mpi_operator",
-        "addons.trainer",
-        "addons.trainer.runtimes",
-    },
     # The profile's cross-add-on checks (profile validation is not yet a part's hook).
     "profiles.models": {
         "addons.gpu_operator",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from addons.kuberay import DEFINITION
 from addons.kuberay.access import heads_from_operator
-from addons.parts import AddonParts, TenantPart
+from addons.parts import AddonParts, GuideJob, GuidePart, TenantPart
 from components.k8s.pod_sources import PodSource, specs_of
 from components.k8s.tenant_rbac import TenantResources
 from profiles.models import PlatformConfig
@@ -37,6 +37,9 @@ RAY_SERVICE_PODS = PodSource(
 
 
 class KubeRayParts(AddonParts):
+    def guide(self, config: PlatformConfig, tenant: TenantConfig) -> GuidePart:
+        return GuidePart(jobs=(GuideJob(what="a RayJob", section="A RayJob", kind="rayjob", name="hello-ray"),))
+
     def tenant(self, config: PlatformConfig, tenant: TenantConfig) -> TenantPart:
         return TenantPart(allow=heads_from_operator())
 

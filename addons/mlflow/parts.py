@@ -8,13 +8,21 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from addons.mlflow import DEFINITION
-from addons.mlflow.access import CLIENT_LABEL, egress_to_mlflow, tracking_config_map, tracking_env
+from addons.mlflow.access import (
+    CLIENT_LABEL,
+    SERVICE,
+    SERVICE_PORT,
+    egress_to_mlflow,
+    tracking_config_map,
+    tracking_env,
+)
 from addons.mlflow.backend import MlflowBackend
 from addons.mlflow.check import mlflow_check
-from addons.parts import AddonParts
+from addons.parts import AddonParts, GuidePart, WebUi
 from components.acceptance import AcceptanceCheck
 from components.k8s.clients import ClientAccess
 from profiles.models import PlatformConfig
+from profiles.workloads import TenantConfig
 from stacks.contracts import AddonRecord
 
 
@@ -23,6 +31,16 @@ def _config_map(namespace: str) -> list[dict[str, object]]:
 
 
 class MlflowParts(AddonParts):
+    def guide(self, config: PlatformConfig, tenant: TenantConfig) -> GuidePart:
+        forward = f"kubectl -n {DEFINITION.namespace} port-forward svc/{SERVICE} 5000:{SERVICE_PORT}"
+        ui = WebUi(
+            name="MLflow",
+            command=forward,
+            url="http://localhost:5000",
+            account="an MLflow user the admin creates for you (docs/mlflow.md)",
+        )
+        return GuidePart(web_uis=(ui,))
+
     records: ClassVar[Mapping[str, type[AddonRecord]]] = {"storage": MlflowBackend}
 
     def clients(self, config: PlatformConfig) -> ClientAccess | None:

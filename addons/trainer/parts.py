@@ -3,12 +3,14 @@ and the workloads layer applies the platform's runtimes (one per GPU node group)
 
 from __future__ import annotations
 
-from addons.parts import AddonParts, ObjectGroup, WorkloadsContext
+from addons.parts import AddonParts, GuideJob, GuidePart, ObjectGroup, WorkloadsContext
 from addons.trainer import DEFINITION, EFA_TORCH_PROJECT_IMAGE
-from addons.trainer.runtimes import TenantVolumes, runtime_objects
+from addons.trainer.runtimes import CHECKPOINTS_MOUNT, FSX_MOUNT, TenantVolumes, runtime_objects
 from components.k8s.pod_sources import PodSource
 from components.k8s.tenant_rbac import TenantResources
+from profiles import tenancy
 from profiles.models import PlatformConfig
+from profiles.workloads import TenantConfig
 
 TRAIN_JOBS = TenantResources("trainer.kubeflow.org", ("trainjobs",))
 
@@ -32,6 +34,22 @@ def efa_torch_image(ctx: WorkloadsContext) -> str | None:
 
 
 class TrainerParts(AddonParts):
+    def guide(self, config: PlatformConfig, tenant: TenantConfig) -> GuidePart:
+        fsx = config.storage.fsx
+        lustre = (
+            (f"- Trainer's runtimes mount your FSx for Lustre directory at `{FSX_MOUNT}`.",)
+            if fsx.enabled and fsx.data_repository_associations
+            else ()
+        )
+        checkpoints = (
+            f"- Checkpoints: Trainer's runtimes mount the `{tenancy.s3_volume('checkpoints')}` claim at "
+            f"`{CHECKPOINTS_MOUNT}`; write new files, never rewrite one."
+        )
+        return GuidePart(
+            jobs=(GuideJob(what="a TrainJob (torchrun)", section="A TrainJob", kind="trainjob", name="ddp-sample"),),
+            data=(*lustre, checkpoints),
+        )
+
     def tenant_resources(self, config: PlatformConfig) -> tuple[TenantResources, ...]:
         return (TRAIN_JOBS,)
 
