@@ -18,6 +18,7 @@ Every hook has a default that contributes nothing, so a part overrides only what
 - `workload_objects`: cluster-level objects the workloads layer applies (queues, runtimes, pools).
 - `checks`: `verify`'s acceptance checks of the add-on (components/acceptance.py).
 - `guide`: its sections and lines of a tenant's day-one page.
+- `warnings`, `not_priced`: what synthesis warns about, and what `make cost` leaves out.
 """
 
 from __future__ import annotations
@@ -147,6 +148,14 @@ class AddonParts:
         return ()
 
     def workload_objects(self, ctx: WorkloadsContext) -> tuple[ObjectGroup, ...]:
+        return ()
+
+    def warnings(self, config: PlatformConfig) -> tuple[str, ...]:
+        """What synthesis warns about the profile's use of the add-on (valid, but likely not meant)."""
+        return ()
+
+    def not_priced(self, config: PlatformConfig) -> tuple[str, ...]:
+        """What the add-on costs that `make cost` does not price (one line each)."""
         return ()
 
     def guide(self, config: PlatformConfig, tenant: TenantConfig) -> GuidePart:

@@ -50,7 +50,7 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> Platform:
     import toolchain
 
     toolchain.prepare()
-    from addons.kueue import share_warnings
+    from addons.contributions import enabled_parts
     from profiles.quotas import node_count_warnings
     from stacks.platform import capacity_block_warnings, local_state_warnings, synthesize
 
@@ -59,7 +59,7 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> Platform:
         *local_state_warnings(config),
         *capacity_block_warnings(config, datetime.now(UTC)),
         *node_count_warnings(config),
-        *share_warnings(config),
+        *(warning for part in enabled_parts(config) for warning in part.warnings(config)),
     ]
     for warning in warnings:
         print(warning, file=sys.stderr)

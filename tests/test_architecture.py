@@ -107,14 +107,11 @@ ADDON_NEUTRAL = ("addons", "addons.definition", "addons.catalog", *ADDON_FRAMEWO
 # (verify's checks, the render of the validation jobs, the clean-up, the tenant guide, the launch
 # commands, the dashboards' docs). This list may only shrink (issue #43).
 NOT_YET_THROUGH_PARTS = {
-    "cli.common": {"addons.kueue"},
     "cli.verify": {"addons.trainer"},
-    "components.k8s.namespaces": {"addons.monitoring"},
     "manifests.launch": {"addons.trainer.runtimes"},
     "manifests.render": {"addons.kuberay", "addons.kueue", "addons.trainer", "addons.trainer.runtimes"},
     "manifests.verify": {"addons.monitoring"},
     "operate.cleanup": {"addons.karpenter.pools", "addons.kueue"},
-    "operate.cost": {"addons.karpenter", "addons.mlflow"},
     "operate.pause": {"addons.karpenter.pools"},
     # The profile's cross-add-on checks (profile validation is not yet a part's hook).
     "profiles.models": {

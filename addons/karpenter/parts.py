@@ -11,11 +11,19 @@ from addons.karpenter import DEFINITION
 from addons.karpenter.nodes import KarpenterNodes
 from addons.karpenter.pools import GPU_POOL, KarpenterPoolsProps, karpenter_objects, node_pools
 from addons.parts import AddonParts, ObjectGroup, WorkloadsContext
+from profiles.models import PlatformConfig
 from stacks.contracts import AddonRecord, addon_record
 
 
 class KarpenterParts(AddonParts):
     records: ClassVar[Mapping[str, type[AddonRecord]]] = {"addons": KarpenterNodes}
+
+    def not_priced(self, config: PlatformConfig) -> tuple[str, ...]:
+        pools = config.workloads
+        return (
+            f"Karpenter nodes launched for pending pods (GPU pool up to {pools.gpu_pool.gpu_limit} GPUs, "
+            f"CPU pool up to {pools.cpu_pool.cpu_limit} vCPUs)",
+        )
 
     def workload_objects(self, ctx: WorkloadsContext) -> tuple[ObjectGroup, ...]:
         nodes, config = addon_record(ctx.addons.addon_records, DEFINITION.key, KarpenterNodes), ctx.config

@@ -3,7 +3,7 @@ applies the ClusterQueues, each tenant's LocalQueue and the pod-fit admission po
 
 from __future__ import annotations
 
-from addons.kueue import DEFINITION
+from addons.kueue import DEFINITION, share_warnings
 from addons.kueue.fit import fit_objects
 from addons.kueue.queues import LOCAL_QUEUE, cluster_objects, local_queues
 from addons.parts import AddonParts, GuidePart, ObjectGroup, WorkloadsContext
@@ -22,6 +22,9 @@ def _fence(*lines: str) -> str:
 class KueueParts(AddonParts):
     def tenant_resources(self, config: PlatformConfig) -> tuple[TenantResources, ...]:
         return (KUEUE_QUEUES,)
+
+    def warnings(self, config: PlatformConfig) -> tuple[str, ...]:
+        return tuple(share_warnings(config))
 
     def guide(self, config: PlatformConfig, tenant: TenantConfig) -> GuidePart:
         ns = tenant.name

@@ -31,6 +31,10 @@ def _config_map(namespace: str) -> list[dict[str, object]]:
 
 
 class MlflowParts(AddonParts):
+    def not_priced(self, config: PlatformConfig) -> tuple[str, ...]:
+        database = DEFINITION.settings(config).database
+        return (f"MLflow database: {database.instance_class}, {database.allocated_storage_gib} GiB",)
+
     def guide(self, config: PlatformConfig, tenant: TenantConfig) -> GuidePart:
         forward = f"kubectl -n {DEFINITION.namespace} port-forward svc/{SERVICE} 5000:{SERVICE_PORT}"
         ui = WebUi(

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from addons.definition import AddonDefinition, ReleaseConfig
 from profiles.base import K8sName, Strict
+from profiles.naming import METRICS_NAMESPACE
 from profiles.versions import ChartRef
 
 
@@ -67,5 +68,5 @@ DEFINITION = AddonDefinition(
         version="88.5.3",
         app_version="v0.93.1",
     ),
-    namespace="monitoring",
+    namespace=METRICS_NAMESPACE,
 )
