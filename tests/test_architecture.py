@@ -280,7 +280,6 @@ LONG_MODULES = {
     "profiles.cluster": 600,
     "manifests.render": 478,
     "operate.layers": 608,
-    "profiles.loader": 413,
     "addons.monitoring.install": 509,
     "profiles.models": 521,
 }
