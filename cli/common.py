@@ -78,7 +78,7 @@ def print_synthesized(config: PlatformConfig, args: argparse.Namespace, file_nam
 def profile_kubectl(config: PlatformConfig, operator: Operator, kubeconfig: Path) -> Kubectl:
     """kubectl bound to the profile's own cluster, as the cluster layer's outputs name it."""
     from operate.cluster_access import ClusterAccessError, ClusterTarget, api_tunnel, bind_kubectl
-    from operate.layers import StateUnreadable
+    from operate.layer_folders import StateUnreadable
 
     try:
         outputs = operator.outputs("cluster")

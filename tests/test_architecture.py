@@ -279,7 +279,6 @@ LONG_MODULES = {
     "manifests.verify": 716,
     "profiles.cluster": 600,
     "manifests.render": 478,
-    "operate.layers": 608,
     "addons.monitoring.install": 509,
     "profiles.models": 521,
 }
