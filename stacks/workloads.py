@@ -5,6 +5,7 @@ nodes, and Kubeflow Trainer's runtimes (on EFA groups with the build layer's PyT
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
@@ -13,7 +14,8 @@ from constructs import Construct
 from addons.kuberay import DEFINITION as KUBERAY
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue.fit import fit_objects
-from addons.kueue.queues import cluster_objects, local_queues
+from addons.kueue.queues import local_queues
+from addons.kueue.window import cluster_objects_at
 from addons.mlflow import DEFINITION as MLFLOW
 from addons.mpi_operator import DEFINITION as MPI_OPERATOR
 from addons.trainer import DEFINITION as TRAINER
@@ -146,9 +148,9 @@ class WorkloadsStack(LayerStack):
             # The ClusterQueues wait for nothing, so that on destroy they go while the tenant
             # namespaces go: Kueue holds a ClusterQueue until no job in it holds quota, and
             # deleting a namespace deletes its jobs. Each LocalQueue needs its namespace.
-            queues = KubernetesObjects(
-                self, "queues", props=KubernetesObjectsProps(objects=tuple(cluster_objects(config)))
-            )
+            # A Capacity Block's flavour has quota only inside the block's window (addons/kueue/window.py).
+            queued = cluster_objects_at(config, datetime.now(UTC))
+            queues = KubernetesObjects(self, "queues", props=KubernetesObjectsProps(objects=tuple(queued)))
             local = KubernetesObjects(
                 self,
                 "local-queues",
