@@ -161,11 +161,9 @@ class CapacityBlock(Strict):
         return max(0, int((self.drain_starts - now).total_seconds() // 60))
 
 
-def check_reservation_id(value: str) -> None:
+def check_reservation_id(value: str, field: str = "reservation_id") -> None:
     if not RESERVATION_ID.fullmatch(value):
-        raise FieldProblem(
-            "reservation_id", value, "not a capacity reservation id", allowed="cr- followed by 17 hex digits"
-        )
+        raise FieldProblem(field, value, "not a capacity reservation id", allowed="cr- followed by 17 hex digits")
 
 
 Capacity = Annotated[OnDemandCapacity | OdcrCapacity | CapacityBlock, Field(discriminator="type")]
@@ -177,3 +175,45 @@ def block_sizes(capacity: object, sizes: tuple[int, int, int], now: datetime) ->
     if isinstance(capacity, CapacityBlock) and not capacity.holds_nodes(now):
         return 0, 0, sizes[2]
     return sizes
+
+
+class ReservationSelector(Strict):
+    """One way Karpenter selects capacity reservations (ODCRs or Capacity Blocks) for a pool: by id,
+    or by tags (every reservation carrying all of them). Karpenter ORs the terms (EC2NodeClass
+    capacityReservationSelectorTerms, karpenter-provider-aws v1.14.1 pkg/apis/v1/ec2nodeclass.go)."""
+
+    id: str | None = None
+    """The reservation's id (cr-...)."""
+    tags: dict[str, str] | None = Field(None, min_length=1, max_length=20)
+    """Tags every selected reservation carries (a value of '*' matches any value of that key)."""
+
+    @model_validator(mode="after")
+    def _one_way(self) -> ReservationSelector:
+        if (self.id is None) == (self.tags is None):
+            raise FieldProblem(
+                "id", self.id, "a reservation selector gives exactly one of id or tags", allowed="id: cr-..., or tags"
+            )
+        if self.id is not None:
+            check_reservation_id(self.id, "id")
+        if self.tags is not None and any(not key or not value for key, value in self.tags.items()):
+            raise FieldProblem("tags", self.tags, "empty tag keys or values select nothing", allowed="non-empty")
+        return self
+
+
+def check_reserved_pool(capacity_types: list[str], reservations: list[ReservationSelector]) -> None:
+    """A pool that buys `reserved` capacity must say which reservations it may launch into, and a
+    pool given reservations must be allowed to use them."""
+    if "reserved" in capacity_types and not reservations:
+        raise FieldProblem(
+            "capacity_reservations",
+            [],
+            "capacity type reserved needs the reservations Karpenter may launch into",
+            allowed="a list of {id: cr-...} or {tags: {...}}",
+        )
+    if reservations and "reserved" not in capacity_types:
+        raise FieldProblem(
+            "capacity_types",
+            capacity_types,
+            "capacity_reservations are used only with capacity type reserved",
+            allowed="add reserved (alone: wait for the reservation; with on-demand or spot: fall back to them)",
+        )

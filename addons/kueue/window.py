@@ -33,7 +33,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from addons.kueue import DEFINITION, flavors
+from addons.kueue import DEFINITION, KUBECTL_IMAGE, flavors
 from addons.kueue.queues import API_VERSION, LOCAL_QUEUE, cluster_objects
 from components.k8s.security import non_root_container, non_root_pod
 from components.labels import SYSTEM_NODES
@@ -41,7 +41,6 @@ from profiles import PlatformConfig
 from profiles.capacity import CapacityBlock
 from profiles.catalog import GPU_RESOURCE
 
-KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.34.1"
 SERVICE_ACCOUNT = "capacity-window"
 FIELD_MANAGER = "gpu-platform-capacity-window"
 # kubectl's own user in that image is not root; any non-root id works (it writes only its cache, to /tmp).

@@ -95,6 +95,13 @@ class SelectorTerm(K8sModel):
     alias: str | None = None
 
 
+class CapacityReservationSelectorTerm(K8sModel):
+    """karpenter-provider-aws v1.14.1 pkg/apis/v1/ec2nodeclass.go: id or tags (ORed between terms)."""
+
+    id: str | None = None
+    tags: dict[str, str] | None = None
+
+
 class MetadataOptions(K8sModel):
     http_endpoint: Literal["enabled", "disabled"] = "enabled"
     http_tokens: Literal["required", "optional"]
@@ -119,6 +126,7 @@ class Ec2NodeClassSpec(K8sModel):
     ami_selector_terms: list[SelectorTerm]
     subnet_selector_terms: list[SelectorTerm]
     security_group_selector_terms: list[SelectorTerm]
+    capacity_reservation_selector_terms: list[CapacityReservationSelectorTerm] | None = None
     metadata_options: MetadataOptions
     block_device_mappings: list[BlockDeviceMapping]
     instance_store_policy: Literal["RAID0"] | None = None
