@@ -15,8 +15,9 @@ from addons.kuberay import DEFINITION as KUBERAY
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue.fit import fit_objects
 from addons.kueue.queues import local_queues
-from addons.kueue.window import cluster_objects_at
+from addons.kueue.window import alert_rule_object, cluster_objects_at
 from addons.mlflow import DEFINITION as MLFLOW
+from addons.monitoring import DEFINITION as MONITORING
 from addons.mpi_operator import DEFINITION as MPI_OPERATOR
 from addons.trainer import DEFINITION as TRAINER
 from addons.trainer import EFA_TORCH_PROJECT_IMAGE
@@ -150,6 +151,7 @@ class WorkloadsStack(LayerStack):
             # deleting a namespace deletes its jobs. Each LocalQueue needs its namespace.
             # A Capacity Block's flavour has quota only inside the block's window (addons/kueue/window.py).
             queued = cluster_objects_at(config, datetime.now(UTC))
+            queued += alert_rule_object(config) if MONITORING.enabled(config) else []
             queues = KubernetesObjects(self, "queues", props=KubernetesObjectsProps(objects=tuple(queued)))
             local = KubernetesObjects(
                 self,

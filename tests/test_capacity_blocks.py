@@ -139,3 +139,57 @@ def test_resume_keeps_a_group_outside_its_window_at_zero(now):
 
 def test_resume_inside_the_window_restores_the_profiles_sizes():
     assert resumed_sizes(DURING)["p5-block"] == "minSize=0,maxSize=2,desiredSize=2"
+
+
+def nodes_json(*names: str, group: str = "p5-block") -> str:
+    items = [{"metadata": {"name": n, "labels": {"platform/gpu-node-group": group}}} for n in names]
+    return json.dumps({"items": items})
+
+
+def reports(now: datetime, answer: str, returncode: int = 0) -> list:
+    from manifests.capacity_blocks import block_reports
+
+    calls: list[list[str]] = []
+
+    def kubectl(args: list[str]) -> subprocess.CompletedProcess[str]:
+        calls.append(args)
+        return subprocess.CompletedProcess(args, returncode, answer, "" if returncode == 0 else "Forbidden")
+
+    found = block_reports(load_profile(str(BLOCK_PROFILE)), kubectl, now)
+    assert calls == [["get", "nodes", "-l", "platform/gpu-node-group", "-o", "json"]]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("now", "names", "passed", "words"),
+    [
+        (BEFORE, (), True, ["scheduled: starts at 2099-02-27 11:30 UTC, in 4320 minutes", "holds 0 nodes"]),
+        (BEFORE, ("ip-10-0-1-5",), False, ["scheduled", "holds 1 node (ip-10-0-1-5)", "expected 0 until the start"]),
+        (
+            DURING,
+            ("a", "b"),
+            True,
+            ["active: drains in 2520 minutes, at 2099-03-01 10:30 UTC", "holds 2 nodes (a, b) of 2"],
+        ),
+        (DURING, ("a",), False, ["active", "holds 1 node (a) of 2"]),
+        (DRAINING, (), True, ["draining: ends at 2099-03-01 11:30 UTC", "holds 0 nodes"]),
+        (AFTER, ("a",), False, ["ended at 2099-03-01 11:30 UTC", "expected 0 after the drain"]),
+    ],
+)
+def test_verify_reports_the_blocks_state_time_left_and_nodes(now, names, passed, words):
+    (report,) = reports(now, nodes_json(*names))
+    assert report.name == "capacity-block p5-block" and report.passed is passed
+    assert all(word in report.detail for word in words), report.detail
+
+
+def test_verify_counts_only_the_blocks_own_nodes_and_fails_when_it_cannot_read_them():
+    (report,) = reports(DURING, nodes_json("other-1", "other-2", group="on-demand"))
+    assert "holds 0 nodes" in report.detail and not report.passed
+    (failed,) = reports(DURING, "", returncode=1)
+    assert not failed.passed and "Forbidden" in failed.detail
+
+
+def test_verify_reports_nothing_for_profiles_without_a_block():
+    from manifests.capacity_blocks import block_reports
+
+    assert block_reports(load_profile("p5-training"), lambda args: pytest.fail("asked kubectl"), BEFORE) == []

@@ -159,3 +159,79 @@ def test_the_window_objects_and_events_are_valid_kubernetes_objects():
     events = [json.loads(text) for o in found if o["kind"] == "ConfigMap" for text in o["data"].values()]
     for obj in [*found, *events]:
         validate_object(obj, CONFIG.cluster.kubernetes_version)
+
+
+def test_the_end_of_block_alert_fires_only_for_queues_on_the_block_in_the_warning_time(tmp_path):
+    """promtool evaluates the rule: a block of 1970-01-01 (drain at 23:00, warned from 22:30), so
+    the evaluation times stay small. Kueue's usage gauge says which queues hold the block's GPUs."""
+    import subprocess
+
+    import yaml
+
+    from addons.kueue.window import alert_rule_object, block_alert_rules
+    from profiles import validate_profile
+    from profiles.loader import parse_profile_text
+    from tests.test_alert_rules import ROOT
+
+    promtool = ROOT / ".tools" / "bin" / "promtool"
+    if not promtool.exists():
+        pytest.skip("SKIPPING: promtool not found (make check fetches it)")
+    doc = parse_profile_text(BLOCK_PROFILE.read_bytes(), "capacity-block")
+    doc["cluster"]["gpu_node_groups"][0]["capacity"] |= {
+        "starts_at": "1970-01-01T00:00:00Z",
+        "ends_at": "1970-01-02T00:00:00Z",
+    }
+    rules = block_alert_rules(validate_profile(doc))
+    assert rules is not None
+    (rule,) = rules["groups"][0]["rules"]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+
+    def expected(minutes: int) -> dict:
+        annotations = {
+            key: text.replace("{{ $labels.cluster_queue }}", "ml-team").replace(
+                '{{ $value | printf "%.0f" }}', str(minutes)
+            )
+            for key, text in rule["annotations"].items()
+        }
+        return {"exp_labels": {**rule["labels"], "cluster_queue": "ml-team"}, "exp_annotations": annotations}
+
+    usage = 'kueue_cluster_queue_resource_usage{{cluster_queue="{q}",flavor="{f}",resource="nvidia.com/gpu"}}'
+    series = [
+        {"series": usage.format(q="ml-team", f=FLAVOR), "values": "8x1500"},
+        {"series": usage.format(q="idle-team", f=FLAVOR), "values": "0x1500"},
+        {"series": usage.format(q="pool-team", f="pool-gpu"), "values": "4x1500"},
+    ]
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": series,
+            "alert_rule_test": [
+                {"eval_time": "22h20m", "alertname": "CapacityBlockEnding", "exp_alerts": []},
+                {"eval_time": "22h45m", "alertname": "CapacityBlockEnding", "exp_alerts": [expected(15)]},
+                {"eval_time": "23h05m", "alertname": "CapacityBlockEnding", "exp_alerts": []},
+            ],
+        }
+    ]
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "tests": tests}))
+    result = subprocess.run(
+        [str(promtool), "test", "rules", "tests.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (obj,) = alert_rule_object(validate_profile(doc))
+    assert obj["kind"] == "PrometheusRule" and obj["spec"] == rules
+
+
+def test_the_workloads_layer_applies_the_window_closed_with_its_cron_jobs_and_alert(synthesized):
+    """The fixture's block lies ahead: the layer's ClusterQueue has the block closed, the CronJobs
+    of all three edges and the alert are there."""
+    from tests.synth_helpers import resources
+
+    manifests = [
+        body["manifest"]
+        for body in resources(synthesized.stack("capacity-block", "workloads"), "kubernetes_manifest").values()
+    ]
+    kinds = {(m["kind"], m["metadata"]["name"]) for m in manifests}
+    assert {("CronJob", f"block-p5-block-{edge}") for edge in ("open", "close", "warn")} <= kinds
+    assert ("PrometheusRule", "capacity-blocks") in kinds
+    (queue,) = [m for m in manifests if m["kind"] == "ClusterQueue"]
+    assert admitted_flavor([queue]) is None

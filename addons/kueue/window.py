@@ -35,6 +35,7 @@ from typing import Any
 
 from addons.kueue import DEFINITION, KUBECTL_IMAGE, flavors
 from addons.kueue.queues import API_VERSION, LOCAL_QUEUE, cluster_objects
+from components.k8s.crds import NamespacedMeta, PrometheusRule, PrometheusRuleSpec
 from components.k8s.security import non_root_container, non_root_pod
 from components.labels import SYSTEM_NODES
 from profiles import PlatformConfig
@@ -273,3 +274,51 @@ def _identity(cluster_queues: list[str]) -> list[dict[str, Any]]:
             "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": namespace}],
         },
     ]
+
+
+# Kueue's gauge of what each ClusterQueue's admitted workloads hold per flavour (pkg/metrics/metrics.go
+# 828-834 at v0.19.2; exported because the manager configuration sets enableClusterQueueResources).
+USAGE_METRIC = "kueue_cluster_queue_resource_usage"
+
+
+def block_alert_rules(config: PlatformConfig) -> dict[str, Any] | None:
+    """Prometheus rules: while jobs of a tenant hold GPUs of a block's flavour, an alert fires from
+    warn_minutes before the drain until the drain, with the minutes left as its value. Time-based
+    in PromQL (time()), so it needs no rule change at the edges. None without a block."""
+    rules = []
+    for flavor, (group, block) in blocks(config).items():
+        drain = int(block.drain_starts.timestamp())
+        holding = f'sum by (cluster_queue) ({USAGE_METRIC}{{flavor="{flavor}",resource="{GPU_RESOURCE}"}}) > 0'
+        left = f"(vector({drain}) - time()) / 60 <= {block.warn_minutes} > 0"
+        rules.append(
+            {
+                "alert": "CapacityBlockEnding",
+                "expr": f"({holding}) * 0 + on () group_left () ({left})",
+                "for": "0m",
+                "labels": {"severity": "warning", "node_group": group},
+                "annotations": {
+                    "summary": (
+                        f"Jobs of {{{{ $labels.cluster_queue }}}} run on GPU group {group}'s Capacity Block, which "
+                        f'drains in {{{{ $value | printf "%.0f" }}}} minutes ({block.drain_starts:%Y-%m-%d %H:%M} UTC)'
+                    ),
+                    "description": (
+                        f"The group scales to zero {block.drain_minutes} minutes before the block ends at "
+                        f"{block.ends_at:%H:%M} UTC, and EC2 terminates the instances from 30 minutes before the end: "
+                        "checkpoint now. Kueue admits nothing more to the block."
+                    ),
+                },
+            }
+        )
+    if not rules:
+        return None
+    return {"groups": [{"name": "capacity-blocks", "rules": rules}]}
+
+
+def alert_rule_object(config: PlatformConfig) -> list[dict[str, Any]]:
+    """The rules as a PrometheusRule in kueue-system (Prometheus selects every PrometheusRule:
+    addons/monitoring/install.py), or nothing without a block."""
+    rules = block_alert_rules(config)
+    if rules is None:
+        return []
+    meta = NamespacedMeta(name="capacity-blocks", namespace=DEFINITION.namespace)
+    return [PrometheusRule(metadata=meta, spec=PrometheusRuleSpec.model_validate(rules)).manifest()]

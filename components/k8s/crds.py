@@ -169,7 +169,39 @@ class MpiJob(K8sModel):
     spec: MpiJobSpec
 
 
+class AlertRule(K8sModel):
+    """One alerting rule of a PrometheusRule (prometheus-operator monitoring.coreos.com/v1 Rule)."""
+
+    alert: str = Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+    expr: str = Field(min_length=1)
+    for_: str = Field("0m", alias="for", pattern=r"^\d+[smhd]$")
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class RuleGroup(K8sModel):
+    name: str = Field(min_length=1)
+    rules: list[AlertRule] = Field(min_length=1)
+
+
+class PrometheusRuleSpec(K8sModel):
+    groups: list[RuleGroup] = Field(min_length=1)
+
+
+class NamespacedMeta(K8sModel):
+    name: str
+    namespace: str
+
+
+class PrometheusRule(K8sModel):
+    api_version: Literal["monitoring.coreos.com/v1"] = "monitoring.coreos.com/v1"
+    kind: Literal["PrometheusRule"] = "PrometheusRule"
+    metadata: NamespacedMeta
+    spec: PrometheusRuleSpec
+
+
 CRD_MODELS: dict[tuple[str, str], type[K8sModel]] = {
+    ("monitoring.coreos.com/v1", "PrometheusRule"): PrometheusRule,
     ("karpenter.sh/v1", "NodePool"): NodePool,
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): Ec2NodeClass,
     (MPIJOB_API_VERSION, MPIJOB_KIND): MpiJob,
