@@ -208,8 +208,8 @@ class GpuNodeGroupConfig(Strict):
     min_size: int = Field(0, ge=0)
     """Fewest nodes the group scales to."""
     desired_size: int = Field(0, ge=0)
-    """Nodes the group runs, applied on every deploy (no autoscaler manages GPU groups). Lowering it removes nodes: the
-    jobs on them end. make pause scales it to 0 until the next resume or deploy.
+    """Nodes the group runs, applied on every deploy (no autoscaler manages GPU groups; on a Capacity Block, only in
+    its window). Lowering it removes nodes and their jobs. make pause scales it to 0 until the next resume or apply.
     """
     max_size: int = Field(2, ge=1)
     """Most nodes the group scales to."""
