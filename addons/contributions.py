@@ -67,3 +67,8 @@ def tenant_additions(config: PlatformConfig, tenant: TenantConfig) -> TenantAddi
 def addon_checks(config: PlatformConfig) -> tuple[AcceptanceCheck, ...]:
     """`verify`'s checks of the enabled add-ons, in install order."""
     return tuple(check for part in enabled_parts(config) for check in part.checks(config))
+
+
+def provided(config: PlatformConfig) -> frozenset[str]:
+    """What the enabled add-ons provide others (AddonDefinition.provides)."""
+    return frozenset(capability for part in enabled_parts(config) for capability in part.definition.provides)

@@ -53,6 +53,12 @@ class PlatformConfig(Protocol):
     def workloads(self) -> WorkloadsConfig: ...
 
 
+# Capabilities an add-on provides (AddonDefinition.provides).
+PROMETHEUS_RULES = "prometheus-rules"
+"""The Prometheus operator's CRDs (PrometheusRule, ServiceMonitor, PodMonitor) exist and a
+Prometheus evaluates the rules and scrapes the monitors."""
+
+
 def always(config: PlatformConfig) -> bool:
     return True
 
@@ -91,6 +97,9 @@ class AddonDefinition(Generic[SettingsT]):
     """Chart versions the platform needs, each with its reason and when it applies."""
     kubernetes_minimums: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     """Its compatibility matrix: Kubernetes version -> the oldest chart version that supports it."""
+    provides: frozenset[str] = frozenset()
+    """What other add-ons may build on once it is installed (e.g. PROMETHEUS_RULES), named by
+    capability so that they need not name it."""
 
     def settings(self, config: PlatformConfig) -> SettingsT:
         """This add-on's validated settings in the profile."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from components.acceptance import AcceptanceCheck
@@ -63,6 +64,10 @@ class WorkloadsContext:
     pod_sources: tuple[PodSource, ...] = ()
     """Every shape of object whose pods tenants can create in this profile (Kubernetes' own and
     the enabled add-ons')."""
+    provided: frozenset[str] = frozenset()
+    """What the enabled add-ons provide (AddonDefinition.provides, e.g. PROMETHEUS_RULES)."""
+    now: datetime | None = None
+    """When the layer is synthesized (time-bound objects, a Capacity Block's window); None: unknown."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -192,9 +192,14 @@ def write_manifests(config: PlatformConfig, outdir: Path, *, image: str | None, 
 def verify(
     config: PlatformConfig, *, image: str | None, kubectl: Kubectl, nccl_image: str, trainjob_blocked: str | None = None
 ) -> int:
+    from manifests.capacity_blocks import block_reports
     from manifests.verify import run_checks
 
-    results = run_checks(config, image=image, kubectl=kubectl, nccl_image=nccl_image, trainjob_blocked=trainjob_blocked)
+    # First each Capacity Block's state and nodes (read-only), then the checks.
+    results = block_reports(config, kubectl)
+    results += run_checks(
+        config, image=image, kubectl=kubectl, nccl_image=nccl_image, trainjob_blocked=trainjob_blocked
+    )
     for result in results:
         print(f"{'PASS' if result.passed else 'FAIL'} {result.name}: {result.detail}")
     return 0 if all(result.passed for result in results) else 1

@@ -48,6 +48,7 @@ from components.labels import (
     SYSTEM_NODES,
 )
 from components.user_data import gpu_node_user_data
+from profiles.capacity import STAMP
 from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, SystemNodeGroupConfig, is_zone_id
 from profiles.versions import GPU_AMI_TYPE, SYSTEM_AMI_TYPE
 
@@ -267,6 +268,43 @@ def _reserved_capacity(
     return reservation, market
 
 
+def _block_schedules(
+    scope: Construct, cfg: GpuNodeGroupConfig, block: CapacityBlock, group: EksNodeGroup, now: datetime
+) -> None:
+    """The two ends of a Capacity Block's window as scheduled actions on the group's Auto Scaling
+    group: up to the profile's sizes at the start (only while it is still ahead), to zero
+    drain_minutes before the end (only while that is ahead). AWS refuses a one-time action in the
+    past and deletes one once it has run, so a time already passed is left out; a block whose drain
+    has passed gets no action at all, and synthesis warns (stacks/platform.py). EC2 begins to
+    terminate the instances 30 minutes before the end (profiles/capacity.py cites it): the drain,
+    45 minutes or more before, lets pods stop and jobs checkpoint first."""
+    state = block.state(now)
+    if state in ("draining", "ended"):
+        return
+    asg = group.resources.get(0).autoscaling_groups.get(0).name
+    if state == "scheduled":
+        AutoscalingSchedule(
+            scope,
+            "scale-up-when-block-starts",
+            scheduled_action_name=f"{cfg.name}-scale-up-when-block-starts",
+            autoscaling_group_name=asg,
+            start_time=block.starts_at.strftime(STAMP),
+            min_size=cfg.min_size,
+            max_size=cfg.max_size,
+            desired_capacity=cfg.desired_size,
+        )
+    AutoscalingSchedule(
+        scope,
+        "drain-before-block-ends",
+        scheduled_action_name=f"{cfg.name}-drain-before-block-ends",
+        autoscaling_group_name=asg,
+        start_time=block.drain_starts.strftime(STAMP),
+        min_size=0,
+        max_size=0,
+        desired_capacity=0,
+    )
+
+
 class GpuNodeGroup(Construct):
     """A GPU node group on the AL2023 NVIDIA AMI, with every EFA interface its instance type has."""
 
@@ -283,6 +321,7 @@ class GpuNodeGroup(Construct):
             security_groups.append(props.efa_security_group_id)
             interfaces = _efa_interfaces(cfg, security_groups)
         reservation, market = _reserved_capacity(cfg)
+        sizes = cfg.sizes_at(props.now)
 
         self._launch_template = LaunchTemplate(
             self,
@@ -330,9 +369,8 @@ class GpuNodeGroup(Construct):
             version=wiring.kubernetes_version if wiring.ami_release_version else None,
             instance_types=[cfg.instance_type],
             capacity_type="CAPACITY_BLOCK" if isinstance(cfg.capacity, CapacityBlock) else "ON_DEMAND",
-            scaling_config=EksNodeGroupScalingConfig(
-                min_size=cfg.min_size, desired_size=cfg.desired_size, max_size=cfg.max_size
-            ),
+            # A Capacity Block's group holds no node outside its window (profiles/capacity.py).
+            scaling_config=EksNodeGroupScalingConfig(min_size=sizes[0], desired_size=sizes[1], max_size=sizes[2]),
             launch_template=EksNodeGroupLaunchTemplate(
                 id=self._launch_template.id, version=Token.as_string(self._launch_template.latest_version)
             ),
@@ -345,22 +383,8 @@ class GpuNodeGroup(Construct):
             # deploy. Lowering it removes nodes, and the jobs on them end.
             depends_on=list(wiring.depends_on) or None,
         )
-        # Once the drain time has passed the action has run (AWS then deletes it) and AWS refuses
-        # one in the past: it is left out, and synthesis warns (stacks/platform.py).
-        if isinstance(cfg.capacity, CapacityBlock) and not cfg.capacity.drain_passed(props.now):
-            # EC2 shuts a Capacity Block's instances down from 30 minutes before its end, jobs or
-            # not, and EKS scales the group down 40 minutes before. The group's Auto Scaling group
-            # goes to zero drain_minutes (45 or more) before, so nodes drain and jobs checkpoint first.
-            AutoscalingSchedule(
-                self,
-                "drain-before-block-ends",
-                scheduled_action_name=f"{cfg.name}-drain-before-block-ends",
-                autoscaling_group_name=self._node_group.resources.get(0).autoscaling_groups.get(0).name,
-                start_time=cfg.capacity.drain_starts.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                min_size=0,
-                max_size=0,
-                desired_capacity=0,
-            )
+        if isinstance(cfg.capacity, CapacityBlock):
+            _block_schedules(self, cfg, cfg.capacity, self._node_group, props.now)
 
     @property
     def node_group(self) -> EksNodeGroup:

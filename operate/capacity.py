@@ -7,7 +7,7 @@ and, for a Capacity Block, its end).
 Output formats read: `aws service-quotas get-service-quota` (Quota.Value) and
 `aws ec2 describe-capacity-reservations` (CapacityReservations[]: State, ReservationType,
 InstanceType, AvailabilityZone or AvailabilityZoneId as the profile names zones, TotalInstanceCount,
-EndDate), both as the AWS CLI prints them with --output json.
+StartDate, EndDate), both as the AWS CLI prints them with --output json.
 
 What could not be read (no credentials, access denied, throttled, no answer) is never taken as
 fitting: it is reported as unread, with the AWS CLI's reason. `make quotas CHECK=1` fails on it,
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from profiles.capacity import STAMP
 from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, is_zone_id
 from profiles.models import PlatformConfig
 from profiles.quotas import launch_needs, quota_needs
@@ -195,12 +196,25 @@ def judge_reservation(group: GpuNodeGroupConfig, found: dict[str, Any]) -> list[
     if total is not None and total < wanted:
         what = "capacity.instance_count" if block else "desired_size"
         problems.append(f"holds {total} instances; the group's {what} is {wanted}")
-    if block is not None and "EndDate" in found:
-        ends = datetime.fromisoformat(found["EndDate"].replace("Z", "+00:00"))
-        if ends != block.ends_at:
-            stamp = "%Y-%m-%dT%H:%M:%SZ"
+    if block is not None:
+        problems += _window_problems(block, found)
+    return problems
+
+
+def _window_problems(block: CapacityBlock, found: dict[str, Any]) -> list[str]:
+    """The block's StartDate and EndDate as EC2 reports them, against capacity.starts_at / ends_at:
+    the group scales up at the one and drains before the other."""
+    problems = []
+    for key, verb, field_name, said, acts in (
+        ("StartDate", "starts", "starts_at", block.starts_at, "scale up"),
+        ("EndDate", "ends", "ends_at", block.ends_at, "drain"),
+    ):
+        if key not in found:
+            continue
+        reported = datetime.fromisoformat(found[key].replace("Z", "+00:00"))
+        if reported != said:
             problems.append(
-                f"ends at {ends.strftime(stamp)}; capacity.ends_at says {block.ends_at.strftime(stamp)}, so the "
-                "group would drain at the wrong time"
+                f"{verb} at {reported.strftime(STAMP)}; capacity.{field_name} says {said.strftime(STAMP)}, so the "
+                f"group would {acts} at the wrong time"
             )
     return problems

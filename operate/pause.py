@@ -24,6 +24,7 @@ import json
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from addons.karpenter.pools import pool_limits
@@ -53,14 +54,14 @@ class NodeGroupSize:
     max_size: int
 
 
-def node_group_sizes(config: PlatformConfig) -> list[NodeGroupSize]:
-    """The managed node groups and the sizes the profile gives them."""
+def node_group_sizes(config: PlatformConfig, now: datetime | None = None) -> list[NodeGroupSize]:
+    """The managed node groups and the sizes the profile gives them at `now` (default: the current
+    time): a Capacity Block's group is at 0 outside its window, so a resume never scales a group up
+    on a block that has not started or has ended (its scheduled action does that at the start)."""
     system = config.cluster.system_node_group
     sizes = [NodeGroupSize(SYSTEM_NODE_GROUP, system.min_size, system.desired_size, system.max_size)]
-    sizes += [
-        NodeGroupSize(group.name, group.min_size, group.desired_size, group.max_size)
-        for group in config.cluster.gpu_node_groups
-    ]
+    at = now or datetime.now(UTC)
+    sizes += [NodeGroupSize(group.name, *group.sizes_at(at)) for group in config.cluster.gpu_node_groups]
     return sizes
 
 
@@ -175,10 +176,12 @@ def resume(
     node_pools: tuple[str, ...],
     cluster_queues: tuple[str, ...] = (),
     log: Callable[[str], None] = print,
+    now: datetime | None = None,
 ) -> None:
-    """Scale the managed groups back to the profile's sizes (the system group first), put the
-    NodePools' limits back as the workloads layer sets them, and release the ClusterQueues."""
-    for size in node_group_sizes(config):
+    """Scale the managed groups back to the profile's sizes (the system group first; a Capacity
+    Block's group only inside its window), put the NodePools' limits back as the workloads layer
+    sets them, and release the ClusterQueues."""
+    for size in node_group_sizes(config, now):
         _scale(aws, config, size, paused=False)
         log(f"node group {size.name} back to {size.desired_size} (min {size.min_size}, max {size.max_size})")
     limits = pool_limits(config.workloads.cpu_pool, config.workloads.gpu_pool)

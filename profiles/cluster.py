@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -24,6 +24,13 @@ from profiles.base import (
     check_unique,
     did_you_mean,
 )
+from profiles.capacity import (
+    Capacity,
+    CapacityBlock,
+    OdcrCapacity,
+    OnDemandCapacity,
+    block_sizes,
+)
 from profiles.catalog import CATALOG, INSTANCE_TYPES, GpuInstanceType, lookup
 from profiles.versions import (
     DEFAULT_KUBERNETES_VERSION,
@@ -32,6 +39,9 @@ from profiles.versions import (
     ManagedAddonName,
     version_tuple,
 )
+
+# Capacity models live in profiles/capacity.py; importable from here as before.
+__all__ = ["CapacityBlock", "OdcrCapacity", "OnDemandCapacity"]
 
 # A public API endpoint may be open to at most this many addresses (a /16): a company's egress or
 # VPN ranges fit; more is the internet in effect (0.0.0.0/1 plus 128.0.0.0/1 is all of it).
@@ -188,101 +198,6 @@ class SystemNodeGroupConfig(Strict):
         return self
 
 
-RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
-
-
-class OnDemandCapacity(Strict):
-    type: Literal["on_demand"] = "on_demand"
-    """Plain On-Demand instances, no reservation."""
-
-
-class OdcrCapacity(Strict):
-    """On-Demand Capacity Reservation: one reservation, or a resource group of reservations
-    (more capacity later needs no node-group change)."""
-
-    type: Literal["odcr"]
-    """An On-Demand Capacity Reservation."""
-    reservation_id: str | None = None
-    """The reservation's id (cr-...); give this or resource_group_arn."""
-    resource_group_arn: str | None = Field(
-        None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$"
-    )
-    """ARN of a resource group of reservations; give this or reservation_id."""
-    availability_zone: str = Field(...)
-    """The AZ the reservation was made in, named as cluster.vpc names its zones (zone ID or name)."""
-
-    @model_validator(mode="after")
-    def _one_target(self) -> OdcrCapacity:
-        if (self.reservation_id is None) == (self.resource_group_arn is None):
-            raise FieldProblem(
-                "reservation_id",
-                self.reservation_id,
-                "an ODCR targets exactly one of reservation_id or resource_group_arn",
-            )
-        if self.reservation_id is not None:
-            _check_reservation_id(self.reservation_id)
-        return self
-
-
-class CapacityBlock(Strict):
-    """EC2 Capacity Block for ML: a fixed number of instances for a fixed window."""
-
-    type: Literal["capacity_block"]
-    """EC2 Capacity Block for ML: a reservation bought for a fixed window."""
-    reservation_id: str | None = Field(None)
-    """The Capacity Block's reservation id (cr-...)."""
-    instance_count: int = Field(..., ge=1)
-    """Instances in the block; node group sizes stay within it."""
-    availability_zone: str = Field(...)
-    """The AZ the block was bought in, named as cluster.vpc names its zones (zone ID or name)."""
-    ends_at: datetime = Field(...)
-    """When the block ends, in UTC (its EndDate in aws ec2 describe-capacity-reservations), e.g.
-    2027-03-01T11:30:00Z. EC2 reclaims the instances at the end whatever runs on them."""
-    drain_minutes: int = Field(60, ge=45, le=24 * 60)
-    """Minutes before ends_at at which the group scales to zero, so its pods drain and jobs can checkpoint. EC2
-    starts shutting the instances down 30 minutes before the end, and EKS scales the group down by itself 40
-    minutes before; this comes earlier. Default: 60; at least 45.
-    """
-
-    @model_validator(mode="after")
-    def _has_reservation(self) -> CapacityBlock:
-        if self.reservation_id is None:
-            raise FieldProblem(
-                "reservation_id",
-                None,
-                "a Capacity Block node group needs the block's reservation id",
-                allowed="cr- followed by 17 hex digits",
-            )
-        _check_reservation_id(self.reservation_id)
-        return self
-
-    @field_validator("ends_at")
-    @classmethod
-    def _utc(cls, value: datetime) -> datetime:
-        if value.utcoffset() is None:
-            raise ValueError("give the time zone: UTC, as EC2 reports it (e.g. 2027-03-01T11:30:00Z)")
-        return value.astimezone(UTC)
-
-    @property
-    def drain_starts(self) -> datetime:
-        """When the group scales to zero: drain_minutes before the block ends."""
-        return self.ends_at - timedelta(minutes=self.drain_minutes)
-
-    def drain_passed(self, now: datetime) -> bool:
-        """The drain time is past: the scheduled action has run (or can no longer be scheduled)."""
-        return self.drain_starts <= now
-
-
-def _check_reservation_id(value: str) -> None:
-    if not RESERVATION_ID.fullmatch(value):
-        raise FieldProblem(
-            "reservation_id", value, "not a capacity reservation id", allowed="cr- followed by 17 hex digits"
-        )
-
-
-Capacity = Annotated[OnDemandCapacity | OdcrCapacity | CapacityBlock, Field(discriminator="type")]
-
-
 class GpuNodeGroupConfig(Strict):
     name: Name
     """Node group name, unique in the profile and not 'system'."""
@@ -293,8 +208,8 @@ class GpuNodeGroupConfig(Strict):
     min_size: int = Field(0, ge=0)
     """Fewest nodes the group scales to."""
     desired_size: int = Field(0, ge=0)
-    """Nodes the group runs, applied on every deploy (no autoscaler manages GPU groups). Lowering it removes nodes: the
-    jobs on them end. make pause scales it to 0 until the next resume or deploy.
+    """Nodes the group runs, applied on every deploy (no autoscaler manages GPU groups; on a Capacity Block, only in
+    its window). Lowering it removes nodes and their jobs. make pause scales it to 0 until the next resume or apply.
     """
     max_size: int = Field(2, ge=1)
     """Most nodes the group scales to."""
@@ -382,6 +297,10 @@ class GpuNodeGroupConfig(Strict):
         if self.placement_group is not None:
             return self.placement_group
         return "cluster" if isinstance(self.capacity, OnDemandCapacity) else "none"
+
+    def sizes_at(self, now: datetime) -> tuple[int, int, int]:
+        """(min, desired, max) at `now`: a Capacity Block's group is at 0 outside its window."""
+        return block_sizes(self.capacity, (self.min_size, self.desired_size, self.max_size), now)
 
 
 class PrivateApiAccess(Strict):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
 from profiles.base import FieldProblem, IamPrincipalArn, K8sName, Strict, check_unique
+from profiles.capacity import ReservationSelector, check_reserved_pool
 from profiles.catalog import CATALOG, INSTANCE_TYPES
 
 CapacityType = Literal["on-demand", "spot", "reserved"]
@@ -33,6 +34,17 @@ class CpuPoolConfig(Strict):
     """How long a node must be under-used before Karpenter consolidates it."""
     expire_after_hours: int = Field(720, ge=1)
     """Nodes are replaced after this age (fresh AMIs)."""
+    capacity_reservations: list[ReservationSelector] = Field(default_factory=list, max_length=30)
+    """With capacity type reserved: the capacity reservations (ODCRs or Capacity Blocks) Karpenter may launch the
+    pool's nodes into, by id or tags. The pool's other capacity types are its fallback: reserved alone waits for room
+    in a reservation (a Capacity Block's from its start); with on-demand (or spot) Karpenter launches those when no
+    reservation has room.
+    """
+
+    @model_validator(mode="after")
+    def _reservations(self) -> Self:
+        check_reserved_pool(list(self.capacity_types), self.capacity_reservations)
+        return self
 
 
 class GpuPoolConfig(Strict):
@@ -43,6 +55,12 @@ class GpuPoolConfig(Strict):
     """Types from the GPU catalog."""
     capacity_types: list[CapacityType] = Field(["on-demand"], min_length=1)
     """Capacity types Karpenter may buy for GPU nodes."""
+    capacity_reservations: list[ReservationSelector] = Field(default_factory=list, max_length=30)
+    """With capacity type reserved: the capacity reservations (ODCRs or Capacity Blocks) Karpenter may launch the
+    pool's nodes into, by id or tags. The pool's other capacity types are its fallback: reserved alone waits for room
+    in a reservation (a Capacity Block's from its start); with on-demand (or spot) Karpenter launches those when no
+    reservation has room.
+    """
     gpu_limit: int = Field(8, ge=1)
     """Total GPUs the pool may launch."""
     consolidate_after_minutes: int = Field(30, ge=0)
@@ -51,6 +69,11 @@ class GpuPoolConfig(Strict):
     """Hours after which Karpenter replaces a GPU node even while it runs a job (Karpenter's expiration does
     not wait for running pods). Unset: never; a GPU node leaves only once it is empty, and new nodes
     take the newest AMI."""
+
+    @model_validator(mode="after")
+    def _reservations(self) -> Self:
+        check_reserved_pool(list(self.capacity_types), self.capacity_reservations)
+        return self
 
     @field_validator("instance_types")
     @classmethod

@@ -74,11 +74,12 @@ def synthesize(config: PlatformConfig, outdir: str, *, state_dir: Path) -> Platf
 
 
 def capacity_block_warnings(config: PlatformConfig, now: datetime) -> list[str]:
-    """GPU groups whose Capacity Block is draining or over: no drain is scheduled for them."""
+    """GPU groups whose Capacity Block is draining or over: they synthesize at 0 with no scheduled action."""
     return [
         f"warning: GPU group {group.name}'s Capacity Block ends at {group.capacity.ends_at:%Y-%m-%d %H:%M} UTC and "
-        f"its drain time ({group.capacity.drain_minutes} minutes before) has passed: no scale-to-zero is scheduled "
-        "(EKS scales the group down 40 minutes before the end). Give the group a later block, or remove it."
+        f"its drain time ({group.capacity.drain_minutes} minutes before) has passed: the group stays at 0 nodes and "
+        "nothing is scheduled (EC2 terminates a block's instances from 30 minutes before its end). Give the group a "
+        "later block, or remove it."
         for group in config.cluster.gpu_node_groups
         if isinstance(group.capacity, CapacityBlock) and group.capacity.drain_passed(now)
     ]

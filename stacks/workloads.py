@@ -6,13 +6,14 @@ policies, Kubeflow Trainer's runtimes after them)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from cdktf import ITerraformDependable
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from constructs import Construct
 
-from addons.contributions import enabled_parts, pod_sources, tenant_additions
+from addons.contributions import enabled_parts, pod_sources, provided, tenant_additions
 from addons.parts import ObjectGroup, WorkloadsContext
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, tenant_objects
@@ -63,6 +64,8 @@ class WorkloadsStack(LayerStack):
             addons=addons,
             fsx_tenant_volume=shared.fsx_tenant_volume,
             pod_sources=pod_sources(config),
+            provided=provided(config),
+            now=datetime.now(UTC),
         )
         groups = [group for part in parts for group in part.workload_objects(ctx)]
         # What tenants' pods land on (node pools) first; then the tenants; then the rest.

@@ -170,6 +170,10 @@ def test_a_reservation_named_by_zone_name_is_compared_by_name():
         ),
         ({"State": "active", "TotalInstanceCount": 1, "Tags": []}, "holds 1 instances"),
         ({"EndDate": "2099-03-01T10:30:00+00:00"}, "ends at 2099-03-01T10:30:00Z; capacity.ends_at says"),
+        (
+            {"StartDate": "2099-02-28T11:30:00+00:00"},
+            "starts at 2099-02-28T11:30:00Z; capacity.starts_at says 2099-02-27T11:30:00Z, so the group would scale up",
+        ),
         ({"ReservationType": "default"}, "is an On-Demand reservation; the profile says capacity type capacity_block"),
     ],
 )

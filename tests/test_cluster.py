@@ -5,11 +5,13 @@ from __future__ import annotations
 import base64
 import email
 import json
+from datetime import UTC, datetime
 
 import pytest
 import yaml
 
 from components.efa import efa_interface_layout
+from profiles.capacity import block_sizes
 from profiles.catalog import CATALOG
 from tests.cases import FIXTURES, SHIPPED
 from tests.synth_helpers import by_path, path_of, ref, resources, target
@@ -144,9 +146,14 @@ def test_gpu_node_groups_carry_taint_ami_and_repair(synthesized, profile):
     for name, group in groups.items():
         assert group["taint"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
         assert group["node_repair_config"] == {"enabled": True}
-        # The profile's size is applied on every deploy: nothing manages a GPU group's size but the profile.
+        # The profile's size is applied on every deploy: nothing manages a GPU group's size but the profile
+        # (and, for a Capacity Block's group, its window: no node outside it, profiles/capacity.py).
         assert "lifecycle" not in group
-        assert group["scaling_config"]["desired_size"] == configs[name].desired_size
+        config = configs[name]
+        window = block_sizes(
+            config.capacity, (config.min_size, config.desired_size, config.max_size), datetime.now(UTC)
+        )
+        assert group["scaling_config"]["desired_size"] == window[1]
         assert "pre_bootstrap_user_data" not in json.dumps(group)
 
 
@@ -200,15 +207,20 @@ def test_capacity_block_has_all_three_settings_and_no_forced_placement(synthesiz
     assert "placement" not in template and not resources(stack, "aws_placement_group")
     assert group["scaling_config"]["max_size"] <= 2
 
-    # EC2 shuts the block's instances down from 30 minutes before its end (2099-03-01T11:30Z in the
-    # fixture): the group's Auto Scaling group goes to zero 60 minutes (the default drain) before.
-    (schedule,) = resources(stack, "aws_autoscaling_schedule").values()
-    assert schedule["start_time"] == "2099-03-01T10:30:00Z"
-    assert (schedule["min_size"], schedule["max_size"], schedule["desired_capacity"]) == (0, 0, 0)
+    # The fixture's block (2099-02-27T11:30Z to 2099-03-01T11:30Z) has not started: the group holds
+    # no node until a scheduled action scales it up at the start, and a second one takes it to zero
+    # 60 minutes (the default drain) before the end; EC2 terminates from 30 minutes before it.
+    assert (group["scaling_config"]["min_size"], group["scaling_config"]["desired_size"]) == (0, 0)
+    found = {body["scheduled_action_name"]: body for body in resources(stack, "aws_autoscaling_schedule").values()}
+    up, drain = found["p5-block-scale-up-when-block-starts"], found["p5-block-drain-before-block-ends"]
+    assert (up["start_time"], up["desired_capacity"], up["max_size"]) == ("2099-02-27T11:30:00Z", 2, 2)
+    assert drain["start_time"] == "2099-03-01T10:30:00Z"
+    assert (drain["min_size"], drain["max_size"], drain["desired_capacity"]) == (0, 0, 0)
     node_group_id = next(k for k, body in resources(stack, "aws_eks_node_group").items() if body is group)
-    assert schedule["autoscaling_group_name"] == (
-        f"${{aws_eks_node_group.{node_group_id}.resources[0].autoscaling_groups[0].name}}"
-    )
+    for schedule in (up, drain):
+        assert schedule["autoscaling_group_name"] == (
+            f"${{aws_eks_node_group.{node_group_id}.resources[0].autoscaling_groups[0].name}}"
+        )
     # Groups on other capacity have no such schedule.
     assert not resources(cluster(synthesized, "odcr"), "aws_autoscaling_schedule")
 
@@ -438,15 +450,17 @@ def test_a_capacity_block_past_its_drain_warns_and_schedules_nothing_new(tmp_pat
 
     doc = parse_profile_text((FIXTURE_PROFILES / "capacity-block.yaml").read_bytes(), "capacity-block")
     past = copy.deepcopy(doc)
+    past["cluster"]["gpu_node_groups"][0]["capacity"]["starts_at"] = "2019-12-30T00:00:00Z"
     past["cluster"]["gpu_node_groups"][0]["capacity"]["ends_at"] = "2020-01-01T00:00:00Z"
     config = validate_profile(past)
     (warning,) = capacity_block_warnings(config, datetime.now(UTC))
-    assert "p5-block's Capacity Block ends at 2020-01-01 00:00 UTC" in warning and "no scale-to-zero" in warning
+    assert "p5-block's Capacity Block ends at 2020-01-01 00:00 UTC" in warning and "stays at 0 nodes" in warning
     assert capacity_block_warnings(validate_profile(doc), datetime.now(UTC)) == []
     synthesize(config, str(tmp_path / "out"), state_dir=tmp_path / "state")
     stack = json.loads((tmp_path / "out" / "stacks" / "cluster" / "cdk.tf.json").read_text())
     assert not resources(stack, "aws_autoscaling_schedule")
-    assert gpu_node_groups(stack)  # the group itself stays until the profile changes
+    (group,) = gpu_node_groups(stack).values()  # the group itself stays until the profile changes, at 0
+    assert group["scaling_config"]["desired_size"] == 0
 
 
 def endpoint_allows(policy: dict, *, principal_account: str | None, action: str = "ec2:DescribeInstances") -> bool:

@@ -233,6 +233,7 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
+                "starts_at": "2099-02-22T11:30:00Z",
                 "ends_at": "2099-03-01T11:30:00Z",
                 "drain_minutes": 40,
                 "reservation_id": "cr-0123456789abcdef0",
@@ -247,6 +248,7 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
+                "starts_at": "2030-02-22T11:30:00Z",
                 "ends_at": "2030-03-01T11:30:00",
                 "reservation_id": "cr-0123456789abcdef0",
                 "instance_count": 2,
@@ -255,6 +257,81 @@ BAD_INPUT = [
         },
         "cluster.gpu_node_groups.0.capacity.ends_at",
         ["give the time zone"],
+    ),
+    (
+        {
+            "cluster__gpu_node_groups__0__capacity": {
+                "type": "capacity_block",
+                "starts_at": "2030-02-22T11:30:00",
+                "ends_at": "2030-03-01T11:30:00Z",
+                "reservation_id": "cr-0123456789abcdef0",
+                "instance_count": 2,
+                "availability_zone": "us-west-2a",
+            }
+        },
+        "cluster.gpu_node_groups.0.capacity.starts_at",
+        ["give the time zone"],
+    ),
+    (
+        {
+            "cluster__gpu_node_groups__0__capacity": {
+                "type": "capacity_block",
+                "ends_at": "2030-03-01T11:30:00Z",
+                "reservation_id": "cr-0123456789abcdef0",
+                "instance_count": 2,
+                "availability_zone": "us-west-2a",
+            }
+        },
+        "cluster.gpu_node_groups.0.capacity.starts_at",
+        ["Field required"],
+    ),
+    (
+        {
+            "cluster__gpu_node_groups__0__capacity": {
+                "type": "capacity_block",
+                "starts_at": "2030-03-01T11:30:00Z",
+                "ends_at": "2030-02-22T11:30:00Z",
+                "reservation_id": "cr-0123456789abcdef0",
+                "instance_count": 2,
+                "availability_zone": "us-west-2a",
+            }
+        },
+        "cluster.gpu_node_groups.0.capacity.ends_at",
+        [
+            "the block ends before it starts",
+            "got '2030-02-22T11:30:00Z'",
+            "allowed: a time after starts_at (2030-03-01T11:30:00Z)",
+        ],
+    ),
+    (
+        {
+            "cluster__gpu_node_groups__0__capacity": {
+                "type": "capacity_block",
+                "starts_at": "2030-03-01T10:30:00Z",
+                "ends_at": "2030-03-01T11:30:00Z",
+                "drain_minutes": 90,
+                "reservation_id": "cr-0123456789abcdef0",
+                "instance_count": 2,
+                "availability_zone": "us-west-2a",
+            }
+        },
+        "cluster.gpu_node_groups.0.capacity.drain_minutes",
+        ["the drain would begin before the block starts (the block lasts 60 minutes)", "got 90", "allowed: 45 to 59"],
+    ),
+    (
+        {
+            "cluster__gpu_node_groups__0__capacity": {
+                "type": "capacity_block",
+                "starts_at": "2030-02-22T11:30:00Z",
+                "ends_at": "2030-03-01T11:30:00Z",
+                "warn_minutes": 2,
+                "reservation_id": "cr-0123456789abcdef0",
+                "instance_count": 2,
+                "availability_zone": "us-west-2a",
+            }
+        },
+        "cluster.gpu_node_groups.0.capacity.warn_minutes",
+        ["got 2", "greater than or equal to 5"],
     ),
     (
         {"cluster__ami_release_version": "1.20.4-20240917"},
@@ -416,6 +493,7 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
+                "starts_at": "2099-02-22T11:30:00Z",
                 "ends_at": "2099-03-01T11:30:00Z",
                 "instance_count": 2,
                 "availability_zone": "us-west-2a",
@@ -428,6 +506,7 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
+                "starts_at": "2099-02-22T11:30:00Z",
                 "ends_at": "2099-03-01T11:30:00Z",
                 "reservation_id": "cr-123",
                 "instance_count": 2,
@@ -441,6 +520,7 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
+                "starts_at": "2099-02-22T11:30:00Z",
                 "ends_at": "2099-03-01T11:30:00Z",
                 "reservation_id": "cr-0123456789abcdef0",
                 "instance_count": 1,
@@ -454,6 +534,7 @@ BAD_INPUT = [
         {
             "cluster__gpu_node_groups__0__capacity": {
                 "type": "capacity_block",
+                "starts_at": "2099-02-22T11:30:00Z",
                 "ends_at": "2099-03-01T11:30:00Z",
                 "reservation_id": "cr-0123456789abcdef0",
                 "instance_count": 2,
@@ -527,6 +608,7 @@ def test_reserved_capacity_defaults_to_no_forced_placement_group():
     doc = mutated(
         cluster__gpu_node_groups__0__capacity={
             "type": "capacity_block",
+            "starts_at": "2099-02-22T11:30:00Z",
             "ends_at": "2099-03-01T11:30:00Z",
             "reservation_id": "cr-0123456789abcdef0",
             "instance_count": 2,
@@ -777,6 +859,7 @@ ADDON_BAD_INPUT = [
         mutated(
             cluster__gpu_node_groups__0__capacity={
                 "type": "capacity_block",
+                "starts_at": "2099-02-22T11:30:00Z",
                 "ends_at": "2099-03-01T11:30:00Z",
                 "reservation_id": "cr-0123456789abcdef0",
                 "instance_count": 2,

@@ -15,6 +15,12 @@ def uses_capacity_blocks(config: PlatformConfig) -> bool:
     return any(isinstance(group.capacity, CapacityBlock) for group in config.cluster.gpu_node_groups)
 
 
+def uses_reservations(config: PlatformConfig) -> bool:
+    """A Karpenter pool launches into capacity reservations (capacity type reserved)."""
+    pools = (config.workloads.cpu_pool, config.workloads.gpu_pool)
+    return any("reserved" in pool.capacity_types for pool in pools)
+
+
 # Karpenter features the platform wires only when the pinned (or overridden) Karpenter has them.
 HANDLES_RESERVATION_INTERRUPTIONS = (1, 10, 0)
 
@@ -33,6 +39,11 @@ DEFINITION = AddonDefinition(
             version=(1, 6, 0),
             why="Karpenter launches into Capacity Blocks only from 1.6",
             applies=uses_capacity_blocks,
+        ),
+        Minimum(
+            version=(1, 3, 0),
+            why="Karpenter selects capacity reservations (capacityReservationSelectorTerms) only from 1.3",
+            applies=uses_reservations,
         ),
     ),
     # Karpenter's compatibility matrix.

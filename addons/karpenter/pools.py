@@ -10,6 +10,7 @@ from components.expressions import template_text
 from components.k8s.crds import (
     BlockDeviceMapping,
     Budget,
+    CapacityReservationSelectorTerm,
     Disruption,
     Ebs,
     Ec2NodeClass,
@@ -28,6 +29,7 @@ from components.k8s.crds import (
 )
 from components.labels import GPU_TAINT_K8S, IMDS_HOP_LIMIT, NODE_POOL_LABEL, ROOT_DEVICE_NAME
 from components.user_data import gpu_node_mime
+from profiles.capacity import ReservationSelector
 from profiles.models import PlatformConfig, karpenter_gpu_pool
 from profiles.workloads import CpuPoolConfig, GpuPoolConfig
 
@@ -122,7 +124,14 @@ def pool_limits(cpu: CpuPoolConfig, gpu: GpuPoolConfig) -> dict[str, dict[str, s
     return {CPU_POOL: {"cpu": str(cpu.cpu_limit)}, GPU_POOL: {"nvidia.com/gpu": str(gpu.gpu_limit)}}
 
 
+def _reservation_terms(selectors: list[ReservationSelector]) -> list[CapacityReservationSelectorTerm] | None:
+    """The reservations a class's pool may launch into (capacity type reserved; Karpenter's
+    ReservedCapacity feature gate is on by default at v1.14.1, charts/karpenter/values.yaml 237-239)."""
+    return [CapacityReservationSelectorTerm(id=s.id, tags=s.tags) for s in selectors] or None
+
+
 def _node_class(name: str, props: KarpenterPoolsProps, *, gpu: bool) -> Ec2NodeClass:
+    pool = props.gpu if gpu else props.cpu
     return Ec2NodeClass(
         metadata=ObjectMeta(name=name),
         spec=Ec2NodeClassSpec(
@@ -131,6 +140,7 @@ def _node_class(name: str, props: KarpenterPoolsProps, *, gpu: bool) -> Ec2NodeC
             ami_selector_terms=[SelectorTerm(alias=props.ami_alias)],
             subnet_selector_terms=[SelectorTerm(tags={"karpenter.sh/discovery": props.cluster_name})],
             security_group_selector_terms=[SelectorTerm(id=props.node_security_group_id)],
+            capacity_reservation_selector_terms=_reservation_terms(pool.capacity_reservations),
             metadata_options=MetadataOptions(http_tokens="required", http_put_response_hop_limit=IMDS_HOP_LIMIT),
             block_device_mappings=[
                 BlockDeviceMapping(device_name=ROOT_DEVICE_NAME, ebs=Ebs(volume_size="200Gi", encrypted=True))

@@ -35,6 +35,9 @@ DEFINITION = AddonDefinition(
     ),
     namespace="kueue-system",
 )
+# The capacity-window CronJobs' image (addons/kueue/window.py): the Kubernetes project's kubectl
+# image (registry.k8s.io/kubectl, published from v1.28; no shell, kubectl is its entrypoint's tool).
+KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.34.1"
 
 
 # The queue plan: which GPU flavours exist, what each holds, and each tenant's share of them.

@@ -3,9 +3,14 @@ applies the ClusterQueues, each tenant's LocalQueue and the pod-fit admission po
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
+from addons.definition import PROMETHEUS_RULES
 from addons.kueue import DEFINITION, share_warnings
 from addons.kueue.fit import fit_objects
-from addons.kueue.queues import LOCAL_QUEUE, cluster_objects, local_queues
+from addons.kueue.queues import LOCAL_QUEUE, local_queues
+from addons.kueue.window import alert_rule_object, cluster_objects_at
 from addons.parts import AddonParts, GuidePart, ObjectGroup, WorkloadsContext
 from components.k8s.tenant_rbac import TenantResources
 from profiles.models import PlatformConfig
@@ -44,12 +49,19 @@ queue. docs/queues.md explains shares, borrowing and preemption. Watch it:
 {watch}"""
         )
 
+    @staticmethod
+    def _queues(ctx: WorkloadsContext) -> list[dict[str, Any]]:
+        now = ctx.now or datetime.now(UTC)
+        alerts = alert_rule_object(ctx.config) if PROMETHEUS_RULES in ctx.provided else []
+        return [*cluster_objects_at(ctx.config, now), *alerts]
+
     def workload_objects(self, ctx: WorkloadsContext) -> tuple[ObjectGroup, ...]:
         return (
             # The ClusterQueues wait for nothing, so that on destroy they go while the tenant
             # namespaces go: Kueue holds a ClusterQueue until no job in it holds quota, and
             # deleting a namespace deletes its jobs. Each LocalQueue needs its namespace.
-            ObjectGroup(id="queues", objects=tuple(cluster_objects(ctx.config))),
+            # A Capacity Block's flavour has quota only inside the block's window (addons/kueue/window.py).
+            ObjectGroup(id="queues", objects=tuple(self._queues(ctx))),
             ObjectGroup(id="local-queues", objects=tuple(local_queues(ctx.config)), after_tenants=True),
             # A pod, or a job's pod, that no node of the queues can hold is refused when it is created,
             # with the fix, instead of being admitted and never scheduled (addons/kueue/fit.py).

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from addons.definition import AddonDefinition, ReleaseConfig
+from addons.definition import PROMETHEUS_RULES, AddonDefinition, ReleaseConfig
 from profiles.base import K8sName, Strict
 from profiles.naming import METRICS_NAMESPACE
 from profiles.versions import ChartRef
@@ -69,4 +69,5 @@ DEFINITION = AddonDefinition(
         app_version="v0.93.1",
     ),
     namespace=METRICS_NAMESPACE,
+    provides=frozenset({PROMETHEUS_RULES}),
 )

@@ -95,6 +95,13 @@ class SelectorTerm(K8sModel):
     alias: str | None = None
 
 
+class CapacityReservationSelectorTerm(K8sModel):
+    """karpenter-provider-aws v1.14.1 pkg/apis/v1/ec2nodeclass.go: id or tags (ORed between terms)."""
+
+    id: str | None = None
+    tags: dict[str, str] | None = None
+
+
 class MetadataOptions(K8sModel):
     http_endpoint: Literal["enabled", "disabled"] = "enabled"
     http_tokens: Literal["required", "optional"]
@@ -119,6 +126,7 @@ class Ec2NodeClassSpec(K8sModel):
     ami_selector_terms: list[SelectorTerm]
     subnet_selector_terms: list[SelectorTerm]
     security_group_selector_terms: list[SelectorTerm]
+    capacity_reservation_selector_terms: list[CapacityReservationSelectorTerm] | None = None
     metadata_options: MetadataOptions
     block_device_mappings: list[BlockDeviceMapping]
     instance_store_policy: Literal["RAID0"] | None = None
@@ -161,7 +169,39 @@ class MpiJob(K8sModel):
     spec: MpiJobSpec
 
 
+class AlertRule(K8sModel):
+    """One alerting rule of a PrometheusRule (prometheus-operator monitoring.coreos.com/v1 Rule)."""
+
+    alert: str = Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+    expr: str = Field(min_length=1)
+    for_: str = Field("0m", alias="for", pattern=r"^\d+[smhd]$")
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class RuleGroup(K8sModel):
+    name: str = Field(min_length=1)
+    rules: list[AlertRule] = Field(min_length=1)
+
+
+class PrometheusRuleSpec(K8sModel):
+    groups: list[RuleGroup] = Field(min_length=1)
+
+
+class NamespacedMeta(K8sModel):
+    name: str
+    namespace: str
+
+
+class PrometheusRule(K8sModel):
+    api_version: Literal["monitoring.coreos.com/v1"] = "monitoring.coreos.com/v1"
+    kind: Literal["PrometheusRule"] = "PrometheusRule"
+    metadata: NamespacedMeta
+    spec: PrometheusRuleSpec
+
+
 CRD_MODELS: dict[tuple[str, str], type[K8sModel]] = {
+    ("monitoring.coreos.com/v1", "PrometheusRule"): PrometheusRule,
     ("karpenter.sh/v1", "NodePool"): NodePool,
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): Ec2NodeClass,
     (MPIJOB_API_VERSION, MPIJOB_KIND): MpiJob,
