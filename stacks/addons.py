@@ -6,7 +6,7 @@ from __future__ import annotations
 from cdktf_cdktf_provider_kubernetes.storage_class_v1 import StorageClassV1, StorageClassV1Metadata
 from constructs import Construct
 
-from addons.contributions import client_access
+from addons.contributions import client_access, provided
 from addons.registry import ADDONS
 from components.helm.addon import AddonContext, InstalledAddon, Monitors
 from components.k8s.namespaces import ApiServerAddresses
@@ -69,6 +69,7 @@ class AddonsStack(LayerStack):
                     installed=installed,
                     monitors=monitors,
                     clients=clients,
+                    provided=provided(config),
                 )
             )
         self.installed = installed

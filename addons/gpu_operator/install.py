@@ -14,11 +14,11 @@ from typing import Any
 from cdktf import ITerraformDependable
 from pydantic import Field
 
-from addons import monitoring
+from addons.definition import PROMETHEUS_RULES
 from addons.gpu_operator import DEFINITION, GpuOperatorConfig
 from addons.gpu_operator.dashboards import DASHBOARDS
 from addons.gpu_operator.health_check import health_check_objects
-from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath, installed_release
+from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath, installed_providers
 from components.helm.common import GPU_TOLERATIONS, Placement, Toggle, Toleration
 from components.helm.release import Values
 from components.node_monitoring import DCGM_REMOTE_HOSTENGINE_ENV, HOST_ENGINE
@@ -108,7 +108,7 @@ class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
     def values(self, ctx: AddonContext, settings: GpuOperatorConfig) -> GpuOperatorValues:
         return gpu_operator_values(
             dra=settings.dra,
-            service_monitor=monitoring.DEFINITION.enabled(ctx.config),
+            service_monitor=PROMETHEUS_RULES in ctx.provided,
             shared_host_engine=bool(ctx.config.cluster.gpu_node_groups),
         )
 
@@ -119,7 +119,7 @@ class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         # The DCGM ServiceMonitor needs the Prometheus operator's CRDs.
-        return installed_release(ctx, "monitoring")
+        return installed_providers(ctx, PROMETHEUS_RULES)
 
 
 ADDON = GpuOperatorAddon()

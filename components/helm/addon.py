@@ -65,6 +65,8 @@ class AddonContext:
     """Add-ons installed before this one, by key (registry order)."""
     monitors: Monitors = Monitors()
     """Every enabled add-on's monitors, each list sorted by name (for the add-on that runs Prometheus)."""
+    provided: frozenset[str] = frozenset()
+    """What the enabled add-ons provide others (AddonDefinition.provides, e.g. PROMETHEUS_RULES)."""
     clients: ClientAccess = field(default_factory=ClientAccess)
     """What a namespace whose pods use the enabled add-ons' services needs (addons/parts.py): an
     add-on whose pods are such clients (notebooks, workflow steps) applies it to its namespace."""
@@ -144,6 +146,8 @@ class InstalledAddon:
     """What later add-ons depend on to run after this one."""
     record: AddonRecord | None = None
     """The typed record the add-on hands later layers (the addons layer publishes it)."""
+    provides: frozenset[str] = frozenset()
+    """Its definition's capabilities (later add-ons that build on one wait for it)."""
 
 
 AnySettingsT = TypeVar("AnySettingsT", bound=AddonConfig)
@@ -298,9 +302,14 @@ class HelmAddonSpec(AddonSpec[SettingsT]):
                 sensitive_values=self.sensitive_values(ctx, settings),
             ),
         )
-        return InstalledAddon(name=release.release.name, ready=(release.release,), record=companions.record)
+        return InstalledAddon(
+            name=release.release.name,
+            ready=(release.release,),
+            record=companions.record,
+            provides=self.definition.provides,
+        )
 
 
-def installed_release(ctx: AddonContext, key: str) -> tuple[ITerraformDependable, ...]:
-    """What to depend on to run after an earlier add-on, or nothing when it is not installed."""
-    return ctx.installed[key].ready if key in ctx.installed else ()
+def installed_providers(ctx: AddonContext, capability: str) -> tuple[ITerraformDependable, ...]:
+    """What to depend on to run after every earlier add-on that provides `capability`."""
+    return tuple(ready for addon in ctx.installed.values() if capability in addon.provides for ready in addon.ready)
