@@ -10,8 +10,7 @@
 - lustre-efa-check (when the FSx file system and the checked group are EFA-enabled): direct I/O
   through the first tenant's FSx volume on a GPU node, and how many bytes the node's EFA devices
   moved meanwhile;
-- mlflow-tracking-check (when the profile runs MLflow): logs a run with a metric and an artifact
-  through the tracking Service, as the admin, and reads both back;
+- the enabled add-ons' checks with validation objects (AddonParts.checks: MLflow's tracking check);
 - torchrun-check (when the profile runs Trainer and has tenants): a TrainJob as the first tenant,
   through its queue, on up to two nodes, all-reducing a tensor of ones across every GPU, with
   NCCL_DEBUG=INFO so that verify can tell which network NCCL used (as for nccl-allreduce).
@@ -39,7 +38,8 @@ from manifests.launch import TRAINJOB_CHECK_SCRIPT, nccl_allreduce_launcher, tor
 from profiles import tenancy
 from profiles.catalog import EFA_RESOURCE, GpuInstanceType
 from profiles.cluster import GpuNodeGroupConfig
-from profiles.models import VALIDATION_NAMESPACE, PlatformConfig, dra_claim_counts, dra_mode, tenant_gpu_quota
+from profiles.gpus import dra_claim_counts, dra_mode
+from profiles.models import VALIDATION_NAMESPACE, PlatformConfig, tenant_gpu_quota
 from profiles.versions import CUDA_IMAGE, NCCL_TESTS_IMAGE, RAY_IMAGE
 
 NAMESPACE = VALIDATION_NAMESPACE

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 from pydantic import Field, model_validator
 
-from addons import gpu_operator, jupyterhub, karpenter, kueue, mlflow, trainer
+from addons import jupyterhub, karpenter, kueue, mlflow, trainer
 from addons.catalog import ADDON_NAMESPACES, DEFINITIONS
 from profiles.addons import AddonsConfig
 from profiles.aws_facts import zones
@@ -29,6 +29,7 @@ from profiles.build import BuildConfig
 from profiles.catalog import CATALOG
 from profiles.cluster import ClusterConfig, is_zone_id
 from profiles.cuda import driver_problems, project_dockerfile_images
+from profiles.gpus import dra_mode, gpu_capacity, karpenter_gpu_pool
 from profiles.naming import RULES, NameSources, derived_names, name_problems
 from profiles.state import StateConfig
 from profiles.storage import MAX_DATA_REPOSITORY_ASSOCIATIONS, StorageConfig
@@ -97,21 +98,6 @@ def text_problems(value: object, path: tuple[str | int, ...]) -> Iterator[FieldP
             yield from text_problems(item, (*path, index))
 
 
-def karpenter_gpu_pool(config: PlatformConfig) -> bool:
-    """The workloads layer creates Karpenter's GPU pool: with Karpenter, and not in DRA mode.
-    Karpenter does not provision for pods with ResourceClaims (its chart's
-    settings.ignoreDRARequests is true at 1.14.1), so a DRA GPU pod sent to a Karpenter pool would
-    stay Pending: DRA GPUs run on the managed GPU node groups."""
-    return karpenter.DEFINITION.enabled(config) and not dra_mode(config)
-
-
-def gpu_capacity(config: PlatformConfig) -> int:
-    """Every GPU the profile can run at once: the GPU node groups at their maximum size, plus the
-    Karpenter GPU pool's limit where there is one."""
-    managed = sum(group.max_size * group.catalog_entry.gpu_count for group in config.cluster.gpu_node_groups)
-    return managed + (config.workloads.gpu_pool.gpu_limit if karpenter_gpu_pool(config) else 0)
-
-
 def tenant_gpu_quota(config: PlatformConfig, tenant: TenantConfig) -> int:
     """The tenant's GPU quota (its ResourceQuota on requests.nvidia.com/gpu): its own setting, else
     everything the profile can run. With Kueue, never more than its queue could ever give it, its
@@ -122,17 +108,6 @@ def tenant_gpu_quota(config: PlatformConfig, tenant: TenantConfig) -> int:
     if kueue.DEFINITION.enabled(config):
         quota = min(quota, sum(share.most_gpus for share in kueue.shares(config)[tenant.name]))
     return quota
-
-
-def dra_mode(config: PlatformConfig) -> bool:
-    """GPUs are allocated through DRA claims instead of the device plugin's extended resource."""
-    settings = gpu_operator.DEFINITION.settings(config)
-    return settings.enabled and settings.dra
-
-
-def dra_claim_counts(config: PlatformConfig) -> tuple[int, ...]:
-    """The GPU counts a ResourceClaimTemplate is made for in each GPU namespace (DRA mode only)."""
-    return tuple(config.workloads.dra_gpu_counts) if dra_mode(config) else ()
 
 
 class PlatformConfig(Strict):

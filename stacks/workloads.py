@@ -21,7 +21,8 @@ from components.k8s.tenant_rbac import DRA_CLAIMS, cluster_roles
 from components.tenant_access import TenantAccess, TenantAccessProps
 from components.tenant_identity import TenantIdentity, TenantIdentityProps
 from profiles import PlatformConfig
-from profiles.models import dra_claim_counts, tenant_gpu_quota
+from profiles.gpus import dra_claim_counts
+from profiles.models import tenant_gpu_quota
 from stacks.contracts import AddonsOutputs, BuildOutputs, ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack, StateLocation
 

@@ -108,7 +108,7 @@ def test_dra_gpus_never_go_to_karpenter_which_ignores_resource_claims(synthesize
     managed GPU groups' nodes."""
     from addons.karpenter.pools import GPU_POOL, node_pools
     from operate.cleanup import platform_objects
-    from profiles.models import gpu_capacity
+    from profiles.gpus import gpu_capacity
 
     config = synthesized.configs["jark"]
     objects = everything(synthesized, "jark")

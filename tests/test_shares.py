@@ -20,7 +20,8 @@ from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
 from manifests.render import render
 from profiles import PlatformConfig, ProfileError, validate_profile
 from profiles.catalog import CATALOG, EFA_RESOURCE, GPU_RESOURCE
-from profiles.models import dra_claim_counts, gpu_capacity, tenant_gpu_quota
+from profiles.gpus import dra_claim_counts, gpu_capacity
+from profiles.models import tenant_gpu_quota
 from tests.admission import admit, stored
 from tests.cases import profile_config, profiles_where
 from tests.kueue_model import SUSPENDED_BY_PARENT, Cohort, Owner, Workload, pod_queueing, pod_requests, pod_set_requests

@@ -28,7 +28,7 @@ from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
 from manifests.launch import MPIRUN
 from manifests.render import NCCL_JOB, ValidationTarget, render
 from profiles import validate_profile
-from profiles.models import dra_claim_counts
+from profiles.gpus import dra_claim_counts
 from tests.admission import admit
 from tests.cases import FIXTURE_PROFILES, FIXTURES, SHIPPED, profile_config
 from tests.netpol import Peer, allowed

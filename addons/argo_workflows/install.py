@@ -17,7 +17,7 @@ from components.k8s.namespaces import (
     egress_to_pod_identity_agent,
 )
 from components.labels import SYSTEM_NODES
-from profiles.models import dra_claim_counts, dra_mode
+from profiles.gpus import dra_claim_counts, dra_mode
 
 WORKFLOW_SERVICE_ACCOUNT = "argo-workflow"
 # The controller, server and executor run in the quota'd workflow namespace: they state requests.

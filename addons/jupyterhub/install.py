@@ -22,7 +22,7 @@ from components.image_reference import parse_image_reference
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
 from components.k8s.namespaces import egress_https_outside_the_node
 from components.labels import GPU_TOLERATION, GPU_TRAINING_ROLE, NODE_POOL_LABEL, ROLE_LABEL, SYSTEM_NODES
-from profiles.models import dra_mode
+from profiles.gpus import dra_mode
 
 SECRET_MOUNT = "/run/secrets/oidc"
 

@@ -30,7 +30,8 @@ from components.k8s.crds import (
 from components.labels import GPU_TAINT_K8S, IMDS_HOP_LIMIT, NODE_POOL_LABEL, ROOT_DEVICE_NAME
 from components.user_data import gpu_node_mime
 from profiles.capacity import ReservationSelector
-from profiles.models import PlatformConfig, karpenter_gpu_pool
+from profiles.gpus import karpenter_gpu_pool
+from profiles.models import PlatformConfig
 from profiles.workloads import CpuPoolConfig, GpuPoolConfig
 
 NODE_CLASS = "default"

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from addons import jupyterhub, karpenter
 from addons.definition import AddonDefinition, PlatformConfig, ReleaseConfig
 from profiles.catalog import CATALOG, EFA_RESOURCE, GPU_RESOURCE
+from profiles.gpus import queued_gpu_pool
 from profiles.versions import ChartRef
 
 
@@ -108,7 +108,7 @@ def flavors(config: PlatformConfig) -> tuple[Flavor, ...]:
                 instance_types=(group.instance_type,),
             )
         )
-    if karpenter.DEFINITION.enabled(config) and not jupyterhub.DEFINITION.enabled(config):
+    if queued_gpu_pool(config):
         pool = config.workloads.gpu_pool
         largest = max(CATALOG[name].gpu_count for name in pool.instance_types)
         # The pool's EC2NodeClass attaches no EFA interfaces: multi-node EFA jobs stay on the groups.
