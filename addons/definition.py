@@ -44,6 +44,12 @@ class PlatformConfig(Protocol):
     itself is built from the definitions, so it is named here by shape)."""
 
     @property
+    def name(self) -> str: ...
+
+    @property
+    def region(self) -> str: ...
+
+    @property
     def cluster(self) -> ClusterConfig: ...
 
     @property

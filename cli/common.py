@@ -51,6 +51,7 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> Platform:
 
     toolchain.prepare()
     from addons.kueue import share_warnings
+    from addons.monitoring import alert_warnings
     from profiles.quotas import node_count_warnings
     from stacks.platform import capacity_block_warnings, local_state_warnings, synthesize
 
@@ -60,6 +61,7 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> Platform:
         *capacity_block_warnings(config, datetime.now(UTC)),
         *node_count_warnings(config),
         *share_warnings(config),
+        *alert_warnings(config),
     ]
     for warning in warnings:
         print(warning, file=sys.stderr)

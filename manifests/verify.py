@@ -26,6 +26,8 @@ from addons.gpu_operator.health_check import NAME as HEALTH_CHECK_NAME
 from addons.mlflow import DEFINITION as MLFLOW
 from addons.monitoring import ALERTMANAGER_POD, GRAFANA_CONTAINER, GRAFANA_DEPLOYMENT, GRAFANA_PORT
 from addons.monitoring import DEFINITION as MONITORING
+from addons.monitoring.alerting import integrations as alert_integrations
+from addons.monitoring.alerting import notification_counts
 from components.dashboards import DASHBOARD_LABEL
 from components.k8s import mlflow_access
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
@@ -225,37 +227,24 @@ def check_gpu_health(nodes_json: str, checker_pods_json: str) -> CheckResult:
 
 
 RECEIVER_CHECK = "alert-receiver"
+SNS_HINT = "check its Pod Identity association and the network path to SNS (docs/addons/monitoring.md)"
 TEST_ALERT = "PlatformVerifyTestAlert"
 ALERTMANAGER_CONTAINER = "alertmanager"
 ALERTMANAGER_URL = "http://localhost:9093"
 ALERTMANAGER_SELECTOR = ",".join(f"{key}={value}" for key, value in ALERTMANAGER_POD.items())
-# Alertmanager counts each notification it attempts per integration, and each that failed
-# (alertmanager_notifications_total and alertmanager_notifications_failed_total, notify/notify.go).
-_NOTIFICATIONS = re.compile(r"^alertmanager_notifications(_failed)?_total\{([^}]*)\}\s+(\S+)$", re.MULTILINE)
-
-
-def notification_counts(metrics: str, integration: str) -> tuple[float, float]:
-    """(attempted, failed) notifications of one integration, from Alertmanager's /metrics."""
-    attempted = failed = 0.0
-    for found in _NOTIFICATIONS.finditer(metrics):
-        if f'integration="{integration}"' in found.group(2):
-            if found.group(1):
-                failed += float(found.group(3))
-            else:
-                attempted += float(found.group(3))
-    return attempted, failed
 
 
 def check_alert_receiver(
     config: PlatformConfig, kubectl: Kubectl, *, sleep: Callable[[float], None] = time.sleep, rounds: int = 12
 ) -> CheckResult | None:
     """Send a short-lived critical test alert through the running Alertmanager (amtool, from inside
-    its pod) and watch its notification counters: the receiver is reachable when a notification to
-    it was attempted and did not fail. None: the profile names no receiver."""
-    settings = MONITORING.settings(config)
-    receiver = settings.alert_receiver if MONITORING.enabled(config) else None
-    if receiver is None:
+    its pod) and watch its notification counters: each receiver (the alert topic, and Slack or
+    PagerDuty when named) is reachable when a notification to it was attempted and did not fail.
+    None: monitoring is off."""
+    if not MONITORING.enabled(config):
         return None
+    settings = MONITORING.settings(config)
+    receiver, wanted = settings.alert_receiver, alert_integrations(settings.alert_receiver)
     namespace = MONITORING.namespace_of(settings)
     pod = kubectl(
         ["get", "pods", "-n", namespace, "-l", ALERTMANAGER_SELECTOR, "-o", "jsonpath={.items[0].metadata.name}"]
@@ -266,8 +255,9 @@ def check_alert_receiver(
     def inside(*command: str) -> subprocess.CompletedProcess[str]:
         return kubectl(["exec", "-n", namespace, pod, "-c", ALERTMANAGER_CONTAINER, "--", *command])
 
-    def counts() -> tuple[float, float]:
-        return notification_counts(inside("wget", "-qO-", f"{ALERTMANAGER_URL}/metrics").stdout, receiver.type)
+    def counts() -> dict[str, tuple[float, float]]:
+        metrics = inside("wget", "-qO-", f"{ALERTMANAGER_URL}/metrics").stdout
+        return {integration: notification_counts(metrics, integration) for integration in wanted}
 
     before = counts()
     ends = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 300))
@@ -283,19 +273,25 @@ def check_alert_receiver(
     )
     if sent.returncode != 0:
         return CheckResult(RECEIVER_CHECK, False, f"Alertmanager refused the test alert: {sent.stderr.strip()[:300]}")
-    for _ in range(rounds):
-        sleep(15)
-        attempted, failed = counts()
-        if failed > before[1]:
-            return CheckResult(
-                RECEIVER_CHECK,
-                False,
-                f"Alertmanager could not deliver to the {receiver.type} receiver (see its log: kubectl logs -n "
-                f"{namespace} {pod} -c {ALERTMANAGER_CONTAINER}); check the Secret {receiver.secret_name}",
-            )
-        if attempted > before[0]:
-            return CheckResult(RECEIVER_CHECK, True, f"a test alert reached the {receiver.type} receiver")
-    return CheckResult(RECEIVER_CHECK, False, f"no notification to {receiver.type} within {rounds * 15} seconds")
+    reached: set[str] = set()
+    for round_ in range(rounds):
+        if round_:
+            sleep(15)
+        for integration, (attempted, failed) in counts().items():
+            if failed > before[integration][1]:
+                fix = SNS_HINT if integration == "sns" or not receiver else f"check the Secret {receiver.secret_name}"
+                return CheckResult(
+                    RECEIVER_CHECK,
+                    False,
+                    f"Alertmanager could not deliver to the {integration} receiver (see its log: kubectl logs -n "
+                    f"{namespace} {pod} -c {ALERTMANAGER_CONTAINER}); {fix}",
+                )
+            if attempted > before[integration][0]:
+                reached.add(integration)
+        if reached == set(wanted):
+            return CheckResult(RECEIVER_CHECK, True, f"a test alert reached the {' and '.join(wanted)} receiver")
+    missing = " and ".join(i for i in wanted if i not in reached)
+    return CheckResult(RECEIVER_CHECK, False, f"no notification to {missing} within {rounds * 15} seconds")
 
 
 def check_gpu_smoke(log: str) -> CheckResult:

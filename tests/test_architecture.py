@@ -208,7 +208,6 @@ LONG_MODULES = {
     "operate.layers": 608,
     "operate.cleanup": 549,
     "profiles.loader": 413,
-    "addons.monitoring.install": 509,
     "profiles.models": 521,
     "addons.mlflow.install": 401,
 }

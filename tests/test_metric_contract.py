@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from addons.monitoring.install import GPU_RULES
+from addons.monitoring.rules import GPU_RULES
 from components.dashboards import metric_names
 
 CONTRACT = json.loads((Path(__file__).parent / "fixtures" / "metrics" / "contract.json").read_text())
