@@ -39,6 +39,8 @@ from components.labels import SYSTEM_NODES
 
 # The Prometheus operator's admission webhook (PrometheusRule checks) listens here.
 OPERATOR_WEBHOOK_PORT = 10250
+# The PrometheusRule (the chart's additionalPrometheusRulesMap key) of the rules other add-ons declare.
+ADDON_RULES = "platform-addons"
 
 
 class PrometheusValues(Values):
@@ -169,6 +171,7 @@ def monitoring_values(
     grafana_secret: str | None,
     monitors: tuple[dict[str, Any], ...] = (),
     pod_monitors: tuple[dict[str, Any], ...] = (),
+    rule_groups: tuple[dict[str, Any], ...] = (),
     delivery: AlertDelivery,
     region: str,
     receiver: AlertReceiver | None = None,
@@ -201,7 +204,11 @@ def monitoring_values(
             admin=GrafanaAdmin(existing_secret=grafana_secret) if grafana_secret else None,
             sidecar=GrafanaSidecar(dashboards=DashboardSidecar(search_namespace=DEFINITION.namespace)),
         ),
-        additional_prometheus_rules_map={"gpu-platform": gpu_rules(idle_gpu_minutes)},
+        additional_prometheus_rules_map={
+            "gpu-platform": gpu_rules(idle_gpu_minutes),
+            # The rules other add-ons declare about their workloads (Monitors.rule_groups).
+            **({ADDON_RULES: {"groups": list(rule_groups)}} if rule_groups else {}),
+        },
         alertmanager=AlertmanagerValues(
             alertmanager_spec={
                 **({"secrets": [receiver.secret_name]} if receiver else {}),
@@ -327,6 +334,7 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
             grafana_secret=None if from_variable else settings.grafana_admin_secret_name,
             monitors=ctx.monitors.service_monitors,
             pod_monitors=ctx.monitors.pod_monitors,
+            rule_groups=ctx.monitors.rule_groups,
             delivery=self._delivery(ctx),
             region=ctx.config.region,
             receiver=settings.alert_receiver,

@@ -38,6 +38,8 @@ from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
 from profiles.cluster import GpuNodeGroupConfig
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
+# The container Trainer runs torchrun in (the runtime's node replicated job).
+TRAINER_CONTAINER = "node"
 FSX_MOUNT = "/fsx"
 CHECKPOINTS_MOUNT = "/checkpoints"
 CHECKPOINTS = tenancy.s3_volume("checkpoints")
@@ -122,7 +124,11 @@ def pod_failure_policy() -> dict[str, Any]:
             {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
             {
                 "action": "FailJob",
-                "onExitCodes": {"containerName": "node", "operator": "In", "values": list(NO_RESTART_EXIT_CODES)},
+                "onExitCodes": {
+                    "containerName": TRAINER_CONTAINER,
+                    "operator": "In",
+                    "values": list(NO_RESTART_EXIT_CODES),
+                },
             },
         ]
     }
@@ -278,7 +284,7 @@ def torch_runtime(
         pod_volumes.append({"name": "checkpoints", "persistentVolumeClaim": {"claimName": CHECKPOINTS}})
         mounts.append({"name": "checkpoints", "mountPath": CHECKPOINTS_MOUNT})
     container = {
-        "name": "node",  # the container Trainer runs torchrun in
+        "name": TRAINER_CONTAINER,
         "image": runtime_image(group, settings, efa_image),
         "env": [*([*EFA_ENV, dict(NCCL_DEBUG_INFO)] if efa else []), *fault_env(volumes)],
         # No memory limit: loading a model takes what it takes; the request keeps room for /dev/shm.
