@@ -97,10 +97,13 @@ class NodeGroupWiring:
     depends_on: tuple[ITerraformDependable, ...] = field(default=())
     """Created before any node group, destroyed after (node roles outlive nodes, or ENIs leak)."""
     ami_release_version: str | None = None
-    """The AMI release every group runs (release_version); None: the latest."""
+    """The AMI release every group runs (release_version); None: the newest when a group is created
+    or its version changes."""
     kubernetes_version: str | None = None
-    """Set with a pinned release: EKS refuses a release of a new minor sent without the version
-    (a minor upgrade would fail), so both move together."""
+    """The Kubernetes minor every group runs (version), the cluster's: a control-plane minor bump
+    moves every group after the control plane (the groups reference the cluster). EKS refuses a
+    release of a new minor sent without the version, so a pinned release moves with it; unpinned
+    groups take the newest release of the new minor."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,7 +140,7 @@ class SystemNodeGroup(Construct):
             subnet_ids=list(props.subnet_ids),
             ami_type=DEFAULTS.system_ami_type,
             release_version=wiring.ami_release_version,
-            version=wiring.kubernetes_version if wiring.ami_release_version else None,
+            version=wiring.kubernetes_version,
             instance_types=list(cfg.instance_types),
             capacity_type="ON_DEMAND",
             scaling_config=EksNodeGroupScalingConfig(
@@ -327,7 +330,7 @@ class GpuNodeGroup(Construct):
             subnet_ids=[props.subnet_id],
             ami_type=DEFAULTS.gpu_ami_type,
             release_version=wiring.ami_release_version,
-            version=wiring.kubernetes_version if wiring.ami_release_version else None,
+            version=wiring.kubernetes_version,
             instance_types=[cfg.instance_type],
             capacity_type="CAPACITY_BLOCK" if isinstance(cfg.capacity, CapacityBlock) else "ON_DEMAND",
             scaling_config=EksNodeGroupScalingConfig(

@@ -29,7 +29,6 @@ MAIN_RESOURCES = {
     "aws_ecr_repository": "ECR repositories",
     "aws_codebuild_project": "CodeBuild project",
     "aws_sns_topic": "SNS topics (alerts, heartbeat)",
-    "aws_cloudwatch_metric_alarm": "dead-man's switch alarm",
     "aws_sqs_queue": "interruption queue",
     "aws_eks_pod_identity_association": "Pod Identity associations",
     "helm_release": "Helm",

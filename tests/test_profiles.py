@@ -19,7 +19,11 @@ BASE = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "gpu-v
 
 
 def mutated(**changes) -> dict:
-    """The default profile with changes at `a__b__0__c` paths; a value of DELETE removes the key."""
+    """The default profile with changes at `a__b__0__c` paths; a value of DELETE removes the key.
+    Another Kubernetes minor without a release of its own also drops the profile's AMI pin (a
+    release of the default minor), as a profile written for that minor would not have it."""
+    if "cluster__kubernetes_version" in changes and "cluster__ami_release_version" not in changes:
+        changes = {**changes, "cluster__ami_release_version": DELETE}
     return changed(BASE, **changes)
 
 
