@@ -18,6 +18,7 @@ from pydantic import Field
 
 from profiles.base import Strict
 from profiles.cluster import ClusterConfig
+from profiles.storage import StorageConfig
 from profiles.versions import ChartRef, ReleaseArtifact
 from profiles.workloads import WorkloadsConfig
 
@@ -54,6 +55,9 @@ class PlatformConfig(Protocol):
 
     @property
     def addons(self) -> Strict: ...
+
+    @property
+    def storage(self) -> StorageConfig: ...
 
     @property
     def workloads(self) -> WorkloadsConfig: ...

@@ -52,6 +52,7 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> Platform:
     toolchain.prepare()
     from addons.kueue import share_warnings
     from addons.monitoring import alert_warnings
+    from addons.trainer import checkpoint_warnings
     from profiles.quotas import node_count_warnings
     from stacks.platform import capacity_block_warnings, local_state_warnings, synthesize
 
@@ -62,6 +63,7 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> Platform:
         *node_count_warnings(config),
         *share_warnings(config),
         *alert_warnings(config),
+        *checkpoint_warnings(config),
     ]
     for warning in warnings:
         print(warning, file=sys.stderr)

@@ -159,7 +159,12 @@ class WorkloadsStack(LayerStack):
             fit = KubernetesObjects(self, "pod-fit", props=KubernetesObjectsProps(objects=tuple(fit_objects(config))))
             self.objects += queues.objects + local.objects + fit.objects
         if TRAINER.enabled(config):
-            volumes = TenantVolumes(fsx=shared.fsx_tenant_volume, checkpoints="checkpoints" in storage.bucket_names)
+            export = config.storage.fsx.checkpoint_export
+            volumes = TenantVolumes(
+                fsx=shared.fsx_tenant_volume,
+                checkpoints="checkpoints" in storage.bucket_names,
+                **({"fsx_checkpoints": export.file_system_path} if export else {}),
+            )
             runtimes = runtime_objects(
                 config.cluster.gpu_node_groups,
                 TRAINER.settings(config),

@@ -299,10 +299,10 @@ BAD_INPUT = [
         "cluster.endpoint_public_access_cidrs",
         ["0.0.0.0/0", "internet"],
     ),
-    (  # each tenant gets its own copy of every association: 1 x 9 > 8
-        {"workloads": {"tenants": [{"name": f"team-{index}"} for index in range(9)]}},
+    (  # each tenant gets its own copy of every association (datasets, checkpoints): 2 x 5 > 8
+        {"workloads": {"tenants": [{"name": f"team-{index}"} for index in range(5)]}},
         "storage.fsx.data_repository_associations",
-        ["1 associations x 9 tenants = 9", "at most 8"],
+        ["2 associations x 5 tenants = 10", "at most 8"],
     ),
     (
         {"cluster__addon_versions": {"aws-mountpoint-s3-csi-driver": "v2.7.1-eksbuild.1"}},

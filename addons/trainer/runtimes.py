@@ -60,6 +60,10 @@ class TenantVolumes:
     """The FSx file system has tenant directories (each tenant's `fsx` claim)."""
     checkpoints: bool
     """The checkpoints bucket exists (each tenant's `s3-checkpoints` claim)."""
+    fsx_checkpoints: str = "/checkpoints"
+    """The directory of the tenant's FSx volume that checkpoints go to: the file system path of the
+    association exporting to the checkpoints bucket (storage.fsx.checkpoint_export) when there is
+    one, so every checkpoint also reaches S3; else /checkpoints, on FSx only."""
 
 
 # NCCL logs the network it chose at INFO (manifests/nccl_transport.py reads those lines).
@@ -245,7 +249,8 @@ def fault_env(volumes: TenantVolumes) -> list[dict[str, Any]]:
             "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{RESTART_ATTEMPT_ANNOTATION}']"}},
         },
     ]
-    base = f"{FSX_MOUNT}/checkpoints" if volumes.fsx else CHECKPOINTS_MOUNT if volumes.checkpoints else None
+    on_fsx = f"{FSX_MOUNT}{volumes.fsx_checkpoints}"
+    base = on_fsx if volumes.fsx else CHECKPOINTS_MOUNT if volumes.checkpoints else None
     if base is not None:
         # $(NAME) takes a variable defined earlier in the list (Kubernetes' dependent variables).
         env.append({"name": CHECKPOINT_DIR_ENV, "value": f"{base}/$({TRAINJOB_NAME_ENV})"})
