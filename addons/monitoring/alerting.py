@@ -10,8 +10,10 @@ alertmanager.alertmanagerSpec.image.tag), an `sns_configs` entry takes `topic_ar
 notifier loads the AWS SDK for Go v2's default chain (notify/sns/sns.go createSNSClient,
 aws-sdk-go-v2/config v1.32.33), whose container provider reads the variables EKS Pod Identity
 injects (AWS_CONTAINER_CREDENTIALS_FULL_URI, AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE) and asks the
-node's Pod Identity agent at 169.254.170.23:80. The region is set here: nothing else tells the
-pod which region it is in.
+node's Pod Identity agent at 169.254.170.23:80 (EKS user guide, "Use pod identity with the AWS SDK":
+Pod Identity is part of the SDKs' container credential provider since their late-2023 releases; the
+Go v2 modules in v0.34.0's go.mod are from 2026). The region is set here: the pod is told no other
+way which region it is in.
 """
 
 from __future__ import annotations
