@@ -50,9 +50,7 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> Platform:
     import toolchain
 
     toolchain.prepare()
-    from addons.kueue import share_warnings
-    from addons.monitoring import alert_warnings
-    from addons.trainer import checkpoint_warnings
+    from addons.contributions import enabled_parts
     from profiles.quotas import node_count_warnings
     from stacks.platform import capacity_block_warnings, local_state_warnings, synthesize
 
@@ -61,9 +59,7 @@ def synthesize_profile(config: PlatformConfig, outdir: Path) -> Platform:
         *local_state_warnings(config),
         *capacity_block_warnings(config, datetime.now(UTC)),
         *node_count_warnings(config),
-        *share_warnings(config),
-        *alert_warnings(config),
-        *checkpoint_warnings(config),
+        *(warning for part in enabled_parts(config) for warning in part.warnings(config)),
     ]
     for warning in warnings:
         print(warning, file=sys.stderr)
@@ -82,7 +78,7 @@ def print_synthesized(config: PlatformConfig, args: argparse.Namespace, file_nam
 def profile_kubectl(config: PlatformConfig, operator: Operator, kubeconfig: Path) -> Kubectl:
     """kubectl bound to the profile's own cluster, as the cluster layer's outputs name it."""
     from operate.cluster_access import ClusterAccessError, ClusterTarget, api_tunnel, bind_kubectl
-    from operate.layers import StateUnreadable
+    from operate.layer_folders import StateUnreadable
 
     try:
         outputs = operator.outputs("cluster")

@@ -39,7 +39,8 @@ def command_validate(config: PlatformConfig, args: argparse.Namespace) -> int:
 
 
 def command_outputs(config: PlatformConfig, args: argparse.Namespace) -> int:
-    from operate.layers import Operator, StateUnreadable
+    from operate.layer_folders import StateUnreadable
+    from operate.layers import Operator
     from operate.providers import provider_env
     from stacks import LAYERS
 

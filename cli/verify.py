@@ -68,7 +68,7 @@ def built_image(
     layer's state has no repository for it yet. The tag is the Dockerfile's (what the build pushes)."""
     from components.images import project_image_tag
     from operate.cluster_access import run_aws
-    from operate.layers import StateUnreadable
+    from operate.layer_folders import StateUnreadable
     from operate.tools import ToolMissing
 
     impl = config.build.building(project_image)

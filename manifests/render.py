@@ -22,15 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from addons.contributions import addon_checks
 from addons.kuberay import DEFINITION as KUBERAY
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue import shares as kueue_shares
-from addons.mlflow import DEFINITION as MLFLOW
-from addons.mlflow import IMAGE as MLFLOW_IMAGE
-from addons.mlflow import IMAGE_USER as MLFLOW_IMAGE_USER
 from addons.trainer import DEFINITION as TRAINER
 from addons.trainer.runtimes import NCCL_DEBUG_INFO, runtime_name
-from components.k8s import mlflow_access
+from components.acceptance import locked_down_container
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.k8s.efa_pods import EFA_ENV, HUGEPAGES, shm_volume, worker_memory_gib
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
@@ -104,24 +102,6 @@ rm -f "$file"
 moved={2 * LUSTRE_EFA_CHECK_MIB << 20}
 echo "{LUSTRE_EFA_CHECK_MARKER}devices=$devices moved_bytes=$moved efa_bytes=$((after - before))"
 """
-MLFLOW_CHECK = "mlflow-tracking-check"
-MLFLOW_CHECK_MARKER = "MLFLOW_CHECK "
-MLFLOW_CHECK_METRIC = ("validation_loss", 0.125)
-MLFLOW_CHECK_ARTIFACT = ("validation/check.txt", "gpu-platform tracking check")
-# Logs a run through the tracking Service (artifacts go through the server to S3), then reads the
-# metric and the artifact back and prints them as one JSON line for `verify` to judge.
-MLFLOW_CHECK_SCRIPT = f"""
-import json, mlflow
-from mlflow import MlflowClient
-mlflow.set_experiment("platform-validation")
-with mlflow.start_run(run_name="tracking-check") as run:
-    mlflow.log_metric({MLFLOW_CHECK_METRIC[0]!r}, {MLFLOW_CHECK_METRIC[1]!r})
-    mlflow.log_text({MLFLOW_CHECK_ARTIFACT[1]!r}, {MLFLOW_CHECK_ARTIFACT[0]!r})
-run_id = run.info.run_id
-metrics = MlflowClient().get_run(run_id).data.metrics
-artifact = mlflow.artifacts.load_text(f"runs:/{{run_id}}/{MLFLOW_CHECK_ARTIFACT[0]}")
-print({MLFLOW_CHECK_MARKER!r} + json.dumps({{"run_id": run_id, "metrics": metrics, "artifact": artifact}}), flush=True)
-"""
 
 
 @dataclass(frozen=True)
@@ -141,12 +121,6 @@ class ValidationTarget:
     @property
     def efa_interfaces(self) -> int:
         return self.entry.max_efa_interfaces if self.group.efa_enabled else 0
-
-
-def locked_down_container() -> dict[str, Any]:
-    """The container security context every check pod runs with: no privilege escalation, no
-    capability, a read-only root. A fresh dict each time, so the YAML carries no anchors."""
-    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True}
 
 
 def _pod(name: str, target: ValidationTarget, container: dict[str, Any], *, gpus: int, **spec: Any) -> dict[str, Any]:
@@ -277,8 +251,9 @@ def render(
         files[f"{RAY_CHECK}.yaml"] = ray_check(target, tenant_check_namespace(config, target))
     if lustre_efa_check_applies(config, target):
         files[f"{LUSTRE_EFA_CHECK}.yaml"] = [lustre_efa_check_pod(target, config.workloads.tenants[0].name)]
-    if MLFLOW.enabled(config):
-        files["mlflow-tracking-check.yaml"] = [mlflow_check_pod(config)]
+    for check in addon_checks(config):
+        if check.objects:
+            files[f"{check.name}.yaml"] = list(check.objects)
     if (check_job := trainjob_check(config, target)) is not None:
         files[f"{TRAINJOB_CHECK}.yaml"] = [check_job]
     return files
@@ -445,43 +420,6 @@ def lustre_efa_check_pod(target: ValidationTarget, tenant: str) -> dict[str, Any
     pod["metadata"]["namespace"] = tenant
     pod["spec"].pop("resourceClaims", None)
     return pod
-
-
-def mlflow_check_pod(config: PlatformConfig) -> dict[str, Any]:
-    """The tracking check runs in MLflow's namespace, where the admin's Secret is (it is never
-    copied elsewhere); tenants reach the same Service through their own NetworkPolicy allow."""
-    secret = mlflow_access.admin_secret(MLFLOW.settings(config))
-    login = [
-        {"name": f"MLFLOW_TRACKING_{key.upper()}", "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
-        for key in ("username", "password")
-    ]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": MLFLOW_CHECK,
-            "namespace": mlflow_access.NAMESPACE,
-            "labels": {"app.kubernetes.io/part-of": "gpu-validation"},
-        },
-        "spec": {
-            "restartPolicy": "Never",
-            "automountServiceAccountToken": False,
-            "nodeSelector": dict(SYSTEM_NODES),
-            "securityContext": non_root_pod(MLFLOW_IMAGE_USER),
-            "containers": [
-                {
-                    "name": "check",
-                    "image": MLFLOW_IMAGE,
-                    "command": ["python", "-c", MLFLOW_CHECK_SCRIPT],
-                    "env": [*mlflow_access.tracking_env(), *login, {"name": "HOME", "value": "/tmp"}],
-                    "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
-                    "securityContext": locked_down_container(),
-                    "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-                }
-            ],
-            "volumes": [{"name": "tmp", "emptyDir": {}}],
-        },
-    }
 
 
 def nccl_mpijob(target: ValidationTarget, image: str, namespace: str) -> dict[str, Any]:

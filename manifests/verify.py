@@ -19,28 +19,17 @@ from typing import Any
 
 import yaml
 
-from addons.gpu_operator import DEFINITION as GPU_OPERATOR
-from addons.gpu_operator.gpu_health import QUARANTINE_KEY, REASON_ANNOTATION
-from addons.gpu_operator.health_check import HEALTH_CHECK_SELECTOR
-from addons.gpu_operator.health_check import NAME as HEALTH_CHECK_NAME
-from addons.mlflow import DEFINITION as MLFLOW
+from addons.contributions import addon_checks
 from addons.monitoring import ALERTMANAGER_POD, GRAFANA_CONTAINER, GRAFANA_DEPLOYMENT, GRAFANA_PORT
 from addons.monitoring import DEFINITION as MONITORING
-from addons.monitoring.alerting import integrations as alert_integrations
-from addons.monitoring.alerting import notification_counts
+from components.acceptance import CheckResult, gpu_node_names, running_on
 from components.dashboards import DASHBOARD_LABEL
-from components.k8s import mlflow_access
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
-from components.labels import GPU_TRAINING_ROLE, NODE_POOL_LABEL, ROLE_LABEL
 from manifests.launch import TRAINJOB_CHECK_MARKER
 from manifests.nccl_transport import efa_transport_problem, nccl_transport, transport_summary
 from manifests.render import (
     LUSTRE_EFA_CHECK,
     LUSTRE_EFA_CHECK_MARKER,
-    MLFLOW_CHECK,
-    MLFLOW_CHECK_ARTIFACT,
-    MLFLOW_CHECK_MARKER,
-    MLFLOW_CHECK_METRIC,
     NAMESPACE,
     NCCL_JOB,
     NCCL_NODES,
@@ -68,13 +57,6 @@ RUN_ONCE_KINDS = ("Pod", MPIJOB_KIND, RAYJOB_KIND, TRAINJOB_KIND)
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
 
-@dataclass(frozen=True)
-class CheckResult:
-    name: str
-    passed: bool
-    detail: str
-
-
 # The repair loop's parts on GPU nodes: the EKS node monitoring agent (the EKS add-on's DaemonSet,
 # labelled by its chart, aws/eks-node-monitoring-agent charts/.../_helpers.tpl at v1.7.0) runs on
 # each, and each carries the condition it sets on NVIDIA nodes (cmd/eks-node-monitoring-agent/
@@ -85,25 +67,6 @@ REPAIR_CHECK = "repair-loop"
 AGENT_NAMESPACE = "kube-system"
 AGENT_SELECTOR = "app.kubernetes.io/name=eks-node-monitoring-agent"
 REPAIR_CONDITION = "AcceleratedHardwareReady"
-
-
-def gpu_node_names(nodes: list[dict[str, Any]]) -> list[str]:
-    """GPU nodes as the platform labels them: managed GPU groups and Karpenter's GPU pool."""
-    return sorted(
-        node["metadata"]["name"]
-        for node in nodes
-        if node["metadata"].get("labels", {}).get(ROLE_LABEL) == GPU_TRAINING_ROLE
-        or node["metadata"].get("labels", {}).get(NODE_POOL_LABEL) == "gpu"
-    )
-
-
-def running_on(pods_json: str) -> set[str]:
-    """The nodes on which the listed pods (kubectl get pods -o json) are Running."""
-    return {
-        pod["spec"].get("nodeName")
-        for pod in json.loads(pods_json or "{}").get("items", [])
-        if pod.get("status", {}).get("phase") == "Running"
-    }
 
 
 def check_repair_loop(nodes_json: str, agent_pods_json: str) -> CheckResult:
@@ -203,48 +166,40 @@ def grafana_dashboards(config: PlatformConfig, kubectl: Kubectl) -> CheckResult 
     return check_dashboards(answer.stdout, expected)
 
 
-HEALTH_CHECK = HEALTH_CHECK_NAME  # the check is named after the DaemonSet it looks at
-
-
-def check_gpu_health(nodes_json: str, checker_pods_json: str) -> CheckResult:
-    """The GPU health check runs on every GPU node, and no GPU node is quarantined by it (the
-    reasons it annotated are reported)."""
-    nodes = json.loads(nodes_json or "{}").get("items", [])
-    gpu_nodes = set(gpu_node_names(nodes))
-    if not gpu_nodes:
-        return CheckResult(HEALTH_CHECK, False, "no GPU node is running: nothing can be checked")
-    problems = [
-        f"{name}: the health check does not run there" for name in sorted(gpu_nodes - running_on(checker_pods_json))
-    ]
-    for node in nodes:
-        name = node["metadata"]["name"]
-        if name in gpu_nodes and any(t.get("key") == QUARANTINE_KEY for t in node.get("spec", {}).get("taints") or []):
-            reasons = node["metadata"].get("annotations", {}).get(REASON_ANNOTATION, "no reason recorded")
-            problems.append(f"{name}: quarantined ({reasons})")
-    if problems:
-        return CheckResult(HEALTH_CHECK, False, "; ".join(problems))
-    return CheckResult(HEALTH_CHECK, True, f"runs on all {len(gpu_nodes)} GPU nodes, none quarantined")
-
-
 RECEIVER_CHECK = "alert-receiver"
-SNS_HINT = "check its Pod Identity association and the network path to SNS (docs/addons/monitoring.md)"
 TEST_ALERT = "PlatformVerifyTestAlert"
 ALERTMANAGER_CONTAINER = "alertmanager"
 ALERTMANAGER_URL = "http://localhost:9093"
 ALERTMANAGER_SELECTOR = ",".join(f"{key}={value}" for key, value in ALERTMANAGER_POD.items())
+SNS_HINT = "check its Pod Identity association and the network path to SNS (docs/addons/monitoring.md)"
+# Alertmanager counts each notification it attempts per integration, and each that failed
+# (alertmanager_notifications_total and alertmanager_notifications_failed_total, notify/notify.go).
+_NOTIFICATIONS = re.compile(r"^alertmanager_notifications(_failed)?_total\{([^}]*)\}\s+(\S+)$", re.MULTILINE)
+
+
+def notification_counts(metrics: str, integration: str) -> tuple[float, float]:
+    """(attempted, failed) notifications of one integration, from Alertmanager's /metrics."""
+    attempted = failed = 0.0
+    for found in _NOTIFICATIONS.finditer(metrics):
+        if f'integration="{integration}"' in found.group(2):
+            if found.group(1):
+                failed += float(found.group(3))
+            else:
+                attempted += float(found.group(3))
+    return attempted, failed
 
 
 def check_alert_receiver(
     config: PlatformConfig, kubectl: Kubectl, *, sleep: Callable[[float], None] = time.sleep, rounds: int = 12
 ) -> CheckResult | None:
     """Send a short-lived critical test alert through the running Alertmanager (amtool, from inside
-    its pod) and watch its notification counters: each receiver (the alert topic, and Slack or
-    PagerDuty when named) is reachable when a notification to it was attempted and did not fail.
-    None: monitoring is off."""
+    its pod) and watch its notification counters: each receiver (the alert topic's sns, and Slack or
+    PagerDuty when named) is reachable when a notification was attempted and none failed."""
     if not MONITORING.enabled(config):
         return None
     settings = MONITORING.settings(config)
-    receiver, wanted = settings.alert_receiver, alert_integrations(settings.alert_receiver)
+    receiver = settings.alert_receiver
+    wanted = ("sns", *((receiver.type,) if receiver else ()))
     namespace = MONITORING.namespace_of(settings)
     pod = kubectl(
         ["get", "pods", "-n", namespace, "-l", ALERTMANAGER_SELECTOR, "-o", "jsonpath={.items[0].metadata.name}"]
@@ -261,33 +216,21 @@ def check_alert_receiver(
 
     before = counts()
     ends = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 300))
-    sent = inside(
-        "amtool",
-        "alert",
-        "add",
-        f"alertname={TEST_ALERT}",
-        "severity=critical",
-        "--annotation=summary=make verify: a test alert, to check that alerts reach this receiver (no action)",
-        f"--end={ends}",
-        f"--alertmanager.url={ALERTMANAGER_URL}",
-    )
+    labels = (f"alertname={TEST_ALERT}", "severity=critical")
+    note = "--annotation=summary=make verify: a test alert, to check that alerts reach this receiver (no action)"
+    sent = inside("amtool", "alert", "add", *labels, note, f"--end={ends}", f"--alertmanager.url={ALERTMANAGER_URL}")
     if sent.returncode != 0:
         return CheckResult(RECEIVER_CHECK, False, f"Alertmanager refused the test alert: {sent.stderr.strip()[:300]}")
     reached: set[str] = set()
     for round_ in range(rounds):
-        if round_:
-            sleep(15)
+        sleep(15 if round_ else 0)
         for integration, (attempted, failed) in counts().items():
             if failed > before[integration][1]:
                 fix = SNS_HINT if integration == "sns" or not receiver else f"check the Secret {receiver.secret_name}"
-                return CheckResult(
-                    RECEIVER_CHECK,
-                    False,
-                    f"Alertmanager could not deliver to the {integration} receiver (see its log: kubectl logs -n "
-                    f"{namespace} {pod} -c {ALERTMANAGER_CONTAINER}); {fix}",
-                )
-            if attempted > before[integration][0]:
-                reached.add(integration)
+                log = f"kubectl logs -n {namespace} {pod} -c {ALERTMANAGER_CONTAINER}"
+                detail = f"Alertmanager could not deliver to the {integration} receiver (see its log: {log}); {fix}"
+                return CheckResult(RECEIVER_CHECK, False, detail)
+            reached |= {integration} if attempted > before[integration][0] else set()
         if reached == set(wanted):
             return CheckResult(RECEIVER_CHECK, True, f"a test alert reached the {' and '.join(wanted)} receiver")
     missing = " and ".join(i for i in wanted if i not in reached)
@@ -404,35 +347,6 @@ def check_nccl(log: str, target: ValidationTarget) -> CheckResult:
         True,
         f"bus bandwidth {busbw} GB/s at messages of 1 GiB and more over {transport_summary(nccl_transport(log))} "
         f"(threshold {minimum} GB/s)",
-    )
-
-
-def check_mlflow(log: str) -> CheckResult:
-    """The tracking check's JSON line: the run exists, and the metric and the artifact read back
-    are the ones logged."""
-    name = MLFLOW_CHECK
-    lines = [line[len(MLFLOW_CHECK_MARKER) :] for line in log.splitlines() if line.startswith(MLFLOW_CHECK_MARKER)]
-    if not lines:
-        return CheckResult(name, False, "the check printed no result line (see the pod's log)")
-    try:
-        result = json.loads(lines[-1])
-    except json.JSONDecodeError:
-        return CheckResult(name, False, f"the check's result line is not JSON: {lines[-1][:200]!r}")
-    metric, value = MLFLOW_CHECK_METRIC
-    path, text = MLFLOW_CHECK_ARTIFACT
-    if not result.get("run_id"):
-        return CheckResult(name, False, "no run id: the run was not created")
-    if result.get("metrics", {}).get(metric) != value:
-        return CheckResult(
-            name, False, f"metric {metric} read back as {result.get('metrics', {}).get(metric)!r}, logged {value}"
-        )
-    if result.get("artifact") != text:
-        return CheckResult(name, False, f"artifact {path} read back as {result.get('artifact')!r}, logged {text!r}")
-    return CheckResult(
-        name,
-        True,
-        f"run {result['run_id']} logged and read back a metric and an artifact "
-        "(backend store and S3 artifacts through the server)",
     )
 
 
@@ -659,6 +573,24 @@ def _trainjob_results(
     return results
 
 
+@dataclass(frozen=True)
+class ClusterCheckRun:
+    """What an add-on's check may do against the live cluster (components/acceptance.py CheckRun)."""
+
+    run_kubectl: Kubectl
+    nodes_json: str
+    timeout_minutes: int
+
+    def kubectl(self, args: list[str]) -> subprocess.CompletedProcess[str]:
+        return self.run_kubectl(args)
+
+    def pod_log(self, pod: str, namespace: str) -> tuple[bool, str]:
+        waited = wait_for(
+            self.run_kubectl, namespace, f"pod/{pod}", "jsonpath={.status.phase}=Succeeded", self.timeout_minutes
+        )
+        return waited.returncode == 0, self.run_kubectl(["logs", "-n", namespace, f"pod/{pod}"]).stdout
+
+
 def run_checks(
     config: PlatformConfig,
     *,
@@ -678,14 +610,12 @@ def run_checks(
     nodes = kubectl(["get", "nodes", "-o", "json"])
     agents = kubectl(["get", "pods", "-n", AGENT_NAMESPACE, "-l", AGENT_SELECTOR, "-o", "json"])
     repair = check_repair_loop(nodes.stdout, agents.stdout)
-    health = None
-    if GPU_OPERATOR.enabled(config) and GPU_OPERATOR.settings(config).health_check_minutes is not None:
-        namespace = GPU_OPERATOR.namespace_of(GPU_OPERATOR.settings(config))
-        checkers = kubectl(["get", "pods", "-n", namespace, "-l", HEALTH_CHECK_SELECTOR, "-o", "json"])
-        health = check_gpu_health(nodes.stdout, checkers.stdout)
+    runner = ClusterCheckRun(run_kubectl=kubectl, nodes_json=nodes.stdout, timeout_minutes=timeout_minutes)
+    checks = addon_checks(config)
+    health = [check.run(runner) for check in checks if not check.objects]
     dashboards = grafana_dashboards(config, kubectl)
     receiver = check_alert_receiver(config, kubectl, sleep=sleep)
-    read_only = [repair, *(check for check in (health, dashboards, receiver) if check is not None)]
+    read_only = [repair, *health, *(check for check in (dashboards, receiver) if check is not None)]
     files = render(config, image=image, nccl_image=nccl_image)
     # A finished run's pods and MPIJob are still there: re-applying them changes nothing and the
     # waits below would read the previous run's logs. Remove them first, so every check is new.
@@ -731,9 +661,7 @@ def run_checks(
             return [*read_only, failed]
 
     def pod_log(pod: str, namespace: str = NAMESPACE) -> tuple[bool, str]:
-        waited = wait_for(kubectl, namespace, f"pod/{pod}", "jsonpath={.status.phase}=Succeeded", timeout_minutes)
-        logs = kubectl(["logs", "-n", namespace, f"pod/{pod}"])
-        return waited.returncode == 0, logs.stdout
+        return runner.pod_log(pod, namespace)
 
     results = list(read_only)
     done, log = pod_log("gpu-smoke-test")
@@ -771,13 +699,7 @@ def run_checks(
         results.append(
             _ray_result(config, target, files, apply=apply, kubectl=kubectl, timeout_minutes=timeout_minutes)
         )
-    if MLFLOW.enabled(config):
-        done, log = pod_log(MLFLOW_CHECK, mlflow_access.NAMESPACE)
-        results.append(
-            check_mlflow(log)
-            if done
-            else CheckResult(MLFLOW_CHECK, False, f"pod did not succeed: {log[-500:]}".strip())
-        )
+    results += [check.run(runner) for check in checks if check.objects]
     results += _trainjob_results(
         config,
         target,

@@ -22,7 +22,7 @@ What decides the order (Kubernetes and Karpenter at the pins):
 - A NodeClaim carries `karpenter.sh/termination`; Karpenter removes it once the node is drained
   and the instance is terminated (pkg/controllers/node/termination). The drain respects
   PodDisruptionBudgets and `karpenter.sh/do-not-disrupt` until the NodeClaim's
-  terminationGracePeriod (its NodePool's, components/k8s/karpenter_pools.py) has passed, then
+  terminationGracePeriod (its NodePool's, addons/karpenter/pools.py) has passed, then
   deletes what is left. Karpenter runs in the addons layer, so the workloads layer's NodePools are
   removed while it still runs.
 - A LoadBalancer Service carries `service.kubernetes.io/load-balancer-cleanup` until the cloud
@@ -50,41 +50,46 @@ in the namespaces the layer created. Anything that cannot be listed stops the te
 
 from __future__ import annotations
 
-import json
-import subprocess
-import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from addons.karpenter.pools import TERMINATION_GRACE_PERIOD_MINUTES
 from addons.kueue import DEFINITION as KUEUE
-from components.k8s.karpenter_pools import TERMINATION_GRACE_PERIOD_MINUTES
-from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
 from operate.cluster_access import ClusterAccessError
-from operate.kubectl import NO_SUCH_KIND, Kubectl
+from operate.kubectl import Kubectl
 from operate.layers import TeardownStuck
 from operate.pause import hold_and_drain
+from operate.teardown_kubectl import (
+    PODS_GONE_MARGIN_SECONDS,
+    PODS_GONE_MAX_SECONDS,
+    RESUME,
+    Waiter,
+    answering,
+    delete,
+    grace_seconds,
+    holds,
+    items,
+    key_of,
+    label_of,
+    pods_gone_seconds,
+    stopped_honestly,
+    top_owner,
+    wait_gone,
+)
 from profiles import PlatformConfig
 
 # How long each wait may take. Nodes: Karpenter drains a node for at most its NodePool's
-# terminationGracePeriod, then deletes the pods left on it (components/k8s/karpenter_pools.py),
+# terminationGracePeriod, then deletes the pods left on it (addons/karpenter/pools.py),
 # then EC2 terminates the instance. Pods: the longest grace period of those waited for, plus a
 # margin for the garbage collector to reach them and the kubelet to stop them, at most as long as
 # Terraform waits for a namespace (whose deletion waits for the same pods' grace periods). Load
 # balancers and volumes: the cloud provider's and the CSI driver's delete calls.
 INSTANCE_TERMINATION_SECONDS = 15 * 60
 NODES_GONE_SECONDS = TERMINATION_GRACE_PERIOD_MINUTES * 60 + INSTANCE_TERMINATION_SECONDS
-PODS_GONE_MARGIN_SECONDS = 5 * 60
-PODS_GONE_MAX_SECONDS = NAMESPACE_DELETE_TIMEOUT_MINUTES * 60
-DEFAULT_GRACE_SECONDS = 30  # a pod's terminationGracePeriodSeconds when it sets none
 LOAD_BALANCERS_GONE_SECONDS = 15 * 60
 VOLUMES_GONE_SECONDS = 15 * 60
-POLL_SECONDS = 10
-RESUME = "then run the destroy again: it resumes here."
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"  # Karpenter evicts no pod that has it (pkg/utils/pod/scheduling.go)
-
-Clock = Callable[[], float]
-Sleep = Callable[[float], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,184 +106,27 @@ class PlatformObjects:
     """(namespace, name) of the PersistentVolumeClaims the layer's Terraform deletes itself."""
 
 
-@dataclass(kw_only=True)
-class Waiter:
-    """The clock of the teardown's waits (tests pass a simulated one), and what it changed so far."""
-
-    clock: Clock = time.monotonic
-    sleep: Sleep = time.sleep
-    poll_seconds: float = POLL_SECONDS
-    deleted: list[str] = field(default_factory=list)
-    """What the clean-up deleted or marked for deletion, as kind/namespace/name."""
-    held: list[str] = field(default_factory=list)
-    """The ClusterQueues it set to HoldAndDrain."""
-
-
-class KubectlTimedOut(ClusterAccessError):
-    """kubectl did not finish in its time (operate/kubectl.py): what the call did is not known."""
-
-
-def _answering(run: Kubectl) -> Kubectl:
-    """`run`, with a kubectl that hangs past its timeout as a KubectlTimedOut, not a traceback."""
-
-    def bounded(args: list[str]) -> subprocess.CompletedProcess[str]:
-        try:
-            return run(args)
-        except subprocess.TimeoutExpired as error:
-            raise KubectlTimedOut(f"kubectl {' '.join(args)} did not answer within {error.timeout:.0f} s") from error
-
-    return bounded
-
-
-def _stopped_honestly(error: ClusterAccessError, waiter: Waiter) -> Exception:
-    """What to raise when the cluster stops answering mid-way. Nothing deleted yet: the error
-    itself (the destroy stops "before deleting anything"), noting the queues it held. Something
-    deleted: a TeardownStuck that names it, since running the destroy again resumes."""
-    if not waiter.deleted:
-        if not waiter.held:
-            return error
-        return ClusterAccessError(
-            f"{error} (ClusterQueues {', '.join(waiter.held)} are set to HoldAndDrain: they admit nothing new and "
-            "Kueue evicts what they admitted)"
-        )
-    return TeardownStuck(
-        "Fix: restore access to the cluster (the destroy checks that it answers, through the profile's "
-        f"kubeconfig); {RESUME}",
-        f"the clean-up lost the cluster after it had deleted or marked for deletion {len(waiter.deleted)} "
-        f"object(s): {', '.join(waiter.deleted)}"
-        + (f", and held ClusterQueues {', '.join(waiter.held)}" if waiter.held else "")
-        + f". kubectl: {error}",
-    )
-
-
-def _items(run: Kubectl, kind: str, *selector: str) -> list[dict[str, Any]]:
-    listed = run(["get", kind, "--all-namespaces", *selector, "-o", "json"])
-    if listed.returncode != 0:
-        if NO_SUCH_KIND in listed.stderr:  # e.g. Karpenter's CRDs are not installed
-            return []
-        raise ClusterAccessError(f"cannot list {kind}: {listed.stderr.strip()}")
-    items: list[dict[str, Any]] = json.loads(listed.stdout or "{}").get("items", [])
-    return items
-
-
-def _key(item: dict[str, Any]) -> tuple[str, str]:
-    meta = item["metadata"]
-    return meta.get("namespace", ""), meta["name"]
-
-
-def _label(key: tuple[str, str]) -> str:
-    return "/".join(part for part in key if part)
-
-
-def _delete(run: Kubectl, kind: str, key: tuple[str, str], waiter: Waiter) -> None:
-    """Delete without waiting: the waits below are bounded and say what holds an object."""
-    namespace, name = key
-    args = [kind, name, *(["-n", namespace] if namespace else [])]
-    try:
-        deleted = run(["delete", *args, "--wait=false", "--ignore-not-found"])
-    except KubectlTimedOut:  # the API may have taken it
-        waiter.deleted.append(f"{kind}/{_label(key)} (asked for, no answer)")
-        raise
-    if deleted.returncode != 0:
-        raise ClusterAccessError(f"kubectl delete {' '.join(args)} failed: {deleted.stderr.strip()}")
-    waiter.deleted.append(f"{kind}/{_label(key)}")
-
-
-def _wait_gone(
-    run: Kubectl, kind: str, keys: Iterable[tuple[str, str]], seconds: float, waiter: Waiter
-) -> list[dict[str, Any]]:
-    """Wait until none of `keys` of `kind` exists; returns those still there when time ran out."""
-    wanted = set(keys)
-    deadline = waiter.clock() + seconds
-    while True:
-        left = [item for item in _items(run, kind) if _key(item) in wanted]
-        if not left or waiter.clock() >= deadline:
-            return left
-        waiter.sleep(waiter.poll_seconds)
-
-
-def _grace_seconds(pod: dict[str, Any]) -> int:
-    """How long a pod may take to stop: the grace period its deletion gave it
-    (metadata.deletionGracePeriodSeconds) once deleted, else its spec's."""
-    meta, spec = pod["metadata"], pod.get("spec", {})
-    grace = meta.get("deletionGracePeriodSeconds", spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS))
-    return int(grace)
-
-
-def _pods_gone_seconds(pods: Iterable[dict[str, Any]]) -> int:
-    """How long to wait for `pods` to be gone once deleted (see PODS_GONE_MAX_SECONDS)."""
-    longest = max((_grace_seconds(pod) for pod in pods), default=0)
-    return min(longest + PODS_GONE_MARGIN_SECONDS, PODS_GONE_MAX_SECONDS)
-
-
-def _claims_of(pod: dict[str, Any]) -> set[str]:
-    return {
-        volume["persistentVolumeClaim"]["claimName"]
-        for volume in pod.get("spec", {}).get("volumes", [])
-        if "persistentVolumeClaim" in volume
-    }
-
-
-def _holds(pod: dict[str, Any], namespace: str, claim: str) -> bool:
-    """A pod holds a claim's protection while it is scheduled and references it (podUsesPVC)."""
-    return (
-        pod["metadata"].get("namespace") == namespace
-        and bool(pod.get("spec", {}).get("nodeName"))
-        and claim in _claims_of(pod)
-    )
-
-
-def _resource_of(owner: dict[str, Any]) -> str:
-    """kubectl's name for an owner reference's kind: Kind.version.group (Kind for the core group)."""
-    group_version = owner["apiVersion"]
-    if "/" not in group_version:
-        return str(owner["kind"])
-    group, version = group_version.split("/", 1)
-    return f"{owner['kind']}.{version}.{group}"
-
-
-def _top_owner(run: Kubectl, pod: dict[str, Any]) -> tuple[str, tuple[str, str]]:
-    """The workload that made `pod` (a Job, an MPIJob, a JobSet, a Deployment ...), found by
-    following controller owner references; the pod itself when nothing owns it. Deleting it stops
-    the pod for good: deleting the pod alone would have its controller start another."""
-    namespace = pod["metadata"]["namespace"]
-    kind, item = "pod", pod
-    for _ in range(8):  # owner chains are short (TrainJob -> JobSet -> Job -> Pod)
-        owner = next(
-            (ref for ref in item["metadata"].get("ownerReferences", []) if ref.get("controller")),
-            None,
-        )
-        if owner is None:
-            break
-        resource = _resource_of(owner)
-        found = run(["get", resource, owner["name"], "-n", namespace, "-o", "json"])
-        if found.returncode != 0:  # the owner is already gone: the pod goes with it
-            return resource, (namespace, owner["name"])
-        kind, item = resource, json.loads(found.stdout)
-    return kind, (namespace, item["metadata"]["name"])
-
-
 def _stop_workloads_mounting(run: Kubectl, owned: PlatformObjects, waiter: Waiter) -> None:
     """Stop the workloads whose pods mount a claim Terraform deletes, and wait for the pods."""
     if not owned.terraform_claims:
         return
     holding = [
         pod
-        for pod in _items(run, "pods")
-        if any(_holds(pod, namespace, claim) for namespace, claim in owned.terraform_claims)
+        for pod in items(run, "pods")
+        if any(holds(pod, namespace, claim) for namespace, claim in owned.terraform_claims)
     ]
-    owners = {_top_owner(run, pod) for pod in holding}
+    owners = {top_owner(run, pod) for pod in holding}
     for kind, key in sorted(owners):
-        _delete(run, kind, key, waiter)
-    seconds = _pods_gone_seconds(holding)
-    left = _wait_gone(run, "pods", [_key(pod) for pod in holding], seconds, waiter)
+        delete(run, kind, key, waiter)
+    seconds = pods_gone_seconds(holding)
+    left = wait_gone(run, "pods", [key_of(pod) for pod in holding], seconds, waiter)
     if left:
-        longer = [pod for pod in left if _grace_seconds(pod) + PODS_GONE_MARGIN_SECONDS > PODS_GONE_MAX_SECONDS]
+        longer = [pod for pod in left if grace_seconds(pod) + PODS_GONE_MARGIN_SECONDS > PODS_GONE_MAX_SECONDS]
         raise TeardownStuck(
             "Fix: stop the pods named below (kubectl delete pod NAME -n NAMESPACE --grace-period=0 --force ends "
             f"one whose node is gone), {RESUME}",
             f"pods that mount the layer's claims are still there after {seconds // 60} minutes: "
-            + ", ".join(f"{_label(_key(pod))} (grace period {_grace_seconds(pod)} s)" for pod in left)
+            + ", ".join(f"{label_of(key_of(pod))} (grace period {grace_seconds(pod)} s)" for pod in left)
             + "."
             + (
                 f" A grace period longer than {(PODS_GONE_MAX_SECONDS - PODS_GONE_MARGIN_SECONDS) // 60} minutes "
@@ -292,32 +140,33 @@ def _stop_workloads_mounting(run: Kubectl, owned: PlatformObjects, waiter: Waite
 def _remove_node_pools(run: Kubectl, owned: PlatformObjects, waiter: Waiter) -> None:
     """Delete the platform's NodePools and their NodeClaims, and wait for Karpenter to drain and
     terminate the nodes."""
-    for pool in _items(run, "nodepools.karpenter.sh"):
+    for pool in items(run, "nodepools.karpenter.sh"):
         if pool["metadata"]["name"] in owned.node_pools:
-            _delete(run, "nodepools.karpenter.sh", _key(pool), waiter)
+            delete(run, "nodepools.karpenter.sh", key_of(pool), waiter)
     claims = [
         claim
-        for claim in _items(run, "nodeclaims.karpenter.sh")
+        for claim in items(run, "nodeclaims.karpenter.sh")
         if claim["metadata"].get("labels", {}).get("karpenter.sh/nodepool") in owned.node_pools
     ]
     for claim in claims:
-        _delete(run, "nodeclaims.karpenter.sh", _key(claim), waiter)
-    left = _wait_gone(run, "nodeclaims.karpenter.sh", [_key(claim) for claim in claims], NODES_GONE_SECONDS, waiter)
+        delete(run, "nodeclaims.karpenter.sh", key_of(claim), waiter)
+    left = wait_gone(run, "nodeclaims.karpenter.sh", [key_of(claim) for claim in claims], NODES_GONE_SECONDS, waiter)
     if not left:
         return
     nodes = {claim.get("status", {}).get("nodeName") for claim in left} - {None, ""}
     blocking = [
-        _label(_key(pod)) + (f" ({DO_NOT_DISRUPT})" if DO_NOT_DISRUPT in pod["metadata"].get("annotations", {}) else "")
-        for pod in _items(run, "pods")
+        label_of(key_of(pod))
+        + (f" ({DO_NOT_DISRUPT})" if DO_NOT_DISRUPT in pod["metadata"].get("annotations", {}) else "")
+        for pod in items(run, "pods")
         if pod.get("spec", {}).get("nodeName") in nodes
         and not any(ref.get("kind") == "DaemonSet" for ref in pod["metadata"].get("ownerReferences", []))
     ]
-    unbounded = [_label(_key(claim)) for claim in left if not claim.get("spec", {}).get("terminationGracePeriod")]
+    unbounded = [label_of(key_of(claim)) for claim in left if not claim.get("spec", {}).get("terminationGracePeriod")]
     raise TeardownStuck(
         "Fix: delete the pods named below, or what keeps Karpenter from evicting them: a PodDisruptionBudget that "
         f"allows no disruption (kubectl get pdb -A) or the {DO_NOT_DISRUPT} annotation; check Karpenter's log "
         f"(kubectl logs -n kube-system deploy/karpenter); {RESUME}",
-        f"Karpenter has not terminated {', '.join(_label(_key(claim)) for claim in left)} after "
+        f"Karpenter has not terminated {', '.join(label_of(key_of(claim)) for claim in left)} after "
         f"{NODES_GONE_SECONDS // 60} minutes"
         + (f"; pods still on their nodes: {', '.join(blocking)}" if blocking else "")
         + (
@@ -333,17 +182,17 @@ def _remove_node_pools(run: Kubectl, owned: PlatformObjects, waiter: Waiter) -> 
 def _remove_load_balancers(run: Kubectl, owned: PlatformObjects, waiter: Waiter) -> None:
     services = [
         service
-        for service in _items(run, "services")
+        for service in items(run, "services")
         if service.get("spec", {}).get("type") == "LoadBalancer"
         and service["metadata"]["namespace"] in owned.namespaces
     ]
     for service in services:
-        _delete(run, "service", _key(service), waiter)
-    left = _wait_gone(run, "services", [_key(s) for s in services], LOAD_BALANCERS_GONE_SECONDS, waiter)
+        delete(run, "service", key_of(service), waiter)
+    left = wait_gone(run, "services", [key_of(s) for s in services], LOAD_BALANCERS_GONE_SECONDS, waiter)
     if left:
         raise TeardownStuck(
             f"Fix: read the Service's events (kubectl describe service NAME -n NAMESPACE); {RESUME}",
-            f"the load balancers of {', '.join(_label(_key(s)) for s in left)} are not deleted after "
+            f"the load balancers of {', '.join(label_of(key_of(s)) for s in left)} are not deleted after "
             f"{LOAD_BALANCERS_GONE_SECONDS // 60} minutes.",
         )
 
@@ -376,21 +225,21 @@ def _wait_for_terminating_namespaces(run: Kubectl, owned: PlatformObjects, waite
     as its pods may take, and name what holds it from its status conditions."""
     terminating = [
         namespace
-        for namespace in _items(run, "namespaces")
+        for namespace in items(run, "namespaces")
         if namespace["metadata"]["name"] in owned.namespaces and namespace["metadata"].get("deletionTimestamp")
     ]
     if not terminating:
         return
     names = {namespace["metadata"]["name"] for namespace in terminating}
-    seconds = _pods_gone_seconds(pod for pod in _items(run, "pods") if pod["metadata"].get("namespace") in names)
-    left = _wait_gone(run, "namespaces", [_key(namespace) for namespace in terminating], seconds, waiter)
+    seconds = pods_gone_seconds(pod for pod in items(run, "pods") if pod["metadata"].get("namespace") in names)
+    left = wait_gone(run, "namespaces", [key_of(namespace) for namespace in terminating], seconds, waiter)
     if left:
         raise TeardownStuck(
             "Fix: release what holds the namespaces named below: delete what is left in them, or remove the "
             "finalizer of an object whose controller is gone (kubectl get KIND NAME -n NAMESPACE -o yaml shows "
             f"it); {RESUME}",
             f"namespaces of the layer are still Terminating after {seconds // 60} minutes: "
-            + "; ".join(f"{_key(namespace)[1]} ({_held_by(namespace)})" for namespace in left)
+            + "; ".join(f"{key_of(namespace)[1]} ({_held_by(namespace)})" for namespace in left)
             + ". Terraform would wait for them and fail without naming what holds them.",
         )
 
@@ -400,7 +249,7 @@ def _dynamic_claims(run: Kubectl, owned: PlatformObjects) -> list[dict[str, Any]
     Static claims (storageClassName "") point at FSx or S3, which Terraform owns."""
     return [
         claim
-        for claim in _items(run, "persistentvolumeclaims")
+        for claim in items(run, "persistentvolumeclaims")
         if claim.get("spec", {}).get("storageClassName") and claim["metadata"]["namespace"] in owned.namespaces
     ]
 
@@ -437,7 +286,7 @@ def pre_destroy_cleanup(
     """Everything before Terraform's destroy of the layer (see the module's docstring). Returns what
     it deleted or marked for deletion."""
     waiter = waiter or Waiter()
-    run = _answering(run)
+    run = answering(run)
     try:
         # First the tenants' queues stop admitting (and evict what they admitted): a job stopped
         # below frees quota, and Kueue would otherwise admit the next queued job onto the same claims.
@@ -448,10 +297,10 @@ def pre_destroy_cleanup(
         _remove_load_balancers(run, owned, waiter)
         # Marked only: each goes once its pods stop (the release's uninstall, the namespace's deletion).
         for claim in _dynamic_claims(run, owned):
-            _delete(run, "pvc", _key(claim), waiter)
+            delete(run, "pvc", key_of(claim), waiter)
         _wait_for_terminating_namespaces(run, owned, waiter)
     except ClusterAccessError as error:
-        raise _stopped_honestly(error, waiter) from error
+        raise stopped_honestly(error, waiter) from error
     deleted = waiter.deleted
     log(f"pre-destroy clean-up: deleted {len(deleted)} object(s)" + (": " + ", ".join(deleted) if deleted else ""))
     return deleted
@@ -463,18 +312,18 @@ def after_destroy(
     """After Terraform's destroy of the layer: wait until the layer's dynamically provisioned claims
     and their volumes are gone, so no EBS volume outlives the cluster."""
     waiter = waiter or Waiter()
-    run = _answering(run)  # a ClusterAccessError here is a TeardownStuck (main.settle_profile_cluster)
+    run = answering(run)  # a ClusterAccessError here is a TeardownStuck (main.settle_profile_cluster)
     claims = _dynamic_claims(run, owned)
-    left_claims = _wait_gone(run, "persistentvolumeclaims", [_key(c) for c in claims], VOLUMES_GONE_SECONDS, waiter)
+    left_claims = wait_gone(run, "persistentvolumeclaims", [key_of(c) for c in claims], VOLUMES_GONE_SECONDS, waiter)
     if left_claims:
-        pods = _items(run, "pods")
+        pods = items(run, "pods")
         held = [
-            f"{_label(_key(claim))} (mounted by "
+            f"{label_of(key_of(claim))} (mounted by "
             + (
                 ", ".join(
-                    _label(_key(pod))
+                    label_of(key_of(pod))
                     for pod in pods
-                    if _holds(pod, claim["metadata"]["namespace"], claim["metadata"]["name"])
+                    if holds(pod, claim["metadata"]["namespace"], claim["metadata"]["name"])
                 )
                 or "no pod: see kubectl describe pvc"
             )
@@ -487,18 +336,18 @@ def after_destroy(
         )
     volumes = [
         volume
-        for volume in _items(run, "persistentvolumes")
+        for volume in items(run, "persistentvolumes")
         if volume.get("spec", {}).get("persistentVolumeReclaimPolicy") == "Delete"
         and volume.get("spec", {}).get("claimRef", {}).get("namespace") in owned.namespaces
     ]
-    left = _wait_gone(run, "persistentvolumes", [_key(v) for v in volumes], VOLUMES_GONE_SECONDS, waiter)
+    left = wait_gone(run, "persistentvolumes", [key_of(v) for v in volumes], VOLUMES_GONE_SECONDS, waiter)
     if left:
         raise TeardownStuck(
             "Fix: check the EBS CSI driver, which deletes the volumes named below (kubectl logs -n kube-system "
             f"deploy/ebs-csi-controller); {RESUME}",
             "volumes are not deleted after "
             f"{VOLUMES_GONE_SECONDS // 60} minutes: "
-            + ", ".join(f"{_key(v)[1]} (finalizers: {v['metadata'].get('finalizers', [])})" for v in left)
+            + ", ".join(f"{key_of(v)[1]} (finalizers: {v['metadata'].get('finalizers', [])})" for v in left)
             + ".",
         )
     if volumes:
@@ -521,7 +370,7 @@ def platform_objects(config: PlatformConfig, layer: str, stack: dict[str, Any] |
     the validation namespace that verify runs in. `stack` (the layer's synthesized JSON) names the
     claims its Terraform deletes."""
     from addons.catalog import DEFINITIONS
-    from components.k8s.karpenter_pools import node_pools
+    from addons.karpenter.pools import node_pools
     from manifests.render import NAMESPACE as VALIDATION_NAMESPACE
 
     claims = terraform_claims(stack) if stack else ()

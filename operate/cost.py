@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from addons import karpenter, mlflow
+from addons.contributions import enabled_parts
 from profiles.cluster import CapacityBlock, OdcrCapacity
 
 if TYPE_CHECKING:
@@ -157,14 +157,7 @@ def estimate(config: PlatformConfig, aws: AwsCli) -> CostEstimate:
     fsx = config.storage.fsx
     if fsx.enabled:
         not_priced.append(f"FSx for Lustre: {fsx.storage_capacity_gib} GiB {fsx.deployment_type} (per GB-month)")
-    if mlflow.DEFINITION.enabled(config):
-        database = mlflow.DEFINITION.settings(config).database
-        not_priced.append(f"MLflow database: {database.instance_class}, {database.allocated_storage_gib} GiB")
-    if karpenter.DEFINITION.enabled(config):
-        not_priced.append(
-            f"Karpenter nodes launched for pending pods (GPU pool up to {config.workloads.gpu_pool.gpu_limit} GPUs, "
-            f"CPU pool up to {config.workloads.cpu_pool.cpu_limit} vCPUs)"
-        )
+    not_priced += [line for part in enabled_parts(config) for line in part.not_priced(config)]
     not_priced.append("EBS volumes, S3 storage and requests, data transfer, CloudWatch logs")
     return CostEstimate(tuple(running), tuple(at_most), tuple(not_priced))
 

@@ -14,15 +14,27 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from operate.layer_folders import (
+    PLAN_FILE,
+    LayerFolders,
+    PlanUnreadable,
+    StateUnreadable,
+)
 from operate.messages import bullet, wrap
-from operate.tools import require_tool
+from operate.plans import (
+    DATA_RESOURCES,
+    destroy_preview,
+    needs_apply,
+    protected_resources,
+    protection_override,
+    summarize_plan,
+)
 from stacks import AWS_ONLY_LAYERS, LAYERS
 
 KUBERNETES_LAYERS = ("addons", "workloads")
@@ -45,74 +57,8 @@ class TeardownStuck(RuntimeError):
 
 
 Action = Literal["plan", "deploy", "destroy"]
-PLAN_FILE = "tfplan"
-# Files Terraform writes hold secrets (state, backups, saved plans): created owner-only.
-TERRAFORM_UMASK = 0o077
 # Written only by a destroy with delete_data, in the synthesized folder (the next synth removes it).
 PROTECTION_OVERRIDE = "zz_delete_data_override.tf.json"
-# Resources whose destruction deletes data (the destroy preview names them).
-DATA_RESOURCES = {
-    "aws_s3_bucket": "bucket and every object version in it",
-    "aws_fsx_lustre_file_system": "file system (PERSISTENT ones keep a final backup, billed until you delete it)",
-    "aws_ecr_repository": "image repository and its images",
-    "aws_db_instance": "database (a protected one keeps a final snapshot, encrypted with the layer's KMS key, which "
-    "the same destroy schedules for deletion in 30 days: copy or restore the snapshot before then)",
-}
-_SYMBOLS = {
-    ("create",): "+",
-    ("delete",): "-",
-    ("update",): "~",
-    ("delete", "create"): "-/+",
-    ("create", "delete"): "+/-",
-}
-
-
-Validation = Literal["valid", "INVALID", "not checked"]
-# Terraform's diagnostics when `init` could not download a provider (Terraform 1.10 and 1.11), and
-# what their detail says when no registry answered: DNS, TCP, TLS or HTTP failures on the way to
-# registry.terraform.io or the provider's download.
-PROVIDER_DOWNLOAD_FAILED = ("Failed to query available provider packages", "Failed to install provider")
-REGISTRY_UNREACHABLE = (
-    "could not connect to",
-    "failed to request discovery document",
-    "could not query provider registry",
-    "dial tcp",
-    "connection refused",
-    "no such host",
-    "i/o timeout",
-    "TLS handshake timeout",
-    "Client.Timeout exceeded",
-    "context deadline exceeded",
-    # A registry or network mirror that answers with an error status (a 5xx, 429 Too Many Requests):
-    # Terraform retries, then gives up with these words (terraform internal/getproviders).
-    "please try again later",
-    "failed to query provider mirror",
-    "unsuccessful request to",
-    # A filesystem mirror (TF_CLI_CONFIG_FILE) that lacks a provider: nothing of the configuration is known.
-    "was not found in any of the search locations",
-)
-
-
-def registry_unreachable(init_output: str) -> bool:
-    """Did `terraform init` fail because no provider registry answered (not for the configuration)?
-    Terraform wraps its diagnostics at the terminal's width: whitespace is not compared."""
-    said = " ".join(init_output.split())
-    if "including problems with the configuration" in said:  # it found errors in the configuration too
-        return False
-    return any(failed in said for failed in PROVIDER_DOWNLOAD_FAILED) and any(
-        marker in said for marker in REGISTRY_UNREACHABLE
-    )
-
-
-class StateUnreadable(RuntimeError):
-    """Terraform could not read a layer's state (credentials, bucket, lock)."""
-
-
-class PlanUnreadable(RuntimeError):
-    """`terraform show` could not read a layer's saved plan: nothing it would change is known."""
-
-
-REMOTE_STATE_PREFIX = "cross-stack-reference-input-"
 
 
 @dataclass(frozen=True)
@@ -134,73 +80,7 @@ def select_layers(layer: str) -> list[str]:
     return [layer]
 
 
-def summarize_plan(plan: dict[str, Any]) -> list[str]:
-    """Terraform's changes as `+ create aws_x.y` lines and its `Plan: ...` summary line."""
-    lines, counts = [], {"add": 0, "change": 0, "destroy": 0}
-    for change in plan.get("resource_changes", []):
-        actions = tuple(change["change"]["actions"])
-        if actions in (("no-op",), ("read",)):
-            continue
-        counts["add"] += "create" in actions
-        counts["change"] += actions == ("update",)
-        counts["destroy"] += "delete" in actions
-        lines.append(f"  {_SYMBOLS.get(actions, '?'):>3} {change['address']}")
-    lines.append(f"  Plan: {counts['add']} to add, {counts['change']} to change, {counts['destroy']} to destroy.")
-    return lines
-
-
-def destroy_preview(plan: dict[str, Any]) -> list[str]:
-    """The data a destroy plan deletes, from the plan itself (nothing when it deletes nothing)."""
-    return [
-        f"  DELETES {change['address']}: the {DATA_RESOURCES[change['type']]}"
-        for change in plan.get("resource_changes", [])
-        if "delete" in change["change"]["actions"] and change.get("type") in DATA_RESOURCES
-    ]
-
-
-def protected_resources(stack: dict[str, Any]) -> list[str]:
-    """Addresses of the stack's resources with prevent_destroy."""
-    return [
-        f"{resource_type}.{name}"
-        for resource_type, bodies in stack.get("resource", {}).items()
-        for name, body in bodies.items()
-        if body.get("lifecycle", {}).get("prevent_destroy")
-    ]
-
-
-# Attributes a destroy of data needs set first; Terraform stores them (and RDS acts on them) only
-# through an apply. prevent_destroy, a configuration-only lifecycle setting, needs none.
-EMPTIED_BY_DESTROY = {"aws_s3_bucket": {"force_destroy": True}, "aws_ecr_repository": {"force_delete": True}}
-
-
-def protection_override(stack: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """A Terraform override (plain `*_override.tf.json`) that lets a destroy delete the stack's
-    data: prevent_destroy and deletion protection off, every bucket and image repository emptied
-    by the destroy. Final backups and snapshots stay as the stack sets them."""
-    override: dict[str, dict[str, Any]] = {}
-    for resource_type, bodies in stack.get("resource", {}).items():
-        for name, body in bodies.items():
-            lifted: dict[str, Any] = dict(EMPTIED_BY_DESTROY.get(resource_type, {}))
-            if body.get("lifecycle", {}).get("prevent_destroy"):
-                lifted["lifecycle"] = {"prevent_destroy": False}
-            if body.get("deletion_protection"):
-                lifted["deletion_protection"] = False
-            if lifted:
-                override.setdefault(resource_type, {})[name] = lifted
-    return override
-
-
-def needs_apply(override: dict[str, dict[str, Any]]) -> list[str]:
-    """Addresses whose override changes more than the lifecycle (an apply must record it)."""
-    return [
-        f"{resource_type}.{name}"
-        for resource_type, bodies in override.items()
-        for name, lifted in bodies.items()
-        if set(lifted) - {"lifecycle"}
-    ]
-
-
-class Operator:
+class Operator(LayerFolders):
     """Runs Terraform in `stacks_dir/<layer>` (cdktf.out/<profile>/stacks)."""
 
     def __init__(
@@ -241,31 +121,6 @@ class Operator:
         # The last saved plan shown, per layer, with the plan file's identity when it was read:
         # `terraform show -json` loads the providers' schemas (a few seconds, ~600 MB), once per plan.
         self._shown: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
-
-    def _tf(self, layer: str, *args: str) -> subprocess.CompletedProcess[str]:
-        return self.terraform_in(self.stacks_dir / layer, *args, label=layer)
-
-    def terraform_in(self, folder: Path, *args: str, label: str = "") -> subprocess.CompletedProcess[str]:
-        """Run Terraform in `folder`, logging a progress line while it runs longer than the heartbeat.
-        Raises ToolMissing when there is no Terraform to run."""
-        command = [require_tool(self.terraform, self.env.get("PATH")), f"-chdir={folder}", *args, "-no-color"]
-        started = time.monotonic()
-        # umask 077: every file Terraform creates (a local state and its .backup, the saved plan,
-        # .terraform/) is its owner's only from the first write. Terraform keeps an existing
-        # file's mode when it rewrites it; the state folder's claim tightens those (state_claim.py).
-        with subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env, umask=TERRAFORM_UMASK
-        ) as process:
-            while True:
-                try:
-                    stdout, stderr = process.communicate(timeout=self.heartbeat_seconds)
-                    break
-                except subprocess.TimeoutExpired:
-                    self.log(
-                        f"      {label or folder.name}: terraform {args[0]} still running "
-                        f"({time.monotonic() - started:.0f}s)"
-                    )
-        return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
     def run(self, action: Action, layers: list[str]) -> list[LayerResult]:
         ordered = [layer for layer in LAYERS if layer in layers]
@@ -505,104 +360,3 @@ class Operator:
                 path.unlink()
                 return f"could not lift the protection:\n{lifted.stderr or lifted.stdout}"
         return None
-
-    def validate(self, layer: str) -> tuple[Validation, str]:
-        """`terraform validate` of a layer with its real providers, in a data folder of its own
-        (the layer's backend and deploy folder are untouched): valid, INVALID, or not checked when
-        the providers could not be downloaded (then nothing is known of the configuration)."""
-        data_dir = str(self.stacks_dir / layer / ".terraform-validate")
-        saved, self.env = self.env, {**self.env, "TF_DATA_DIR": data_dir}
-        try:
-            init = self._tf(layer, "init", "-backend=false", "-input=false")
-            said = (init.stderr or init.stdout).strip()
-            if init.returncode != 0:
-                return ("not checked" if registry_unreachable(said) else "INVALID"), f"terraform init failed:\n{said}"
-            checked = self._tf(layer, "validate")
-            return ("valid" if checked.returncode == 0 else "INVALID"), (checked.stdout + checked.stderr).strip()
-        finally:
-            self.env = saved
-
-    def deployed_layers(self) -> list[str]:
-        """The layers whose state holds resources, read anew."""
-        self._resources.clear()
-        return [layer for layer in self.synthesized_layers() if self.resources(layer)]
-
-    def synthesized_layers(self) -> list[str]:
-        return [layer for layer in LAYERS if (self.stacks_dir / layer / "cdk.tf.json").is_file()]
-
-    def _initialised(self, layer: str) -> None:
-        """`terraform init` once, before the first read of a layer's state (raises StateUnreadable)."""
-        if not (self.stacks_dir / layer / ".terraform").is_dir():
-            init = self._tf(layer, "init", "-input=false")
-            if init.returncode != 0:
-                raise StateUnreadable(f"{layer}: terraform init failed: {(init.stderr or init.stdout).strip()}")
-
-    def resources(self, layer: str) -> list[str]:
-        """The managed resources in the layer's state (none before its first apply)."""
-        if layer not in self._resources:
-            self._initialised(layer)
-            listed = self._tf(layer, "state", "list")
-            if listed.returncode != 0 and "No state file was found" not in listed.stderr:
-                raise StateUnreadable(f"{layer}: cannot read its state: {(listed.stderr or listed.stdout).strip()}")
-            self._resources[layer] = [
-                line
-                for line in listed.stdout.splitlines()
-                if line and not line.startswith("data.") and ".data." not in line
-            ]
-        return self._resources[layer]
-
-    def upstream_layers(self, layer: str) -> list[str]:
-        """The layers whose outputs this layer reads, in deploy order."""
-        sources = self.stack(layer).get("data", {}).get("terraform_remote_state", {})
-        named = {name.removeprefix(REMOTE_STATE_PREFIX) for name in sources}
-        return [upstream for upstream in LAYERS if upstream in named]
-
-    def missing_upstream(self, layer: str, applied_here: list[str]) -> list[str]:
-        """Upstream layers with no outputs yet (and not applied earlier in this run)."""
-        return [
-            upstream
-            for upstream in self.upstream_layers(layer)
-            if upstream not in applied_here and not self.outputs(upstream)
-        ]
-
-    def stack(self, layer: str) -> dict[str, Any]:
-        synthesized: dict[str, Any] = json.loads((self.stacks_dir / layer / "cdk.tf.json").read_text())
-        return synthesized
-
-    def plan_json(self, layer: str) -> dict[str, Any]:
-        """The saved plan of a layer as JSON (after `plan`), shown once per plan file."""
-        try:
-            stat = (self.stacks_dir / layer / PLAN_FILE).stat()
-        except FileNotFoundError:
-            stat = None
-        identity = (stat.st_ino, stat.st_size, stat.st_mtime_ns) if stat else None
-        cached = self._shown.get(layer)
-        if identity and cached and cached[0] == identity:
-            return cached[1]
-        shown = self._tf(layer, "show", "-json", PLAN_FILE)
-        if shown.returncode != 0:  # an empty summary would read as "no changes", or a destroy of nothing
-            raise PlanUnreadable(f"terraform show failed:\n{shown.stderr or shown.stdout}")
-        plan: dict[str, Any] = json.loads(shown.stdout or "{}")
-        if identity:
-            self._shown[layer] = (identity, plan)
-        return plan
-
-    def outputs(self, layer: str) -> dict[str, Any]:
-        """The layer's outputs (name -> {value, sensitive}); empty before its first apply. Raises
-        StateUnreadable when Terraform cannot read the state. Read once per run and layer."""
-        if layer not in self._outputs:
-            self._initialised(layer)
-            shown = self._tf(layer, "output", "-json")
-            if shown.returncode != 0:
-                raise StateUnreadable(f"{layer}: cannot read its state: {(shown.stderr or shown.stdout).strip()}")
-            self._outputs[layer] = json.loads(shown.stdout or "{}")
-        return self._outputs[layer]
-
-    def output_lines(self, layer: str) -> list[str]:
-        lines = []
-        for name, output in sorted(self.outputs(layer).items()):
-            if name.startswith("cross-stack-output-"):
-                continue  # plumbing between layers, not for people
-            value = "(sensitive)" if output.get("sensitive") else json.dumps(output.get("value"))
-            lines.append(f"  {layer}.{name} = {value}")
-        return lines

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from components.k8s.karpenter_pools import pool_limits
+from addons.karpenter.pools import pool_limits
 from operate.cluster_access import AwsCli, ClusterAccessError
 from operate.kubectl import NO_SUCH_KIND, Kubectl
 from profiles import PlatformConfig

@@ -25,7 +25,8 @@ from urllib.parse import urlparse
 
 from operate.cluster_access import ClusterAccessError, access_options, api_tunnel
 from operate.kubectl import Kubectl
-from operate.layers import KUBERNETES_LAYERS, StateUnreadable
+from operate.layer_folders import StateUnreadable
+from operate.layers import KUBERNETES_LAYERS
 from operate.messages import wrap
 from operate.tools import ToolMissing
 

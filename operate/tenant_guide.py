@@ -12,25 +12,13 @@ from __future__ import annotations
 
 import textwrap
 
-from addons.jupyterhub import DEFINITION as JUPYTERHUB
-from addons.kuberay import DEFINITION as KUBERAY
-from addons.kueue import DEFINITION as KUEUE
-from addons.kueue.queues import LOCAL_QUEUE
-from addons.mlflow import DEFINITION as MLFLOW
-from addons.monitoring import DEFINITION as MONITORING
-from addons.monitoring import GRAFANA_DEPLOYMENT, GRAFANA_PORT
-from addons.mpi_operator import DEFINITION as MPI_OPERATOR
-from addons.trainer import DEFINITION as TRAINER
-from addons.trainer.runtimes import CHECKPOINTS_MOUNT, FSX_MOUNT
-from components.k8s import mlflow_access
+from addons.contributions import enabled_parts
+from addons.parts import GuidePart
 from components.k8s.tenant import SERVICE_ACCOUNT
 from profiles import tenancy
 from profiles.models import PlatformConfig
 from profiles.storage import DATA_BUCKET_PURPOSES, data_bucket_name
 from profiles.workloads import TenantConfig
-
-# JupyterHub's chart (zero-to-jupyterhub) serves users through the Service proxy-public, port 80.
-JUPYTERHUB_SERVICE, JUPYTERHUB_PORT = "proxy-public", 80
 
 
 class UnknownTenant(ValueError):
@@ -48,13 +36,14 @@ def find_tenant(config: PlatformConfig, name: str) -> TenantConfig:
 def tenant_guide(config: PlatformConfig, tenant_name: str) -> str:
     """The tenant's page as Markdown."""
     tenant = find_tenant(config, tenant_name)
+    parts = [part.guide(config, tenant) for part in enabled_parts(config)]
     sections = [
         f"# Day one for tenant `{tenant.name}` on `{config.name}`",
         _access(config, tenant),
-        _queue(config, tenant),
-        _first_jobs(config, tenant),
-        _data(config, tenant),
-        _web_uis(config),
+        _queue(parts),
+        _first_jobs(config, tenant, parts),
+        _data(config, tenant, parts),
+        _web_uis(parts),
     ]
     return "\n\n".join(section.strip("\n") for section in sections if section) + "\n"
 
@@ -90,38 +79,20 @@ def _access(config: PlatformConfig, tenant: TenantConfig) -> str:
     )
 
 
-def _queue(config: PlatformConfig, tenant: TenantConfig) -> str:
-    if not KUEUE.enabled(config):
-        return """## 2. Your jobs
+def _queue(parts: list[GuidePart]) -> str:
+    queues = [part.queue for part in parts if part.queue]
+    if queues:
+        return "\n\n".join(queues)
+    return """## 2. Your jobs
 
-Kueue is off on this profile: jobs start as soon as their pods fit, within your namespace's
-ResourceQuota (`kubectl describe resourcequota`)."""
-    ns = tenant.name
-    return f"""## 2. Your queue
-
-A job you create in `{ns}` starts suspended and waits in the LocalQueue `{LOCAL_QUEUE}` until
-your team's share (or what others leave idle) has GPUs for all of its pods; you need not name the
-queue. docs/queues.md explains shares, borrowing and preemption. Watch it:
-
-{
-        _fence(
-            f"kubectl -n {ns} get localqueue {LOCAL_QUEUE}",
-            f"kubectl -n {ns} get workloads",
-            f"kubectl -n {ns} describe workloads    # each one's conditions say why it waits",
-            f"kubectl -n {ns} get pods -w",
-        )
-    }"""
+No add-on queues jobs on this profile: they start as soon as their pods fit, within your
+namespace's ResourceQuota (`kubectl describe resourcequota`)."""
 
 
-def _first_jobs(config: PlatformConfig, tenant: TenantConfig) -> str:
+def _first_jobs(config: PlatformConfig, tenant: TenantConfig, parts: list[GuidePart]) -> str:
     ns = tenant.name
     kinds = [("a batch Job (one GPU)", "A batch Job (one GPU)", "job", "gpu-check")]
-    if MPI_OPERATOR.enabled(config):
-        kinds.append(("an MPIJob across two nodes", "An MPIJob across two nodes", "mpijob", "allreduce"))
-    if TRAINER.enabled(config):
-        kinds.append(("a TrainJob (torchrun)", "A TrainJob", "trainjob", "ddp-sample"))
-    if KUBERAY.enabled(config):
-        kinds.append(("a RayJob", "A RayJob", "rayjob", "hello-ray"))
+    kinds += [(job.what, job.section, job.kind, job.name) for part in parts for job in part.jobs]
     listed = "\n".join(f'- {what}: docs/queues.md, "{section}"' for what, section, _, _ in kinds)
     watch = [f"kubectl -n {ns} apply -f job.yaml"]
     watch += [f"kubectl -n {ns} get {kind} {name}" for _, _, kind, name in kinds[1:]]
@@ -138,7 +109,7 @@ Pods run as the service account `{SERVICE_ACCOUNT}` by default, whose IAM role
 (`{tenancy.role_name(config.name, ns)}`) reaches only your team's prefix of the platform's buckets."""
 
 
-def _data(config: PlatformConfig, tenant: TenantConfig) -> str:
+def _data(config: PlatformConfig, tenant: TenantConfig, parts: list[GuidePart]) -> str:
     ns = tenant.name
     lines = ["## 4. Where your data lives", ""]
     buckets = ", ".join(
@@ -151,48 +122,16 @@ def _data(config: PlatformConfig, tenant: TenantConfig) -> str:
     if fsx.enabled and fsx.data_repository_associations:
         lines.append(
             f"- FSx for Lustre: the directory `{tenancy.fsx_directory(ns)}` (claim `{tenancy.FSX_VOLUME}`), "
-            f"linked to your S3 prefix; Trainer's runtimes mount it at `{FSX_MOUNT}`."
+            "linked to your S3 prefix."
         )
     elif fsx.enabled:
         lines.append("- FSx for Lustre: no tenant directories here (the profile has no data repository associations).")
-    if TRAINER.enabled(config):
-        lines.append(
-            f"- Checkpoints: Trainer's runtimes mount the `{tenancy.s3_volume('checkpoints')}` claim at "
-            f"`{CHECKPOINTS_MOUNT}`; write new files, never rewrite one."
-        )
+    lines += [line for part in parts for line in part.data]
     return "\n".join(lines)
 
 
-def _web_uis(config: PlatformConfig) -> str:
-    rows = []
-    if MONITORING.enabled(config):
-        rows.append(
-            (
-                "Grafana",
-                f"kubectl -n {MONITORING.namespace} port-forward deploy/{GRAFANA_DEPLOYMENT} 3000:{GRAFANA_PORT}",
-                "http://localhost:3000",
-                "a Grafana user the admin creates for you (Viewer); the admin signs in as `admin`",
-            )
-        )
-    if MLFLOW.enabled(config):
-        rows.append(
-            (
-                "MLflow",
-                f"kubectl -n {MLFLOW.namespace} port-forward svc/{mlflow_access.SERVICE} "
-                f"5000:{mlflow_access.SERVICE_PORT}",
-                "http://localhost:5000",
-                "an MLflow user the admin creates for you (docs/mlflow.md)",
-            )
-        )
-    if JUPYTERHUB.enabled(config):
-        rows.append(
-            (
-                "JupyterHub",
-                f"kubectl -n {JUPYTERHUB.namespace} port-forward svc/{JUPYTERHUB_SERVICE} 8080:{JUPYTERHUB_PORT}",
-                "http://localhost:8080",
-                "your own identity at the profile's OIDC provider, if `addons.jupyterhub.allowed_users` lists it",
-            )
-        )
+def _web_uis(parts: list[GuidePart]) -> str:
+    rows = [(ui.name, ui.command, ui.url, ui.account) for part in parts for ui in part.web_uis]
     if not rows:
         return ""
     lines = [

@@ -19,6 +19,11 @@ ACCOUNT = "123456789012"
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
+# The namespace the platform's Prometheus runs in: every namespace the platform guards admits its
+# metric scrapes (components/k8s/namespaces.py), and the monitoring add-on installs there.
+METRICS_NAMESPACE = "monitoring"
+
+
 @dataclass(frozen=True)
 class NameRule:
     what: str

@@ -19,6 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 import profiles.versions  # noqa: E402
 from addons.catalog import DEFINITIONS  # noqa: E402
+from addons.contributions import PARTS  # noqa: E402
 from profiles.versions import ChartRef  # noqa: E402
 from stacks import contracts  # noqa: E402
 
@@ -33,15 +34,16 @@ LAYER_CONTRACTS = (
 )
 
 
-def _rows(contract: type) -> list[tuple[str, str, str]]:
+def _rows(layer: str, contract: type) -> list[tuple[str, str, str]]:
     """(output name, description, notes) for each published field, in the contract's order."""
     rows = []
     for spec in dataclasses.fields(contract):
         optional = "None" in str(spec.type)
-        if "record" in spec.metadata:
-            prefix, described = spec.metadata["record"]
-            for name, description in described.values():
-                rows.append((f"{prefix}{name}", description, f"only with the {spec.name} add-on"))
+        if "records" in spec.metadata:
+            for part in PARTS:
+                if record := part.records.get(layer):
+                    for name, description in record.described_outputs(part.key).values():
+                        rows.append((name, description, f"only with the {part.key} add-on"))
             continue
         how = spec.metadata.get("output")
         if how is None:
@@ -75,7 +77,7 @@ def outputs_page() -> str:
     for layer, contract in LAYER_CONTRACTS:
         lines += ["", f"## {layer}", "", (contract.__doc__ or "").strip().splitlines()[0], ""]
         lines += ["| output | description | notes |", "|---|---|---|"]
-        lines += [f"| `{name}` | {description} | {notes} |" for name, description, notes in _rows(contract)]
+        lines += [f"| `{name}` | {description} | {notes} |" for name, description, notes in _rows(layer, contract)]
     return "\n".join(lines) + "\n"
 
 

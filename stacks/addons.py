@@ -6,10 +6,10 @@ from __future__ import annotations
 from cdktf_cdktf_provider_kubernetes.storage_class_v1 import StorageClassV1, StorageClassV1Metadata
 from constructs import Construct
 
+from addons.contributions import client_access
 from addons.registry import ADDONS
 from components.helm.addon import AddonContext, InstalledAddon, Monitors
 from components.k8s.namespaces import ApiServerAddresses
-from components.karpenter_nodes import KarpenterNodes
 from profiles import PlatformConfig
 from stacks.contracts import AddonsOutputs, ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack, StateLocation
@@ -55,28 +55,27 @@ class AddonsStack(LayerStack):
             rule_groups=tuple(sorted((g for d in declared for g in d.rule_groups), key=lambda g: g["name"])),
         )
         installed: dict[str, InstalledAddon] = {}
+        clients = client_access(config)
         api_server = ApiServerAddresses(vpc_cidr=cluster.vpc_cidr, service_ip=config.cluster.api_service_ip)
         for addon in enabled:
             installed[addon.key] = addon.install(
                 AddonContext(
                     scope=self,
                     config=config,
-                    cluster_name=cluster.cluster_name,
-                    cluster_endpoint=cluster.endpoint,
+                    cluster=cluster,
+                    storage=storage,
                     storage_class=STORAGE_CLASS,
                     storage_class_ready=storage_class,
-                    vpc_cidr=cluster.vpc_cidr,
                     api_server=api_server,
-                    records=storage.records(),
                     installed=installed,
                     monitors=monitors,
+                    clients=clients,
                 )
             )
         self.installed = installed
-        records = [record for addon in installed.values() for record in addon.records]
         self.outputs = AddonsOutputs(
             releases={key: addon.name for key, addon in installed.items()},
             storage_class=STORAGE_CLASS,
-            karpenter=next((r for r in records if isinstance(r, KarpenterNodes)), None),
+            addon_records={key: addon.record for key, addon in installed.items() if addon.record is not None},
         )
         self.publish(self.outputs)

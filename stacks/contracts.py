@@ -12,12 +12,9 @@ import ast
 import inspect
 import itertools
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
-
-from components.karpenter_nodes import KarpenterNodes
-from components.mlflow_backend import MlflowBackend
+from typing import Any, ClassVar, TypeVar
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,16 +35,43 @@ def published(*, description: str, sensitive: bool = False, per_key: str | None 
     return field(metadata={"output": Output(sensitive=sensitive, description=description, per_key=per_key)})
 
 
-def published_record(record: type, *, prefix: str, outputs: dict[str, str]) -> Any:
-    """A contract field holding a typed record (None when its feature is off), each of whose fields
-    `outputs` publishes as `<prefix><name>` (attribute -> name), described by that attribute's
-    docstring in the record's class: the record documents itself once, for code and outputs alike."""
-    docs = attribute_docstrings(record)
-    missing = sorted(set(outputs) - set(docs))
-    if missing:
-        raise TypeError(f"{record.__name__}: no docstring for published attribute(s) {', '.join(missing)}")
-    described = {attribute: (name, docs[attribute]) for attribute, name in outputs.items()}
-    return field(metadata={"record": (prefix, described)})
+class AddonRecord:
+    """Base of a typed record an add-on hands the layers after the one that made it (a frozen
+    dataclass, each attribute documented by the string under it). `OUTPUTS` names the attributes
+    the layer publishes as Terraform outputs, `<add-on key>_<name>` (attribute -> name), each
+    described by its attribute's docstring: the record documents itself once, for code and outputs."""
+
+    OUTPUTS: ClassVar[Mapping[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        missing = sorted(set(cls.OUTPUTS) - set(attribute_docstrings(cls)))
+        if missing:
+            raise TypeError(f"{cls.__name__}: no docstring for published attribute(s) {', '.join(missing)}")
+
+    @classmethod
+    def described_outputs(cls, key: str) -> dict[str, tuple[str, str]]:
+        """attribute -> (output name, description) for the add-on `key`."""
+        docs = attribute_docstrings(cls)
+        return {attribute: (f"{key}_{name}", docs[attribute]) for attribute, name in cls.OUTPUTS.items()}
+
+
+RecordT = TypeVar("RecordT", bound=AddonRecord)
+
+
+def published_records(*, description: str) -> Any:
+    """A contract field holding the add-ons' records from its layer (add-on key -> record), each of
+    whose `OUTPUTS` the layer publishes."""
+    return field(default_factory=dict, metadata={"records": description})
+
+
+def addon_record(records: Mapping[str, AddonRecord], key: str, kind: type[RecordT]) -> RecordT | None:
+    """The record the add-on `key` made in a layer (None: it made none, being off), checked to be
+    the type the add-on itself defines."""
+    record = records.get(key)
+    if record is not None and not isinstance(record, kind):
+        raise TypeError(f"add-on {key}'s record is a {type(record).__name__}, not a {kind.__name__}")
+    return record
 
 
 def attribute_docstrings(cls: type) -> dict[str, str]:
@@ -73,10 +97,10 @@ def terraform_outputs(contract: object) -> Iterator[tuple[str, Any, Output]]:
     for spec in fields(contract):  # type: ignore[arg-type]
         how = spec.metadata.get("output")
         value = getattr(contract, spec.name)
-        if "record" in spec.metadata and value is not None:
-            prefix, outputs = spec.metadata["record"]
-            for attribute, (name, description) in outputs.items():
-                yield f"{prefix}{name}", getattr(value, attribute), Output(description=description)
+        if "records" in spec.metadata:
+            for key, record in sorted(value.items()):
+                for attribute, (name, description) in record.described_outputs(key).items():
+                    yield name, getattr(record, attribute), Output(description=description)
             continue
         if how is None or value is None:
             continue
@@ -121,26 +145,10 @@ class StorageOutputs:
     fsx_file_system_id: str | None = published(description="The FSx for Lustre file system")
     fsx_dns_name: str | None = published(description="The file system's DNS name (for mounts)")
     fsx_mount_name: str | None = published(description="The file system's Lustre mount name")
-    mlflow: MlflowBackend | None = published_record(
-        MlflowBackend,
-        prefix="mlflow_",
-        outputs={
-            "address": "db_address",
-            "database": "db_name",
-            "username": "db_username",
-            "owner_role": "db_owner_role",
-            "master_username": "db_master_username",
-            "resource_id": "db_resource_id",
-            "secret_arn": "db_secret_arn",
-            "kms_key_arn": "kms_key_arn",
-            "bucket_name": "artifact_bucket_name",
-            "bucket_arn": "artifact_bucket_arn",
-        },
+    addon_records: Mapping[str, AddonRecord] = published_records(
+        description="What the enabled add-ons keep in the storage layer (MLflow's database and bucket)"
     )
-
-    def records(self) -> tuple[object, ...]:
-        """The typed records add-ons may ask for (`AddonContext.record`): those the layer made."""
-        return tuple(record for record in (self.mlflow,) if record is not None)
+    """The add-ons' records from this layer, by add-on key (`addon_record` reads one, typed)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,8 +171,7 @@ class AddonsOutputs:
     releases: dict[str, str] = published(description="The installed add-ons' release names, by add-on")
     storage_class: str
     """The default StorageClass's name (plain text)."""
-    karpenter: KarpenterNodes | None = published_record(
-        KarpenterNodes,
-        prefix="karpenter_",
-        outputs={"node_role_name": "node_role_name", "interruption_queue": "interruption_queue"},
+    addon_records: Mapping[str, AddonRecord] = published_records(
+        description="What the enabled add-ons hand the workloads layer (Karpenter's node identity)"
     )
+    """The add-ons' records from this layer, by add-on key (`addon_record` reads one, typed)."""

@@ -1,14 +1,14 @@
 """Storage layer: S3 buckets for datasets and checkpoints, FSx for Lustre in the GPU subnet, and
-MLflow's database and artifact bucket when the profile enables MLflow."""
+what the enabled add-ons keep here (`AddonSpec.storage`: MLflow's database and artifact bucket)."""
 
 from __future__ import annotations
 
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from constructs import Construct
 
-from addons.mlflow import DEFINITION as MLFLOW
+from addons.registry import ADDONS
 from components.fsx import LustreFileSystem, LustreProps
-from components.mlflow_store import MlflowStore, MlflowStoreProps
+from components.helm.addon import StorageContext
 from components.s3 import DATA_BUCKETS, SecureBucket, SecureBucketProps
 from profiles import PlatformConfig
 from profiles.storage import data_bucket_name
@@ -52,27 +52,17 @@ class StorageStack(LayerStack):
                     tenants=tuple(tenant.name for tenant in config.workloads.tenants),
                 ),
             )
-        mlflow = None
-        if MLFLOW.enabled(config):
-            mlflow = MlflowStore(
-                self,
-                "mlflow",
-                props=MlflowStoreProps(
-                    name=config.name,
-                    account_id=account,
-                    vpc_id=cluster.vpc_id,
-                    subnet_ids=cluster.private_subnet_ids,
-                    client_security_group_id=cluster.node_security_group_id,
-                    config=MLFLOW.settings(config).database,
-                    protect=storage.protect_from_destroy,
-                ),
-            ).backend
+        # What the enabled add-ons keep here (MLflow's database and artifact bucket).
+        context = StorageContext(scope=self, config=config, cluster=cluster, account_id=account)
+        records = {
+            addon.key: record for addon in ADDONS if addon.enabled(config) and (record := addon.storage(context))
+        }
         self.outputs = StorageOutputs(
             bucket_names={purpose: bucket.name for purpose, bucket in buckets.items()},
             bucket_arns={purpose: bucket.arn for purpose, bucket in buckets.items()},
             fsx_file_system_id=fsx.id if fsx else None,
             fsx_dns_name=fsx.dns_name if fsx else None,
             fsx_mount_name=fsx.mount_name if fsx else None,
-            mlflow=mlflow,
+            addon_records=records,
         )
         self.publish(self.outputs)

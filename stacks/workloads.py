@@ -1,36 +1,22 @@
-"""Workloads layer: Karpenter node class and pools, tenant namespaces with quotas, policies,
-identities and static volumes, the tenants' people's access entries, DRA claim templates, Kueue's
-per-tenant queues with the admission policies that refuse a tenant's pod larger than any of their
-nodes, and Kubeflow Trainer's runtimes (on EFA groups with the build layer's PyTorch-over-EFA image)."""
+"""Workloads layer: tenant namespaces with quotas, policies, identities and static volumes, the
+tenants' people's access entries and roles, DRA claim templates, and what the enabled add-ons
+contribute (addons/parts.py): objects in every tenant namespace, the job kinds tenants' people may
+use, and cluster-level objects (Karpenter's pools before the tenants, Kueue's queues and pod-fit
+policies, Kubeflow Trainer's runtimes after them)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from cdktf import ITerraformDependable
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from constructs import Construct
 
-from addons.kuberay import DEFINITION as KUBERAY
-from addons.kueue import DEFINITION as KUEUE
-from addons.kueue.fit import fit_objects
-from addons.kueue.queues import cluster_objects, local_queues
-from addons.mlflow import DEFINITION as MLFLOW
-from addons.mpi_operator import DEFINITION as MPI_OPERATOR
-from addons.trainer import DEFINITION as TRAINER
-from addons.trainer import EFA_TORCH_PROJECT_IMAGE
-from addons.trainer.runtimes import TenantVolumes, runtime_objects
-from components.k8s.karpenter_pools import GPU_POOL, KarpenterPoolsProps, karpenter_objects, node_pools
+from addons.contributions import enabled_parts, pod_sources, tenant_additions
+from addons.parts import ObjectGroup, WorkloadsContext
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, tenant_objects
-from components.k8s.tenant_rbac import (
-    DRA_CLAIMS,
-    KUEUE_QUEUES,
-    MPI_JOBS,
-    RAY_JOBS,
-    TRAIN_JOBS,
-    TenantResources,
-    cluster_roles,
-)
+from components.k8s.tenant_rbac import DRA_CLAIMS, cluster_roles
 from components.tenant_access import TenantAccess, TenantAccessProps
 from components.tenant_identity import TenantIdentity, TenantIdentityProps
 from profiles import PlatformConfig
@@ -59,29 +45,7 @@ class WorkloadsStack(LayerStack):
         account_id = DataAwsCallerIdentity(self, "account").account_id
         self.objects: list[dict[str, Any]] = []
 
-        if addons.karpenter is not None:
-            pools = KubernetesObjects(
-                self,
-                "karpenter",
-                props=KubernetesObjectsProps(
-                    objects=tuple(
-                        karpenter_objects(
-                            KarpenterPoolsProps(
-                                cluster_name=config.name,
-                                node_role_name=addons.karpenter.node_role_name,
-                                node_security_group_id=cluster.node_security_group_id,
-                                cpu=workloads.cpu_pool,
-                                gpu=workloads.gpu_pool,
-                                lustre_over_efa=config.storage.fsx.enabled and config.storage.fsx.efa_enabled,
-                                gpu_pool=GPU_POOL in node_pools(config),
-                                ami_alias=config.cluster.karpenter_ami_alias,
-                            )
-                        )
-                    )
-                ),
-            )
-            self.objects += pools.objects
-
+        parts = enabled_parts(config)
         shared = SharedStorage(
             region=config.region,
             fsx_file_system_id=storage.fsx_file_system_id,
@@ -91,6 +55,20 @@ class WorkloadsStack(LayerStack):
             fsx_tenant_directories=config.storage.fsx.tenant_directories,
             bucket_names=storage.bucket_names,
         )
+        ctx = WorkloadsContext(
+            config=config,
+            cluster=cluster,
+            storage=storage,
+            build=build,
+            addons=addons,
+            fsx_tenant_volume=shared.fsx_tenant_volume,
+            pod_sources=pod_sources(config),
+        )
+        groups = [group for part in parts for group in part.workload_objects(ctx)]
+        # What tenants' pods land on (node pools) first; then the tenants; then the rest.
+        for group in groups:
+            if group.first:
+                self._apply(group)
         tenant_namespaces = []
         for tenant in workloads.tenants:
             objects = KubernetesObjects(
@@ -104,8 +82,7 @@ class WorkloadsStack(LayerStack):
                                 storage=shared,
                                 gpu_quota=tenant_gpu_quota(config, tenant),
                                 dra_gpu_counts=dra_claim_counts(config),
-                                mlflow=MLFLOW.enabled(config),
-                                kuberay=KUBERAY.enabled(config),
+                                additions=tenant_additions(config, tenant),
                             )
                         )
                     )
@@ -131,53 +108,20 @@ class WorkloadsStack(LayerStack):
             TenantAccess(
                 self, "tenant-access", props=TenantAccessProps(cluster_name=cluster.cluster_name, grants=grants)
             )
-            kinds: dict[TenantResources, bool] = {
-                MPI_JOBS: MPI_OPERATOR.enabled(config),
-                TRAIN_JOBS: TRAINER.enabled(config),
-                RAY_JOBS: KUBERAY.enabled(config),
-                KUEUE_QUEUES: KUEUE.enabled(config),
-                DRA_CLAIMS: bool(dra_claim_counts(config)),
-            }
-            roles = cluster_roles(tuple(kind for kind, used in kinds.items() if used))
+            kinds = (
+                *(kind for part in parts for kind in part.tenant_resources(config)),
+                *((DRA_CLAIMS,) if dra_claim_counts(config) else ()),
+            )
+            roles = cluster_roles(kinds)
             self.objects += KubernetesObjects(
                 self, "tenant-roles", props=KubernetesObjectsProps(objects=tuple(roles))
             ).objects
-        if KUEUE.enabled(config):
-            # The ClusterQueues wait for nothing, so that on destroy they go while the tenant
-            # namespaces go: Kueue holds a ClusterQueue until no job in it holds quota, and
-            # deleting a namespace deletes its jobs. Each LocalQueue needs its namespace.
-            queues = KubernetesObjects(
-                self, "queues", props=KubernetesObjectsProps(objects=tuple(cluster_objects(config)))
-            )
-            local = KubernetesObjects(
-                self,
-                "local-queues",
-                props=KubernetesObjectsProps(objects=tuple(local_queues(config)), depends_on=tuple(tenant_namespaces)),
-            )
-            # A pod, or a job's pod, that no node of the queues can hold is refused when it is created,
-            # with the fix, instead of being admitted and never scheduled (addons/kueue/fit.py).
-            fit = KubernetesObjects(self, "pod-fit", props=KubernetesObjectsProps(objects=tuple(fit_objects(config))))
-            self.objects += queues.objects + local.objects + fit.objects
-        if TRAINER.enabled(config):
-            export = config.storage.fsx.checkpoint_export
-            volumes = TenantVolumes(
-                fsx=shared.fsx_tenant_volume,
-                checkpoints="checkpoints" in storage.bucket_names,
-                **({"fsx_checkpoints": export.file_system_path} if export else {}),
-            )
-            runtimes = runtime_objects(
-                config.cluster.gpu_node_groups,
-                TRAINER.settings(config),
-                volumes,
-                efa_image=efa_torch_image(config, build),
-            )
-            trainer = KubernetesObjects(self, "trainer-runtimes", props=KubernetesObjectsProps(objects=tuple(runtimes)))
-            self.objects += trainer.objects
+        for group in groups:
+            if not group.first:
+                self._apply(group, after=tuple(tenant_namespaces) if group.after_tenants else ())
 
-
-def efa_torch_image(config: PlatformConfig, build: BuildOutputs) -> str | None:
-    """The build layer's PyTorch-over-EFA image: its repository and the tag its build pushes (the
-    repositories are immutable and the tag is derived from the Dockerfile), or None where the
-    profile builds none."""
-    impl = config.build.building(EFA_TORCH_PROJECT_IMAGE)
-    return None if impl is None else f"{build.repository_urls[impl]}:{build.image_tags[impl]}"
+    def _apply(self, group: ObjectGroup, *, after: tuple[ITerraformDependable, ...] = ()) -> None:
+        applied = KubernetesObjects(
+            self, group.id, props=KubernetesObjectsProps(objects=group.objects, depends_on=after)
+        )
+        self.objects += applied.objects

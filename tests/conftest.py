@@ -240,7 +240,12 @@ def emulated_cycles(synthesis, terraform, tmp_path_factory):
 
 # Tests that start a jsii runtime of their own (~1.2-1.7 GiB each): run after the rest, when the
 # emulated cycles are past their busiest phase, so the session's peak memory stays lower.
-OWN_JSII_RUNTIME = ("tests/test_lazy_bindings.py", "tests/test_cli.py", "tests/test_addon_recipe.py")
+OWN_JSII_RUNTIME = (
+    "tests/test_lazy_bindings.py",
+    "tests/test_cli.py",
+    "tests/test_addon_recipe.py",
+    "tests/test_addon_parts_recipe.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from stacks.contracts import ClusterOutputs
+
 REF = re.compile(r"^\$\{([a-z0-9_]+)\.([^.}]+)\.([^}]+)\}$")
 
 
@@ -34,3 +36,24 @@ def target(stack: dict, reference: str) -> tuple[str, str, dict]:
     assert match, f"not a plain reference: {reference}"
     resource_type, logical_id, _ = match.groups()
     return resource_type, logical_id, resources(stack, resource_type)[logical_id]
+
+
+def example_cluster_outputs(**changes: object) -> ClusterOutputs:
+    """A cluster layer's contract with plain placeholder values (for parts that build plain data)."""
+    values: dict = {
+        "cluster_name": "example",
+        "endpoint": "https://example.eks.amazonaws.com",
+        "certificate_authority": "Q0E=",
+        "region": "us-west-2",
+        "vpc_id": "vpc-0example",
+        "vpc_cidr": "10.0.0.0/16",
+        "private_subnet_ids": ["subnet-0a", "subnet-0b"],
+        "gpu_subnet_id": "subnet-0a",
+        "node_security_group_id": "sg-0nodes",
+        "efa_security_group_id": None,
+        "node_role_arn": "arn:aws:iam::111122223333:role/example-nodes",
+        "node_role_name": "example-nodes",
+        "kms_key_arn": "arn:aws:kms:us-west-2:111122223333:key/example",
+        "configure_kubectl": "aws eks update-kubeconfig --name example",
+    }
+    return ClusterOutputs(**{**values, **changes})

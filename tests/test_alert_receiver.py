@@ -104,16 +104,19 @@ def test_the_receivers_secret_is_one_the_user_creates_and_alertmanager_mounts():
 def test_only_alertmanager_may_reach_the_receivers_api():
     from components.helm.addon import AddonContext
     from components.k8s.namespaces import ApiServerAddresses
+    from stacks.contracts import StorageOutputs
+    from tests.synth_helpers import example_cluster_outputs
 
     config = validate_profile(mutated(addons={"monitoring": {"alert_receiver": {"type": "pagerduty"}}}))
     ctx = AddonContext(
         scope=None,  # network_allows builds plain data: no construct scope needed
         config=config,
-        cluster_name="c",
-        cluster_endpoint="e",
+        cluster=example_cluster_outputs(vpc_cidr="10.0.0.0/16"),
+        storage=StorageOutputs(
+            bucket_names={}, bucket_arns={}, fsx_file_system_id=None, fsx_dns_name=None, fsx_mount_name=None
+        ),
         storage_class="gp3",
         storage_class_ready=None,
-        vpc_cidr="10.0.0.0/16",
         api_server=ApiServerAddresses(vpc_cidr="10.0.0.0/16", service_ip="172.20.0.1"),
     )
     allows = ADDON.network_allows(ctx, ADDON.settings(config))

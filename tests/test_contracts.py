@@ -6,9 +6,11 @@ from __future__ import annotations
 import ast
 import dataclasses
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
+from addons.contributions import PARTS
 from stacks import contracts
 from tests.cases import FIXTURES, SHIPPED
 
@@ -58,9 +60,10 @@ def test_terraform_outputs_carry_the_contract_descriptions(synthesized, profile)
             how = spec.metadata.get("output")
             if how is not None:
                 expected[spec.name if how.per_key is None else how.per_key] = how.description
-            if "record" in spec.metadata:
-                prefix, outputs = spec.metadata["record"]
-                expected.update({f"{prefix}{name}": description for name, description in outputs.values()})
+    # Each add-on's records, as its parts declare them for the layer that makes them.
+    for part in PARTS:
+        for record in part.records.values():
+            expected.update(dict(record.described_outputs(part.key).values()))
     for layer in ("cluster", "storage", "build", "addons"):
         for name, output in synthesized.stack(profile, layer).get("output", {}).items():
             if name.startswith("cross-stack-output-"):
@@ -76,24 +79,40 @@ def test_terraform_outputs_carry_the_contract_descriptions(synthesized, profile)
 
 def test_a_record_output_is_described_by_its_attribute_docstring():
     """Records (MlflowBackend, KarpenterNodes) document each attribute once; a published attribute
-    without a docstring is refused when the contract is defined, not shipped undescribed."""
-    from components.karpenter_nodes import KarpenterNodes
+    without a docstring is refused when the record class is defined, not shipped undescribed."""
+    from addons.karpenter.nodes import KarpenterNodes
 
-    prefix, described = next(
-        spec.metadata["record"] for spec in dataclasses.fields(contracts.AddonsOutputs) if "record" in spec.metadata
-    )
-    assert prefix == "karpenter_"
+    described = KarpenterNodes.described_outputs("karpenter")
     assert described["interruption_queue"] == (
-        "interruption_queue",
+        "karpenter_interruption_queue",
         "The SQS queue of EC2 interruption warnings Karpenter reads",
     )
     assert contracts.attribute_docstrings(KarpenterNodes)["node_role_name"] == "The IAM role Karpenter's nodes run as"
 
-    @dataclasses.dataclass
-    class Undocumented:
-        documented: str
-        """Here."""
-        bare: str
-
     with pytest.raises(TypeError, match="no docstring for published attribute"):
-        contracts.published_record(Undocumented, prefix="x_", outputs={"documented": "a", "bare": "b"})
+
+        @dataclasses.dataclass
+        class Undocumented(contracts.AddonRecord):
+            OUTPUTS: ClassVar[dict[str, str]] = {"documented": "a", "bare": "b"}
+            documented: str
+            """Here."""
+            bare: str
+
+
+def test_an_addon_reads_its_own_record_checked_by_type():
+    from addons.karpenter.nodes import KarpenterNodes
+    from addons.mlflow.backend import MlflowBackend
+
+    nodes = KarpenterNodes(node_role_name="r", interruption_queue="q")
+    assert contracts.addon_record({"karpenter": nodes}, "karpenter", KarpenterNodes) is nodes
+    assert contracts.addon_record({}, "karpenter", KarpenterNodes) is None
+    with pytest.raises(TypeError, match="karpenter's record is a KarpenterNodes, not a MlflowBackend"):
+        contracts.addon_record({"karpenter": nodes}, "karpenter", MlflowBackend)
+
+
+def test_every_record_an_addon_declares_is_one_its_layer_carries():
+    carrying = {"storage": contracts.StorageOutputs, "addons": contracts.AddonsOutputs}
+    for part in PARTS:
+        for layer, record in part.records.items():
+            assert layer in carrying, f"{part.key} declares a record for {layer}, whose contract carries none"
+            assert issubclass(record, contracts.AddonRecord)

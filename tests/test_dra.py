@@ -106,7 +106,7 @@ def test_dra_gpus_never_go_to_karpenter_which_ignores_resource_claims(synthesize
     """Karpenter 1.14.1's chart sets settings.ignoreDRARequests: true, so it never launches a node for
     a pod with ResourceClaims: in DRA mode there is no GPU NodePool, and GPU pods select the
     managed GPU groups' nodes."""
-    from components.k8s.karpenter_pools import GPU_POOL, node_pools
+    from addons.karpenter.pools import GPU_POOL, node_pools
     from operate.cleanup import platform_objects
     from profiles.models import gpu_capacity
 

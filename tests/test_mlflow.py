@@ -18,14 +18,15 @@ import pytest
 import yaml
 
 from addons.catalog import CHARTS
+from addons.contributions import tenant_additions
 from addons.mlflow import IMAGE as MLFLOW_IMAGE
 from addons.mlflow import POSTGRES_MAJOR_VERSION as MLFLOW_POSTGRES_MAJOR_VERSION
+from addons.mlflow import access as mlflow_access
+from addons.mlflow.check import MLFLOW_CHECK, MLFLOW_CHECK_ARTIFACT, MLFLOW_CHECK_METRIC, check_mlflow
 from addons.mlflow.install import ADMIN_PASSWORD_RULE, AUTH_DATABASE, DB_LOGIN_SECRET, PASSFILE, SCRIPT_SOURCE
-from components.k8s import mlflow_access
+from addons.mlflow.store import APP_USERNAME
 from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
-from components.mlflow_store import APP_USERNAME
-from manifests.render import MLFLOW_CHECK, MLFLOW_CHECK_ARTIFACT, MLFLOW_CHECK_METRIC, render
-from manifests.verify import check_mlflow
+from manifests.render import render
 from profiles import available_profiles, load_profile
 from profiles.workloads import TenantConfig
 from tests.cases import ALL_PROFILES, FIXTURES, SHIPPED, profile_source
@@ -40,7 +41,7 @@ REMOTE_STORAGE = "${data.terraform_remote_state.cross-stack-reference-input-stor
 
 def example_backend():
     """The storage layer's record as plain values (no Terraform tokens)."""
-    from components.mlflow_backend import MlflowBackend
+    from addons.mlflow.backend import MlflowBackend
 
     return MlflowBackend(
         address="db.example.internal",
@@ -327,10 +328,15 @@ def test_tenants_get_the_tracking_uri_and_a_way_to_the_server_only_with_mlflow()
         bucket_names={},
     )
     tenant = TenantConfig(name="team-a")
-    with_mlflow = tenant_objects(
-        TenantProps(config=tenant, storage=shared, dra_gpu_counts=(), gpu_quota=8, mlflow=True)
-    )
-    without = tenant_objects(TenantProps(config=tenant, storage=shared, dra_gpu_counts=(), gpu_quota=8))
+
+    def objects(profile: str) -> list[dict]:
+        config = load_profile(profile_source(profile))
+        additions = tenant_additions(config, tenant)
+        return tenant_objects(
+            TenantProps(config=tenant, storage=shared, dra_gpu_counts=(), gpu_quota=8, additions=additions)
+        )
+
+    with_mlflow, without = objects("p5-training"), objects("odcr")
     namespace = next(o for o in with_mlflow if o["kind"] == "Namespace")
     assert namespace["metadata"]["labels"].items() >= mlflow_access.CLIENT_LABEL.items()
     (config_map,) = [o for o in with_mlflow if o["kind"] == "ConfigMap"]

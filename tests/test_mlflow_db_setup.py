@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from components.mlflow_store import APP_USERNAME, DATABASE_NAME, MASTER_USERNAME, OWNER_ROLE
+from addons.mlflow.store import APP_USERNAME, DATABASE_NAME, MASTER_USERNAME, OWNER_ROLE
 from tests.postgres import MAJOR_VERSIONS, postgres_server, server_binaries
 
 # Left out of `make check` (a real PostgreSQL server per version); `make test` runs it.

@@ -12,7 +12,9 @@ import pytest
 
 from operate.cleanup import PlatformObjects, platform_objects, pre_destroy_cleanup
 from operate.cluster_access import ClusterAccessError, ClusterTarget, bind_kubectl
-from operate.layers import LAYERS, Operator, PlanUnreadable, destroy_preview, select_layers, summarize_plan
+from operate.layer_folders import PlanUnreadable
+from operate.layers import LAYERS, Operator, select_layers
+from operate.plans import destroy_preview, summarize_plan
 from profiles import load_profile
 
 FAKE_TERRAFORM = """#!/usr/bin/env python3
@@ -650,7 +652,7 @@ def test_plan_and_destroy_have_no_deploy_preflight(tmp_path, fake_terraform):
 
 
 def test_outputs_of_an_unreadable_state_raise(tmp_path, fake_terraform):
-    from operate.layers import StateUnreadable
+    from operate.layer_folders import StateUnreadable
 
     op, _ = operator(tmp_path, fake_terraform, state="unreadable")
     with pytest.raises(StateUnreadable, match="AccessDenied"):
@@ -798,7 +800,7 @@ def test_full_teardown_lifts_nothing_that_is_not_deployed(tmp_path, fake_terrafo
 
 
 def test_the_lift_targets_only_resources_whose_protection_an_apply_records():
-    from operate.layers import needs_apply, protection_override
+    from operate.plans import needs_apply, protection_override
 
     stack = {
         "resource": {

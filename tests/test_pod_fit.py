@@ -18,13 +18,15 @@ from typing import Any
 import pytest
 import yaml
 
+from addons.contributions import pod_sources
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue import node_limits
-from addons.kueue.fit import PODS, fit_objects, pod_sources, policy_name
+from addons.kueue.fit import fit_objects, policy_name
 from addons.kueue.queues import queue_objects
 from addons.trainer import DEFINITION as TRAINER
 from addons.trainer.runtimes import TenantVolumes, runtime_objects
 from components.k8s.crds import MPIJOB_API_VERSION
+from components.k8s.pod_sources import PODS
 from manifests.launch import TRAINER_API_VERSION
 from manifests.render import render
 from profiles import PlatformConfig
@@ -93,7 +95,7 @@ def submit(
         object=obj,
         old_object=old,
     )
-    return refusals(fit_objects(config) if objects is None else objects, request)
+    return refusals(fit_objects(config, pod_sources(config)) if objects is None else objects, request)
 
 
 def container(name: str, gpus: Any = None, efa: Any = None, **fields: Any) -> dict[str, Any]:
@@ -217,7 +219,7 @@ def test_kueue_admits_the_pod_the_policy_refuses():
 
 def naive_policy(config: PlatformConfig) -> list[dict[str, Any]]:
     """The pods policy with the check a first try writes: the first container's GPU limit."""
-    objects = [o for o in fit_objects(config) if o["metadata"]["name"] == policy_name(PODS)]
+    objects = [o for o in fit_objects(config, pod_sources(config)) if o["metadata"]["name"] == policy_name(PODS)]
     policy = copy.deepcopy(next(o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"))
     check = f"int(object.spec.containers[0].resources.limits['{GPU_RESOURCE}']) <= 8"
     policy["spec"]["validations"] = [{"expression": check, "message": "too many GPUs"}]
@@ -414,7 +416,7 @@ def test_the_platforms_own_tenant_jobs_and_runtimes_are_admitted(profile):
 
 def test_a_profile_without_kueue_has_no_policy():
     config = profile_config("jark")
-    assert not KUEUE.enabled(config) and fit_objects(config) == []
+    assert not KUEUE.enabled(config) and fit_objects(config, pod_sources(config)) == []
 
 
 def test_a_pool_of_one_gpu_types_refuses_two_gpus_and_any_efa():
@@ -442,14 +444,14 @@ def test_the_policies_cover_the_kinds_the_profile_runs():
         for kind in ("pods", "workloads", "mpijobs", "rayjobs", "rayclusters", "rayservices", "trainjobs")
     }
     assert {source.name for source in pod_sources(profile_config("capacity-block"))} == {"pods", "workloads", "mpijobs"}
-    kinds = {o["kind"] for o in fit_objects(p5())}
+    kinds = {o["kind"] for o in fit_objects(p5(), pod_sources(p5()))}
     assert kinds == {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 
 def test_no_policy_refuses_kueues_workloads():
     """A refused Workload is only logged by Kueue's reconciler (addons/kueue/fit.py): the job sits
     suspended, and its owner is told nothing. The jobs are refused instead."""
-    for obj in fit_objects(p5()):
+    for obj in fit_objects(p5(), pod_sources(p5())):
         if obj["kind"] == "ValidatingAdmissionPolicy":
             rules = obj["spec"]["matchConstraints"]["resourceRules"]
             assert all("kueue.x-k8s.io" not in rule["apiGroups"] for rule in rules)
@@ -491,7 +493,7 @@ def test_the_expressions_call_only_standard_cel_and_the_kubernetes_libraries(pro
     """No cel-python extension (reduce, min as a macro), no optional field syntax, no
     two-variable comprehension (1.32+): a 1.31 API server compiles every expression. (Its
     compatibility version, one minor back, has both libraries: base.go.)"""
-    for obj in fit_objects(profile_config(profile)):
+    for obj in fit_objects(profile_config(profile), pod_sources(profile_config(profile))):
         spec = obj["spec"]
         expressions = [
             *(item["expression"] for item in spec.get("variables", []) + spec.get("matchConditions", [])),
@@ -509,7 +511,9 @@ def test_the_expressions_call_only_standard_cel_and_the_kubernetes_libraries(pro
 
 
 def test_a_message_expression_names_the_object_kind_from_the_request():
-    validation = next(o for o in fit_objects(p5()) if o["kind"] == "ValidatingAdmissionPolicy")["spec"]
+    validation = next(o for o in fit_objects(p5(), pod_sources(p5())) if o["kind"] == "ValidatingAdmissionPolicy")[
+        "spec"
+    ]
     text = evaluate(
         validation["validations"][0]["messageExpression"],
         {"variables": to_cel({"gpus": [16]}), "request": to_cel({"kind": {"kind": "Pod"}})},

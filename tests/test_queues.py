@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue import flavors, shares
-from addons.kueue.install import FRAMEWORKS, TENANT_NAMESPACES, VISIBILITY_PORT, WEBHOOK_PORT
-from addons.kueue.queues import DEFAULT_FLAVOR, LOCAL_QUEUE, queue_objects
+from addons.kueue.install import FRAMEWORKS, VISIBILITY_PORT, WEBHOOK_PORT
+from addons.kueue.queues import DEFAULT_FLAVOR, LOCAL_QUEUE, TENANT_NAMESPACES, queue_objects
 from addons.trainer import DEFINITION as TRAINER
 from addons.trainer.runtimes import TenantVolumes, runtime_objects
 from components.labels import NODE_GROUP_LABEL, NODE_POOL_LABEL

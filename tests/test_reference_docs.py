@@ -36,7 +36,9 @@ def test_every_synthesized_output_is_on_the_page_under_its_layer(synthesized):
     """Each output of every profile's layers matches a row of its layer's table (a `<key>` row
     stands for any key), and each row is published by at least one profile."""
     module = reference_docs()
-    tables = {layer: [name for name, _, _ in module._rows(contract)] for layer, contract in module.LAYER_CONTRACTS}
+    tables = {
+        layer: [name for name, _, _ in module._rows(layer, contract)] for layer, contract in module.LAYER_CONTRACTS
+    }
     seen = {layer: set() for layer in tables}
     for profile in SHIPPED + FIXTURES:
         for layer in ("cluster", "storage", "build", "addons", "workloads"):

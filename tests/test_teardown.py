@@ -22,7 +22,7 @@ import pytest
 import main
 import operate.cleanup
 import operate.cluster_access
-from components.k8s.karpenter_pools import TERMINATION_GRACE_PERIOD
+from addons.karpenter.pools import TERMINATION_GRACE_PERIOD
 from operate.cleanup import (
     PlatformObjects,
     Waiter,

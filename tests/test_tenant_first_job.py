@@ -248,7 +248,7 @@ def test_verifys_ray_job_runs_as_the_first_tenant(synthesized, profile):
     the submitter reaches the head's dashboard (8265), the workers its GCS (6379) and each other,
     the head the workers; the KubeRay operator (its own namespace) reaches the head's dashboard;
     Kueue gives it the tenant's queue."""
-    from components.k8s.ray_access import DASHBOARD_PORT, RAY_NAMESPACE
+    from addons.kuberay.access import DASHBOARD_PORT, RAY_NAMESPACE
 
     config = synthesized.configs[profile]
     tenant = config.workloads.tenants[0].name

@@ -70,7 +70,7 @@ def test_the_page_follows_the_profile_add_ons_and_people():
     assert "kubectl -n jupyterhub port-forward svc/proxy-public 8080:80" in guide
     assert f"lists {len(tenant.editors)} editor(s) and {len(tenant.viewers)} viewer(s)" in guide
     plain = tenant_guide(validate_profile(changed(BASE, addons__kueue__enabled=False)), "ml-team")
-    assert "Kueue is off" in plain and "localqueue" not in plain
+    assert "No add-on queues jobs on this profile" in plain and "localqueue" not in plain
     assert "MLflow" not in tenant_guide(validate_profile(changed(BASE, addons__mlflow__enabled=False)), "ml-team")
 
 

@@ -178,7 +178,7 @@ The keyword "nonsense" is not a valid type specification.
 
 
 def test_an_unreachable_registry_is_told_apart_from_a_configuration_error():
-    from operate.layers import registry_unreachable
+    from operate.terraform_init import registry_unreachable
 
     assert registry_unreachable(NO_REGISTRY)
     assert not registry_unreachable(BAD_CONFIGURATION)

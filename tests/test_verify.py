@@ -110,7 +110,7 @@ def dashboard_configmaps() -> dict:
 
 def health_check_pods(skip: str = "") -> str:
     """The health check's DaemonSet pods, one Running on each GPU node of nodes-p5.json."""
-    from manifests.verify import gpu_node_names
+    from components.acceptance import gpu_node_names
 
     nodes = gpu_node_names(json.loads(log("nodes-p5.json"))["items"])
     items = [
@@ -518,7 +518,8 @@ def test_grafana_must_serve_every_provisioned_dashboard():
 
 
 def test_the_health_check_must_run_on_every_gpu_node_and_quarantine_nothing():
-    from manifests.verify import check_gpu_health, gpu_node_names
+    from addons.gpu_operator.check import check_gpu_health
+    from components.acceptance import gpu_node_names
 
     nodes = json.loads(log("nodes-p5.json"))
     names = gpu_node_names(nodes["items"])

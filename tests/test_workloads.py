@@ -13,7 +13,7 @@ import pydantic
 import pytest
 import yaml
 
-from components.k8s.karpenter_pools import GPU_POOL, node_pools
+from addons.karpenter.pools import GPU_POOL, node_pools
 from components.labels import GPU_TAINT_K8S, NODE_POOL_LABEL
 from manifests.render import render
 from profiles import load_profile

@@ -4,14 +4,13 @@ parallelism limit unless it sets its own."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from addons import mlflow
 from addons.argo_workflows import DEFINITION, ArgoWorkflowsConfig
 from components.helm.addon import AddonContext, HelmAddonSpec, RuntimePath
 from components.helm.release import Values
 from components.k8s.gpus import claim_template, gpu_quota
-from components.k8s.mlflow_access import client_access, tracking_config_map, tracking_env
 from components.k8s.namespaces import (
     container_defaults,
     egress_https_outside_the_node,
@@ -35,10 +34,13 @@ class ArgoWorkflowsValues(Values):
     main_container: dict[str, Any] | None = None
 
 
-def argo_workflows_values(cfg: ArgoWorkflowsConfig, *, mlflow: bool = False) -> ArgoWorkflowsValues:
+def argo_workflows_values(
+    cfg: ArgoWorkflowsConfig, *, client_env: Mapping[str, str] | None = None
+) -> ArgoWorkflowsValues:
     return ArgoWorkflowsValues(
-        # Every step's main container gets the tracking URI (the controller's mainContainer defaults).
-        main_container={"env": tracking_env()} if mlflow else None,
+        # Every step's main container gets the platform services' addresses (MLflow's tracking URI),
+        # as the controller's mainContainer defaults.
+        main_container={"env": [{"name": k, "value": v} for k, v in client_env.items()]} if client_env else None,
         controller={
             "workflowNamespaces": [cfg.namespace],
             "nodeSelector": dict(SYSTEM_NODES),
@@ -70,15 +72,15 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
     release_name = "argo-workflows"
 
     def values(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> ArgoWorkflowsValues:
-        return argo_workflows_values(settings, mlflow=mlflow.DEFINITION.enabled(ctx.config))
+        return argo_workflows_values(settings, client_env=ctx.clients.env)
 
     def network_allows(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> dict[str, dict[str, Any]]:
-        # Workflow steps run here and use AWS through Pod Identity, like a tenant's pods, and log to
-        # MLflow when it is on.
+        # Workflow steps run here and use AWS through Pod Identity, like a tenant's pods, and are
+        # clients of the platform's services (MLflow, when it is on).
         return {
             "allow-pod-identity": egress_to_pod_identity_agent(),
             "allow-aws-apis": egress_https_outside_the_node(),
-            **client_access(mlflow.DEFINITION.enabled(ctx.config))[1],
+            **ctx.clients.allow,
         }
 
     def runtime_paths(self, settings: ArgoWorkflowsConfig) -> tuple[RuntimePath, ...]:
@@ -98,7 +100,7 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
         )
 
     def namespace_labels(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> dict[str, str]:
-        return client_access(mlflow.DEFINITION.enabled(ctx.config))[0]
+        return dict(ctx.clients.labels)
 
     def namespace_objects(self, ctx: AddonContext, settings: ArgoWorkflowsConfig) -> list[dict[str, Any]]:
         # The quota counts requests; the LimitRange gives every container that states none a request,
@@ -119,7 +121,7 @@ class ArgoWorkflowsAddon(HelmAddonSpec[ArgoWorkflowsConfig]):
             },
             # In DRA mode workflow steps take GPUs through these claim templates.
             *(claim_template(settings.namespace, count) for count in dra_claim_counts(ctx.config)),
-            *([tracking_config_map(settings.namespace)] if mlflow.DEFINITION.enabled(ctx.config) else []),
+            *ctx.clients.objects(settings.namespace),
         ]
 
 

@@ -9,18 +9,17 @@ DRA mode the GPU notebook selects the managed GPU groups instead (Karpenter igno
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from cdktf import ITerraformDependable
 from pydantic import Field
 
-from addons import mlflow
 from addons.jupyterhub import DEFINITION, JupyterHubConfig, JupyterHubExposure
 from components.helm.addon import AddonContext, HelmAddonSpec, RuntimePath
 from components.helm.release import Values
 from components.image_reference import parse_image_reference
 from components.k8s.gpus import GPU_EXTENDED_RESOURCE, claim_template, container_claims, pod_claims
-from components.k8s.mlflow_access import client_access, tracking_env
 from components.k8s.namespaces import egress_https_outside_the_node
 from components.labels import GPU_TOLERATION, GPU_TRAINING_ROLE, NODE_POOL_LABEL, ROLE_LABEL, SYSTEM_NODES
 from profiles.models import dra_mode
@@ -217,7 +216,7 @@ def _one_gpu(*, dra: bool) -> dict[str, Any]:
 
 
 def jupyterhub_values(
-    cfg: JupyterHubConfig, *, storage_class: str, dra: bool = False, mlflow: bool = False
+    cfg: JupyterHubConfig, *, storage_class: str, dra: bool = False, client_env: Mapping[str, str] | None = None
 ) -> JupyterHubValues:
     oidc = cfg.oidc
     assert oidc is not None  # the profile model guarantees it for an enabled hub
@@ -245,8 +244,8 @@ def jupyterhub_values(
         ),
         singleuser=SingleUserValues(
             image=_image(cfg.cpu_image),
-            # Notebooks log to the platform's MLflow without configuration (the user signs in to it).
-            extra_env={env["name"]: env["value"] for env in tracking_env()} if mlflow else {},
+            # Notebooks find the platform's services (MLflow: the user signs in to it) without configuration.
+            extra_env=dict(client_env or {}),
             extra_files=server_culling,
             start_timeout=cfg.start_timeout_seconds,
             # Per-user volumes live in the hub's namespace, next to the pods that mount them.
@@ -297,12 +296,12 @@ class JupyterHubAddon(HelmAddonSpec[JupyterHubConfig]):
             settings,
             storage_class=ctx.storage_class,
             dra=dra_mode(ctx.config),
-            mlflow=mlflow.DEFINITION.enabled(ctx.config),
+            client_env=ctx.clients.env,
         )
 
-    # Notebooks log to MLflow when it is on: the client label and egress to the tracking server.
+    # Notebooks are clients of the platform's services (MLflow, when on): their labels and egress.
     def namespace_labels(self, ctx: AddonContext, settings: JupyterHubConfig) -> dict[str, str]:
-        return client_access(mlflow.DEFINITION.enabled(ctx.config))[0]
+        return dict(ctx.clients.labels)
 
     def network_allows(self, ctx: AddonContext, settings: JupyterHubConfig) -> dict[str, dict[str, Any]]:
         allows = {
@@ -310,7 +309,7 @@ class JupyterHubAddon(HelmAddonSpec[JupyterHubConfig]):
             # reads its user-info endpoint (https URLs of the profile, anywhere on the internet);
             # notebooks fetch packages and data over HTTPS. Never IMDS (link-local is excluded).
             "allow-identity-provider": egress_https_outside_the_node(),
-            **client_access(mlflow.DEFINITION.enabled(ctx.config))[1],
+            **ctx.clients.allow,
         }
         if settings.exposure.type != "cluster_ip":
             allows["allow-load-balancer"] = load_balancer_ingress(settings.exposure, vpc_cidr=ctx.vpc_cidr)

@@ -22,7 +22,7 @@ DEFINITION = AddonDefinition(
     key="karpenter",
     settings_type=KarpenterConfig,
     description="Karpenter for just-in-time CPU and GPU nodes.",
-    # The controller IAM policy (components/karpenter.py) follows the one Karpenter publishes for this version.
+    # The controller IAM policy (addons/karpenter/identity.py) follows the one Karpenter publishes for this version.
     pin=ChartRef(
         repository="oci://public.ecr.aws/karpenter", chart="karpenter", version="1.14.1", app_version="1.14.1"
     ),

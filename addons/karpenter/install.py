@@ -9,11 +9,11 @@ from pydantic import Field
 
 from addons.karpenter import DEFINITION, HANDLES_RESERVATION_INTERRUPTIONS, KarpenterConfig
 from addons.karpenter.dashboards import DASHBOARDS
+from addons.karpenter.identity import KarpenterIdentity, KarpenterIdentityProps
+from addons.karpenter.nodes import KarpenterNodes
 from components.helm.addon import AddonContext, Companions, HelmAddonSpec, Monitors
 from components.helm.monitors import service_monitor
 from components.helm.release import Values
-from components.karpenter import KarpenterIdentity, KarpenterIdentityProps
-from components.karpenter_nodes import KarpenterNodes
 from components.labels import SYSTEM_NODES
 from profiles.versions import version_tuple
 
@@ -63,7 +63,7 @@ class KarpenterAddon(HelmAddonSpec[KarpenterConfig]):
             props=KarpenterIdentityProps(
                 name=config.name,
                 region=config.region,
-                cluster_name=ctx.cluster_name,
+                cluster_name=ctx.cluster.cluster_name,
                 namespace=NAMESPACE,
                 service_account=SERVICE_ACCOUNT,
                 handles_reservation_interruptions=version_tuple(self.chart(config).version)
@@ -71,14 +71,13 @@ class KarpenterAddon(HelmAddonSpec[KarpenterConfig]):
             ),
         )
         nodes = KarpenterNodes(node_role_name=identity.node_role_name, interruption_queue=identity.queue_name)
-        return Companions(ready=identity.ready, records=(nodes,))
+        return Companions(ready=identity.ready, record=nodes)
 
     def values(self, ctx: AddonContext, settings: KarpenterConfig) -> KarpenterValues:
-        nodes = ctx.record(KarpenterNodes)
-        assert nodes is not None, "companions() records the node identity"
+        nodes = ctx.own_companion(KarpenterNodes)
         return karpenter_values(
-            cluster_name=ctx.cluster_name,
-            cluster_endpoint=ctx.cluster_endpoint,
+            cluster_name=ctx.cluster.cluster_name,
+            cluster_endpoint=ctx.cluster.endpoint,
             queue_name=nodes.interruption_queue,
             region=ctx.config.region,
         )

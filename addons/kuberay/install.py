@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from addons.kuberay import DEFINITION, KubeRayConfig
+from addons.kuberay.access import DASHBOARD_PORT, HEAD_POD, SERVE_PORT, operator_to_ray_heads
 from addons.kuberay.dashboards import DASHBOARDS
 from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath
 from components.helm.common import Placement
 from components.helm.monitors import service_monitor
-from components.k8s.ray_access import DASHBOARD_PORT, HEAD_POD, SERVE_PORT, operator_to_ray_heads
 
 # Ray's head and worker pods (KubeRay names their metrics container port `metrics`, 8080) in any
 # namespace: tenants admit the monitoring namespace's scrapes.

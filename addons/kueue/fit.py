@@ -44,98 +44,17 @@ compiles them. tests/test_pod_fit.py evaluates them with cel-python.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from addons import kuberay, mpi_operator, trainer
 from addons.kueue import NodeLimit, node_limits
-from addons.kueue.install import TENANT_NAMESPACES
+from addons.kueue.queues import TENANT_NAMESPACES
+from components.k8s.pod_sources import PodSource
 from profiles import PlatformConfig
 from profiles.catalog import GPU_RESOURCE
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 # The fix, named in every refusal: more pods, each within one node.
 FIX = "more numNodes (a TrainJob) or replicas (the Worker of an MPIJob, a Ray worker group, a Job or a Deployment)"
-
-
-@dataclass(frozen=True)
-class PodSource:
-    """A shape of object whose pods the policies check, and where its pod specs are."""
-
-    name: str
-    """The policy's name is tenant-<name>-fit-a-node."""
-    rules: tuple[tuple[str, str, tuple[str, ...]], ...]
-    """(API group, version, resources) of the objects of this shape."""
-    specs: Callable[[str], str]
-    """CEL of the list of the pod specs (maps with containers, maybe initContainers) of the object
-    the given variable names (object, or oldObject); parenthesized where it is used."""
-    on_update: bool = True
-    """Also checked on an UPDATE that changes what its pods ask for (a Pod's resources never change so)."""
-    subject: str = "'a pod of this ' + request.kind.kind"
-    """CEL: what the refusal says asks for too much."""
-
-
-def _specs_of(templates: str) -> str:
-    """CEL: the specs of a list of pod templates, skipping a template without one (the API server
-    takes such a job; its operator refuses it, and so would an expression that erred here)."""
-    return f"{templates}.filter(t, has(t.spec)).map(t, t.spec)"
-
-
-def _ray_cluster(spec: str) -> str:
-    """CEL: the pod specs of a RayClusterSpec: the head's and every worker group's (the CRD
-    requires headGroupSpec and each group's template, ray.io/v1 at KubeRay v1.7.0)."""
-    workers = f"(has({spec}.workerGroupSpecs) ? {spec}.workerGroupSpecs.map(g, g.template) : [])"
-    return _specs_of(f"([{spec}.headGroupSpec.template] + {workers})")
-
-
-def _rayjob(o: str) -> str:
-    cluster = f"(has({o}.spec.rayClusterSpec) ? {_ray_cluster(f'{o}.spec.rayClusterSpec')} : [])"
-    submitter = f"(has({o}.spec.submitterPodTemplate) ? {_specs_of(f'[{o}.spec.submitterPodTemplate]')} : [])"
-    return f"{cluster} + {submitter}"
-
-
-def _trainjob(o: str) -> str:
-    """A TrainJob's nodes run its runtime's pod template (the platform's, tests/test_pod_fit.py),
-    whose trainer container takes the TrainJob's resourcesPerNode in place of its own."""
-    per_node = f"{o}.spec.trainer.resourcesPerNode"
-    return f"has({o}.spec.trainer) && has({per_node}) ? [{{'containers': [{{'resources': {per_node}}}]}}] : []"
-
-
-PODS = PodSource("pods", (("", "v1", ("pods",)),), lambda o: f"[{o}.spec]", on_update=False, subject="'this pod'")
-TEMPLATES = PodSource(
-    "workloads",
-    (("batch", "v1", ("jobs",)), ("apps", "v1", ("deployments", "statefulsets"))),
-    lambda o: _specs_of(f"[{o}.spec.template]"),
-)
-MPI_JOBS = PodSource(
-    "mpijobs",
-    (("kubeflow.org", "v2beta1", ("mpijobs",)),),
-    lambda o: _specs_of(
-        f"{o}.spec.mpiReplicaSpecs.filter(role, has({o}.spec.mpiReplicaSpecs[role].template))"
-        f".map(role, {o}.spec.mpiReplicaSpecs[role].template)"
-    ),
-)
-RAY_CLUSTERS = PodSource("rayclusters", (("ray.io", "v1", ("rayclusters",)),), lambda o: _ray_cluster(f"{o}.spec"))
-RAY_JOBS = PodSource("rayjobs", (("ray.io", "v1", ("rayjobs",)),), _rayjob)
-RAY_SERVICES = PodSource(
-    "rayservices",
-    (("ray.io", "v1", ("rayservices",)),),
-    lambda o: f"has({o}.spec.rayClusterConfig) ? {_ray_cluster(f'{o}.spec.rayClusterConfig')} : []",
-)
-TRAIN_JOBS = PodSource("trainjobs", (("trainer.kubeflow.org", "v1alpha1", ("trainjobs",)),), _trainjob)
-
-
-def pod_sources(config: PlatformConfig) -> tuple[PodSource, ...]:
-    """The shapes the profile's tenants can create: Kubernetes' own and the enabled job add-ons'."""
-    sources = [PODS, TEMPLATES]
-    if mpi_operator.DEFINITION.enabled(config):
-        sources.append(MPI_JOBS)
-    if kuberay.DEFINITION.enabled(config):
-        sources += [RAY_JOBS, RAY_CLUSTERS, RAY_SERVICES]
-    if trainer.DEFINITION.enabled(config):
-        sources.append(TRAIN_JOBS)
-    return tuple(sources)
 
 
 def amount(container: str, resource: str) -> str:
@@ -272,9 +191,10 @@ def fit_binding(source: PodSource) -> dict[str, Any]:
     }
 
 
-def fit_objects(config: PlatformConfig) -> list[dict[str, Any]]:
-    """The policies and their bindings (none without Kueue, or without GPUs in its queues)."""
+def fit_objects(config: PlatformConfig, sources: tuple[PodSource, ...]) -> list[dict[str, Any]]:
+    """The policies and their bindings for the shapes tenants can create in this profile (none
+    without GPUs in the queues)."""
     limits = node_limits(config)
     if not limits:
         return []
-    return [obj for source in pod_sources(config) for obj in (fit_policy(source, limits), fit_binding(source))]
+    return [obj for source in sources for obj in (fit_policy(source, limits), fit_binding(source))]

@@ -16,19 +16,15 @@ from pydantic import Field
 
 from addons.kueue import DEFINITION, KueueConfig
 from addons.kueue.dashboards import DASHBOARDS
+from addons.kueue.queues import TENANT_NAMESPACES
 from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath
 from components.helm.release import Values, render_yaml
 from components.k8s.namespaces import ingress_from_control_plane
-from components.labels import SYSTEM_NODES, TENANT_LABEL
+from components.labels import SYSTEM_NODES
 
 WEBHOOK_PORT = 9443
 VISIBILITY_PORT = 8082
 METRICS_PORT = 8443
-# The namespaces Kueue manages jobs in: the tenants'. The chart makes this selector the
-# namespaceSelector of its pod, deployment and statefulset webhooks too (kueue v0.19.2
-# charts/kueue/templates/webhook/manifests.yaml 315-330), so the API server never calls Kueue for a
-# pod of kube-system, kueue-system, the add-ons or the validation namespace.
-TENANT_NAMESPACES = {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]}
 # The job kinds the platform offers tenants (Kueue sets an integration up once its CRD exists),
 # and the pod-based ones, so that a GPU pod of a tenant namespace is queued whatever made it: a bare
 # Pod, a Deployment's or a StatefulSet's pods, or a job kind's. Kueue's pod webhook gates a pod

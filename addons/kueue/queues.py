@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from addons.kueue import Flavor, Share, flavors, shares
-from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, NODE_POOL_LABEL
+from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, NODE_POOL_LABEL, TENANT_LABEL
 from profiles import PlatformConfig
 from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
 
@@ -28,6 +28,13 @@ API_VERSION = "kueue.x-k8s.io/v1beta2"
 # Kueue gives a job without a queue name the LocalQueue of this name in its namespace, if one exists.
 LOCAL_QUEUE = "default"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+# The namespaces Kueue manages jobs in: the tenants'. The chart makes this selector the
+# namespaceSelector of its pod, deployment and statefulset webhooks too (kueue v0.19.2
+# charts/kueue/templates/webhook/manifests.yaml 315-330), so the API server never calls Kueue for a
+# pod of kube-system, kueue-system, the add-ons or the validation namespace.
+TENANT_NAMESPACES = {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]}
 
 
 # The flavour of CPU and memory: any node; its quota is not a limit (the ResourceQuota is).

@@ -26,11 +26,7 @@ from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableVali
 from pydantic import Field
 
 from addons.mlflow import DEFINITION, IMAGE, IMAGE_USER, MlflowConfig, default_permission
-from components.expressions import matches
-from components.helm.addon import AddonContext, Companions, HelmAddonSpec, RuntimePath
-from components.helm.release import SensitiveValue, Values
-from components.k8s.job import CompletedJob, CompletedJobProps
-from components.k8s.mlflow_access import (
+from addons.mlflow.access import (
     NAMESPACE,
     SERVER_ALLOWED_HOSTS,
     SERVER_PORT,
@@ -38,12 +34,16 @@ from components.k8s.mlflow_access import (
     SERVICE_PORT,
     ingress_from_clients,
 )
+from addons.mlflow.backend import MlflowBackend
+from addons.mlflow.identity import MlflowIdentity, MlflowIdentityProps, MlflowSetupIdentity
+from addons.mlflow.store import POSTGRES_PORT, mlflow_store
+from components.expressions import matches
+from components.helm.addon import AddonContext, Companions, HelmAddonSpec, RuntimePath, StorageContext
+from components.helm.release import SensitiveValue, Values
+from components.k8s.job import CompletedJob, CompletedJobProps
 from components.k8s.namespaces import egress_https_outside_the_node, egress_to_pod_identity_agent
 from components.k8s.security import non_root_container, non_root_pod
 from components.labels import SYSTEM_NODES
-from components.mlflow_backend import MlflowBackend
-from components.mlflow_identity import MlflowIdentity, MlflowIdentityProps, MlflowSetupIdentity
-from components.mlflow_store import POSTGRES_PORT
 
 SERVICE_ACCOUNT = "mlflow"
 SETUP_SERVICE_ACCOUNT = "mlflow-db-setup"
@@ -247,6 +247,9 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
     definition = DEFINITION
     release_name = "mlflow"
 
+    def storage(self, ctx: StorageContext) -> MlflowBackend:
+        return mlflow_store(ctx, self.settings(ctx.config).database)
+
     def user_secrets(self, settings: MlflowConfig) -> tuple[str, ...]:
         return (settings.admin_secret_name,) if settings.admin_password_from == "existing_secret" else ()
 
@@ -290,7 +293,7 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
         )
 
     def namespace_objects(self, ctx: AddonContext, settings: MlflowConfig) -> list[dict[str, Any]]:
-        backend = self._backend(ctx)
+        backend = ctx.storage_record(DEFINITION.key, MlflowBackend)
         return [
             {
                 "apiVersion": "v1",
@@ -318,7 +321,10 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
 
     def values(self, ctx: AddonContext, settings: MlflowConfig) -> MlflowValues:
         return mlflow_values(
-            settings, self._backend(ctx), region=ctx.config.region, permission=default_permission(ctx.config)
+            settings,
+            ctx.storage_record(DEFINITION.key, MlflowBackend),
+            region=ctx.config.region,
+            permission=default_permission(ctx.config),
         )
 
     def state_secrets(self, settings: MlflowConfig) -> tuple[str, ...]:
@@ -359,7 +365,7 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
         # its role exist; Terraform waits for it to complete. Only then does the server's role get
         # its permissions and the release its new pods: until the database has the server's role,
         # a running server keeps the access it had.
-        backend = self._backend(ctx)
+        backend = ctx.storage_record(DEFINITION.key, MlflowBackend)
         job = CompletedJob(
             ctx.scope,
             "mlflow-db-setup",
@@ -383,19 +389,12 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
         return MlflowIdentityProps(
             platform_name=ctx.config.name,
             region=ctx.config.region,
-            cluster_name=ctx.cluster_name,
+            cluster_name=ctx.cluster.cluster_name,
             namespace=NAMESPACE,
             service_account=service_account,
-            backend=self._backend(ctx),
+            backend=ctx.storage_record(DEFINITION.key, MlflowBackend),
             after=after,
         )
-
-    @staticmethod
-    def _backend(ctx: AddonContext) -> MlflowBackend:
-        backend = ctx.record(MlflowBackend)
-        if backend is None:
-            raise ValueError("MLflow is enabled but the storage layer provided no database (storage outputs missing)")
-        return backend
 
 
 ADDON = MlflowAddon()

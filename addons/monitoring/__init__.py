@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 
 from addons.definition import AddonDefinition, PlatformConfig, ReleaseConfig
 from profiles.base import FieldProblem, K8sName, Strict
+from profiles.naming import METRICS_NAMESPACE
 from profiles.versions import ChartRef
 
 
@@ -95,7 +96,7 @@ DEFINITION = AddonDefinition(
         version="88.5.3",
         app_version="v0.93.1",
     ),
-    namespace="monitoring",
+    namespace=METRICS_NAMESPACE,
 )
 # Alertmanager's service account: the chart's own name for it (<fullname>-alertmanager, fullname
 # being the release and chart names cut to 26 characters: templates/_helpers.tpl at 88.5.3), set

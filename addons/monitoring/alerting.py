@@ -18,7 +18,6 @@ way which region it is in.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from addons.monitoring import AlertReceiver
@@ -94,20 +93,3 @@ def alertmanager_config(
 def integrations(receiver: AlertReceiver | None) -> tuple[str, ...]:
     """The notifier integrations a critical alert is sent through (Alertmanager's metric label)."""
     return ("sns", *((receiver.type,) if receiver else ()))
-
-
-# Alertmanager counts each notification it attempts per integration, and each that failed
-# (alertmanager_notifications_total and alertmanager_notifications_failed_total, notify/notify.go).
-_NOTIFICATIONS = re.compile(r"^alertmanager_notifications(_failed)?_total\{([^}]*)\}\s+(\S+)$", re.MULTILINE)
-
-
-def notification_counts(metrics: str, integration: str) -> tuple[float, float]:
-    """(attempted, failed) notifications of one integration, from Alertmanager's /metrics."""
-    attempted = failed = 0.0
-    for found in _NOTIFICATIONS.finditer(metrics):
-        if f'integration="{integration}"' in found.group(2):
-            if found.group(1):
-                failed += float(found.group(3))
-            else:
-                attempted += float(found.group(3))
-    return attempted, failed

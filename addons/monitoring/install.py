@@ -22,7 +22,8 @@ from addons.monitoring import (
 )
 from addons.monitoring.alerting import alertmanager_config
 from addons.monitoring.dashboards import DASHBOARDS
-from addons.monitoring.notifications import AlertDelivery, AlertTopics, AlertTopicsProps
+from addons.monitoring.delivery import AlertDelivery
+from addons.monitoring.notifications import AlertTopics, AlertTopicsProps
 from addons.monitoring.rules import DEFAULT_IDLE_GPU_MINUTES, gpu_rules
 from components.dashboards import DASHBOARD_LABEL
 from components.expressions import expression, template_text
@@ -349,19 +350,17 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
             props=AlertTopicsProps(
                 platform_name=ctx.config.name,
                 region=ctx.config.region,
-                cluster_name=ctx.cluster_name,
+                cluster_name=ctx.cluster.cluster_name,
                 namespace=self.release_namespace(settings),
                 service_account=ALERTMANAGER_SERVICE_ACCOUNT,
                 emails=tuple(settings.alert_emails),
             ),
         )
-        return Companions(ready=topics.ready, records=(topics.delivery,))
+        return Companions(ready=topics.ready, record=topics.delivery)
 
     @staticmethod
     def _delivery(ctx: AddonContext) -> AlertDelivery:
-        delivery = ctx.record(AlertDelivery)
-        assert delivery is not None, "companions() records the alert topics"
-        return delivery
+        return ctx.own_companion(AlertDelivery)
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         return (ctx.storage_class_ready,)

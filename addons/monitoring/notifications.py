@@ -32,6 +32,7 @@ from constructs import Construct
 
 from addons.monitoring import alert_topic_name, heartbeat_topic_name
 from addons.monitoring.alerting import HEARTBEAT_REPEAT_MINUTES
+from addons.monitoring.delivery import AlertDelivery
 from components.iam import (
     PodIdentityBinding,
     allow,
@@ -46,16 +47,6 @@ from components.kms import account_administered_key
 # fires after this many empty windows in a row: about 20 minutes of silence.
 HEARTBEAT_WINDOW_MINUTES = 2 * HEARTBEAT_REPEAT_MINUTES
 HEARTBEAT_WINDOWS = 2
-
-
-@dataclass(frozen=True, kw_only=True)
-class AlertDelivery:
-    """Where Alertmanager publishes (tokens of the addons layer)."""
-
-    topic_arn: str
-    """The alert topic's ARN."""
-    heartbeat_topic_arn: str
-    """The heartbeat topic's ARN."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,12 +18,14 @@ from constructs import Construct
 
 from addons.definition import AddonConfig, AddonDefinition, ReleaseConfig
 from components.helm.release import HelmAddon, HelmAddonProps, SensitiveValue, Values
+from components.k8s.clients import ClientAccess
 from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, PodSecurityLevel, namespace_objects
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from profiles import PlatformConfig
 from profiles.versions import ChartRef
+from stacks.contracts import AddonRecord, ClusterOutputs, StorageOutputs, addon_record
 
-RecordT = TypeVar("RecordT")
+RecordT = TypeVar("RecordT", bound=AddonRecord)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,29 +52,56 @@ class AddonContext:
     """The addons stack: where the release and any companion resources are created."""
     config: PlatformConfig
     """The whole validated profile."""
-    cluster_name: str
-    """The EKS cluster's name (a token from the cluster layer)."""
-    cluster_endpoint: str
-    """The EKS API endpoint (a token from the cluster layer)."""
+    cluster: ClusterOutputs
+    """The cluster layer's contract (its name, endpoint, VPC, ...; mostly tokens)."""
+    storage: StorageOutputs
+    """The storage layer's contract (buckets, file system, the add-ons' records from it)."""
     storage_class: str
     """Name of the default StorageClass for persistent volumes."""
     storage_class_ready: ITerraformDependable
     """The StorageClass resource: releases with volumes are installed after it."""
-    vpc_cidr: str
-    """The VPC's CIDR (the API server's private endpoint and the nodes live there)."""
     api_server: ApiServerAddresses
     """Where the add-on's pods reach the API server (its ClusterIP and the private endpoint)."""
-    records: tuple[object, ...] = ()
-    """Typed records earlier layers hand the add-ons (e.g. the storage layer's stores for an
-    add-on that keeps data there); an add-on asks for its own with `record()`."""
+    companion: AddonRecord | None = None
+    """The record the add-on's own companions made in this layer (`Companions.record`)."""
     installed: Mapping[str, InstalledAddon] = field(default_factory=dict)
     """Add-ons installed before this one, by key (registry order)."""
     monitors: Monitors = Monitors()
     """Every enabled add-on's monitors, each list sorted by name (for the add-on that runs Prometheus)."""
+    clients: ClientAccess = field(default_factory=ClientAccess)
+    """What a namespace whose pods use the enabled add-ons' services needs (addons/parts.py): an
+    add-on whose pods are such clients (notebooks, workflow steps) applies it to its namespace."""
 
-    def record(self, kind: type[RecordT]) -> RecordT | None:
-        """The earlier layers' record of this type, or None when they made none."""
-        return next((r for r in self.records if isinstance(r, kind)), None)
+    @property
+    def vpc_cidr(self) -> str:
+        """The VPC's CIDR (the API server's private endpoint and the nodes live there)."""
+        return self.cluster.vpc_cidr
+
+    def storage_record(self, key: str, kind: type[RecordT]) -> RecordT:
+        """The record add-on `key` made in the storage layer (an add-on reads its own)."""
+        record = addon_record(self.storage.addon_records, key, kind)
+        if record is None:
+            raise ValueError(f"{key} is enabled but the storage layer's outputs hold no record of it")
+        return record
+
+    def own_companion(self, kind: type[RecordT]) -> RecordT:
+        """The record this add-on's companions made (an error if they made none of that type)."""
+        if not isinstance(self.companion, kind):
+            raise TypeError(f"the add-on's companions made no {kind.__name__} record")
+        return self.companion
+
+
+@dataclass(frozen=True, kw_only=True)
+class StorageContext:
+    """What an add-on may read and build on in the storage layer (AWS resources it keeps data in)."""
+
+    scope: Construct
+    """The storage stack."""
+    config: PlatformConfig
+    cluster: ClusterOutputs
+    """The cluster layer's contract (the VPC and subnets a database goes in, the nodes' group)."""
+    account_id: str
+    """The AWS account (a token): globally unique names are derived from it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,9 +132,9 @@ class Companions:
 
     ready: tuple[ITerraformDependable, ...] = ()
     """What the release waits for (e.g. its Pod Identity association)."""
-    records: tuple[object, ...] = ()
-    """Typed records about them: the add-on's values read them with `ctx.record()`, and the
-    addons layer hands them to later layers."""
+    record: AddonRecord | None = None
+    """A typed record about them: the add-on's values read it (`AddonContext.own_companion`), and
+    the addons layer hands it to later layers (`AddonsOutputs.addon_records`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,8 +145,8 @@ class InstalledAddon:
     """What the addons layer reports it as (the Helm release's name)."""
     ready: tuple[ITerraformDependable, ...]
     """What later add-ons depend on to run after this one."""
-    records: tuple[object, ...] = ()
-    """Typed records the add-on hands later layers (the addons layer publishes them)."""
+    record: AddonRecord | None = None
+    """The typed record the add-on hands later layers (the addons layer publishes it)."""
 
 
 AnySettingsT = TypeVar("AnySettingsT", bound=AddonConfig)
@@ -157,6 +186,11 @@ class AddonSpec(Generic[AnySettingsT]):
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         return ()
+
+    def storage(self, ctx: StorageContext) -> AddonRecord | None:
+        """Create what the add-on keeps in the storage layer (a database, a bucket) and return its
+        record for the later layers (`AddonContext.storage_record`). Default: nothing."""
+        return None
 
     def state_secrets(self, settings: AnySettingsT) -> tuple[str, ...]:
         """Secrets the add-on writes into the addons layer's Terraform state (to warn about)."""
@@ -250,7 +284,7 @@ class HelmAddonSpec(AddonSpec[SettingsT]):
     def install(self, ctx: AddonContext) -> InstalledAddon:
         settings = self.settings(ctx.config)
         companions = self.companions(ctx, settings)
-        ctx = replace(ctx, records=(*ctx.records, *companions.records))
+        ctx = replace(ctx, companion=companions.record)
         namespace = self.guarded_namespace(ctx)
         prepared = self.before_release(ctx, settings, after=(*namespace, *companions.ready))
         release = HelmAddon(
@@ -267,7 +301,7 @@ class HelmAddonSpec(AddonSpec[SettingsT]):
                 sensitive_values=self.sensitive_values(ctx, settings),
             ),
         )
-        return InstalledAddon(name=release.release.name, ready=(release.release,), records=companions.records)
+        return InstalledAddon(name=release.release.name, ready=(release.release,), record=companions.record)
 
 
 def installed_release(ctx: AddonContext, key: str) -> tuple[ITerraformDependable, ...]:

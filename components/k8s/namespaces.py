@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from addons import monitoring
+from profiles.naming import METRICS_NAMESPACE
 
 PodSecurityLevel = Literal["baseline", "privileged"]
 # The EKS Pod Identity agent's link-local address: pods fetch credentials there (port 80).
@@ -15,7 +15,6 @@ POD_IDENTITY_AGENT = "169.254.170.23/32"
 # EC2's link-local range (IMDS, the Pod Identity agent, the time service): never reachable through
 # the general egress allows; the Pod Identity agent gets its own, narrower one.
 LINK_LOCAL = "169.254.0.0/16"
-MONITORING_NAMESPACE = monitoring.DEFINITION.namespace
 # How long Terraform waits for a namespace it deletes to be gone: kubernetes_manifest's
 # timeouts.delete, 10 minutes unless set (hashicorp/terraform-provider-kubernetes v2.38.0,
 # manifest/provider/apply.go L24-26 defaultDeleteTimeout, L545-548 and L573-598 the wait). The
@@ -198,11 +197,7 @@ def namespace_objects(guard: NamespaceGuard, *, api: ApiServerAddresses | None) 
                 "ingress": [
                     {
                         "from": [
-                            {
-                                "namespaceSelector": {
-                                    "matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}
-                                }
-                            }
+                            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": METRICS_NAMESPACE}}}
                         ]
                     }
                 ],

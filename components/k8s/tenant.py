@@ -4,11 +4,11 @@ RoleBindings of its people's groups."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from components.k8s.gpus import claim_template, gpu_quota
-from components.k8s.mlflow_access import client_access, tracking_config_map
 from components.k8s.namespaces import (
     NamespaceGuard,
     container_defaults,
@@ -16,7 +16,6 @@ from components.k8s.namespaces import (
     egress_to_pod_identity_agent,
     namespace_objects,
 )
-from components.k8s.ray_access import heads_from_operator
 from components.k8s.tenant_rbac import role_bindings
 from components.labels import TENANT_LABEL
 from profiles import tenancy
@@ -52,6 +51,18 @@ class SharedStorage:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TenantAdditions:
+    """What others add to every tenant namespace (the enabled add-ons' parts)."""
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """More labels on the namespace (e.g. the one a service's ingress policy admits its clients by)."""
+    allow: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    """More NetworkPolicies (name -> spec): the add-ons' paths to and from the tenant's pods."""
+    objects: tuple[dict[str, Any], ...] = ()
+    """More objects in the namespace, created after the platform's own."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class TenantProps:
     config: TenantConfig
     """The tenant's validated profile settings."""
@@ -61,10 +72,8 @@ class TenantProps:
     """One ResourceClaimTemplate per GPU count; empty: no DRA claim templates."""
     gpu_quota: int
     """The tenant's GPU quota (its setting, or the profile's whole GPU capacity)."""
-    mlflow: bool = False
-    """The platform runs MLflow: the tenant's pods may call it and find its URI in a ConfigMap."""
-    kuberay: bool = False
-    """The platform runs the KubeRay operator: it may reach the tenant's Ray heads."""
+    additions: TenantAdditions = field(default_factory=TenantAdditions)
+    """What the enabled add-ons add to the namespace."""
 
 
 def _meta(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
@@ -112,16 +121,14 @@ def _static_volume(
 def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
     cfg, storage = props.config, props.storage
     ns = cfg.name
-    mlflow_labels, mlflow_allows = client_access(props.mlflow)
     guard = NamespaceGuard(
         name=ns,
-        labels={TENANT_LABEL: ns, **mlflow_labels},
+        labels={TENANT_LABEL: ns, **props.additions.labels},
         allow={
             # Pod Identity: the agent hands out credentials, then the role is used against AWS APIs.
             "allow-pod-identity": egress_to_pod_identity_agent(),
             "allow-aws-apis": egress_https_outside_the_node(),
-            **mlflow_allows,
-            **(heads_from_operator() if props.kuberay else {}),
+            **props.additions.allow,
         },
     )
     objects: list[dict[str, Any]] = [
@@ -176,7 +183,5 @@ def tenant_objects(props: TenantProps) -> list[dict[str, Any]]:
         )
     objects += [claim_template(ns, count) for count in props.dra_gpu_counts]
     objects += role_bindings(cfg)
-    if props.mlflow:
-        # Ray clusters and MPI jobs read the tracking URI with envFrom.
-        objects.append(tracking_config_map(ns))
+    objects += props.additions.objects
     return objects

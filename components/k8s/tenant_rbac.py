@@ -38,13 +38,8 @@ class TenantResources:
     platform-made object)."""
 
 
-# The add-ons' API groups (RBAC names no version): MPI Operator, Kubeflow Trainer, KubeRay, Kueue, and
-# the resource.k8s.io claims of DRA mode.
-MPI_JOBS = TenantResources("kubeflow.org", ("mpijobs",))
-TRAIN_JOBS = TenantResources("trainer.kubeflow.org", ("trainjobs",))
-RAY_JOBS = TenantResources("ray.io", ("rayjobs", "rayclusters", "rayservices"))
-# Kueue's admission state: editing a Workload could admit a job past the queue.
-KUEUE_QUEUES = TenantResources("kueue.x-k8s.io", ("localqueues", "workloads"), editable=False)
+# Each job add-on declares its own (its parts' tenant_resources); DRA mode's resource.k8s.io
+# claims are the platform's.
 # The claim templates are the platform's; the claims are made from them for the tenant's pods.
 DRA_CLAIMS = TenantResources(
     "resource.k8s.io",

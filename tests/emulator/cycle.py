@@ -27,7 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from operate.layers import LayerResult, Operator, PlanUnreadable
+from operate.layer_folders import PlanUnreadable
+from operate.layers import LayerResult, Operator
 from tests.emulator.local_test import EXCLUDED_TYPES, prepare, unexpected_drift
 from tests.emulator.server import start_emulator
 from tests.terraform import SlottedOperator

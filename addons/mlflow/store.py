@@ -21,9 +21,10 @@ from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurity
 from constructs import Construct
 
 from addons.mlflow import POSTGRES_MAJOR_VERSION, MlflowDatabaseConfig
+from addons.mlflow.backend import MlflowBackend
 from components.expressions import Expression, interpolated
+from components.helm.addon import StorageContext
 from components.kms import account_administered_key
-from components.mlflow_backend import MlflowBackend
 from components.s3 import SecureBucket, SecureBucketProps
 
 POSTGRES_PORT = 5432
@@ -180,3 +181,21 @@ class MlflowStore(Construct):
     def backend(self) -> MlflowBackend:
         """The database and bucket, for the addons layer."""
         return self._backend
+
+
+def mlflow_store(ctx: StorageContext, database: MlflowDatabaseConfig) -> MlflowBackend:
+    """The storage layer's part of MLflow (`AddonSpec.storage`): its database and artifact bucket."""
+    cluster = ctx.cluster
+    return MlflowStore(
+        ctx.scope,
+        "mlflow",
+        props=MlflowStoreProps(
+            name=ctx.config.name,
+            account_id=ctx.account_id,
+            vpc_id=cluster.vpc_id,
+            subnet_ids=cluster.private_subnet_ids,
+            client_security_group_id=cluster.node_security_group_id,
+            config=database,
+            protect=ctx.config.storage.protect_from_destroy,
+        ),
+    ).backend

@@ -17,8 +17,8 @@ from cdktf import ITerraformDependable
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from constructs import Construct
 
+from addons.mlflow.backend import MlflowBackend
 from components.iam import PodIdentityBinding, allow, pod_identity_association, pod_identity_role, policy_document
-from components.mlflow_backend import MlflowBackend
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,12 +3,29 @@ record passed between the layers (binding-free)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
+
+from stacks.contracts import AddonRecord
 
 
 @dataclass(frozen=True, kw_only=True)
-class MlflowBackend:
+class MlflowBackend(AddonRecord):
     """Where MLflow keeps its data, as the addons layer needs it to run the server."""
+
+    OUTPUTS: ClassVar[Mapping[str, str]] = {
+        "address": "db_address",
+        "database": "db_name",
+        "username": "db_username",
+        "owner_role": "db_owner_role",
+        "master_username": "db_master_username",
+        "resource_id": "db_resource_id",
+        "secret_arn": "db_secret_arn",
+        "kms_key_arn": "kms_key_arn",
+        "bucket_name": "artifact_bucket_name",
+        "bucket_arn": "artifact_bucket_arn",
+    }
 
     address: str
     """MLflow's PostgreSQL host (private DNS)."""

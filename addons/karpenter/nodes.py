@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
+
+from stacks.contracts import AddonRecord
 
 
 @dataclass(frozen=True, kw_only=True)
-class KarpenterNodes:
+class KarpenterNodes(AddonRecord):
     """Karpenter's node identity and interruption queue, as its EC2NodeClasses need them."""
+
+    OUTPUTS: ClassVar[Mapping[str, str]] = {
+        "node_role_name": "node_role_name",
+        "interruption_queue": "interruption_queue",
+    }
 
     node_role_name: str
     """The IAM role Karpenter's nodes run as."""

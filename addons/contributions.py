@@ -1,0 +1,69 @@
+"""The catalog's add-ons' contributions to the other layers (addons/parts.py), found by convention:
+`addons/<key>/parts.py` ends with `PARTS`; an add-on without one contributes nothing. Imported by
+the layers and the operations, never by the profile validator (parts read validated profiles, so
+loading them from profiles/ would be an import cycle)."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from addons.catalog import DEFINITIONS
+from addons.definition import AddonDefinition
+from addons.parts import AddonParts
+from components.acceptance import AcceptanceCheck
+from components.k8s.clients import ClientAccess
+from components.k8s.pod_sources import KUBERNETES_SOURCES, PodSource
+from components.k8s.tenant import TenantAdditions
+from profiles.models import PlatformConfig
+from profiles.workloads import TenantConfig
+
+
+def _parts(definition: AddonDefinition[Any]) -> AddonParts:
+    """The add-on's `addons/<key>/parts.py` PARTS, or a part that contributes nothing."""
+    try:
+        module = import_module(f"addons.{definition.key}.parts")
+    except ModuleNotFoundError as missing:
+        if missing.name != f"addons.{definition.key}.parts":
+            raise
+        return AddonParts(definition)
+    parts = getattr(module, "PARTS", None)
+    if not isinstance(parts, AddonParts) or parts.definition is not definition:
+        raise TypeError(f"addons/{definition.key}/parts.py must end with PARTS = <its AddonParts subclass>(DEFINITION)")
+    return parts
+
+
+PARTS: tuple[AddonParts, ...] = tuple(_parts(definition) for definition in DEFINITIONS)
+"""Every add-on's contributions to the other layers (addons/parts.py), in install order."""
+
+
+def enabled_parts(config: PlatformConfig) -> tuple[AddonParts, ...]:
+    return tuple(part for part in PARTS if part.enabled(config))
+
+
+def pod_sources(config: PlatformConfig) -> tuple[PodSource, ...]:
+    """The shapes of object whose pods the profile's tenants can create: Kubernetes' own and the
+    enabled add-ons'."""
+    return (*KUBERNETES_SOURCES, *(source for part in enabled_parts(config) for source in part.pod_sources(config)))
+
+
+def client_access(config: PlatformConfig) -> ClientAccess:
+    """What a namespace whose pods use every enabled add-on's service needs."""
+    return ClientAccess.combined([offer for part in enabled_parts(config) if (offer := part.clients(config))])
+
+
+def tenant_additions(config: PlatformConfig, tenant: TenantConfig) -> TenantAdditions:
+    """What the enabled add-ons add to a tenant's namespace: a tenant's pods are clients of every
+    service they offer (MLflow's tracking server), and each part's own additions."""
+    clients = client_access(config)
+    own = [part.tenant(config, tenant) for part in enabled_parts(config)]
+    return TenantAdditions(
+        labels=dict(clients.labels),
+        allow={**clients.allow, **{name: spec for part in own for name, spec in part.allow.items()}},
+        objects=(*clients.objects(tenant.name), *(obj for part in own for obj in part.objects)),
+    )
+
+
+def addon_checks(config: PlatformConfig) -> tuple[AcceptanceCheck, ...]:
+    """`verify`'s checks of the enabled add-ons, in install order."""
+    return tuple(check for part in enabled_parts(config) for check in part.checks(config))

@@ -1,0 +1,60 @@
+"""Kueue's contributions: tenants read their queues and Workloads (RBAC), and the workloads layer
+applies the ClusterQueues, each tenant's LocalQueue and the pod-fit admission policies."""
+
+from __future__ import annotations
+
+from addons.kueue import DEFINITION, share_warnings
+from addons.kueue.fit import fit_objects
+from addons.kueue.queues import LOCAL_QUEUE, cluster_objects, local_queues
+from addons.parts import AddonParts, GuidePart, ObjectGroup, WorkloadsContext
+from components.k8s.tenant_rbac import TenantResources
+from profiles.models import PlatformConfig
+from profiles.workloads import TenantConfig
+
+# Kueue's admission state: editing a Workload could admit a job past the queue.
+KUEUE_QUEUES = TenantResources("kueue.x-k8s.io", ("localqueues", "workloads"), editable=False)
+
+
+def _fence(*lines: str) -> str:
+    return "```sh\n" + "\n".join(lines) + "\n```"
+
+
+class KueueParts(AddonParts):
+    def tenant_resources(self, config: PlatformConfig) -> tuple[TenantResources, ...]:
+        return (KUEUE_QUEUES,)
+
+    def warnings(self, config: PlatformConfig) -> tuple[str, ...]:
+        return tuple(share_warnings(config))
+
+    def guide(self, config: PlatformConfig, tenant: TenantConfig) -> GuidePart:
+        ns = tenant.name
+        watch = _fence(
+            f"kubectl -n {ns} get localqueue {LOCAL_QUEUE}",
+            f"kubectl -n {ns} get workloads",
+            f"kubectl -n {ns} describe workloads    # each one's conditions say why it waits",
+            f"kubectl -n {ns} get pods -w",
+        )
+        return GuidePart(
+            queue=f"""## 2. Your queue
+
+A job you create in `{ns}` starts suspended and waits in the LocalQueue `{LOCAL_QUEUE}` until
+your team's share (or what others leave idle) has GPUs for all of its pods; you need not name the
+queue. docs/queues.md explains shares, borrowing and preemption. Watch it:
+
+{watch}"""
+        )
+
+    def workload_objects(self, ctx: WorkloadsContext) -> tuple[ObjectGroup, ...]:
+        return (
+            # The ClusterQueues wait for nothing, so that on destroy they go while the tenant
+            # namespaces go: Kueue holds a ClusterQueue until no job in it holds quota, and
+            # deleting a namespace deletes its jobs. Each LocalQueue needs its namespace.
+            ObjectGroup(id="queues", objects=tuple(cluster_objects(ctx.config))),
+            ObjectGroup(id="local-queues", objects=tuple(local_queues(ctx.config)), after_tenants=True),
+            # A pod, or a job's pod, that no node of the queues can hold is refused when it is created,
+            # with the fix, instead of being admitted and never scheduled (addons/kueue/fit.py).
+            ObjectGroup(id="pod-fit", objects=tuple(fit_objects(ctx.config, ctx.pod_sources))),
+        )
+
+
+PARTS = KueueParts(DEFINITION)
