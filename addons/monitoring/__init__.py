@@ -129,5 +129,5 @@ def alert_warnings(config: PlatformConfig) -> list[str]:
     return [
         f"warning: nobody is subscribed to the alert topic {topic}: {told}. Set addons.monitoring.alert_emails, or "
         f"subscribe once the addons layer is applied: aws sns subscribe --region {config.region} --protocol email "
-        f"--notification-endpoint you@example.com --topic-arn arn:aws:sns:{config.region}:<account>:{topic}"
+        f"--notification-endpoint you@example.com --topic-arn <monitoring_alert_topic_arn, from make outputs>"
     ]
