@@ -18,6 +18,7 @@ from pydantic import Field
 
 from profiles.base import Strict
 from profiles.cluster import ClusterConfig
+from profiles.storage import StorageConfig
 from profiles.versions import ChartRef, ReleaseArtifact
 from profiles.workloads import WorkloadsConfig
 
@@ -44,10 +45,19 @@ class PlatformConfig(Protocol):
     itself is built from the definitions, so it is named here by shape)."""
 
     @property
+    def name(self) -> str: ...
+
+    @property
+    def region(self) -> str: ...
+
+    @property
     def cluster(self) -> ClusterConfig: ...
 
     @property
     def addons(self) -> Strict: ...
+
+    @property
+    def storage(self) -> StorageConfig: ...
 
     @property
     def workloads(self) -> WorkloadsConfig: ...

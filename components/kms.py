@@ -3,6 +3,8 @@ account administer the key through IAM (what may use it is decided by IAM polici
 
 from __future__ import annotations
 
+from typing import Any
+
 from cdktf_cdktf_provider_aws.kms_alias import KmsAlias
 from cdktf_cdktf_provider_aws.kms_key import KmsKey
 from constructs import Construct
@@ -13,8 +15,18 @@ from components.iam import policy_document
 DELETION_WINDOW_DAYS = 30
 
 
-def account_administered_key(scope: Construct, id_: str, *, description: str, alias: str, account_id: str) -> KmsKey:
-    """The key (construct id `id_`) and its alias `alias/<alias>` (construct id `<id_>-alias`)."""
+def account_administered_key(
+    scope: Construct,
+    id_: str,
+    *,
+    description: str,
+    alias: str,
+    account_id: str,
+    service_statements: tuple[dict[str, Any], ...] = (),
+) -> KmsKey:
+    """The key (construct id `id_`) and its alias `alias/<alias>` (construct id `<id_>-alias`).
+    `service_statements`: grants to AWS service principals, which IAM policies cannot give (e.g. a
+    CloudWatch alarm publishing to a topic encrypted with the key)."""
     key = KmsKey(
         scope,
         id_,
@@ -28,7 +40,8 @@ def account_administered_key(scope: Construct, id_: str, *, description: str, al
                 "Principal": {"AWS": f"arn:aws:iam::{account_id}:root"},
                 "Action": "kms:*",
                 "Resource": "*",
-            }
+            },
+            *service_statements,
         ),
     )
     KmsAlias(scope, f"{id_}-alias", name=f"alias/{alias}", target_key_id=key.key_id)

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from cdktf import ITerraformDependable, Precondition, TerraformResourceLifecycle, Token
-from cdktf_cdktf_provider_aws.autoscaling_schedule import AutoscalingSchedule
 from cdktf_cdktf_provider_aws.data_aws_ec2_instance_type import DataAwsEc2InstanceType
 from cdktf_cdktf_provider_aws.data_aws_ec2_instance_type_offerings import (
     DataAwsEc2InstanceTypeOfferings,
@@ -35,6 +34,7 @@ from cdktf_cdktf_provider_aws.launch_template import (
 from cdktf_cdktf_provider_aws.placement_group import PlacementGroup
 from constructs import Construct
 
+from components.block_schedules import block_schedules
 from components.efa import efa_interface_layout
 from components.expressions import Expression, expression, interpolated, string_literal
 from components.labels import (
@@ -48,7 +48,6 @@ from components.labels import (
     SYSTEM_NODES,
 )
 from components.user_data import gpu_node_user_data
-from profiles.capacity import STAMP
 from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, SystemNodeGroupConfig, is_zone_id
 from profiles.versions import GPU_AMI_TYPE, SYSTEM_AMI_TYPE
 
@@ -98,10 +97,13 @@ class NodeGroupWiring:
     depends_on: tuple[ITerraformDependable, ...] = field(default=())
     """Created before any node group, destroyed after (node roles outlive nodes, or ENIs leak)."""
     ami_release_version: str | None = None
-    """The AMI release every group runs (release_version); None: the latest."""
+    """The AMI release every group runs (release_version); None: the newest when a group is created
+    or its version changes."""
     kubernetes_version: str | None = None
-    """Set with a pinned release: EKS refuses a release of a new minor sent without the version
-    (a minor upgrade would fail), so both move together."""
+    """The Kubernetes minor every group runs (version), the cluster's: a control-plane minor bump
+    moves every group after the control plane (the groups reference the cluster). EKS refuses a
+    release of a new minor sent without the version, so a pinned release moves with it; unpinned
+    groups take the newest release of the new minor."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,7 +140,7 @@ class SystemNodeGroup(Construct):
             subnet_ids=list(props.subnet_ids),
             ami_type=DEFAULTS.system_ami_type,
             release_version=wiring.ami_release_version,
-            version=wiring.kubernetes_version if wiring.ami_release_version else None,
+            version=wiring.kubernetes_version,
             instance_types=list(cfg.instance_types),
             capacity_type="ON_DEMAND",
             scaling_config=EksNodeGroupScalingConfig(
@@ -268,43 +270,6 @@ def _reserved_capacity(
     return reservation, market
 
 
-def _block_schedules(
-    scope: Construct, cfg: GpuNodeGroupConfig, block: CapacityBlock, group: EksNodeGroup, now: datetime
-) -> None:
-    """The two ends of a Capacity Block's window as scheduled actions on the group's Auto Scaling
-    group: up to the profile's sizes at the start (only while it is still ahead), to zero
-    drain_minutes before the end (only while that is ahead). AWS refuses a one-time action in the
-    past and deletes one once it has run, so a time already passed is left out; a block whose drain
-    has passed gets no action at all, and synthesis warns (stacks/platform.py). EC2 begins to
-    terminate the instances 30 minutes before the end (profiles/capacity.py cites it): the drain,
-    45 minutes or more before, lets pods stop and jobs checkpoint first."""
-    state = block.state(now)
-    if state in ("draining", "ended"):
-        return
-    asg = group.resources.get(0).autoscaling_groups.get(0).name
-    if state == "scheduled":
-        AutoscalingSchedule(
-            scope,
-            "scale-up-when-block-starts",
-            scheduled_action_name=f"{cfg.name}-scale-up-when-block-starts",
-            autoscaling_group_name=asg,
-            start_time=block.starts_at.strftime(STAMP),
-            min_size=cfg.min_size,
-            max_size=cfg.max_size,
-            desired_capacity=cfg.desired_size,
-        )
-    AutoscalingSchedule(
-        scope,
-        "drain-before-block-ends",
-        scheduled_action_name=f"{cfg.name}-drain-before-block-ends",
-        autoscaling_group_name=asg,
-        start_time=block.drain_starts.strftime(STAMP),
-        min_size=0,
-        max_size=0,
-        desired_capacity=0,
-    )
-
-
 class GpuNodeGroup(Construct):
     """A GPU node group on the AL2023 NVIDIA AMI, with every EFA interface its instance type has."""
 
@@ -366,7 +331,7 @@ class GpuNodeGroup(Construct):
             subnet_ids=[props.subnet_id],
             ami_type=DEFAULTS.gpu_ami_type,
             release_version=wiring.ami_release_version,
-            version=wiring.kubernetes_version if wiring.ami_release_version else None,
+            version=wiring.kubernetes_version,
             instance_types=[cfg.instance_type],
             capacity_type="CAPACITY_BLOCK" if isinstance(cfg.capacity, CapacityBlock) else "ON_DEMAND",
             # A Capacity Block's group holds no node outside its window (profiles/capacity.py).
@@ -384,7 +349,7 @@ class GpuNodeGroup(Construct):
             depends_on=list(wiring.depends_on) or None,
         )
         if isinstance(cfg.capacity, CapacityBlock):
-            _block_schedules(self, cfg, cfg.capacity, self._node_group, props.now)
+            block_schedules(self, cfg, cfg.capacity, self._node_group, props.now)
 
     @property
     def node_group(self) -> EksNodeGroup:

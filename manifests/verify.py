@@ -171,6 +171,7 @@ TEST_ALERT = "PlatformVerifyTestAlert"
 ALERTMANAGER_CONTAINER = "alertmanager"
 ALERTMANAGER_URL = "http://localhost:9093"
 ALERTMANAGER_SELECTOR = ",".join(f"{key}={value}" for key, value in ALERTMANAGER_POD.items())
+SNS_HINT = "check its Pod Identity association and the network path to SNS (docs/addons/monitoring.md)"
 # Alertmanager counts each notification it attempts per integration, and each that failed
 # (alertmanager_notifications_total and alertmanager_notifications_failed_total, notify/notify.go).
 _NOTIFICATIONS = re.compile(r"^alertmanager_notifications(_failed)?_total\{([^}]*)\}\s+(\S+)$", re.MULTILINE)
@@ -192,12 +193,13 @@ def check_alert_receiver(
     config: PlatformConfig, kubectl: Kubectl, *, sleep: Callable[[float], None] = time.sleep, rounds: int = 12
 ) -> CheckResult | None:
     """Send a short-lived critical test alert through the running Alertmanager (amtool, from inside
-    its pod) and watch its notification counters: the receiver is reachable when a notification to
-    it was attempted and did not fail. None: the profile names no receiver."""
-    settings = MONITORING.settings(config)
-    receiver = settings.alert_receiver if MONITORING.enabled(config) else None
-    if receiver is None:
+    its pod) and watch its notification counters: each receiver (the alert topic's sns, and Slack or
+    PagerDuty when named) is reachable when a notification was attempted and none failed."""
+    if not MONITORING.enabled(config):
         return None
+    settings = MONITORING.settings(config)
+    receiver = settings.alert_receiver
+    wanted = ("sns", *((receiver.type,) if receiver else ()))
     namespace = MONITORING.namespace_of(settings)
     pod = kubectl(
         ["get", "pods", "-n", namespace, "-l", ALERTMANAGER_SELECTOR, "-o", "jsonpath={.items[0].metadata.name}"]
@@ -208,36 +210,31 @@ def check_alert_receiver(
     def inside(*command: str) -> subprocess.CompletedProcess[str]:
         return kubectl(["exec", "-n", namespace, pod, "-c", ALERTMANAGER_CONTAINER, "--", *command])
 
-    def counts() -> tuple[float, float]:
-        return notification_counts(inside("wget", "-qO-", f"{ALERTMANAGER_URL}/metrics").stdout, receiver.type)
+    def counts() -> dict[str, tuple[float, float]]:
+        metrics = inside("wget", "-qO-", f"{ALERTMANAGER_URL}/metrics").stdout
+        return {integration: notification_counts(metrics, integration) for integration in wanted}
 
     before = counts()
     ends = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 300))
-    sent = inside(
-        "amtool",
-        "alert",
-        "add",
-        f"alertname={TEST_ALERT}",
-        "severity=critical",
-        "--annotation=summary=make verify: a test alert, to check that alerts reach this receiver (no action)",
-        f"--end={ends}",
-        f"--alertmanager.url={ALERTMANAGER_URL}",
-    )
+    labels = (f"alertname={TEST_ALERT}", "severity=critical")
+    note = "--annotation=summary=make verify: a test alert, to check that alerts reach this receiver (no action)"
+    sent = inside("amtool", "alert", "add", *labels, note, f"--end={ends}", f"--alertmanager.url={ALERTMANAGER_URL}")
     if sent.returncode != 0:
         return CheckResult(RECEIVER_CHECK, False, f"Alertmanager refused the test alert: {sent.stderr.strip()[:300]}")
-    for _ in range(rounds):
-        sleep(15)
-        attempted, failed = counts()
-        if failed > before[1]:
-            return CheckResult(
-                RECEIVER_CHECK,
-                False,
-                f"Alertmanager could not deliver to the {receiver.type} receiver (see its log: kubectl logs -n "
-                f"{namespace} {pod} -c {ALERTMANAGER_CONTAINER}); check the Secret {receiver.secret_name}",
-            )
-        if attempted > before[0]:
-            return CheckResult(RECEIVER_CHECK, True, f"a test alert reached the {receiver.type} receiver")
-    return CheckResult(RECEIVER_CHECK, False, f"no notification to {receiver.type} within {rounds * 15} seconds")
+    reached: set[str] = set()
+    for round_ in range(rounds):
+        sleep(15 if round_ else 0)
+        for integration, (attempted, failed) in counts().items():
+            if failed > before[integration][1]:
+                fix = SNS_HINT if integration == "sns" or not receiver else f"check the Secret {receiver.secret_name}"
+                log = f"kubectl logs -n {namespace} {pod} -c {ALERTMANAGER_CONTAINER}"
+                detail = f"Alertmanager could not deliver to the {integration} receiver (see its log: {log}); {fix}"
+                return CheckResult(RECEIVER_CHECK, False, detail)
+            reached |= {integration} if attempted > before[integration][0] else set()
+        if reached == set(wanted):
+            return CheckResult(RECEIVER_CHECK, True, f"a test alert reached the {' and '.join(wanted)} receiver")
+    missing = " and ".join(i for i in wanted if i not in reached)
+    return CheckResult(RECEIVER_CHECK, False, f"no notification to {missing} within {rounds * 15} seconds")
 
 
 def check_gpu_smoke(log: str) -> CheckResult:

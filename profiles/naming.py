@@ -43,6 +43,8 @@ RULES: dict[str, NameRule] = {
     "iam_role": NameRule("IAM role name", 64, re.compile(r"[\w+=,.@-]+"), "letters, digits and +=,.@_-"),
     "event_rule": NameRule("EventBridge rule name", 64, re.compile(r"[.\-_A-Za-z0-9]+"), "letters, digits and .-_"),
     "sqs_queue": NameRule("SQS queue name", 80, re.compile(r"[A-Za-z0-9_-]+"), "letters, digits, - and _"),
+    "sns_topic": NameRule("SNS topic name", 256, re.compile(r"[A-Za-z0-9_-]+"), "letters, digits, - and _"),
+    "metric_alarm": NameRule("CloudWatch alarm name", 255, re.compile(r"[ -~]+"), "printable ASCII"),
     "s3_bucket": NameRule(
         "S3 bucket name",
         63,
@@ -142,6 +144,11 @@ def derived_names(sources: NameSources) -> Iterator[DerivedName]:
     for group in ("efa", "fsx", "endpoints"):
         yield DerivedName(at, name, "security_group", f"{name}-{group}")
     yield DerivedName(at, name, "launch_template", f"{name}-system")
+    # The monitoring add-on's alert delivery (addons/monitoring/notifications.py), named when it is off too.
+    yield DerivedName(at, name, "iam_role", f"{name}-alertmanager")
+    for topic in ("alerts", "alertmanager-heartbeat"):
+        yield DerivedName(at, name, "sns_topic", f"{name}-{topic}")
+    yield DerivedName(at, name, "metric_alarm", f"{name}-alertmanager-heartbeat-missing")
     # The platform's name is the ECR repositories' namespace: checked on its own, against the name.
     yield DerivedName(at, name, "ecr_namespace", f"{name}/image")
     if sources.mlflow:

@@ -85,6 +85,16 @@ class FsxConfig(Strict):
     data_repository_associations: list[DataRepositoryAssociation] = Field(default_factory=list)
     """Links between FSx paths and S3 prefixes; each tenant gets its own copy under /<tenant>."""
 
+    @property
+    def checkpoint_export(self) -> DataRepositoryAssociation | None:
+        """The association that exports new and changed files to the checkpoints bucket: where the
+        Trainer runtimes put a tenant's checkpoints on FSx (under its /<tenant>), so each one also
+        lands in s3://<checkpoints>/<tenant>/ without the job copying it. None: there is none."""
+        for association in self.data_repository_associations:
+            if association.bucket == "checkpoints" and {"NEW", "CHANGED"} <= set(association.export_events):
+                return association
+        return None
+
     # One validator per sizing rule, run in this order; the first broken rule is reported.
     @model_validator(mode="after")
     def _throughput_fits_the_deployment_type(self) -> FsxConfig:

@@ -52,6 +52,7 @@ class AddonsStack(LayerStack):
             service_monitors=tuple(sorted((m for d in declared for m in d.service_monitors), key=lambda m: m["name"])),
             pod_monitors=tuple(sorted((m for d in declared for m in d.pod_monitors), key=lambda m: m["name"])),
             dashboards=tuple(sorted((b for d in declared for b in d.dashboards), key=lambda b: b["uid"])),
+            rule_groups=tuple(sorted((g for d in declared for g in d.rule_groups), key=lambda g: g["name"])),
         )
         installed: dict[str, InstalledAddon] = {}
         clients = client_access(config)

@@ -14,14 +14,14 @@ import pytest
 import yaml
 
 from addons.monitoring import AlertReceiver
-from addons.monitoring.install import (
-    ADDON,
-    ALERTMANAGER_POD,
+from addons.monitoring.alerting import (
     ALERTMANAGER_SECRETS,
     CRITICAL_RECEIVER,
-    GPU_RULES,
+    HEARTBEAT_RECEIVER,
     alertmanager_config,
 )
+from addons.monitoring.install import ADDON, ALERTMANAGER_POD
+from addons.monitoring.rules import GPU_RULES
 from profiles import ProfileError, validate_profile
 from tests.netpol import Peer, allowed
 from tests.test_profiles import mutated
@@ -40,9 +40,17 @@ def amtool() -> str:
     return found
 
 
-def written(tmp_path: Path, receiver: AlertReceiver) -> Path:
+TOPIC = "arn:aws:sns:us-west-2:123456789012:gpu-validation-alerts"
+HEARTBEAT = "arn:aws:sns:us-west-2:123456789012:gpu-validation-alertmanager-heartbeat"
+
+
+def configured(receiver: AlertReceiver | None) -> dict:
+    return alertmanager_config(receiver, topic_arn=TOPIC, heartbeat_topic_arn=HEARTBEAT, region="us-west-2")
+
+
+def written(tmp_path: Path, receiver: AlertReceiver | None) -> Path:
     path = tmp_path / "alertmanager.yaml"
-    path.write_text(yaml.safe_dump(alertmanager_config(receiver)))
+    path.write_text(yaml.safe_dump(configured(receiver)))
     return path
 
 
@@ -75,12 +83,12 @@ def test_the_configuration_is_valid_and_routes_critical_alerts_to_the_receiver(a
             == CRITICAL_RECEIVER
         )
     assert route(amtool, config, alertname="GpuXidCodeReported", severity="warning") == "null"
-    assert route(amtool, config, alertname="Watchdog", severity="none") == "null"
+    assert route(amtool, config, alertname="Watchdog", severity="none") == HEARTBEAT_RECEIVER
 
 
 def test_the_credential_is_a_mounted_file_never_a_value(tmp_path):
     for kind, key in (("slack", "url"), ("pagerduty", "routing_key")):
-        text = yaml.safe_dump(alertmanager_config(AlertReceiver(type=kind, secret_name="oncall")))
+        text = yaml.safe_dump(configured(AlertReceiver(type=kind, secret_name="oncall")))
         assert f"{ALERTMANAGER_SECRETS}/oncall/{key}" in text
         assert "hooks.slack.com" not in text and "api_url:" not in text and "routing_key:" not in text
 
@@ -143,8 +151,9 @@ def test_only_alertmanager_may_reach_the_receivers_api():
         port=443,
         pod_labels=grafana,
     )
+    # Without Slack or PagerDuty, Alertmanager still publishes to the alert topic over HTTPS.
     without = validate_profile(mutated())
-    assert "allow-alert-receiver" not in ADDON.network_allows(ctx, ADDON.settings(without))
+    assert "allow-alert-delivery" in ADDON.network_allows(ctx, ADDON.settings(without))
 
 
 def test_warnings_reach_the_receiver_only_when_the_profile_asks(amtool, tmp_path):
@@ -154,7 +163,7 @@ def test_warnings_reach_the_receiver_only_when_the_profile_asks(amtool, tmp_path
     loud = written(tmp_path / "loud", AlertReceiver(type="slack", warnings=True))
     assert route(amtool, loud, alertname="GpuAllocatedIdle", severity="warning") == CRITICAL_RECEIVER
     assert route(amtool, loud, alertname="GpuCriticalXid", severity="critical") == CRITICAL_RECEIVER
-    assert route(amtool, loud, alertname="Watchdog", severity="none") == "null"
+    assert route(amtool, loud, alertname="Watchdog", severity="none") == HEARTBEAT_RECEIVER
 
 
 # ------------------------------------------------------------------ verify: the receiver is reachable
@@ -164,20 +173,24 @@ METRICS = """# HELP alertmanager_notifications_failed_total The total number of 
 alertmanager_notifications_failed_total{{integration="email",reason="other"}} 0
 alertmanager_notifications_failed_total{{integration="slack",reason="clientError"}} {client}
 alertmanager_notifications_failed_total{{integration="slack",reason="other"}} 0
+alertmanager_notifications_failed_total{{integration="sns",reason="serverError"}} {sns_failed}
 # HELP alertmanager_notifications_total The total number of attempted notifications.
 # TYPE alertmanager_notifications_total counter
 alertmanager_notifications_total{{integration="email"}} 0
 alertmanager_notifications_total{{integration="pagerduty"}} 0
 alertmanager_notifications_total{{integration="slack"}} {attempted}
+alertmanager_notifications_total{{integration="sns"}} {sns}
 """
 
 
 class AlertmanagerKubectl:
     """kubectl against a running Alertmanager: its pod, amtool inside it, and its /metrics, whose
-    slack counters move as `rounds` says (one (attempted, failed) pair per read)."""
+    slack counters move as `rounds` says (one (attempted, failed) pair per read), and its sns
+    counters as `sns` says (or as the slack ones when not given)."""
 
-    def __init__(self, rounds: list[tuple[int, int]]):
+    def __init__(self, rounds: list[tuple[int, int]], sns: list[tuple[int, int]] | None = None):
         self.rounds = rounds
+        self.sns = sns
         self.calls: list[list[str]] = []
 
     def __call__(self, args: list[str]) -> subprocess.CompletedProcess:
@@ -187,7 +200,9 @@ class AlertmanagerKubectl:
             out = "alertmanager-monitoring-kube-prometheus-alertmanager-0"
         elif args[0] == "exec" and "wget" in args:
             attempted, failed = self.rounds.pop(0) if len(self.rounds) > 1 else self.rounds[0]
-            out = METRICS.format(attempted=attempted, client=failed)
+            sns = self.sns if self.sns is not None else [(attempted, failed)]
+            published, refused = sns.pop(0) if len(sns) > 1 else sns[0]
+            out = METRICS.format(attempted=attempted, client=failed, sns=published, sns_failed=refused)
         return subprocess.CompletedProcess(args, 0, out, "")
 
 
@@ -198,7 +213,7 @@ def receiver_profile():
 @pytest.mark.parametrize(
     ("rounds", "passed", "detail"),
     [
-        ([(3, 0), (3, 0), (4, 0)], True, "a test alert reached the slack receiver"),
+        ([(3, 0), (3, 0), (4, 0)], True, "a test alert reached the sns and slack receiver"),
         ([(3, 0), (4, 1)], False, "could not deliver to the slack receiver"),  # Slack refused the webhook
         ([(3, 0)], False, "no notification to slack within 180 seconds"),
     ],
@@ -206,7 +221,7 @@ def receiver_profile():
 def test_verify_sends_a_test_alert_and_watches_the_receivers_counters(rounds, passed, detail):
     from manifests.verify import check_alert_receiver
 
-    kubectl = AlertmanagerKubectl(rounds)
+    kubectl = AlertmanagerKubectl(rounds, sns=[(5, 0), (6, 0)])  # the alert topic takes it
     result = check_alert_receiver(receiver_profile(), kubectl, sleep=lambda _: None)
     assert result is not None and result.passed is passed and detail in result.detail, result
     (add,) = [call for call in kubectl.calls if "amtool" in call]
@@ -228,9 +243,36 @@ def test_the_test_alert_routes_to_the_receiver(amtool, tmp_path):
     assert route(amtool, config, alertname="PlatformVerifyTestAlert", severity="critical") == CRITICAL_RECEIVER
 
 
-def test_no_receiver_no_test_alert():
+def test_without_slack_or_pagerduty_the_test_alert_goes_to_the_alert_topic():
+    from manifests.verify import check_alert_receiver
+
+    kubectl = AlertmanagerKubectl([(0, 0)], sns=[(5, 0), (6, 0)])
+    result = check_alert_receiver(validate_profile(mutated()), kubectl, sleep=lambda _: None)
+    assert result is not None and result.passed, result
+    assert "reached the sns receiver" in result.detail
+
+
+def test_a_refused_publish_names_the_role_and_the_path():
+    from manifests.verify import check_alert_receiver
+
+    kubectl = AlertmanagerKubectl([(0, 0)], sns=[(5, 0), (6, 1)])  # e.g. AccessDenied from SNS or KMS
+    result = check_alert_receiver(validate_profile(mutated()), kubectl, sleep=lambda _: None)
+    assert result is not None and not result.passed
+    assert "could not deliver to the sns receiver" in result.detail and "Pod Identity" in result.detail
+
+
+def test_a_receiver_that_never_answers_is_named():
+    from manifests.verify import check_alert_receiver
+
+    kubectl = AlertmanagerKubectl([(3, 0)], sns=[(5, 0), (6, 0)])  # SNS took it, Slack saw nothing
+    result = check_alert_receiver(receiver_profile(), kubectl, sleep=lambda _: None)
+    assert result is not None and not result.passed and "no notification to slack within" in result.detail
+
+
+def test_no_monitoring_no_test_alert():
     from manifests.verify import check_alert_receiver
 
     kubectl = AlertmanagerKubectl([(0, 0)])
-    assert check_alert_receiver(validate_profile(mutated()), kubectl, sleep=lambda _: None) is None
+    off = validate_profile(mutated(addons__monitoring__enabled=False))
+    assert check_alert_receiver(off, kubectl, sleep=lambda _: None) is None
     assert kubectl.calls == []

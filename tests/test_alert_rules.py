@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from addons.monitoring.install import GPU_RULES
+from addons.monitoring.rules import GPU_RULES
 from components.node_monitoring import CRITICAL_XIDS
 from tests.cases import IN_CI
 
@@ -198,7 +198,7 @@ def test_an_allocated_gpu_idle_past_the_limit_warns_with_its_pod(promtool, tmp_p
 def test_the_idle_limit_is_the_profiles(synthesized):
     import yaml as _yaml
 
-    from addons.monitoring.install import gpu_rules
+    from addons.monitoring.rules import gpu_rules
 
     rules = {r["alert"]: r for g in gpu_rules(45)["groups"] for r in g["rules"] if "alert" in r}
     assert (

@@ -122,7 +122,7 @@ NOT_YET_THROUGH_PARTS = {
 }
 # Add-ons that still import another, and which (the same rule; may only shrink).
 NOT_YET_APART = {
-    "addons.monitoring.install": ["addons.gpu_operator", "addons.gpu_operator.gpu_health"],
+    "addons.monitoring.rules": ["addons.gpu_operator", "addons.gpu_operator.gpu_health"],
 }
 
 
@@ -270,10 +270,9 @@ def test_the_tenancy_rule_is_written_once() -> None:
 # A module reads in one sitting at 400 lines. These are still over it, each at most its size when the
 # limit came in: they may shrink (lower the number, or drop the line when under 400), never grow.
 LONG_MODULES = {
-    "manifests.verify": 716,
+    "manifests.verify": 713,
     "profiles.cluster": 519,
     "manifests.render": 478,
-    "addons.monitoring.install": 509,
     "profiles.models": 496,
 }
 

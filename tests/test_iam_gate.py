@@ -26,6 +26,7 @@ POLICY_ATTRIBUTES = {
     "aws_kms_key": {"policy": "resource"},
     "aws_s3_bucket_policy": {"policy": "resource"},
     "aws_sqs_queue_policy": {"policy": "resource"},
+    "aws_sns_topic_policy": {"policy": "resource"},
 }
 READ_ONLY = re.compile(r"^[a-z0-9-]+:(Describe|Get|List)[A-Za-z]*$")
 # Reads that hand out a secret: never "read-only" for the gate.

@@ -7,15 +7,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from addons.monitoring.install import GPU_RULES
+from addons.monitoring.rules import GPU_RULES
+from addons.trainer.alerts import progress_rules
 from components.dashboards import metric_names
 
 CONTRACT = json.loads((Path(__file__).parent / "fixtures" / "metrics" / "contract.json").read_text())
 
 
+# The platform's own rules and those the add-ons declare (the Trainer's progress alert).
+RULE_GROUPS = [*GPU_RULES["groups"], progress_rules()]
+
+
 def rule_metrics() -> dict[str, set[str]]:
     found = {}
-    for group in GPU_RULES["groups"]:
+    for group in RULE_GROUPS:
         for rule in group["rules"]:
             found[rule.get("alert") or rule["record"]] = metric_names(rule["expr"])
     return found
@@ -27,8 +32,9 @@ def provided() -> dict[str, set[str]]:
     for version, read in CONTRACT["dcgm-exporter"]["read_at"].items():
         for name in read["metrics"]:
             by_metric.setdefault(name, set()).add(f"dcgm-exporter {version}")
-    for name in CONTRACT["kube-state-metrics"]["metrics"]:
-        by_metric.setdefault(name, set()).add("kube-state-metrics")
+    for exporter in ("kube-state-metrics", "kubelet"):
+        for name in CONTRACT[exporter]["metrics"]:
+            by_metric.setdefault(name, set()).add(exporter)
     return by_metric
 
 

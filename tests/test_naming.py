@@ -20,6 +20,8 @@ NAMED = {
     "aws_iam_role": ("name", "iam_role"),
     "aws_cloudwatch_event_rule": ("name", "event_rule"),
     "aws_sqs_queue": ("name", "sqs_queue"),
+    "aws_sns_topic": ("name", "sns_topic"),
+    "aws_cloudwatch_metric_alarm": ("alarm_name", "metric_alarm"),
     "aws_s3_bucket": ("bucket", "s3_bucket"),
     "aws_ecr_repository": ("name", "ecr_repository"),
     "aws_codebuild_project": ("name", "codebuild_project"),

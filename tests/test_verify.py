@@ -138,6 +138,7 @@ class FakeKubectl:
         self.trainjob_log = torchrun_log() if trainjob_log is None else trainjob_log
         self.applied: list[str] = []
         self.calls: list[list[str]] = []
+        self.sns_published = 0
 
     ray_state = "Complete"
     ray_outcome = "SUCCEEDED "
@@ -154,6 +155,11 @@ class FakeKubectl:
             out = self.ray_state if "jobDeploymentStatus" in args[-1] else self.ray_outcome
         elif args[:2] == ["get", "nodes"]:
             out = log("nodes-p5.json")
+        elif args[:2] == ["get", "pods"] and "app.kubernetes.io/name=alertmanager" in args:
+            out = "alertmanager-monitoring-kube-prometheus-alertmanager-0"
+        elif args[0] == "exec" and "wget" in args:  # Alertmanager's /metrics: each read, one more publish to SNS
+            self.sns_published += 1
+            out = f'alertmanager_notifications_total{{integration="sns"}} {self.sns_published}\n'
         elif args[:2] == ["get", "pods"] and "app.kubernetes.io/name=eks-node-monitoring-agent" in args:
             out = log("agent-pods-p5.json")
         elif args[:2] == ["get", "pods"] and "app.kubernetes.io/name=gpu-health-check" in args:
@@ -182,6 +188,7 @@ def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
         "repair-loop",
         "gpu-health-check",
         "grafana-dashboards",
+        "alert-receiver",
         "gpu-smoke-test",
         "topology-check",
         "container-test",
@@ -501,7 +508,7 @@ def test_grafana_must_serve_every_provisioned_dashboard():
     results = run_checks(load_profile("p5-training"), kubectl=kubectl)
     (dashboards,) = [r for r in results if r.name == "grafana-dashboards"]
     assert not dashboards.passed and "karpenter" in dashboards.detail
-    (ask,) = [c for c in kubectl.calls if c[0] == "exec"]
+    (ask,) = [c for c in kubectl.calls if c[0] == "exec" and "deploy/monitoring-grafana" in c]
     assert ask[:7] == ["exec", "-n", "monitoring", "deploy/monitoring-grafana", "-c", "grafana", "--"]
     assert "GF_SECURITY_ADMIN_PASSWORD" in ask[-1] and "/api/search?type=dash-db" in ask[-1]
     from manifests.verify import check_dashboards

@@ -1,5 +1,6 @@
 """kube-prometheus-stack: Prometheus selecting monitors and rules cluster-wide, Grafana with an
-admin password that never appears in the JSON, and GPU recording and alerting rules."""
+admin password that never appears in the JSON, the platform's rules (rules.py) and alert delivery (alerting.py,
+notifications.py)."""
 
 from __future__ import annotations
 
@@ -10,173 +11,37 @@ from typing import Any
 from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
 from pydantic import Field
 
-from addons import gpu_operator
-from addons.gpu_operator.gpu_health import QUARANTINE_KEY, REASON_ANNOTATION
 from addons.monitoring import (
     ALERTMANAGER_POD,
+    ALERTMANAGER_SERVICE_ACCOUNT,
     DEFINITION,
     EFA_SIDECAR_IMAGE,
     RELEASE_NAME,
     AlertReceiver,
     MonitoringConfig,
 )
+from addons.monitoring.alerting import alertmanager_config
 from addons.monitoring.dashboards import DASHBOARDS
+from addons.monitoring.delivery import AlertDelivery
+from addons.monitoring.notifications import AlertTopics, AlertTopicsProps
+from addons.monitoring.rules import DEFAULT_IDLE_GPU_MINUTES, gpu_rules
 from components.dashboards import DASHBOARD_LABEL
 from components.expressions import expression, template_text
-from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath
+from components.helm.addon import AddonContext, Companions, HelmAddonSpec, Monitors, RuntimePath
 from components.helm.common import Placement, Toggle
 from components.helm.release import SensitiveValue, Values
-from components.k8s.namespaces import egress_https_outside_the_node, ingress_from_control_plane
+from components.k8s.namespaces import (
+    egress_https_outside_the_node,
+    egress_to_pod_identity_agent,
+    ingress_from_control_plane,
+)
 from components.k8s.security import NOBODY, non_root_container
 from components.labels import SYSTEM_NODES
-from components.node_monitoring import CRITICAL_XIDS
 
-DEFAULT_IDLE_GPU_MINUTES = 30
 # The Prometheus operator's admission webhook (PrometheusRule checks) listens here.
 OPERATOR_WEBHOOK_PORT = 10250
-GPU_OPERATOR_NAMESPACE = gpu_operator.DEFINITION.namespace
-
-
-# DCGM exporter labels its host Hostname up to 4.5.3-4.8.2 and hostname after (dcgm-exporter #655):
-# annotations print both, one of which is always empty (tests/fixtures/metrics/contract.json).
-# DCGM exporter semantics: DCGM_FI_DEV_XID_ERRORS is the last XID code seen (a gauge), not a
-# count, so alerts look at its current value; increase() over it would be meaningless.
-# FB_USED / FB_FREE are MiB gauges; their ratio is 0..1. These rules assume one cluster per Prometheus.
-# What a GPU alert's summary opens with: the GPU and its node, under either exporter's host label.
-ON_GPU = "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}{{ $labels.hostname }} "
-# The series whose last XID is one the node monitoring agent treats as fatal.
-CRITICAL_XID = " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in CRITICAL_XIDS)
-
-
-def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
-    """The platform's GPU rules; `idle_minutes` is how long an allocated GPU may sit idle."""
-    return {
-        "groups": [
-            {
-                "name": "gpu-platform",
-                "rules": [
-                    {
-                        "record": "gpu:framebuffer_used:ratio",
-                        "expr": "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)",
-                    },
-                    {
-                        # The XIDs the EKS node monitoring agent treats as fatal (its node condition makes
-                        # EKS repair the node): the same list, so the page and the repair agree.
-                        "alert": "GpuCriticalXid",
-                        "expr": CRITICAL_XID,
-                        "for": "0m",
-                        "labels": {"severity": "critical"},
-                        "annotations": {
-                            "summary": ON_GPU + "reported fatal XID {{ $value }}",
-                            "description": "The node monitoring agent marks the node unhealthy for this XID and EKS "
-                            "repairs it (reboot or replace) after its wait: move or checkpoint jobs on it now.",
-                        },
-                    },
-                    {
-                        "alert": "GpuXidCodeReported",
-                        "expr": f"DCGM_FI_DEV_XID_ERRORS != 0 unless ({CRITICAL_XID})",
-                        "for": "1m",
-                        "labels": {"severity": "warning"},
-                        "annotations": {
-                            "summary": ON_GPU + "last reported XID {{ $value }}",
-                            "description": "The value is the most recent XID code, not a count. "
-                            "Look the code up before draining: not every XID means failed hardware.",
-                        },
-                    },
-                    {
-                        # A GPU the device plugin reports unhealthy leaves the node's allocatable while
-                        # its capacity stays: the node runs, but a job sized for the whole node no
-                        # longer fits and the GPU is likely failing.
-                        "alert": "GpuAllocatableDropped",
-                        "expr": 'kube_node_status_capacity{resource="nvidia_com_gpu"} '
-                        '- kube_node_status_allocatable{resource="nvidia_com_gpu"} > 0',
-                        "for": "5m",
-                        "labels": {"severity": "critical"},
-                        "annotations": {
-                            "summary": "Node {{ $labels.node }} offers {{ $value }} GPU(s) fewer than it has",
-                            "description": "The device plugin marked GPUs unhealthy. Drain the node and let EKS "
-                            "repair it, or check nvidia-smi and the node monitoring agent's conditions.",
-                        },
-                    },
-                    {
-                        # The GPU health check (addons/gpu_operator/health_check.py) quarantined the node:
-                        # nothing new lands on it until three complete checks in a row pass; a person should look.
-                        "alert": "GpuNodeQuarantined",
-                        "expr": f'max by (node) (kube_node_spec_taint{{key="{QUARANTINE_KEY}"}}) > 0',
-                        "for": "1m",
-                        "labels": {"severity": "critical"},
-                        "annotations": {
-                            "summary": "GPU node {{ $labels.node }} failed its health check and is quarantined",
-                            "description": "The node takes no new pods. Its reasons are in the node's "
-                            f"{REASON_ANNOTATION} annotation (kubectl describe node); the taint goes after three "
-                            "complete, passing checks in a row, or replace the node.",
-                        },
-                    },
-                    {
-                        # Hopper, Ada and Ampere retire bad memory rows instead of pages: a failed
-                        # remap means the GPU can no longer repair its memory (replace the node).
-                        "alert": "GpuRowRemapFailed",
-                        "expr": "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0",
-                        "for": "0m",
-                        "labels": {"severity": "critical"},
-                        "annotations": {
-                            "summary": ON_GPU + "failed to remap a memory row",
-                            "description": "Its memory can no longer be repaired: drain the node and replace it.",
-                        },
-                    },
-                    {
-                        # The exporter labels a GPU's series with the pod it is allocated to, and an
-                        # uncorrectable error usually ends that pod: the new count then appears on a
-                        # new series. One series per GPU (its UUID), whoever holds it, lets the
-                        # alert compare before and after.
-                        "record": "gpu:uncorrectable_remapped_rows:max",
-                        "expr": "max by (UUID, gpu, Hostname, hostname) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)",
-                    },
-                    {
-                        # A row remapped for an uncorrectable error: the job that touched it saw the
-                        # error, and the remap takes effect only after the GPU is reset. Fires for an
-                        # hour after the count rises (the exporter declares the field a counter).
-                        "alert": "GpuUncorrectableMemoryError",
-                        "expr": "increase(gpu:uncorrectable_remapped_rows:max[1h]) > 0",
-                        "for": "0m",
-                        "labels": {"severity": "critical"},
-                        "annotations": {
-                            "summary": ON_GPU + "remapped a row after an uncorrectable memory error",
-                            "description": "Jobs on this GPU may have failed or computed wrong results; drain the "
-                            "node and reboot it so the remap takes effect.",
-                        },
-                    },
-                    {
-                        "record": "namespace:gpu_requesting_pods_pending:count",
-                        "expr": "count by (namespace) ("
-                        'max by (namespace, pod) (kube_pod_status_phase{phase="Pending"} == 1) '
-                        "and on (namespace, pod) "
-                        "max by (namespace, pod) "
-                        '(kube_pod_container_resource_requests{resource="nvidia_com_gpu"} > 0))',
-                    },
-                    {
-                        # The exporter labels a GPU with the pod it is allocated to (the GPU Operator's
-                        # ServiceMonitor keeps those labels: honorLabels); an unallocated GPU carries
-                        # the exporter's own pod and namespace instead.
-                        "alert": "GpuAllocatedIdle",
-                        "expr": f'DCGM_FI_DEV_GPU_UTIL{{namespace!="{GPU_OPERATOR_NAMESPACE}", pod!=""}} == 0',
-                        "for": f"{idle_minutes}m",
-                        "labels": {"severity": "warning"},
-                        "annotations": {
-                            "summary": "GPU {{ $labels.gpu }} of pod {{ $labels.namespace }}/{{ $labels.pod }} "
-                            f"has been idle for {idle_minutes} minutes",
-                            "description": "The GPU is allocated but does no work: free it for queued jobs "
-                            "(end the pod, or cull the notebook).",
-                        },
-                    },
-                ],
-            }
-        ],
-    }
-
-
-# The rules with their defaults (what the tests judge with promtool).
-GPU_RULES = gpu_rules()
+# The PrometheusRule (the chart's additionalPrometheusRulesMap key) of the rules other add-ons declare.
+ADDON_RULES = "platform-addons"
 
 
 class PrometheusValues(Values):
@@ -230,40 +95,10 @@ def dashboard_config_maps(namespace: str, dashboards: tuple[dict[str, Any], ...]
     ]
 
 
-# Alertmanager mounts each Secret of alertmanagerSpec.secrets here (the Prometheus operator's
-# convention), so its configuration names the credential's file, never the credential.
-ALERTMANAGER_SECRETS = "/etc/alertmanager/secrets"
-CRITICAL_RECEIVER = "platform-critical"
-# The Secret key each receiver type reads.
-RECEIVER_KEYS = {"slack": "url", "pagerduty": "routing_key"}
-
-
-def alertmanager_config(receiver: AlertReceiver) -> dict[str, Any]:
-    """Alerts of severity critical (and, if the profile says so, warning) go to the profile's
-    receiver; the rest (the chart's Watchdog, info) to nothing. Grouped per alert and GPU node,
-    re-sent every 4 hours while they fire."""
-    credential = f"{ALERTMANAGER_SECRETS}/{receiver.secret_name}/{RECEIVER_KEYS[receiver.type]}"
-    severities = "critical|warning" if receiver.warnings else "critical"
-    configs = (
-        {"slack_configs": [{"api_url_file": credential, "send_resolved": True}]}
-        if receiver.type == "slack"
-        else {"pagerduty_configs": [{"routing_key_file": credential, "send_resolved": True}]}
-    )
-    return {
-        "route": {
-            "receiver": "null",
-            # One group per node: the DCGM exporter's host label (Hostname, hostname from 4.6).
-            "group_by": ["alertname", "namespace", "Hostname", "hostname"],
-            "repeat_interval": "4h",
-            "routes": [{"matchers": [f'severity=~"{severities}"'], "receiver": CRITICAL_RECEIVER}],
-        },
-        "receivers": [{"name": "null"}, {"name": CRITICAL_RECEIVER, **configs}],
-    }
-
-
 class AlertmanagerValues(Values):
     alertmanager_spec: dict[str, Any]
-    config: dict[str, Any] | None = None
+    config: dict[str, Any]
+    service_account: dict[str, Any] = Field(default_factory=lambda: {"name": ALERTMANAGER_SERVICE_ACCOUNT})
 
 
 # EFA port counters through node-exporter's textfile collector: a sidecar in node-exporter's own
@@ -337,6 +172,9 @@ def monitoring_values(
     grafana_secret: str | None,
     monitors: tuple[dict[str, Any], ...] = (),
     pod_monitors: tuple[dict[str, Any], ...] = (),
+    rule_groups: tuple[dict[str, Any], ...] = (),
+    delivery: AlertDelivery,
+    region: str,
     receiver: AlertReceiver | None = None,
     idle_gpu_minutes: int = DEFAULT_IDLE_GPU_MINUTES,
 ) -> MonitoringValues:
@@ -367,13 +205,23 @@ def monitoring_values(
             admin=GrafanaAdmin(existing_secret=grafana_secret) if grafana_secret else None,
             sidecar=GrafanaSidecar(dashboards=DashboardSidecar(search_namespace=DEFINITION.namespace)),
         ),
-        additional_prometheus_rules_map={"gpu-platform": gpu_rules(idle_gpu_minutes)},
+        additional_prometheus_rules_map={
+            "gpu-platform": gpu_rules(idle_gpu_minutes),
+            # The rules other add-ons declare about their workloads (Monitors.rule_groups).
+            **({ADDON_RULES: {"groups": list(rule_groups)}} if rule_groups else {}),
+        },
         alertmanager=AlertmanagerValues(
-            alertmanager_spec={"secrets": [receiver.secret_name], "nodeSelector": dict(SYSTEM_NODES)},
-            config=alertmanager_config(receiver),
-        )
-        if receiver
-        else None,
+            alertmanager_spec={
+                **({"secrets": [receiver.secret_name]} if receiver else {}),
+                "nodeSelector": dict(SYSTEM_NODES),
+            },
+            config=alertmanager_config(
+                receiver,
+                topic_arn=delivery.topic_arn,
+                heartbeat_topic_arn=delivery.heartbeat_topic_arn,
+                region=region,
+            ),
+        ),
     )
 
 
@@ -419,12 +267,36 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
                 port=OPERATOR_WEBHOOK_PORT,
             ),
             RuntimePath(
-                what="nothing in monitoring calls the internet unless a receiver is set",
+                what="Prometheus itself calls nothing outside the cluster (only Alertmanager delivers)",
                 direction="Egress",
                 peer="internet",
                 port=443,
                 pod_labels={"app.kubernetes.io/name": "prometheus"},
                 open=False,
+            ),
+            # Alertmanager v0.34.0's SNS notifier: credentials from the Pod Identity agent on the
+            # node, then Publish to sns.<region>.amazonaws.com over HTTPS, through the NAT gateway
+            # or an SNS interface endpoint in the VPC (notify/sns/sns.go; addons/monitoring/alerting.py).
+            RuntimePath(
+                what="Alertmanager gets its role's credentials from the node's Pod Identity agent",
+                direction="Egress",
+                peer="pod-identity-agent",
+                port=80,
+                pod_labels=ALERTMANAGER_POD,
+            ),
+            RuntimePath(
+                what="Alertmanager publishes to SNS's regional endpoint through the NAT gateway",
+                direction="Egress",
+                peer="internet",
+                port=443,
+                pod_labels=ALERTMANAGER_POD,
+            ),
+            RuntimePath(
+                what="Alertmanager publishes to SNS through an interface endpoint in the VPC",
+                direction="Egress",
+                peer="vpc",
+                port=443,
+                pod_labels=ALERTMANAGER_POD,
             ),
         ]
         if settings.alert_receiver:
@@ -440,19 +312,11 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
         return tuple(paths)
 
     def network_allows(self, ctx: AddonContext, settings: MonitoringConfig) -> dict[str, dict[str, Any]]:
-        receiver = (
-            # Alertmanager reaches Slack's or PagerDuty's HTTPS API.
-            {
-                "allow-alert-receiver": {
-                    "podSelector": {"matchLabels": ALERTMANAGER_POD},
-                    **egress_https_outside_the_node(),
-                }
-            }
-            if settings.alert_receiver
-            else {}
-        )
+        alertmanager = {"podSelector": {"matchLabels": ALERTMANAGER_POD}}
         return {
-            **receiver,
+            # Alertmanager reaches SNS (and Slack's or PagerDuty's HTTPS API), with its Pod Identity credentials.
+            "allow-alert-delivery": {**alertmanager, **egress_https_outside_the_node()},
+            "allow-alertmanager-pod-identity": {**alertmanager, **egress_to_pod_identity_agent()},
             # Prometheus scrapes pods in every namespace and the nodes (kubelet, node-exporter).
             "allow-scrape-targets": {
                 "policyTypes": ["Egress"],
@@ -471,9 +335,32 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
             grafana_secret=None if from_variable else settings.grafana_admin_secret_name,
             monitors=ctx.monitors.service_monitors,
             pod_monitors=ctx.monitors.pod_monitors,
+            rule_groups=ctx.monitors.rule_groups,
+            delivery=self._delivery(ctx),
+            region=ctx.config.region,
             receiver=settings.alert_receiver,
             idle_gpu_minutes=settings.idle_gpu_alert_minutes,
         )
+
+    def companions(self, ctx: AddonContext, settings: MonitoringConfig) -> Companions:
+        # The topics, the heartbeat alarm and Alertmanager's role, before its pods start.
+        topics = AlertTopics(
+            ctx.scope,
+            "alert-topics",
+            props=AlertTopicsProps(
+                platform_name=ctx.config.name,
+                region=ctx.config.region,
+                cluster_name=ctx.cluster.cluster_name,
+                namespace=self.release_namespace(settings),
+                service_account=ALERTMANAGER_SERVICE_ACCOUNT,
+                emails=tuple(settings.alert_emails),
+            ),
+        )
+        return Companions(ready=topics.ready, record=topics.delivery)
+
+    @staticmethod
+    def _delivery(ctx: AddonContext) -> AlertDelivery:
+        return ctx.own_companion(AlertDelivery)
 
     def depends_on(self, ctx: AddonContext) -> tuple[ITerraformDependable, ...]:
         return (ctx.storage_class_ready,)

@@ -1,14 +1,25 @@
-"""kube-prometheus-stack's contributions: Grafana on a tenant's day-one page."""
+"""kube-prometheus-stack's contributions: Grafana on a tenant's day-one page, and the warning when
+nobody is subscribed to the alert topic."""
 
 from __future__ import annotations
 
-from addons.monitoring import DEFINITION, GRAFANA_DEPLOYMENT, GRAFANA_PORT
+from collections.abc import Mapping
+from typing import ClassVar
+
+from addons.monitoring import DEFINITION, GRAFANA_DEPLOYMENT, GRAFANA_PORT, alert_warnings
+from addons.monitoring.delivery import AlertDelivery
 from addons.parts import AddonParts, GuidePart, WebUi
 from profiles.models import PlatformConfig
 from profiles.workloads import TenantConfig
+from stacks.contracts import AddonRecord
 
 
 class MonitoringParts(AddonParts):
+    records: ClassVar[Mapping[str, type[AddonRecord]]] = {"addons": AlertDelivery}
+
+    def warnings(self, config: PlatformConfig) -> tuple[str, ...]:
+        return tuple(alert_warnings(config))
+
     def guide(self, config: PlatformConfig, tenant: TenantConfig) -> GuidePart:
         namespace = DEFINITION.namespace_of(DEFINITION.settings(config))
         ui = WebUi(

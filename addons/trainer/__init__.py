@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from addons.definition import AddonDefinition, ReleaseConfig
+from addons.definition import AddonDefinition, PlatformConfig, ReleaseConfig
 from profiles.versions import ChartRef
 
 # The runtimes' image on node groups without EFA (no EFA, no network plugin to carry). CUDA 12.8,
@@ -40,3 +40,20 @@ DEFINITION = AddonDefinition(
     ),
     namespace="kubeflow-system",
 )
+
+
+def checkpoint_warnings(config: PlatformConfig) -> list[str]:
+    """A profile whose runtimes checkpoint to FSx with no association exporting them to S3: they
+    live on the file system alone (a SCRATCH_2 one loses them with a failed server)."""
+    fsx = config.storage.fsx
+    # Without associations there are no tenant directories: the runtimes checkpoint to the bucket.
+    if not DEFINITION.enabled(config) or not fsx.enabled or not fsx.data_repository_associations:
+        return []
+    if fsx.checkpoint_export is not None:
+        return []
+    return [
+        "warning: the Trainer runtimes checkpoint to each tenant's FSx directory /checkpoints, which no data "
+        "repository association exports to S3: checkpoints live on the file system alone. Add "
+        "{file_system_path: /checkpoints, bucket: checkpoints, import_events: [], export_events: [NEW, CHANGED]} "
+        "to storage.fsx.data_repository_associations."
+    ]

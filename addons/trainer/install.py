@@ -10,7 +10,8 @@ from typing import Any
 from pydantic import Field
 
 from addons.trainer import DEFINITION, TrainerConfig
-from components.helm.addon import AddonContext, HelmAddonSpec, RuntimePath
+from addons.trainer.alerts import progress_rules
+from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath
 from components.helm.release import Values
 from components.k8s.namespaces import ingress_from_control_plane
 from components.labels import SYSTEM_NODES
@@ -49,6 +50,10 @@ class TrainerAddon(HelmAddonSpec[TrainerConfig]):
             manager=Manager(node_selector=dict(SYSTEM_NODES)),
             jobset=JobSet(controller=JobSetController(node_selector=dict(SYSTEM_NODES))),
         )
+
+    def monitors(self, settings: TrainerConfig) -> Monitors:
+        # A training pod that stopped making progress (its liveness probe on the progress file fails).
+        return Monitors(rule_groups=(progress_rules(),))
 
     def runtime_paths(self, settings: TrainerConfig) -> tuple[RuntimePath, ...]:
         return (

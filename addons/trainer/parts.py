@@ -4,7 +4,7 @@ and the workloads layer applies the platform's runtimes (one per GPU node group)
 from __future__ import annotations
 
 from addons.parts import AddonParts, GuideJob, GuidePart, ObjectGroup, WorkloadsContext
-from addons.trainer import DEFINITION, EFA_TORCH_PROJECT_IMAGE
+from addons.trainer import DEFINITION, EFA_TORCH_PROJECT_IMAGE, checkpoint_warnings
 from addons.trainer.runtimes import CHECKPOINTS_MOUNT, FSX_MOUNT, TenantVolumes, runtime_objects
 from components.k8s.pod_sources import PodSource
 from components.k8s.tenant_rbac import TenantResources
@@ -53,11 +53,20 @@ class TrainerParts(AddonParts):
     def tenant_resources(self, config: PlatformConfig) -> tuple[TenantResources, ...]:
         return (TRAIN_JOBS,)
 
+    def warnings(self, config: PlatformConfig) -> tuple[str, ...]:
+        return tuple(checkpoint_warnings(config))
+
     def pod_sources(self, config: PlatformConfig) -> tuple[PodSource, ...]:
         return (TRAIN_JOB_PODS,)
 
     def workload_objects(self, ctx: WorkloadsContext) -> tuple[ObjectGroup, ...]:
-        volumes = TenantVolumes(fsx=ctx.fsx_tenant_volume, checkpoints="checkpoints" in ctx.storage.bucket_names)
+        export = ctx.config.storage.fsx.checkpoint_export
+        volumes = TenantVolumes(
+            fsx=ctx.fsx_tenant_volume,
+            checkpoints="checkpoints" in ctx.storage.bucket_names,
+            # Where an association exports to the checkpoints bucket, the runtimes checkpoint there.
+            **({"fsx_checkpoints": export.file_system_path} if export else {}),
+        )
         runtimes = runtime_objects(
             ctx.config.cluster.gpu_node_groups, DEFINITION.settings(ctx.config), volumes, efa_image=efa_torch_image(ctx)
         )

@@ -38,6 +38,8 @@ from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
 from profiles.cluster import GpuNodeGroupConfig
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
+# The container Trainer runs torchrun in (the runtime's node replicated job).
+TRAINER_CONTAINER = "node"
 FSX_MOUNT = "/fsx"
 CHECKPOINTS_MOUNT = "/checkpoints"
 CHECKPOINTS = tenancy.s3_volume("checkpoints")
@@ -58,6 +60,10 @@ class TenantVolumes:
     """The FSx file system has tenant directories (each tenant's `fsx` claim)."""
     checkpoints: bool
     """The checkpoints bucket exists (each tenant's `s3-checkpoints` claim)."""
+    fsx_checkpoints: str = "/checkpoints"
+    """The directory of the tenant's FSx volume that checkpoints go to: the file system path of the
+    association exporting to the checkpoints bucket (storage.fsx.checkpoint_export) when there is
+    one, so every checkpoint also reaches S3; else /checkpoints, on FSx only."""
 
 
 # NCCL logs the network it chose at INFO (manifests/nccl_transport.py reads those lines).
@@ -122,7 +128,11 @@ def pod_failure_policy() -> dict[str, Any]:
             {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
             {
                 "action": "FailJob",
-                "onExitCodes": {"containerName": "node", "operator": "In", "values": list(NO_RESTART_EXIT_CODES)},
+                "onExitCodes": {
+                    "containerName": TRAINER_CONTAINER,
+                    "operator": "In",
+                    "values": list(NO_RESTART_EXIT_CODES),
+                },
             },
         ]
     }
@@ -239,7 +249,8 @@ def fault_env(volumes: TenantVolumes) -> list[dict[str, Any]]:
             "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{RESTART_ATTEMPT_ANNOTATION}']"}},
         },
     ]
-    base = f"{FSX_MOUNT}/checkpoints" if volumes.fsx else CHECKPOINTS_MOUNT if volumes.checkpoints else None
+    on_fsx = f"{FSX_MOUNT}{volumes.fsx_checkpoints}"
+    base = on_fsx if volumes.fsx else CHECKPOINTS_MOUNT if volumes.checkpoints else None
     if base is not None:
         # $(NAME) takes a variable defined earlier in the list (Kubernetes' dependent variables).
         env.append({"name": CHECKPOINT_DIR_ENV, "value": f"{base}/$({TRAINJOB_NAME_ENV})"})
@@ -278,7 +289,7 @@ def torch_runtime(
         pod_volumes.append({"name": "checkpoints", "persistentVolumeClaim": {"claimName": CHECKPOINTS}})
         mounts.append({"name": "checkpoints", "mountPath": CHECKPOINTS_MOUNT})
     container = {
-        "name": "node",  # the container Trainer runs torchrun in
+        "name": TRAINER_CONTAINER,
         "image": runtime_image(group, settings, efa_image),
         "env": [*([*EFA_ENV, dict(NCCL_DEBUG_INFO)] if efa else []), *fault_env(volumes)],
         # No memory limit: loading a model takes what it takes; the request keeps room for /dev/shm.

@@ -39,6 +39,9 @@ class Monitors:
     """PodMonitor specs (additionalPodMonitors entries)."""
     dashboards: tuple[dict[str, Any], ...] = ()
     """Grafana dashboard models (components/dashboards.py), provisioned by the add-on that runs Grafana."""
+    rule_groups: tuple[dict[str, Any], ...] = ()
+    """Prometheus rule groups about the add-on's workloads (a PrometheusRule's `groups` entries),
+    loaded by the add-on that runs Prometheus."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,50 @@
+"""A Capacity Block's window on its managed node group: scheduled actions on the group's Auto
+Scaling group at the block's start and before its end (components/node_groups.py calls it)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from cdktf_cdktf_provider_aws.autoscaling_schedule import AutoscalingSchedule
+from cdktf_cdktf_provider_aws.eks_node_group import EksNodeGroup
+from constructs import Construct
+
+from profiles.capacity import STAMP
+from profiles.cluster import CapacityBlock, GpuNodeGroupConfig
+
+
+def block_schedules(
+    scope: Construct, cfg: GpuNodeGroupConfig, block: CapacityBlock, group: EksNodeGroup, now: datetime
+) -> None:
+    """The two ends of a Capacity Block's window as scheduled actions on the group's Auto Scaling
+    group: up to the profile's sizes at the start (only while it is still ahead), to zero
+    drain_minutes before the end (only while that is ahead). AWS refuses a one-time action in the
+    past and deletes one once it has run, so a time already passed is left out; a block whose drain
+    has passed gets no action at all, and synthesis warns (stacks/platform.py). EC2 begins to
+    terminate the instances 30 minutes before the end (profiles/capacity.py cites it): the drain,
+    45 minutes or more before, lets pods stop and jobs checkpoint first."""
+    state = block.state(now)
+    if state in ("draining", "ended"):
+        return
+    asg = group.resources.get(0).autoscaling_groups.get(0).name
+    if state == "scheduled":
+        AutoscalingSchedule(
+            scope,
+            "scale-up-when-block-starts",
+            scheduled_action_name=f"{cfg.name}-scale-up-when-block-starts",
+            autoscaling_group_name=asg,
+            start_time=block.starts_at.strftime(STAMP),
+            min_size=cfg.min_size,
+            max_size=cfg.max_size,
+            desired_capacity=cfg.desired_size,
+        )
+    AutoscalingSchedule(
+        scope,
+        "drain-before-block-ends",
+        scheduled_action_name=f"{cfg.name}-drain-before-block-ends",
+        autoscaling_group_name=asg,
+        start_time=block.drain_starts.strftime(STAMP),
+        min_size=0,
+        max_size=0,
+        desired_capacity=0,
+    )
