@@ -93,7 +93,7 @@ class WorkloadsStack(LayerStack):
                 ),
             )
             self.objects += objects.objects
-            tenant_namespaces.append(objects.resources[f"namespace-{tenant.name}"])
+            tenant_namespaces.append(objects.dependable(f"namespace-{tenant.name}"))
             TenantIdentity(
                 self,
                 f"tenant-{tenant.name}-identity",

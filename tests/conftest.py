@@ -32,6 +32,9 @@ from tests.cases import (
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# The bindings' run-time argument checks, which synthesis leaves out (toolchain.py), run in the
+# tests, here and in the processes they start.
+os.environ.setdefault("GPU_PLATFORM_BINDING_TYPE_CHECKS", "1")
 toolchain.prepare()
 
 

@@ -247,7 +247,7 @@ class AddonSpec(Generic[AnySettingsT]):
             f"{self.key.replace('_', '-')}-namespace",
             props=KubernetesObjectsProps(objects=(*namespace_objects(guard, api=ctx.api_server), *extras)),
         )
-        return tuple(objects.resources.values())
+        return objects.dependables()
 
     def install(self, ctx: AddonContext) -> InstalledAddon:
         raise NotImplementedError

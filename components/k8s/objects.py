@@ -1,15 +1,30 @@
-"""Apply a list of Kubernetes manifests through the kubernetes provider's `kubernetes_manifest`."""
+"""Apply a list of Kubernetes manifests through the kubernetes provider's `kubernetes_manifest`.
+
+A group's objects are rendered as data by one element, the same JSON byte for byte as one
+`Manifest` construct per object: each `Manifest` was a jsii round trip with its arguments
+type-checked (about 2.5 ms, some 100 per profile, and more Node work at synthesis). The element
+hands cdktf the resources' JSON (`manifest`, `depends_on`, `timeouts` and the `//` metadata, under
+the ids the constructs had) when the stack is synthesized. Only what another resource depends on
+gets a construct of its own: a bare element at the object's path, whose address is the object's.
+
+The HCL export keeps a `Manifest` per object (cdktf's HCL renderer needs real resources), and so
+does GPU_PLATFORM_PLAIN_MANIFESTS=1; tests/test_manifests_as_data.py compares the two ways' JSON.
+"""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdktf import ITerraformDependable
+from cdktf import ITerraformDependable, TerraformElement
 from cdktf_cdktf_provider_kubernetes.manifest import Manifest, ManifestTimeouts
 from constructs import Construct
 
 from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
+from components.logical_ids import unique_id
+
+RESOURCE_TYPE = "kubernetes_manifest"
 
 
 def object_id(obj: dict[str, Any]) -> str:
@@ -19,37 +34,110 @@ def object_id(obj: dict[str, Any]) -> str:
     return "-".join(part for part in parts if part)
 
 
+def objects_as_data() -> bool:
+    """Render objects as data, unless cdktf renders HCL (the same test cdktf's stack makes) or
+    GPU_PLATFORM_PLAIN_MANIFESTS=1 asks for a construct per object."""
+    return (
+        os.environ.get("SYNTH_HCL_OUTPUT") not in ("true", "1")
+        and os.environ.get("GPU_PLATFORM_PLAIN_MANIFESTS") != "1"
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class KubernetesObjectsProps:
     objects: tuple[dict[str, Any], ...]
     """Complete Kubernetes objects (apiVersion, kind, metadata, ...), one kubernetes_manifest each."""
     depends_on: tuple[ITerraformDependable, ...] = field(default=())
-    """Applied after these. Default: nothing."""
+    """Applied after these: other groups' objects (`KubernetesObjects.dependable`). Default: nothing."""
+
+
+class _ObjectAddress(TerraformElement):
+    """A stand-in for one rendered object, to depend on: an element at the object's construct path
+    has the object's logical id, so its `fqn` is the object's address. It renders nothing."""
+
+    def __init__(self, scope: Construct, key: str, *, address: str):
+        super().__init__(scope, key, RESOURCE_TYPE)
+        self.address = address
+
+
+class _RenderedObjects(TerraformElement):
+    """The group's kubernetes_manifest resources as JSON, given to cdktf when it synthesizes."""
+
+    def __init__(self, scope: Construct, id_: str, *, resources: dict[str, dict[str, Any]]):
+        super().__init__(scope, id_)
+        self._resources = resources
+
+    def to_terraform(self) -> Any:
+        return {"resource": {RESOURCE_TYPE: self._resources}}
 
 
 class KubernetesObjects(Construct):
-    """Exposes `objects` (the manifests) and `resources` by object id."""
+    """Exposes `objects` (the manifests) and `dependable(key)` / `dependables()` to wait for them."""
 
     def __init__(self, scope: Construct, id_: str, *, props: KubernetesObjectsProps):
         super().__init__(scope, id_)
         self._objects = list(props.objects)
-        self._resources: dict[str, Manifest] = {}
+        self._dependables: dict[str, ITerraformDependable] = {}
+        self._addresses: dict[str, str] = {}
+        if objects_as_data():
+            self._render(props)
+        else:
+            self._construct(props)
+
+    def _construct(self, props: KubernetesObjectsProps) -> None:
         for obj in self._objects:
             key = object_id(obj)
             # Namespaces first: every namespaced object waits for its namespace.
-            namespace = self._resources.get(f"namespace-{obj['metadata'].get('namespace')}")
+            namespace = self._dependables.get(f"namespace-{obj['metadata'].get('namespace')}")
             depends = [*props.depends_on, *([namespace] if namespace else [])]
             timeouts = (
                 ManifestTimeouts(delete=f"{NAMESPACE_DELETE_TIMEOUT_MINUTES}m") if obj["kind"] == "Namespace" else None
             )
-            self._resources[key] = Manifest(self, key, manifest=obj, depends_on=depends or None, timeouts=timeouts)
+            self._dependables[key] = Manifest(self, key, manifest=obj, depends_on=depends or None, timeouts=timeouts)
+
+    def _render(self, props: KubernetesObjectsProps) -> None:
+        path = self.node.path
+        below_stack = path.split("/")[1:]  # the layer stacks are the App's children (stacks/platform.py)
+        after = [_address_of(d) for d in props.depends_on]
+        resources: dict[str, dict[str, Any]] = {}
+        for obj in self._objects:
+            key = object_id(obj)
+            logical_id = unique_id([*below_stack, key])
+            if logical_id in resources:  # as cdktf refuses two constructs of one id
+                raise ValueError(f"{path} has two objects {key!r}")
+            namespace = self._addresses.get(f"namespace-{obj['metadata'].get('namespace')}")
+            resource: dict[str, Any] = {"manifest": obj}
+            if depends := [*after, *([namespace] if namespace else [])]:
+                resource["depends_on"] = depends
+            if obj["kind"] == "Namespace":
+                resource["timeouts"] = {"delete": f"{NAMESPACE_DELETE_TIMEOUT_MINUTES}m"}
+            resource["//"] = {"metadata": {"path": f"{path}/{key}", "uniqueId": logical_id}}
+            resources[logical_id] = resource
+            self._addresses[key] = f"{RESOURCE_TYPE}.{logical_id}"
+        # An id no object has: object ids always join a kind and a name with "-".
+        _RenderedObjects(self, "objects", resources=resources)
 
     @property
     def objects(self) -> list[dict[str, Any]]:
         """The objects as given."""
         return self._objects
 
-    @property
-    def resources(self) -> dict[str, Manifest]:
-        """The kubernetes_manifest resources, by object key."""
-        return self._resources
+    def dependable(self, key: str) -> ITerraformDependable:
+        """The object with this `object_id`, to depend on."""
+        if key not in self._dependables:
+            if key not in self._addresses:
+                raise KeyError(f"{self.node.id} has no object {key!r}")
+            self._dependables[key] = _ObjectAddress(self, key, address=self._addresses[key])
+        return self._dependables[key]
+
+    def dependables(self) -> tuple[ITerraformDependable, ...]:
+        """Every object, in the order given, to depend on."""
+        return tuple(self.dependable(object_id(obj)) for obj in self._objects)
+
+
+def _address_of(dependable: ITerraformDependable) -> str:
+    """The address of another group's object: rendered objects can wait only for those, whose
+    addresses are known here; Terraform's other resources have theirs only in Node."""
+    if not isinstance(dependable, _ObjectAddress):
+        raise TypeError(f"Kubernetes objects rendered as data wait only for other groups' objects, not {dependable!r}")
+    return dependable.address

@@ -1,0 +1,100 @@
+"""Kubernetes objects rendered as data (components/k8s/objects.py) are the JSON a `Manifest` per
+object writes, byte for byte, under the same addresses; only the construct tree is smaller."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from cdktf import App, TerraformElement, TerraformStack
+from cdktf_cdktf_provider_kubernetes.manifest import Manifest
+from constructs import Construct
+
+from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
+from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps, objects_as_data
+from components.logical_ids import unique_id
+from stacks import LAYERS
+from stacks.platform import synthesize
+from tests.cases import FIXTURES, SHIPPED, TEST_SECRETS
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ["single"],
+        ["with.dots and spaces"],
+        ["tenant-ml-team", "namespace-ml-team"],
+        ["group", "Default", "object"],  # hidden from the id and the hash
+        ["group", "Resource", "object"],  # hashed, not shown
+        ["tenant-ml", "ml", "x"],  # a component its predecessor ends with is not repeated
+        ["a" * 150, "b" * 150],  # the readable part is cut at 240 characters
+        ["c" * 300],  # one component too long to be the id by itself
+    ],
+)
+def test_logical_ids_are_cdktfs(path):
+    stack = TerraformStack(App(), "layer")
+    scope: Construct = stack
+    for component in path[:-1]:
+        scope = Construct(scope, component)
+    element = TerraformElement(scope, path[-1], "kubernetes_manifest")
+    assert unique_id(path) == element.friendly_unique_id
+
+
+@pytest.mark.parametrize("profile", SHIPPED + FIXTURES)
+def test_json_is_byte_identical_with_a_manifest_per_object(synthesized, profile):
+    """The session's synthesis renders objects as data; the same profile with a `Manifest` per
+    object writes the same bytes in every layer."""
+    assert objects_as_data()
+    folder = synthesized.folder(profile)
+    config = synthesized.configs[profile]
+    # The same depth below the output root as the session's, so the relative state paths match.
+    plain_root = folder.parent.parent / f"{folder.parent.name}-plain"
+    with mock.patch.dict(os.environ, {**TEST_SECRETS, "GPU_PLATFORM_PLAIN_MANIFESTS": "1"}):
+        assert not objects_as_data()
+        synthesize(config, str(plain_root / profile), state_dir=plain_root / "state" / config.name)
+    for layer in LAYERS:
+        data_json = (folder / "stacks" / layer / "cdk.tf.json").read_bytes()
+        plain_json = (plain_root / profile / "stacks" / layer / "cdk.tf.json").read_bytes()
+        assert data_json == plain_json, f"{profile} {layer}: the two ways differ"
+
+
+def test_object_groups_are_not_a_construct_per_object(synthesized, tmp_path):
+    """Only the Jobs and the for_each manifest stay `Manifest` constructs."""
+    profile = SHIPPED[0]
+    config = synthesized.configs[profile]
+    platform = synthesize(config, str(tmp_path / profile), state_dir=tmp_path / "state")
+    for layer in ("addons", "workloads"):
+        stack = getattr(platform, layer)
+        constructs = sum(isinstance(node, Manifest) for node in stack.node.find_all())
+        written = len(synthesized.resources(profile, layer, "kubernetes_manifest"))
+        assert constructs < written / 5, (layer, constructs, written)
+
+
+def test_rendered_objects_wait_for_their_namespace_and_other_groups(tmp_path: Path):
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "team"}}
+    app = App(outdir=str(tmp_path))
+    stack = TerraformStack(app, "layer")
+    first = KubernetesObjects(stack, "first", props=KubernetesObjectsProps(objects=(namespace, config_map)))
+    KubernetesObjects(
+        stack,
+        "second",
+        props=KubernetesObjectsProps(
+            objects=({**config_map, "metadata": {"name": "d", "namespace": "team"}},),
+            depends_on=(first.dependable("namespace-team"),),
+        ),
+    )
+    resources = stack.to_terraform()["resource"]["kubernetes_manifest"]
+    ns_id, cm_id, other_id = (
+        unique_id(p)
+        for p in (["first", "namespace-team"], ["first", "configmap-team-c"], ["second", "configmap-team-d"])
+    )
+    assert set(resources) == {ns_id, cm_id, other_id}
+    assert resources[ns_id]["timeouts"] == {"delete": f"{NAMESPACE_DELETE_TIMEOUT_MINUTES}m"}
+    assert resources[cm_id]["depends_on"] == [f"kubernetes_manifest.{ns_id}"]
+    assert resources[other_id]["depends_on"] == [f"kubernetes_manifest.{ns_id}"]
+    assert resources[cm_id]["//"]["metadata"] == {"path": "layer/first/configmap-team-c", "uniqueId": cm_id}
+    with pytest.raises(TypeError, match="other groups' objects"):
+        KubernetesObjects(stack, "third", props=KubernetesObjectsProps(objects=(namespace,), depends_on=(stack,)))  # type: ignore[arg-type]
