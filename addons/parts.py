@@ -81,6 +81,10 @@ class ObjectGroup:
     """Applied once the tenant namespaces exist (namespaced objects in them)."""
     first: bool = False
     """Applied before the tenant namespaces (what tenants' pods land on, e.g. node pools)."""
+    force_conflicts: bool = False
+    """Terraform's apply takes back the fields another field manager changed (objects the platform's
+    own jobs patch between applies, e.g. the ClusterQueues a Capacity Block's CronJobs patch):
+    without it, the kubernetes provider's server-side apply fails with a field manager conflict."""
 
 
 @dataclass(frozen=True, kw_only=True)

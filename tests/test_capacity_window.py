@@ -235,3 +235,19 @@ def test_the_workloads_layer_applies_the_window_closed_with_its_cron_jobs_and_al
     assert ("PrometheusRule", "capacity-blocks") in kinds
     (queue,) = [m for m in manifests if m["kind"] == "ClusterQueue"]
     assert admitted_flavor([queue]) is None
+
+
+def test_terraform_takes_back_the_queues_the_cron_jobs_patched(synthesized):
+    """A CronJob's JSON patch makes its field manager the owner of the ClusterQueue's
+    spec.resourceGroups, an atomic list (Kueue v0.19.2 apis/kueue/v1beta2/clusterqueue_types.go 73),
+    so the next apply that changes any quota (a tenant's share, a new flavour, the block removed)
+    conflicts with it: hashicorp/kubernetes applies as "Terraform" without force by default
+    (v2.38.0 manifest/provider/plan.go 72-76) and fails on the conflict (apply.go 376-392).
+    Terraform's quota is computed for its own moment, so it takes the fields back."""
+    from tests.synth_helpers import resources
+
+    bodies = resources(synthesized.stack("capacity-block", "workloads"), "kubernetes_manifest").values()
+    queues = [body for body in bodies if body["manifest"]["kind"] == "ClusterQueue"]
+    assert queues
+    for body in queues:
+        assert body.get("field_manager", {}).get("force_conflicts") is True, body["manifest"]["metadata"]["name"]

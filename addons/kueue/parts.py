@@ -61,7 +61,10 @@ queue. docs/queues.md explains shares, borrowing and preemption. Watch it:
             # namespaces go: Kueue holds a ClusterQueue until no job in it holds quota, and
             # deleting a namespace deletes its jobs. Each LocalQueue needs its namespace.
             # A Capacity Block's flavour has quota only inside the block's window (addons/kueue/window.py).
-            ObjectGroup(id="queues", objects=tuple(self._queues(ctx))),
+            # The CronJobs' JSON patches make their field manager the owner of the ClusterQueues'
+            # spec.resourceGroups (an atomic list, apis/kueue/v1beta2/clusterqueue_types.go 73 at
+            # v0.19.2): the next apply whose quota differs takes it back instead of failing.
+            ObjectGroup(id="queues", objects=tuple(self._queues(ctx)), force_conflicts=True),
             ObjectGroup(id="local-queues", objects=tuple(local_queues(ctx.config)), after_tenants=True),
             # A pod, or a job's pod, that no node of the queues can hold is refused when it is created,
             # with the fix, instead of being admitted and never scheduled (addons/kueue/fit.py).

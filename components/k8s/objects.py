@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdktf import ITerraformDependable
-from cdktf_cdktf_provider_kubernetes.manifest import Manifest, ManifestTimeouts
+from cdktf_cdktf_provider_kubernetes.manifest import Manifest, ManifestFieldManager, ManifestTimeouts
 from constructs import Construct
 
 from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
@@ -25,6 +25,10 @@ class KubernetesObjectsProps:
     """Complete Kubernetes objects (apiVersion, kind, metadata, ...), one kubernetes_manifest each."""
     depends_on: tuple[ITerraformDependable, ...] = field(default=())
     """Applied after these. Default: nothing."""
+    force_conflicts: bool = False
+    """Server-side apply with force: Terraform takes back fields another field manager changed
+    (hashicorp/kubernetes 2.38.0 applies as manager "Terraform" without force, manifest/provider/
+    plan.go 72-76, and fails on a conflict, apply.go 376-392). Default: off."""
 
 
 class KubernetesObjects(Construct):
@@ -42,7 +46,14 @@ class KubernetesObjects(Construct):
             timeouts = (
                 ManifestTimeouts(delete=f"{NAMESPACE_DELETE_TIMEOUT_MINUTES}m") if obj["kind"] == "Namespace" else None
             )
-            self._resources[key] = Manifest(self, key, manifest=obj, depends_on=depends or None, timeouts=timeouts)
+            self._resources[key] = Manifest(
+                self,
+                key,
+                manifest=obj,
+                depends_on=depends or None,
+                timeouts=timeouts,
+                field_manager=ManifestFieldManager(force_conflicts=True) if props.force_conflicts else None,
+            )
 
     @property
     def objects(self) -> list[dict[str, Any]]:
