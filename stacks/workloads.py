@@ -129,7 +129,10 @@ class WorkloadsStack(LayerStack):
             self,
             group.id,
             props=KubernetesObjectsProps(
-                objects=group.objects, depends_on=after, force_conflicts=group.force_conflicts
+                objects=group.objects,
+                depends_on=after,
+                force_conflicts=group.force_conflicts,
+                plan_before=group.plan_before,
             ),
         )
         self.objects += applied.objects
