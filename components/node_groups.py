@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from cdktf import ITerraformDependable, Precondition, TerraformResourceLifecycle, Token
+from cdktf import ITerraformDependable, Precondition, TerraformLocal, TerraformResourceLifecycle, Token
 from cdktf_cdktf_provider_aws.autoscaling_schedule import AutoscalingSchedule
 from cdktf_cdktf_provider_aws.data_aws_ec2_instance_type import DataAwsEc2InstanceType
 from cdktf_cdktf_provider_aws.data_aws_ec2_instance_type_offerings import (
@@ -47,6 +47,7 @@ from components.labels import (
     ROOT_DEVICE_NAME,
     SYSTEM_NODES,
 )
+from components.plan_deadline import PlanDeadline
 from components.user_data import gpu_node_user_data
 from profiles.capacity import STAMP
 from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, SystemNodeGroupConfig, is_zone_id
@@ -268,6 +269,35 @@ def _reserved_capacity(
     return reservation, market
 
 
+# A plan this close to a block's edge is refused: synthesized for the moment before it, the group's
+# sizes and scheduled actions are stale after it (an apply would scale the block's running group back
+# to 0, and AWS refuses a scheduled action in the past).
+PLAN_MARGIN_MINUTES = 10
+
+
+def _block_deadline(
+    scope: Construct, cfg: GpuNodeGroupConfig, block: CapacityBlock, now: datetime
+) -> Precondition | None:
+    """The group's sizes and actions were computed for `now`: a plan later than PLAN_MARGIN_MINUTES
+    before the window's next edge is refused, so they are synthesized again. None after the drain."""
+    state = block.state(now)
+    if state not in ("scheduled", "active"):
+        return None
+    what, moment = ("starts", block.starts_at) if state == "scheduled" else ("drains", block.drain_starts)
+    deadline = PlanDeadline(
+        at=moment - timedelta(minutes=PLAN_MARGIN_MINUTES),
+        why=(
+            f"GPU group {cfg.name}'s Capacity Block {what} at {moment:%Y-%m-%d %H:%M} UTC, less than "
+            f"{PLAN_MARGIN_MINUTES} minutes after this plan, or already: the group's sizes and scheduled actions "
+            "were synthesized before it. Synthesize again (make deploy does), "
+            f"after {moment:%H:%M} UTC if it is that close."
+        ),
+    )
+    name = f"{cfg.name}_plan_before"
+    TerraformLocal(scope, "plan-before", deadline.stamp).override_logical_id(name)
+    return Precondition(condition=PlanDeadline.condition(f"local.{name}"), error_message=deadline.why)
+
+
 def _block_schedules(
     scope: Construct, cfg: GpuNodeGroupConfig, block: CapacityBlock, group: EksNodeGroup, now: datetime
 ) -> None:
@@ -322,6 +352,9 @@ class GpuNodeGroup(Construct):
             interfaces = _efa_interfaces(cfg, security_groups)
         reservation, market = _reserved_capacity(cfg)
         sizes = cfg.sizes_at(props.now)
+        deadline = (
+            _block_deadline(self, cfg, cfg.capacity, props.now) if isinstance(cfg.capacity, CapacityBlock) else None
+        )
 
         self._launch_template = LaunchTemplate(
             self,
@@ -382,6 +415,7 @@ class GpuNodeGroup(Construct):
             # group's nodes are sized on purpose): the profile's desired_size is applied on every
             # deploy. Lowering it removes nodes, and the jobs on them end.
             depends_on=list(wiring.depends_on) or None,
+            lifecycle=TerraformResourceLifecycle(precondition=[deadline]) if deadline else None,
         )
         if isinstance(cfg.capacity, CapacityBlock):
             _block_schedules(self, cfg, cfg.capacity, self._node_group, props.now)
