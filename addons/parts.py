@@ -32,6 +32,7 @@ from components.acceptance import AcceptanceCheck
 from components.k8s.clients import ClientAccess
 from components.k8s.pod_sources import PodSource
 from components.k8s.tenant_rbac import TenantResources
+from components.plan_deadline import PlanDeadline
 from profiles.workloads import TenantConfig
 
 if TYPE_CHECKING:
@@ -81,6 +82,13 @@ class ObjectGroup:
     """Applied once the tenant namespaces exist (namespaced objects in them)."""
     first: bool = False
     """Applied before the tenant namespaces (what tenants' pods land on, e.g. node pools)."""
+    force_conflicts: bool = False
+    """Terraform's apply takes back the fields another field manager changed (objects the platform's
+    own jobs patch between applies, e.g. the ClusterQueues a Capacity Block's CronJobs patch):
+    without it, the kubernetes provider's server-side apply fails with a field manager conflict."""
+    plan_before: PlanDeadline | None = None
+    """The objects were computed for the moment of synthesis and go stale at this time (a Capacity
+    Block's next edge): a later plan is refused, so they are synthesized again. Default: none."""
 
 
 @dataclass(frozen=True, kw_only=True)

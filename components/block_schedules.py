@@ -1,14 +1,17 @@
 """A Capacity Block's window on its managed node group: scheduled actions on the group's Auto
-Scaling group at the block's start and before its end (components/node_groups.py calls it)."""
+Scaling group at the block's start and before its end, and the plan deadline that refuses a plan
+made too close to the next edge (components/node_groups.py calls them)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from cdktf import Precondition, TerraformLocal
 from cdktf_cdktf_provider_aws.autoscaling_schedule import AutoscalingSchedule
 from cdktf_cdktf_provider_aws.eks_node_group import EksNodeGroup
 from constructs import Construct
 
+from components.plan_deadline import PlanDeadline
 from profiles.capacity import STAMP
 from profiles.cluster import CapacityBlock, GpuNodeGroupConfig
 
@@ -48,3 +51,32 @@ def block_schedules(
         max_size=0,
         desired_capacity=0,
     )
+
+
+# A plan this close to a block's edge is refused: synthesized for the moment before it, the group's
+# sizes and scheduled actions are stale after it (an apply would scale the block's running group back
+# to 0, and AWS refuses a scheduled action in the past).
+PLAN_MARGIN_MINUTES = 10
+
+
+def block_deadline(
+    scope: Construct, cfg: GpuNodeGroupConfig, block: CapacityBlock, now: datetime
+) -> Precondition | None:
+    """The group's sizes and actions were computed for `now`: a plan later than PLAN_MARGIN_MINUTES
+    before the window's next edge is refused, so they are synthesized again. None after the drain."""
+    state = block.state(now)
+    if state not in ("scheduled", "active"):
+        return None
+    what, moment = ("starts", block.starts_at) if state == "scheduled" else ("drains", block.drain_starts)
+    deadline = PlanDeadline(
+        at=moment - timedelta(minutes=PLAN_MARGIN_MINUTES),
+        why=(
+            f"GPU group {cfg.name}'s Capacity Block {what} at {moment:%Y-%m-%d %H:%M} UTC, less than "
+            f"{PLAN_MARGIN_MINUTES} minutes after this plan, or already: the group's sizes and scheduled actions "
+            "were synthesized before it. Synthesize again (make deploy does), "
+            f"after {moment:%H:%M} UTC if it is that close."
+        ),
+    )
+    name = f"{cfg.name}_plan_before"
+    TerraformLocal(scope, "plan-before", deadline.stamp).override_logical_id(name)
+    return Precondition(condition=PlanDeadline.condition(f"local.{name}"), error_message=deadline.why)

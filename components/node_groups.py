@@ -34,7 +34,7 @@ from cdktf_cdktf_provider_aws.launch_template import (
 from cdktf_cdktf_provider_aws.placement_group import PlacementGroup
 from constructs import Construct
 
-from components.block_schedules import block_schedules
+from components.block_schedules import block_deadline, block_schedules
 from components.efa import efa_interface_layout
 from components.expressions import Expression, expression, interpolated, string_literal
 from components.labels import (
@@ -287,6 +287,9 @@ class GpuNodeGroup(Construct):
             interfaces = _efa_interfaces(cfg, security_groups)
         reservation, market = _reserved_capacity(cfg)
         sizes = cfg.sizes_at(props.now)
+        deadline = (
+            block_deadline(self, cfg, cfg.capacity, props.now) if isinstance(cfg.capacity, CapacityBlock) else None
+        )
 
         self._launch_template = LaunchTemplate(
             self,
@@ -347,6 +350,7 @@ class GpuNodeGroup(Construct):
             # group's nodes are sized on purpose): the profile's desired_size is applied on every
             # deploy. Lowering it removes nodes, and the jobs on them end.
             depends_on=list(wiring.depends_on) or None,
+            lifecycle=TerraformResourceLifecycle(precondition=[deadline]) if deadline else None,
         )
         if isinstance(cfg.capacity, CapacityBlock):
             block_schedules(self, cfg, cfg.capacity, self._node_group, props.now)

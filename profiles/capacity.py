@@ -12,8 +12,13 @@ What AWS documents about a block's end, and what the platform does about it:
   drain the nodes (EKS User Guide, "Create self-managed nodes with Capacity Blocks for ML",
   https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks.html), and a desired size of 0
   while a group is created before its block is active (same page).
-No AWS source says that EKS scales a managed group down by itself before the end: the platform
-schedules both ends of the window itself (components/node_groups.py).
+- For a managed group, EKS adds a scheduled action that scales the group to 0 40 minutes before the
+  end ("Amazon EKS Node Group Capacity Scaledown Before Reservation End"), and names a scheduled
+  action at the block's start as one way to scale a group created at 0 up (EKS User Guide, "Create a
+  managed node group with Capacity Blocks for ML",
+  https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html; source
+  awsdocs/amazon-eks-user-guide latest/ug/nodes/capacity-blocks-mng.adoc). The platform schedules
+  both ends itself (components/node_groups.py), its drain before EKS's; EKS's action is a backstop.
 """
 
 from __future__ import annotations

@@ -126,6 +126,13 @@ class WorkloadsStack(LayerStack):
 
     def _apply(self, group: ObjectGroup, *, after: tuple[ITerraformDependable, ...] = ()) -> None:
         applied = KubernetesObjects(
-            self, group.id, props=KubernetesObjectsProps(objects=group.objects, depends_on=after)
+            self,
+            group.id,
+            props=KubernetesObjectsProps(
+                objects=group.objects,
+                depends_on=after,
+                force_conflicts=group.force_conflicts,
+                plan_before=group.plan_before,
+            ),
         )
         self.objects += applied.objects

@@ -114,6 +114,42 @@ def test_a_block_past_its_drain_is_at_zero_with_nothing_scheduled(now):
     assert "aws_autoscaling_schedule" not in resources
 
 
+@pytest.mark.parametrize(
+    ("now", "deadline"),
+    [(BEFORE, "2099-02-27T11:20:00Z"), (DURING, "2099-03-01T10:20:00Z"), (DRAINING, None), (AFTER, None)],
+    ids=["scheduled", "active", "draining", "ended"],
+)
+def test_the_group_refuses_a_plan_made_too_close_to_its_next_edge(now, deadline):
+    """Synthesized before the start and applied after the scale-up ran, the group's desired size of
+    0 would scale the block's running nodes down (and AWS refuses the re-created action: its time is
+    past). The node group refuses a plan from 10 minutes before the next edge: synthesize again."""
+    from cdktf import App, TerraformStack, Testing
+
+    from components.node_groups import GpuNodeGroup, GpuNodeGroupProps, NodeGroupWiring
+
+    (cfg,) = load_profile(str(BLOCK_PROFILE)).cluster.gpu_node_groups
+    stack = TerraformStack(App(), "block")
+    wiring = NodeGroupWiring(cluster_name="c", node_role_arn="arn:aws:iam::1:role/n", node_security_group_id="sg")
+    props = GpuNodeGroupProps(
+        wiring=wiring,
+        subnet_id="subnet-1",
+        availability_zone="use1-az6",
+        config=cfg,
+        efa_security_group_id="sg-efa",
+        now=now,
+    )
+    GpuNodeGroup(stack, "gpu", props=props)
+    doc = json.loads(Testing.synth(stack))
+    (group,) = doc["resource"]["aws_eks_node_group"].values()
+    if deadline is None:
+        assert "locals" not in doc and "lifecycle" not in group
+        return
+    assert doc["locals"] == {"p5-block_plan_before": deadline}
+    (condition,) = group["lifecycle"]["precondition"]
+    assert condition["condition"] == "${timecmp(plantimestamp(), local.p5-block_plan_before) < 0}"
+    assert "Synthesize again" in condition["error_message"]
+
+
 class Aws:
     def __init__(self) -> None:
         self.calls: list[list[str]] = []

@@ -7,7 +7,7 @@ and its upstream source: addons/kueue/window.py)."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -235,3 +235,94 @@ def test_the_workloads_layer_applies_the_window_closed_with_its_cron_jobs_and_al
     assert ("PrometheusRule", "capacity-blocks") in kinds
     (queue,) = [m for m in manifests if m["kind"] == "ClusterQueue"]
     assert admitted_flavor([queue]) is None
+
+
+def test_terraform_takes_back_the_queues_the_cron_jobs_patched(synthesized):
+    """A CronJob's JSON patch makes its field manager the owner of the ClusterQueue's
+    spec.resourceGroups, an atomic list (Kueue v0.19.2 apis/kueue/v1beta2/clusterqueue_types.go 73),
+    so the next apply that changes any quota (a tenant's share, a new flavour, the block removed)
+    conflicts with it: hashicorp/kubernetes applies as "Terraform" without force by default
+    (v2.38.0 manifest/provider/plan.go 72-76) and fails on the conflict (apply.go 376-392).
+    Terraform's quota is computed for its own moment, so it takes the fields back."""
+    from tests.synth_helpers import resources
+
+    bodies = resources(synthesized.stack("capacity-block", "workloads"), "kubernetes_manifest").values()
+    queues = [body for body in bodies if body["manifest"]["kind"] == "ClusterQueue"]
+    assert queues
+    for body in queues:
+        assert body.get("field_manager", {}).get("force_conflicts") is True, body["manifest"]["metadata"]["name"]
+
+
+@pytest.mark.parametrize(
+    ("now", "edge"),
+    [(BEFORE, STARTS), (DURING, ENDS - timedelta(minutes=60 + 30)), (DRAINING, None), (AFTER, None)],
+    ids=str,
+)
+def test_the_queues_refuse_a_plan_made_too_close_to_the_next_edge(now, edge):
+    """Kubernetes counts a CronJob's schedule from its creationTimestamp (pkg/controller/cronjob/
+    utils.go, mostRecentScheduleTime): synthesized before an edge and applied after it, the CronJob
+    never runs and the queues stay as synthesized for the whole window. Their plan is refused from
+    PLAN_MARGIN_MINUTES before the next edge (the fixture's defaults: warned 30 minutes before a
+    60-minute drain)."""
+    from addons.kueue.window import PLAN_MARGIN_MINUTES, plan_deadline
+
+    deadline = plan_deadline(CONFIG, now)
+    if edge is None:
+        assert deadline is None
+    else:
+        assert deadline is not None and deadline.at == edge - timedelta(minutes=PLAN_MARGIN_MINUTES)
+        assert f"{edge:%Y-%m-%d %H:%M} UTC" in deadline.why and "Synthesize again" in deadline.why
+
+
+def test_the_workloads_layer_refuses_a_stale_plan_of_the_queues(synthesized):
+    from tests.synth_helpers import resources
+
+    bodies = resources(synthesized.stack("capacity-block", "workloads"), "kubernetes_manifest").values()
+    window = [b for b in bodies if b["manifest"]["kind"] in ("ClusterQueue", "CronJob")]
+    assert window
+    for body in window:
+        (condition,) = body["lifecycle"]["precondition"]
+        assert condition["condition"] == "${timecmp(plantimestamp(), local.queues_plan_before) < 0}"
+        assert "Capacity Block" in condition["error_message"]
+    stamp = synthesized.stack("capacity-block", "workloads")["locals"]["queues_plan_before"]
+    assert stamp == "2099-02-27T11:20:00Z"  # the block's start, less the margin
+
+
+@pytest.mark.parametrize(("hours", "refused"), [(-1, True), (1, False)])
+def test_terraform_refuses_a_plan_after_the_deadline_and_not_a_destroy(tmp_path, hours, refused):
+    """The deadline's condition, evaluated by Terraform itself (built-in terraform_data: no provider)."""
+    import shutil
+    import subprocess
+
+    from components.plan_deadline import PlanDeadline
+
+    if shutil.which("terraform") is None:
+        pytest.skip("no terraform on PATH")
+    deadline = PlanDeadline(at=datetime.now(UTC) + timedelta(hours=hours), why="stale")
+    config = {
+        "locals": {"queues_plan_before": deadline.stamp},
+        "resource": {
+            "terraform_data": {
+                "queues": {
+                    "input": "x",
+                    "lifecycle": {
+                        "precondition": [
+                            {
+                                "condition": PlanDeadline.condition("local.queues_plan_before"),
+                                "error_message": deadline.why,
+                            }
+                        ]
+                    },
+                }
+            }
+        },
+    }
+    (tmp_path / "main.tf.json").write_text(json.dumps(config))
+
+    def tf(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["terraform", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+    assert tf("init", "-input=false").returncode == 0
+    plan = tf("plan", "-input=false", "-no-color")
+    assert (plan.returncode != 0 and "stale" in plan.stderr) is refused, plan.stderr
+    assert tf("plan", "-destroy", "-input=false", "-no-color").returncode == 0

@@ -10,7 +10,7 @@ from addons.definition import PROMETHEUS_RULES
 from addons.kueue import DEFINITION, share_warnings
 from addons.kueue.fit import fit_objects
 from addons.kueue.queues import LOCAL_QUEUE, local_queues
-from addons.kueue.window import alert_rule_object, cluster_objects_at
+from addons.kueue.window import alert_rule_object, cluster_objects_at, plan_deadline
 from addons.parts import AddonParts, GuidePart, ObjectGroup, WorkloadsContext
 from components.k8s.tenant_rbac import TenantResources
 from profiles.models import PlatformConfig
@@ -50,18 +50,27 @@ queue. docs/queues.md explains shares, borrowing and preemption. Watch it:
         )
 
     @staticmethod
-    def _queues(ctx: WorkloadsContext) -> list[dict[str, Any]]:
-        now = ctx.now or datetime.now(UTC)
+    def _queues(ctx: WorkloadsContext, now: datetime) -> list[dict[str, Any]]:
         alerts = alert_rule_object(ctx.config) if PROMETHEUS_RULES in ctx.provided else []
         return [*cluster_objects_at(ctx.config, now), *alerts]
 
     def workload_objects(self, ctx: WorkloadsContext) -> tuple[ObjectGroup, ...]:
+        now = ctx.now or datetime.now(UTC)
         return (
             # The ClusterQueues wait for nothing, so that on destroy they go while the tenant
             # namespaces go: Kueue holds a ClusterQueue until no job in it holds quota, and
             # deleting a namespace deletes its jobs. Each LocalQueue needs its namespace.
             # A Capacity Block's flavour has quota only inside the block's window (addons/kueue/window.py).
-            ObjectGroup(id="queues", objects=tuple(self._queues(ctx))),
+            # The CronJobs' JSON patches make their field manager the owner of the ClusterQueues'
+            # spec.resourceGroups (an atomic list, apis/kueue/v1beta2/clusterqueue_types.go 73 at
+            # v0.19.2): the next apply whose quota differs takes it back instead of failing.
+            # Computed for `now`: a plan too close to (or past) the next edge is refused.
+            ObjectGroup(
+                id="queues",
+                objects=tuple(self._queues(ctx, now)),
+                force_conflicts=True,
+                plan_before=plan_deadline(ctx.config, now),
+            ),
             ObjectGroup(id="local-queues", objects=tuple(local_queues(ctx.config)), after_tenants=True),
             # A pod, or a job's pod, that no node of the queues can hold is refused when it is created,
             # with the fix, instead of being admitted and never scheduled (addons/kueue/fit.py).

@@ -30,7 +30,7 @@ v1.28; it has no shell, so each container runs kubectl itself with its arguments
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from addons.kueue import DEFINITION, KUBECTL_IMAGE, flavors
@@ -38,6 +38,7 @@ from addons.kueue.queues import API_VERSION, LOCAL_QUEUE, cluster_objects
 from components.k8s.crds import NamespacedMeta, PrometheusRule, PrometheusRuleSpec
 from components.k8s.security import non_root_container, non_root_pod
 from components.labels import SYSTEM_NODES
+from components.plan_deadline import PlanDeadline
 from profiles import PlatformConfig
 from profiles.capacity import CapacityBlock
 from profiles.catalog import GPU_RESOURCE
@@ -48,6 +49,10 @@ FIELD_MANAGER = "gpu-platform-capacity-window"
 USER = 65532
 # A CronJob missed by the controller (a control-plane hiccup) still runs within this many seconds.
 STARTING_DEADLINE_SECONDS = 3600
+# A plan this close to an edge is refused (components/plan_deadline.py): Kubernetes counts a CronJob's
+# schedule from its creationTimestamp (kubernetes pkg/controller/cronjob/utils.go, mostRecentScheduleTime),
+# so a CronJob an apply creates after its minute never runs, and the queues stay as synthesized.
+PLAN_MARGIN_MINUTES = 10
 
 JsonPatch = list[dict[str, Any]]
 
@@ -244,6 +249,30 @@ def window_objects(config: PlatformConfig, cluster_queues: list[dict[str, Any]],
     if not objects:
         return []
     return [*_identity(names), *objects]
+
+
+def plan_deadline(config: PlatformConfig, now: datetime) -> PlanDeadline | None:
+    """The queues and CronJobs synthesized at `now` go stale at the next edge ahead: a plan later
+    than PLAN_MARGIN_MINUTES before it is refused (the apply would come after the edge, and its
+    CronJob never run). None without an edge ahead."""
+    if not DEFINITION.enabled(config):
+        return None
+    edges = []
+    for group, block in blocks(config).values():
+        ahead = [("opens", block.starts_at), ("warns", block.warning_starts), ("drains", block.drain_starts)]
+        edges += [(moment, group, what) for what, moment in ahead if moment > now]
+    if not edges:
+        return None
+    moment, group, what = min(edges)
+    return PlanDeadline(
+        at=moment - timedelta(minutes=PLAN_MARGIN_MINUTES),
+        why=(
+            f"GPU group {group}'s Capacity Block {what} at {moment:%Y-%m-%d %H:%M} UTC, less than "
+            f"{PLAN_MARGIN_MINUTES} minutes after this plan, or already: the Kueue queues and CronJobs were "
+            "synthesized before it, and a CronJob created after its minute never runs. Synthesize again "
+            f"(make deploy does), after {moment:%H:%M} UTC if it is that close."
+        ),
+    )
 
 
 def _identity(cluster_queues: list[str]) -> list[dict[str, Any]]:

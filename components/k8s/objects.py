@@ -17,12 +17,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdktf import ITerraformDependable, TerraformElement
-from cdktf_cdktf_provider_kubernetes.manifest import Manifest, ManifestTimeouts
+from cdktf import ITerraformDependable, Precondition, TerraformElement, TerraformLocal, TerraformResourceLifecycle
+from cdktf_cdktf_provider_kubernetes.manifest import Manifest, ManifestFieldManager, ManifestTimeouts
 from constructs import Construct
 
 from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
 from components.logical_ids import unique_id
+from components.plan_deadline import PlanDeadline
 
 RESOURCE_TYPE = "kubernetes_manifest"
 
@@ -49,6 +50,22 @@ class KubernetesObjectsProps:
     """Complete Kubernetes objects (apiVersion, kind, metadata, ...), one kubernetes_manifest each."""
     depends_on: tuple[ITerraformDependable, ...] = field(default=())
     """Applied after these: other groups' objects (`KubernetesObjects.dependable`). Default: nothing."""
+    force_conflicts: bool = False
+    """Server-side apply with force: Terraform takes back fields another field manager changed
+    (hashicorp/kubernetes 2.38.0 applies as manager "Terraform" without force, manifest/provider/
+    plan.go 72-76, and fails on a conflict, apply.go 376-392). Default: off."""
+    plan_before: PlanDeadline | None = None
+    """Every object refuses a plan after this time (objects computed for the moment of synthesis). Default: none."""
+
+
+def _deadline(scope: Construct, id_: str, deadline: PlanDeadline | None) -> tuple[str, str, str] | None:
+    """Each object's precondition, as (local name, condition, error message): planned before the
+    deadline, whose time a local value holds (Terraform refuses a condition on constants alone)."""
+    if deadline is None:
+        return None
+    name = f"{id_}_plan_before"
+    TerraformLocal(scope, "plan-before", deadline.stamp).override_logical_id(name)
+    return name, PlanDeadline.condition(f"local.{name}"), deadline.why
 
 
 class _ObjectAddress(TerraformElement):
@@ -79,12 +96,17 @@ class KubernetesObjects(Construct):
         self._objects = list(props.objects)
         self._dependables: dict[str, ITerraformDependable] = {}
         self._addresses: dict[str, str] = {}
+        self._deadline = _deadline(self, id_, props.plan_before)
         if objects_as_data():
             self._render(props)
         else:
             self._construct(props)
 
     def _construct(self, props: KubernetesObjectsProps) -> None:
+        lifecycle = None
+        if self._deadline:
+            _, condition, why = self._deadline
+            lifecycle = TerraformResourceLifecycle(precondition=[Precondition(condition=condition, error_message=why)])
         for obj in self._objects:
             key = object_id(obj)
             # Namespaces first: every namespaced object waits for its namespace.
@@ -93,7 +115,15 @@ class KubernetesObjects(Construct):
             timeouts = (
                 ManifestTimeouts(delete=f"{NAMESPACE_DELETE_TIMEOUT_MINUTES}m") if obj["kind"] == "Namespace" else None
             )
-            self._dependables[key] = Manifest(self, key, manifest=obj, depends_on=depends or None, timeouts=timeouts)
+            self._dependables[key] = Manifest(
+                self,
+                key,
+                manifest=obj,
+                depends_on=depends or None,
+                timeouts=timeouts,
+                field_manager=ManifestFieldManager(force_conflicts=True) if props.force_conflicts else None,
+                lifecycle=lifecycle,
+            )
 
     def _render(self, props: KubernetesObjectsProps) -> None:
         path = self.node.path
@@ -111,6 +141,11 @@ class KubernetesObjects(Construct):
                 resource["depends_on"] = depends
             if obj["kind"] == "Namespace":
                 resource["timeouts"] = {"delete": f"{NAMESPACE_DELETE_TIMEOUT_MINUTES}m"}
+            if props.force_conflicts:
+                resource["field_manager"] = {"force_conflicts": True}
+            if self._deadline:
+                _, condition, why = self._deadline
+                resource["lifecycle"] = {"precondition": [{"condition": condition, "error_message": why}]}
             resource["//"] = {"metadata": {"path": f"{path}/{key}", "uniqueId": logical_id}}
             resources[logical_id] = resource
             self._addresses[key] = f"{RESOURCE_TYPE}.{logical_id}"
