@@ -22,6 +22,8 @@ from grafana_foundation_sdk.builders.dashboard import Dashboard, DatasourceVaria
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import DataSourceRef
 
+from components.expressions import template_text
+
 # Grafana's dashboard sidecar (kube-prometheus-stack's grafana.sidecar.dashboards) loads the
 # ConfigMaps that carry this label in the namespace it searches; the monitoring add-on sets the
 # label and limits the search to Grafana's own namespace.
@@ -144,3 +146,22 @@ def docs_page(model: dict[str, Any], *, add_on: str) -> str:
             lines += [f"- `{target['expr']}` (legend `{target['legendFormat']}`): reads {metrics}."]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def dashboard_config_maps(namespace: str, dashboards: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+    """One ConfigMap per dashboard, in Grafana's namespace, labelled for its sidecar. Binding-free:
+    verify's tests list them as the cluster would without loading a provider binding."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": f"dashboard-{model['uid']}",
+                "namespace": namespace,
+                "labels": {DASHBOARD_LABEL[0]: DASHBOARD_LABEL[1]},
+            },
+            # Grafana's ${datasource} is text, not a Terraform interpolation.
+            "data": {f"{model['uid']}.json": template_text(json.dumps(model, sort_keys=True))},
+        }
+        for model in dashboards
+    ]

@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 from tests.netpol import Peer, allowed
+from tests.repo_copy import copy_repository
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -197,8 +198,7 @@ def run_in(copy: Path, *args: str, timeout: int = 600) -> str:
 
 def test_an_addon_with_parts_in_every_layer_is_one_package_and_one_catalog_line(tmp_path):
     copy = tmp_path / "repo"
-    ignore = shutil.ignore_patterns(".venv", ".tools", ".git", "cdktf.out", "state", "__pycache__", "node_modules")
-    shutil.copytree(ROOT, copy, ignore=ignore)
+    copy_repository(copy)
     write_the_addon(copy)
     shutil.copy(ROOT / "profiles" / "p5-training.yaml", copy / "copy-profile.yaml")
     run_in(

@@ -7,15 +7,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
+from tests.repo_copy import copy_repository
 from tests.test_addon_registry import recipe
-
-ROOT = Path(__file__).resolve().parents[1]
-
 
 # Run in the copy: validation (good and bad values), the schema, the tenant-namespace rule, and a
 # synthesis of every layer whose addons layer installs the new release in its guarded namespace.
@@ -56,8 +52,7 @@ print(json.dumps({"problems": problems, "schema": json.dumps(schema)}))
 
 def test_an_addon_added_by_the_recipe_validates_synthesizes_and_is_in_the_schema(tmp_path):
     copy = tmp_path / "repo"
-    ignore = shutil.ignore_patterns(".venv", ".tools", ".git", "cdktf.out", "state", "__pycache__", "node_modules")
-    shutil.copytree(ROOT, copy, ignore=ignore)
+    copy_repository(copy)
     files, _ = recipe()
     for path, text in files.items():
         (copy / path).parent.mkdir(parents=True, exist_ok=True)

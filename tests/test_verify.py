@@ -101,7 +101,7 @@ def dashboard_configmaps() -> dict:
     from addons.kuberay.dashboards import DASHBOARDS as RAY
     from addons.kueue.dashboards import DASHBOARDS as QUEUES
     from addons.monitoring.dashboards import DASHBOARDS as EFA
-    from addons.monitoring.install import dashboard_config_maps
+    from components.dashboards import dashboard_config_maps
 
     maps = dashboard_config_maps("monitoring", GPU + KARPENTER + RAY + QUEUES + EFA)
     chart = {"kind": "ConfigMap", "data": {"k8s-resources-cluster.json": json.dumps({"uid": "efa86fd1d0c121a2"})}}

@@ -4,7 +4,6 @@ notifications.py)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,8 @@ from addons.monitoring.dashboards import DASHBOARDS
 from addons.monitoring.delivery import AlertDelivery
 from addons.monitoring.notifications import AlertTopics, AlertTopicsProps
 from addons.monitoring.rules import DEFAULT_IDLE_GPU_MINUTES, gpu_rules
-from components.dashboards import DASHBOARD_LABEL
-from components.expressions import expression, template_text
+from components.dashboards import DASHBOARD_LABEL, dashboard_config_maps
+from components.expressions import expression
 from components.helm.addon import AddonContext, Companions, HelmAddonSpec, Monitors, RuntimePath
 from components.helm.common import Placement, Toggle
 from components.helm.release import SensitiveValue, Values
@@ -75,24 +74,6 @@ class GrafanaValues(Values):
     admin: GrafanaAdmin | None = None
     node_selector: dict[str, str] = Field(default_factory=lambda: dict(SYSTEM_NODES))
     sidecar: GrafanaSidecar
-
-
-def dashboard_config_maps(namespace: str, dashboards: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
-    """One ConfigMap per dashboard, in Grafana's namespace, labelled for its sidecar."""
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": f"dashboard-{model['uid']}",
-                "namespace": namespace,
-                "labels": {DASHBOARD_LABEL[0]: DASHBOARD_LABEL[1]},
-            },
-            # Grafana's ${datasource} is text, not a Terraform interpolation.
-            "data": {f"{model['uid']}.json": template_text(json.dumps(model, sort_keys=True))},
-        }
-        for model in dashboards
-    ]
 
 
 class AlertmanagerValues(Values):
