@@ -207,7 +207,7 @@ test: lint $(CHECKOV) $(PROMTOOL) $(AMTOOL) $(POSTGRES) $(TORCH)  ## the whole t
 check: $(DEV_STAMP) $(PROMTOOL) $(AMTOOL)  ## the one-minute inner loop (ruff and the fast tests on the default profile)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	GPU_PLATFORM_QUICK_CHECK=1 $(PY) -m pytest -q -p no:cacheprovider -m "not emulator and not slow and not every_profile" tests
+	GPU_PLATFORM_QUICK_CHECK=1 $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist worksteal -m "not emulator and not slow and not every_profile" tests
 
 clean:  ## remove generated output
 	rm -rf cdktf.out .pytest_cache .mypy_cache .ruff_cache

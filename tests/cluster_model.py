@@ -80,8 +80,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
 PV_PROTECTION = "kubernetes.io/pv-protection"
 PROVISIONER_FINALIZER = "external-provisioner.volume.kubernetes.io/finalizer"
@@ -582,6 +580,8 @@ def _dynamic_claim(cluster: Cluster, name: str, namespace: str, storage_class: s
 
 
 def _values(release: dict[str, Any]) -> dict[str, Any]:
+    import yaml  # here, not at the top: the fake terraform starts faster without it
+
     merged: dict[str, Any] = {}
     for text in release.get("values", []):
         merged.update(yaml.safe_load(text) or {})
@@ -856,17 +856,22 @@ def _delete_timeout(body: dict[str, Any]) -> float:
     return duration_seconds(timeouts.get("delete") or DEFAULT_DELETE_TIMEOUT)
 
 
-FAKE_TERRAFORM = """#!{python}
+# -S: no site initialisation (a fake terraform starts hundreds of times per run); the one
+# third-party module the model may need (yaml, for a helm release's values) is found by path.
+FAKE_TERRAFORM = """#!{python} -S
 import sys
-sys.path.insert(0, {root!r})
+sys.path[:0] = [{root!r}, {site!r}]
 from tests.cluster_model import terraform_main
 sys.exit(terraform_main(sys.argv[1:]))
 """
 
 
 def install_fake_terraform(folder: Path) -> Path:
+    import yaml
+
     binary = folder / "terraform"
-    binary.write_text(FAKE_TERRAFORM.format(python=sys.executable, root=str(Path(__file__).parent.parent)))
+    site = str(Path(yaml.__file__).parent.parent)
+    binary.write_text(FAKE_TERRAFORM.format(python=sys.executable, root=str(Path(__file__).parent.parent), site=site))
     binary.chmod(0o755)
     return binary
 
