@@ -22,7 +22,7 @@ class CheckResult:
 
 
 class CheckRun(Protocol):
-    """What a check may do: run kubectl, and wait for one of its validation pods and read its log."""
+    """What a check may do: run kubectl, wait for one of its validation pods and read its log, and wait."""
 
     def kubectl(self, args: list[str]) -> subprocess.CompletedProcess[str]: ...
 
@@ -33,6 +33,10 @@ class CheckRun(Protocol):
     @property
     def nodes_json(self) -> str:
         """`kubectl get nodes -o json` as verify read it when it started."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        """Wait between polls (the tests' runs do not)."""
         ...
 
 

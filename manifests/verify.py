@@ -20,10 +20,7 @@ from typing import Any
 import yaml
 
 from addons.contributions import addon_checks
-from addons.monitoring import ALERTMANAGER_POD, GRAFANA_CONTAINER, GRAFANA_DEPLOYMENT, GRAFANA_PORT
-from addons.monitoring import DEFINITION as MONITORING
 from components.acceptance import CheckResult, gpu_node_names, running_on
-from components.dashboards import DASHBOARD_LABEL
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
 from manifests.launch import TRAINJOB_CHECK_MARKER
 from manifests.nccl_transport import efa_transport_problem, nccl_transport, transport_summary
@@ -90,151 +87,6 @@ def check_repair_loop(nodes_json: str, agent_pods_json: str) -> CheckResult:
     if problems:
         return CheckResult(REPAIR_CHECK, False, "; ".join(problems))
     return CheckResult(REPAIR_CHECK, True, f"{len(gpu_nodes)} GPU node(s) monitored and reporting {REPAIR_CONDITION}")
-
-
-DASHBOARD_CHECK = "grafana-dashboards"
-# Run inside Grafana's container, as its admin (the chart passes the admin user and password to it
-# as GF_SECURITY_ADMIN_USER and GF_SECURITY_ADMIN_PASSWORD): Grafana's search API lists the
-# dashboards it has loaded. busybox wget in the image; nothing leaves the pod, no port-forward.
-GRAFANA_SEARCH = (
-    'auth=$(printf %s "$GF_SECURITY_ADMIN_USER:$GF_SECURITY_ADMIN_PASSWORD" | base64 | tr -d "\\n"); '
-    f'wget -qO- --header "Authorization: Basic $auth" "http://localhost:{GRAFANA_PORT}/api/search?type=dash-db"'
-)
-
-
-def provisioned_dashboards(configmaps_json: str) -> set[str]:
-    """The uids of the dashboards provisioned for Grafana: every dashboard JSON in the ConfigMaps
-    its sidecar loads (labelled grafana_dashboard=1 in the monitoring namespace; the platform's
-    add-ons' and the chart's own)."""
-    found = set()
-    for item in json.loads(configmaps_json).get("items", []):
-        for text in item.get("data", {}).values():
-            try:
-                model = json.loads(text)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(model, dict) and model.get("uid"):
-                found.add(model["uid"])
-    return found
-
-
-def check_dashboards(search_json: str, expected: set[str]) -> CheckResult:
-    """Grafana's search answer lists every dashboard the platform provisioned."""
-    try:
-        loaded = {entry["uid"] for entry in json.loads(search_json) if isinstance(entry, dict) and "uid" in entry}
-    except (json.JSONDecodeError, TypeError):
-        return CheckResult(DASHBOARD_CHECK, False, f"Grafana's search did not answer JSON: {search_json[:200]!r}")
-    missing = sorted(expected - loaded)
-    if missing:
-        return CheckResult(
-            DASHBOARD_CHECK,
-            False,
-            f"Grafana has not loaded {', '.join(missing)} (its dashboard sidecar reads ConfigMaps labelled "
-            "grafana_dashboard=1 in the monitoring namespace)",
-        )
-    return CheckResult(DASHBOARD_CHECK, True, f"Grafana serves the platform's {len(expected)} dashboards")
-
-
-def grafana_dashboards(config: PlatformConfig, kubectl: Kubectl) -> CheckResult | None:
-    """Ask the running Grafana which dashboards it has loaded (None: the profile runs no Grafana)."""
-    if not MONITORING.enabled(config):
-        return None
-    namespace = MONITORING.namespace_of(MONITORING.settings(config))
-    label = "=".join(DASHBOARD_LABEL)
-    maps = kubectl(["get", "configmap", "-n", namespace, "-l", label, "-o", "json"])
-    expected = provisioned_dashboards(maps.stdout) if maps.returncode == 0 else set()
-    if not expected:
-        return CheckResult(
-            DASHBOARD_CHECK, False, f"no dashboard ConfigMap ({label}) in {namespace}: apply the addons layer"
-        )
-    answer = kubectl(
-        [
-            "exec",
-            "-n",
-            namespace,
-            f"deploy/{GRAFANA_DEPLOYMENT}",
-            "-c",
-            GRAFANA_CONTAINER,
-            "--",
-            "sh",
-            "-c",
-            GRAFANA_SEARCH,
-        ]
-    )
-    if answer.returncode != 0:
-        return CheckResult(DASHBOARD_CHECK, False, f"could not ask Grafana: {answer.stderr.strip()[:300]}")
-    return check_dashboards(answer.stdout, expected)
-
-
-RECEIVER_CHECK = "alert-receiver"
-TEST_ALERT = "PlatformVerifyTestAlert"
-ALERTMANAGER_CONTAINER = "alertmanager"
-ALERTMANAGER_URL = "http://localhost:9093"
-ALERTMANAGER_SELECTOR = ",".join(f"{key}={value}" for key, value in ALERTMANAGER_POD.items())
-SNS_HINT = "check its Pod Identity association and the network path to SNS (docs/addons/monitoring.md)"
-# Alertmanager counts each notification it attempts per integration, and each that failed
-# (alertmanager_notifications_total and alertmanager_notifications_failed_total, notify/notify.go).
-_NOTIFICATIONS = re.compile(r"^alertmanager_notifications(_failed)?_total\{([^}]*)\}\s+(\S+)$", re.MULTILINE)
-
-
-def notification_counts(metrics: str, integration: str) -> tuple[float, float]:
-    """(attempted, failed) notifications of one integration, from Alertmanager's /metrics."""
-    attempted = failed = 0.0
-    for found in _NOTIFICATIONS.finditer(metrics):
-        if f'integration="{integration}"' in found.group(2):
-            if found.group(1):
-                failed += float(found.group(3))
-            else:
-                attempted += float(found.group(3))
-    return attempted, failed
-
-
-def check_alert_receiver(
-    config: PlatformConfig, kubectl: Kubectl, *, sleep: Callable[[float], None] = time.sleep, rounds: int = 12
-) -> CheckResult | None:
-    """Send a short-lived critical test alert through the running Alertmanager (amtool, from inside
-    its pod) and watch its notification counters: each receiver (the alert topic's sns, and Slack or
-    PagerDuty when named) is reachable when a notification was attempted and none failed."""
-    if not MONITORING.enabled(config):
-        return None
-    settings = MONITORING.settings(config)
-    receiver = settings.alert_receiver
-    wanted = ("sns", *((receiver.type,) if receiver else ()))
-    namespace = MONITORING.namespace_of(settings)
-    pod = kubectl(
-        ["get", "pods", "-n", namespace, "-l", ALERTMANAGER_SELECTOR, "-o", "jsonpath={.items[0].metadata.name}"]
-    ).stdout.strip()
-    if not pod:
-        return CheckResult(RECEIVER_CHECK, False, f"no Alertmanager pod in {namespace}")
-
-    def inside(*command: str) -> subprocess.CompletedProcess[str]:
-        return kubectl(["exec", "-n", namespace, pod, "-c", ALERTMANAGER_CONTAINER, "--", *command])
-
-    def counts() -> dict[str, tuple[float, float]]:
-        metrics = inside("wget", "-qO-", f"{ALERTMANAGER_URL}/metrics").stdout
-        return {integration: notification_counts(metrics, integration) for integration in wanted}
-
-    before = counts()
-    ends = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 300))
-    labels = (f"alertname={TEST_ALERT}", "severity=critical")
-    note = "--annotation=summary=make verify: a test alert, to check that alerts reach this receiver (no action)"
-    sent = inside("amtool", "alert", "add", *labels, note, f"--end={ends}", f"--alertmanager.url={ALERTMANAGER_URL}")
-    if sent.returncode != 0:
-        return CheckResult(RECEIVER_CHECK, False, f"Alertmanager refused the test alert: {sent.stderr.strip()[:300]}")
-    reached: set[str] = set()
-    for round_ in range(rounds):
-        sleep(15 if round_ else 0)
-        for integration, (attempted, failed) in counts().items():
-            if failed > before[integration][1]:
-                fix = SNS_HINT if integration == "sns" or not receiver else f"check the Secret {receiver.secret_name}"
-                log = f"kubectl logs -n {namespace} {pod} -c {ALERTMANAGER_CONTAINER}"
-                detail = f"Alertmanager could not deliver to the {integration} receiver (see its log: {log}); {fix}"
-                return CheckResult(RECEIVER_CHECK, False, detail)
-            reached |= {integration} if attempted > before[integration][0] else set()
-        if reached == set(wanted):
-            return CheckResult(RECEIVER_CHECK, True, f"a test alert reached the {' and '.join(wanted)} receiver")
-    missing = " and ".join(i for i in wanted if i not in reached)
-    return CheckResult(RECEIVER_CHECK, False, f"no notification to {missing} within {rounds * 15} seconds")
 
 
 def check_gpu_smoke(log: str) -> CheckResult:
@@ -580,9 +432,13 @@ class ClusterCheckRun:
     run_kubectl: Kubectl
     nodes_json: str
     timeout_minutes: int
+    sleeper: Callable[[float], None] = time.sleep
 
     def kubectl(self, args: list[str]) -> subprocess.CompletedProcess[str]:
         return self.run_kubectl(args)
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeper(seconds)
 
     def pod_log(self, pod: str, namespace: str) -> tuple[bool, str]:
         waited = wait_for(
@@ -610,12 +466,11 @@ def run_checks(
     nodes = kubectl(["get", "nodes", "-o", "json"])
     agents = kubectl(["get", "pods", "-n", AGENT_NAMESPACE, "-l", AGENT_SELECTOR, "-o", "json"])
     repair = check_repair_loop(nodes.stdout, agents.stdout)
-    runner = ClusterCheckRun(run_kubectl=kubectl, nodes_json=nodes.stdout, timeout_minutes=timeout_minutes)
+    runner = ClusterCheckRun(
+        run_kubectl=kubectl, nodes_json=nodes.stdout, timeout_minutes=timeout_minutes, sleeper=sleep
+    )
     checks = addon_checks(config)
-    health = [check.run(runner) for check in checks if not check.objects]
-    dashboards = grafana_dashboards(config, kubectl)
-    receiver = check_alert_receiver(config, kubectl, sleep=sleep)
-    read_only = [repair, *health, *(check for check in (dashboards, receiver) if check is not None)]
+    read_only = [repair, *(check.run(runner) for check in checks if not check.objects)]
     files = render(config, image=image, nccl_image=nccl_image)
     # A finished run's pods and MPIJob are still there: re-applying them changes nothing and the
     # waits below would read the previous run's logs. Remove them first, so every check is new.

@@ -219,11 +219,11 @@ def receiver_profile():
     ],
 )
 def test_verify_sends_a_test_alert_and_watches_the_receivers_counters(rounds, passed, detail):
-    from manifests.verify import check_alert_receiver
+    from addons.monitoring.checks import check_alert_receiver
 
     kubectl = AlertmanagerKubectl(rounds, sns=[(5, 0), (6, 0)])  # the alert topic takes it
     result = check_alert_receiver(receiver_profile(), kubectl, sleep=lambda _: None)
-    assert result is not None and result.passed is passed and detail in result.detail, result
+    assert result.passed is passed and detail in result.detail, result
     (add,) = [call for call in kubectl.calls if "amtool" in call]
     assert add[:6] == [
         "exec",
@@ -244,35 +244,39 @@ def test_the_test_alert_routes_to_the_receiver(amtool, tmp_path):
 
 
 def test_without_slack_or_pagerduty_the_test_alert_goes_to_the_alert_topic():
-    from manifests.verify import check_alert_receiver
+    from addons.monitoring.checks import check_alert_receiver
 
     kubectl = AlertmanagerKubectl([(0, 0)], sns=[(5, 0), (6, 0)])
     result = check_alert_receiver(validate_profile(mutated()), kubectl, sleep=lambda _: None)
-    assert result is not None and result.passed, result
+    assert result.passed, result
     assert "reached the sns receiver" in result.detail
 
 
 def test_a_refused_publish_names_the_role_and_the_path():
-    from manifests.verify import check_alert_receiver
+    from addons.monitoring.checks import check_alert_receiver
 
     kubectl = AlertmanagerKubectl([(0, 0)], sns=[(5, 0), (6, 1)])  # e.g. AccessDenied from SNS or KMS
     result = check_alert_receiver(validate_profile(mutated()), kubectl, sleep=lambda _: None)
-    assert result is not None and not result.passed
+    assert not result.passed
     assert "could not deliver to the sns receiver" in result.detail and "Pod Identity" in result.detail
 
 
 def test_a_receiver_that_never_answers_is_named():
-    from manifests.verify import check_alert_receiver
+    from addons.monitoring.checks import check_alert_receiver
 
     kubectl = AlertmanagerKubectl([(3, 0)], sns=[(5, 0), (6, 0)])  # SNS took it, Slack saw nothing
     result = check_alert_receiver(receiver_profile(), kubectl, sleep=lambda _: None)
-    assert result is not None and not result.passed and "no notification to slack within" in result.detail
+    assert not result.passed and "no notification to slack within" in result.detail
 
 
-def test_no_monitoring_no_test_alert():
-    from manifests.verify import check_alert_receiver
+def test_verify_sends_the_test_alert_only_when_the_profile_runs_monitoring():
+    from addons.contributions import addon_checks
+    from addons.monitoring.checks import DASHBOARD_CHECK, RECEIVER_CHECK
 
-    kubectl = AlertmanagerKubectl([(0, 0)])
-    off = validate_profile(mutated(addons__monitoring__enabled=False))
-    assert check_alert_receiver(off, kubectl, sleep=lambda _: None) is None
-    assert kubectl.calls == []
+    def names(config):
+        return [check.name for check in addon_checks(config)]
+
+    on = names(validate_profile(mutated()))
+    assert on.index(DASHBOARD_CHECK) < on.index(RECEIVER_CHECK)  # read-only: Grafana first, then the page
+    off = names(validate_profile(mutated(addons__monitoring__enabled=False)))
+    assert DASHBOARD_CHECK not in off and RECEIVER_CHECK not in off

@@ -110,7 +110,6 @@ NOT_YET_THROUGH_PARTS = {
     "cli.verify": {"addons.trainer"},
     "manifests.launch": {"addons.trainer.runtimes"},
     "manifests.render": {"addons.kuberay", "addons.kueue", "addons.trainer", "addons.trainer.runtimes"},
-    "manifests.verify": {"addons.monitoring"},
     "operate.cleanup": {"addons.karpenter.pools", "addons.kueue"},
     "operate.pause": {"addons.karpenter.pools"},
     # The profile's cross-add-on checks (profile validation is not yet a part's hook).
@@ -270,7 +269,7 @@ def test_the_tenancy_rule_is_written_once() -> None:
 # A module reads in one sitting at 400 lines. These are still over it, each at most its size when the
 # limit came in: they may shrink (lower the number, or drop the line when under 400), never grow.
 LONG_MODULES = {
-    "manifests.verify": 713,
+    "manifests.verify": 568,
     "profiles.cluster": 519,
     "manifests.render": 478,
     "profiles.models": 496,

@@ -186,9 +186,10 @@ def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
     results = run_checks(load_profile("p5-training"), kubectl=kubectl, image="repo/img:v1")
     assert [r.name for r in results] == [
         "repair-loop",
-        "gpu-health-check",
+        # The add-ons' read-only checks, in install order: monitoring before the GPU Operator.
         "grafana-dashboards",
         "alert-receiver",
+        "gpu-health-check",
         "gpu-smoke-test",
         "topology-check",
         "container-test",
@@ -511,7 +512,7 @@ def test_grafana_must_serve_every_provisioned_dashboard():
     (ask,) = [c for c in kubectl.calls if c[0] == "exec" and "deploy/monitoring-grafana" in c]
     assert ask[:7] == ["exec", "-n", "monitoring", "deploy/monitoring-grafana", "-c", "grafana", "--"]
     assert "GF_SECURITY_ADMIN_PASSWORD" in ask[-1] and "/api/search?type=dash-db" in ask[-1]
-    from manifests.verify import check_dashboards
+    from addons.monitoring.checks import check_dashboards
 
     assert not check_dashboards("<html>login</html>", {"gpu-fleet"}).passed
     assert check_dashboards(json.dumps(grafana_search()), {"gpu-fleet", "karpenter"}).passed

@@ -1,5 +1,5 @@
-"""kube-prometheus-stack's contributions: Grafana on a tenant's day-one page, and the warning when
-nobody is subscribed to the alert topic."""
+"""kube-prometheus-stack's contributions: Grafana on a tenant's day-one page, the warning when
+nobody is subscribed to the alert topic, and verify's dashboards and test-alert checks."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from addons.monitoring import DEFINITION, GRAFANA_DEPLOYMENT, GRAFANA_PORT, alert_warnings
+from addons.monitoring.checks import monitoring_checks
 from addons.monitoring.delivery import AlertDelivery
 from addons.parts import AddonParts, GuidePart, WebUi
+from components.acceptance import AcceptanceCheck
 from profiles.models import PlatformConfig
 from profiles.workloads import TenantConfig
 from stacks.contracts import AddonRecord
@@ -19,6 +21,9 @@ class MonitoringParts(AddonParts):
 
     def warnings(self, config: PlatformConfig) -> tuple[str, ...]:
         return tuple(alert_warnings(config))
+
+    def checks(self, config: PlatformConfig) -> tuple[AcceptanceCheck, ...]:
+        return monitoring_checks(config)
 
     def guide(self, config: PlatformConfig, tenant: TenantConfig) -> GuidePart:
         namespace = DEFINITION.namespace_of(DEFINITION.settings(config))
