@@ -35,9 +35,9 @@ from addons.trainer.runtimes import (
     torch_runtime,
     torchrun_env,
 )
+from manifests.checks.trainjob import trainjob_result
 from manifests.launch import DDP_SAMPLE, DDP_SAMPLE_MARKER, DDP_SAMPLE_SCRIPT, STEP_SECONDS_ENV, ddp_sample_job
 from manifests.render import render
-from manifests.verify import trainjob_result
 from tests.cases import IN_CI, profile_config
 
 # Left out of `make check` (four torchrun processes per run, tens of seconds); `make test` runs it.

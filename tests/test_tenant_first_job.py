@@ -392,8 +392,8 @@ def run_ray_script(tmp_path, script: str, nodes: int, gpus: int) -> subprocess.C
 def test_the_ray_checks_tasks_fit_their_bundles(tmp_path):
     """A task asks for a CPU by default: a GPU-only bundle cannot hold it and Ray refuses the task
     (the first version of the script did exactly that); the shipped script's bundles hold it."""
+    from manifests.checks.ray import check_ray
     from manifests.render import RAY_CHECK_SCRIPT
-    from manifests.verify import check_ray
 
     done = run_ray_script(tmp_path / "now", RAY_CHECK_SCRIPT, 2, 8)
     assert done.returncode == 0, done.stderr

@@ -1,0 +1,117 @@
+"""The multi-node NCCL check: nccl-tests' all_reduce_perf as an MPIJob, judged from its results
+table and the transport NCCL chose."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from components.acceptance import CheckResult
+from components.k8s.mpi import MPIJOB_KIND, launcher_selector
+from manifests.checks.common import Apply, efa_network_problem, release, too_few_nodes, wait_for
+from manifests.nccl_transport import nccl_transport, transport_summary
+from manifests.render import (
+    NCCL_JOB,
+    NCCL_NODES,
+    ValidationTarget,
+    tenant_check_namespace,
+)
+from operate.kubectl import Kubectl
+from profiles.models import PlatformConfig
+
+# One result row of nccl-tests: size count type redop root, then time algbw busbw #wrong out of
+# place and the same in place.
+_ROW = re.compile(
+    r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)"
+    r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+|N/A)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+|N/A)\s*$"
+)
+
+
+# Bus bandwidth is judged where the fabric, not latency, sets it: messages of 1 GiB and more.
+LARGE_MESSAGE_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class NcclRow:
+    size_bytes: int
+    busbw_out_of_place: float
+    busbw_in_place: float
+    wrong: int
+
+
+def nccl_rows(log: str) -> list[NcclRow]:
+    """The result table of an nccl-tests run (all_reduce_perf and friends)."""
+    rows = []
+    for line in log.splitlines():
+        match = _ROW.match(line)
+        if match:
+            wrong = sum(int(w) for w in (match.group(9), match.group(13)) if w != "N/A")
+            rows.append(NcclRow(int(match.group(1)), float(match.group(8)), float(match.group(12)), wrong))
+    return rows
+
+
+def _table_problem(rows: list[NcclRow], log: str) -> str | None:
+    if not rows:
+        return "no nccl-tests result rows: the all-reduce did not run to the end"
+    if any(row.wrong for row in rows) or "# Out of bounds values : 0 OK" not in log:
+        return "nccl-tests reported wrong results (#wrong or out-of-bounds values)"
+    if rows[-1].size_bytes < LARGE_MESSAGE_BYTES:
+        return (
+            f"the sweep stopped at {rows[-1].size_bytes} bytes: run it to at least {LARGE_MESSAGE_BYTES} "
+            "bytes (-e 2G) to measure the fabric"
+        )
+    return None
+
+
+def check_nccl(log: str, target: ValidationTarget) -> CheckResult:
+    """Judge an nccl-tests all_reduce_perf log. The '# Avg bus bandwidth' line averages the whole
+    sweep, where small latency-bound messages dominate, so the gate reads the results table and
+    judges the out-of-place bus bandwidth at the large messages against the instance's threshold."""
+    name = "nccl-allreduce"
+    rows = nccl_rows(log)
+    problem = efa_network_problem(log, target) or _table_problem(rows, log)
+    if problem:
+        return CheckResult(name, False, problem)
+    large = [row for row in rows if row.size_bytes >= LARGE_MESSAGE_BYTES]
+    busbw = max(row.busbw_out_of_place for row in large)
+    minimum = target.entry.nccl_min_busbw_gbytes_per_s
+    if busbw < minimum:
+        return CheckResult(
+            name,
+            False,
+            f"bus bandwidth at messages of 1 GiB and more is {busbw} GB/s, below "
+            f"{minimum} GB/s, the threshold for {target.entry.name} "
+            f"(60% of {target.entry.network_gbps} Gbps)",
+        )
+    return CheckResult(
+        name,
+        True,
+        f"bus bandwidth {busbw} GB/s at messages of 1 GiB and more over {transport_summary(nccl_transport(log))} "
+        f"(threshold {minimum} GB/s)",
+    )
+
+
+def nccl_result(
+    config: PlatformConfig,
+    target: ValidationTarget,
+    files: dict[str, list[dict[str, Any]]],
+    multi_node: list[str],
+    *,
+    apply: Apply,
+    kubectl: Kubectl,
+    timeout_minutes: int,
+) -> CheckResult:
+    """Run the NCCL MPIJob (as the first tenant, where there is one) and judge its launcher's log."""
+    namespace = tenant_check_namespace(config, target)
+    if not multi_node:
+        return too_few_nodes(NCCL_JOB, "NCCL job", NCCL_NODES, target, namespace)
+    for file_name in multi_node:
+        if failed := apply(file_name):
+            return failed
+    waited = wait_for(kubectl, namespace, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}", "condition=Succeeded", timeout_minutes)
+    logs = kubectl(["logs", "-n", namespace, "-l", launcher_selector(NCCL_JOB), "--tail=-1"])
+    if waited.returncode != 0:
+        release(kubectl, namespace, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}")
+        return CheckResult(NCCL_JOB, False, f"the MPIJob in {namespace} did not succeed: {waited.stderr.strip()}")
+    return check_nccl(logs.stdout, target)

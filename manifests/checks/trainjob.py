@@ -1,0 +1,95 @@
+"""The multi-node TrainJob check: torchrun-check through the runtime a tenant uses, every rank
+joined and NCCL (over EFA on an EFA group) summed their ones."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from components.acceptance import CheckResult
+from manifests.checks.common import Apply, efa_network_problem, wait_for
+from manifests.launch import TRAINJOB_CHECK_MARKER
+from manifests.nccl_transport import nccl_transport, transport_summary
+from manifests.render import (
+    TRAINJOB_CHECK,
+    ValidationTarget,
+    tenant_job_nodes,
+    trainjob_check_applies,
+)
+from operate.kubectl import Kubectl
+from profiles.models import PlatformConfig
+
+# Validation objects that run to completion and are judged by their output.
+TRAINJOB_KIND = "TrainJob"
+
+
+# Trainer runs a TrainJob as a JobSet of the same name; its pods carry this label.
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+
+def trainjob_result(log: str) -> tuple[int, int, str] | None:
+    """Rank 0's line of torchrun-check: (world size, all-reduce sum, backend), None if absent."""
+    found = re.search(rf"{re.escape(TRAINJOB_CHECK_MARKER)}world=(\d+) sum=(\d+) backend=(\w+)", log)
+    return (int(found.group(1)), int(found.group(2)), found.group(3)) if found else None
+
+
+def check_trainjob(log: str, target: ValidationTarget, expected_ranks: int) -> CheckResult:
+    """Rank 0's line: every rank of every node joined (world) and NCCL summed their ones (sum);
+    and, on an EFA group, every rank's NCCL used EFA (the pods' NCCL_DEBUG=INFO lines): the sum
+    comes out right over TCP sockets too, and TCP is what an image without aws-ofi-nccl gets."""
+    found = trainjob_result(log)
+    if found is None:
+        return CheckResult(TRAINJOB_CHECK, False, "rank 0 printed no result (see the TrainJob's pods)")
+    world, total, backend = found
+    detail = f"torchrun: {world} ranks, all-reduce sum {total}"
+    if not world == total == expected_ranks:
+        return CheckResult(TRAINJOB_CHECK, False, f"{detail} (expected {expected_ranks})")
+    if backend != "nccl":
+        return CheckResult(
+            TRAINJOB_CHECK, False, f"{detail}, but over {backend}, not NCCL: CUDA did not start in the runtime's image"
+        )
+    if problem := efa_network_problem(log, target):
+        return CheckResult(TRAINJOB_CHECK, False, f"{detail}, but {problem}")
+    return CheckResult(TRAINJOB_CHECK, True, f"{detail} over {transport_summary(nccl_transport(log))}")
+
+
+def trainjob_results(
+    config: PlatformConfig,
+    target: ValidationTarget,
+    files: dict[str, list[dict[str, Any]]],
+    train_jobs: list[str],
+    *,
+    apply: Apply,
+    kubectl: Kubectl,
+    timeout_minutes: int,
+    blocked: str | None = None,
+) -> list[CheckResult]:
+    """Run the TrainJob check (last: after the MPIJob freed the nodes) and judge rank 0's line
+    and every rank's network; `blocked` says why it cannot start (it is not applied then)."""
+    if blocked and train_jobs:
+        return [CheckResult(TRAINJOB_CHECK, False, blocked)]
+    results: list[CheckResult] = []
+    if trainjob_check_applies(config, target) and not train_jobs:
+        tenant, group = config.workloads.tenants[0].name, target.group.name
+        results.append(
+            CheckResult(
+                TRAINJOB_CHECK,
+                False,
+                f"no TrainJob can run: node group {group} runs no node, or tenant {tenant}'s queue holds none of it",
+            )
+        )
+    for file_name in train_jobs:
+        (job,) = files[file_name]
+        namespace = job["metadata"]["namespace"]
+        if failed := apply(file_name):
+            return [*results, failed]
+        waited = wait_for(
+            kubectl, namespace, f"{TRAINJOB_KIND.lower()}/{TRAINJOB_CHECK}", "condition=Complete", timeout_minutes
+        )
+        logs = kubectl(["logs", "-n", namespace, "-l", f"{JOBSET_NAME_LABEL}={TRAINJOB_CHECK}", "--tail=-1"])
+        results.append(
+            check_trainjob(logs.stdout, target, tenant_job_nodes(config, target) * target.entry.gpu_count)
+            if waited.returncode == 0
+            else CheckResult(TRAINJOB_CHECK, False, f"the TrainJob did not complete: {waited.stderr.strip()}")
+        )
+    return results
