@@ -21,20 +21,14 @@ from components.acceptance import CheckResult
 from components.k8s.mpi import MPIJOB_KIND
 from manifests.checks.common import wait_for
 from manifests.checks.gpu_smoke import check_gpu_smoke
-from manifests.checks.lustre_efa import check_lustre_efa
+from manifests.checks.lustre_efa import LUSTRE_EFA_CHECK, check_lustre_efa, lustre_efa_check_applies
 from manifests.checks.nccl import nccl_result
-from manifests.checks.ray import RAYJOB_KIND, ray_result
+from manifests.checks.ray import RAYJOB_KIND, ray_check_applies, ray_result
 from manifests.checks.repair_loop import AGENT_NAMESPACE, AGENT_SELECTOR, check_repair_loop
+from manifests.checks.target import NAMESPACE, ValidationTarget
 from manifests.checks.topology import check_topology
 from manifests.checks.trainjob import TRAINJOB_KIND, trainjob_results
-from manifests.render import (
-    LUSTRE_EFA_CHECK,
-    NAMESPACE,
-    ValidationTarget,
-    lustre_efa_check_applies,
-    ray_check_applies,
-    render,
-)
+from manifests.render import render
 from operate.kubectl import Kubectl
 from profiles.models import PlatformConfig
 from profiles.versions import NCCL_TESTS_IMAGE

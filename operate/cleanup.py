@@ -371,7 +371,7 @@ def platform_objects(config: PlatformConfig, layer: str, stack: dict[str, Any] |
     claims its Terraform deletes."""
     from addons.catalog import DEFINITIONS
     from addons.karpenter.pools import node_pools
-    from manifests.render import NAMESPACE as VALIDATION_NAMESPACE
+    from manifests.checks.target import NAMESPACE as VALIDATION_NAMESPACE
 
     claims = terraform_claims(stack) if stack else ()
     if layer == "addons":

@@ -7,7 +7,7 @@ import pytest
 
 from addons.registry import ADDONS
 from components.k8s.namespaces import NamespaceGuard
-from manifests.render import NAMESPACE as VALIDATION_NAMESPACE
+from manifests.checks.target import NAMESPACE as VALIDATION_NAMESPACE
 from manifests.render import render
 from tests.cases import FIXTURES, SHIPPED
 from tests.netpol import Peer, allowed

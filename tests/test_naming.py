@@ -8,7 +8,7 @@ import re
 import pytest
 
 from addons.registry import ADDONS
-from manifests.render import NAMESPACE as VALIDATION_NAMESPACE
+from manifests.checks.target import NAMESPACE as VALIDATION_NAMESPACE
 from profiles.models import PLATFORM_NAMESPACES
 from profiles.naming import ACCOUNT, RULES, DerivedName, derived_names, name_problems
 from tests.cases import FIXTURES, SHIPPED

@@ -12,9 +12,10 @@ from manifests.checks.gpu_smoke import check_gpu_smoke
 from manifests.checks.nccl import check_nccl, nccl_rows
 from manifests.checks.ray import check_ray
 from manifests.checks.repair_loop import check_repair_loop
+from manifests.checks.target import ValidationTarget
 from manifests.checks.topology import check_topology, efa_devices
 from manifests.checks.trainjob import check_trainjob
-from manifests.render import ValidationTarget, render
+from manifests.render import render
 from manifests.verify import run_checks
 from profiles import load_profile
 from tests.test_nccl_transport import fixture as nccl_fixture

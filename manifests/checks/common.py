@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 
 from components.acceptance import CheckResult
+from manifests.checks.target import NAMESPACE, ValidationTarget
 from manifests.nccl_transport import efa_transport_problem, nccl_transport
-from manifests.render import NAMESPACE, ValidationTarget
 from operate.kubectl import Kubectl
 
 # How run_checks applies one of its validation files: None when kubectl took it, else the failure.

@@ -3,9 +3,88 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from components.acceptance import CheckResult
-from manifests.render import LUSTRE_EFA_CHECK, LUSTRE_EFA_CHECK_MARKER
+from components.acceptance import CheckResult, locked_down_container
+from manifests.checks.target import (
+    ValidationTarget,
+    check_pod,
+)
+from profiles import tenancy
+from profiles.models import PlatformConfig
+from profiles.versions import CUDA_IMAGE
+
+LUSTRE_EFA_CHECK = "lustre-efa-check"
+
+
+LUSTRE_EFA_CHECK_MARKER = "LUSTRE_EFA_CHECK "
+
+
+LUSTRE_EFA_CHECK_MIB = 1024
+
+
+# Direct I/O (no client page cache) of LUSTRE_EFA_CHECK_MIB written and read back through the
+# tenant's FSx volume, between two readings of the node's EFA port counters (tx_bytes and rx_bytes
+# of every device: the EFA driver's basic port statistics, all traffic through the device; sysfs
+# is world-readable and not namespaced). LNet's traffic over EFA (kefalnd) shows in them; over its
+# tcp network it does not. The node's other EFA traffic only adds (verify runs this check alone).
+LUSTRE_EFA_CHECK_SCRIPT = f"""
+set -eu
+efa_bytes() {{
+  total=0
+  for counter in /sys/class/infiniband/*/ports/*/hw_counters/tx_bytes \\
+      /sys/class/infiniband/*/ports/*/hw_counters/rx_bytes; do
+    [ -r "$counter" ] && total=$((total + $(cat "$counter")))
+  done
+  echo "$total"
+}}
+devices=$(ls /sys/class/infiniband 2>/dev/null | wc -l)
+file=/fsx/.{LUSTRE_EFA_CHECK}-$(hostname)
+before=$(efa_bytes)
+dd if=/dev/zero of="$file" bs=16M count={LUSTRE_EFA_CHECK_MIB // 16} oflag=direct status=none
+dd if="$file" of=/dev/null bs=16M iflag=direct status=none
+after=$(efa_bytes)
+rm -f "$file"
+moved={2 * LUSTRE_EFA_CHECK_MIB << 20}
+echo "{LUSTRE_EFA_CHECK_MARKER}devices=$devices moved_bytes=$moved efa_bytes=$((after - before))"
+"""
+
+
+def lustre_efa_check_applies(config: PlatformConfig, target: ValidationTarget) -> bool:
+    """verify owes the Lustre-over-EFA check where the file system is EFA-enabled, the checked
+    group has EFA (its nodes set LNet up with efa networks) and a tenant has an FSx volume."""
+    fsx = config.storage.fsx
+    return (
+        fsx.enabled
+        and fsx.efa_enabled
+        and target.group.efa_enabled
+        and fsx.tenant_directories
+        and bool(config.workloads.tenants)
+    )
+
+
+def lustre_efa_check_pod(target: ValidationTarget, tenant: str) -> dict[str, Any]:
+    """As the first tenant, on a node of the checked group, through the tenant's FSx volume. It asks
+    for no GPU or EFA interface: it reads the EFA counters of the node, it does not use EFA itself."""
+    pod = check_pod(
+        LUSTRE_EFA_CHECK,
+        target,
+        {
+            "name": "lustre",
+            "image": CUDA_IMAGE,
+            "command": ["/bin/sh", "-c", LUSTRE_EFA_CHECK_SCRIPT],
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
+            "volumeMounts": [{"name": "fsx", "mountPath": "/fsx"}],
+            # Root owns the tenant's directory: root writes there as its owner, with no capability.
+            "securityContext": locked_down_container(),
+        },
+        gpus=0,
+        volumes=[{"name": "fsx", "persistentVolumeClaim": {"claimName": tenancy.FSX_VOLUME}}],
+        securityContext={"seccompProfile": {"type": "RuntimeDefault"}},
+    )
+    pod["metadata"]["namespace"] = tenant
+    pod["spec"].pop("resourceClaims", None)
+    return pod
 
 
 def check_lustre_efa(log: str) -> CheckResult:

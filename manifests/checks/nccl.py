@@ -8,15 +8,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.acceptance import CheckResult
+from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
+from components.k8s.efa_pods import EFA_ENV, shm_volume
+from components.k8s.gpus import pod_claims
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
+from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
 from manifests.checks.common import Apply, efa_network_problem, release, too_few_nodes, wait_for
+from manifests.checks.target import ValidationTarget, device_resources, tenant_check_namespace
+from manifests.launch import nccl_allreduce_launcher
 from manifests.nccl_transport import nccl_transport, transport_summary
-from manifests.render import (
-    NCCL_JOB,
-    NCCL_NODES,
-    ValidationTarget,
-    tenant_check_namespace,
-)
 from operate.kubectl import Kubectl
 from profiles.models import PlatformConfig
 
@@ -26,6 +26,69 @@ _ROW = re.compile(
     r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)"
     r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+|N/A)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+|N/A)\s*$"
 )
+
+
+NCCL_JOB = "nccl-allreduce"
+
+
+# The NCCL check proves EFA between nodes: on one node NCCL takes NVLink and never touches EFA.
+NCCL_NODES = 2
+
+
+def nccl_mpijob(target: ValidationTarget, image: str, namespace: str) -> dict[str, Any]:
+    """The all-reduce as a tenant writes it (docs/queues.md): no queue name (Kueue's defaulting gives
+    it the namespace's queue), the launcher on CPU only, each worker a whole node."""
+    gpus, nodes = target.entry.gpu_count, NCCL_NODES
+    shm, shm_mount = shm_volume()
+    launcher = {
+        "spec": {
+            "restartPolicy": "OnFailure",
+            "nodeSelector": dict(SYSTEM_NODES),
+            "containers": [
+                {
+                    "name": "launcher",
+                    "image": image,
+                    "command": nccl_allreduce_launcher(nodes=nodes, gpus_per_node=gpus),
+                    "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+                }
+            ],
+        }
+    }
+    worker = {
+        "spec": {
+            "nodeSelector": {NODE_GROUP_LABEL: target.group.name},
+            "tolerations": [dict(GPU_TOLERATION)],
+            "containers": [
+                {
+                    "name": "worker",
+                    "image": image,
+                    "command": ["/usr/sbin/sshd", "-De"],
+                    "env": list(EFA_ENV),
+                    "resources": device_resources(target, gpus, all_efa=True),
+                    "volumeMounts": [shm_mount],
+                }
+            ],
+            "volumes": [shm],
+            **({"resourceClaims": pod_claims(gpus)} if target.dra else {}),
+        }
+    }
+    job = MpiJob(
+        metadata=ObjectMeta(name=NCCL_JOB, namespace=namespace),
+        spec=MpiJobSpec(
+            slots_per_worker=gpus,
+            # The launcher starts once every worker is Ready: on a fresh cluster the workers wait for
+            # GPU nodes and pull a multi-GB image, and a launcher started at once would spend its
+            # retries on SSH connections to workers that do not exist yet. Under Kueue the policy
+            # does not hold (components/k8s/mpi.py), so the launcher's command waits too.
+            launcher_creation_policy="WaitForWorkersReady",
+            run_policy=RunPolicy(clean_pod_policy="Running", backoff_limit=2, active_deadline_seconds=3600),
+            mpi_replica_specs={
+                "Launcher": ReplicaSpec(replicas=1, template=launcher),
+                "Worker": ReplicaSpec(replicas=nodes, template=worker),
+            },
+        ),
+    )
+    return job.manifest()
 
 
 # Bus bandwidth is judged where the fabric, not latency, sets it: messages of 1 GiB and more.

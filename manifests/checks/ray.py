@@ -7,19 +7,125 @@ import json
 import re
 from typing import Any
 
+from addons.kuberay import DEFINITION as KUBERAY
 from components.acceptance import CheckResult
+from components.k8s.efa_pods import EFA_ENV, shm_volume
+from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
 from manifests.checks.common import Apply, poll_until, release, too_few_nodes
-from manifests.render import (
-    RAY_CHECK,
-    RAY_CHECK_MARKER,
-    RAY_CHECK_NODES,
-    ValidationTarget,
-    tenant_check_namespace,
-)
+from manifests.checks.target import ValidationTarget, device_resources, tenant_check_namespace
 from operate.kubectl import Kubectl
 from profiles.models import PlatformConfig
+from profiles.versions import RAY_IMAGE
 
 RAYJOB_KIND = "RayJob"
+
+
+RAY_CHECK = "ray-check"
+
+
+RAY_CHECK_MARKER = "RAY_CHECK "
+
+
+RAY_CHECK_NODES = 2
+
+
+# A placement group of one whole-node bundle per worker, spread strictly over distinct nodes (each
+# bundle holds the task's default CPU as well as the GPUs: Ray refuses a task whose resources do
+# not fit its bundle, python/ray/util/placement_group.py _validate_resource_shape): the
+# driver waits until Ray sees both nodes' GPUs, runs one task in each bundle and prints, for each,
+# the Kubernetes node it ran on (the worker's NODE_NAME, from the downward API; a pod's host name
+# would differ between two pods on one node) and the GPUs Ray gave it, as one JSON line.
+RAY_CHECK_SCRIPT = f"""
+import json, os, sys, ray
+from ray.util.placement_group import placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+nodes, gpus = int(sys.argv[1]), int(sys.argv[2])
+ray.init()
+group = placement_group([{{"CPU": 1, "GPU": gpus}}] * nodes, strategy="STRICT_SPREAD")
+ray.get(group.ready(), timeout=1200)
+@ray.remote(num_gpus=gpus)
+def where():
+    return {{"node": os.environ["NODE_NAME"], "gpus": len(ray.get_gpu_ids())}}
+strategy = lambda i: PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=i)
+found = ray.get([where.options(scheduling_strategy=strategy(i)).remote() for i in range(nodes)])
+print("{RAY_CHECK_MARKER}" + json.dumps(found), flush=True)
+"""
+
+
+# The driver runs on the head: the script reaches it as a file (a ConfigMap), never through the
+# layers of shell quoting between the RayJob's entrypoint and `ray job submit`.
+RAY_CHECK_MOUNT = "/opt/ray-check"
+
+
+def ray_check_applies(config: PlatformConfig, target: ValidationTarget) -> bool:
+    """verify owes a RayJob check: KubeRay runs, a tenant exists to submit it as, and GPUs are the
+    extended resource Ray's workers advertise (a DRA claim is not counted by Ray's resources)."""
+    return KUBERAY.enabled(config) and bool(config.workloads.tenants) and not target.dra
+
+
+def ray_check(target: ValidationTarget, namespace: str) -> list[dict[str, Any]]:
+    """A RayJob as a tenant writes one (docs/queues.md): no queue name, the cluster shut down when
+    the job ends (Kueue refuses a RayJob that keeps it), the head on CPU only, each worker a whole
+    node of the checked group (its GPUs, every EFA interface, huge pages and shared memory)."""
+    gpus = target.entry.gpu_count
+    shm, shm_mount = shm_volume()
+    script = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": RAY_CHECK, "namespace": namespace},
+        "data": {"check.py": RAY_CHECK_SCRIPT.lstrip()},
+    }
+    head = {
+        "nodeSelector": dict(SYSTEM_NODES),
+        "containers": [
+            {
+                "name": "ray-head",
+                "image": RAY_IMAGE,
+                "resources": {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
+                "volumeMounts": [{"name": "check", "mountPath": RAY_CHECK_MOUNT, "readOnly": True}],
+            }
+        ],
+        "volumes": [{"name": "check", "configMap": {"name": RAY_CHECK}}],
+    }
+    worker = {
+        "nodeSelector": {NODE_GROUP_LABEL: target.group.name},
+        "tolerations": [dict(GPU_TOLERATION)],
+        "containers": [
+            {
+                "name": "ray-worker",
+                "image": RAY_IMAGE,
+                "env": [*EFA_ENV, {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                "resources": device_resources(target, gpus, all_efa=True),
+                "volumeMounts": [shm_mount],
+            }
+        ],
+        "volumes": [shm],
+    }
+    job = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": RAY_CHECK, "namespace": namespace},
+        "spec": {
+            "entrypoint": f"python {RAY_CHECK_MOUNT}/check.py {RAY_CHECK_NODES} {gpus}",
+            "shutdownAfterJobFinishes": True,
+            "activeDeadlineSeconds": 3600,
+            "rayClusterSpec": {
+                # The head takes no tasks: the check's tasks must land on the GPU workers.
+                "headGroupSpec": {"rayStartParams": {"num-cpus": "0"}, "template": {"spec": head}},
+                "workerGroupSpecs": [
+                    {
+                        "groupName": "gpu",
+                        "replicas": RAY_CHECK_NODES,
+                        "minReplicas": RAY_CHECK_NODES,
+                        "maxReplicas": RAY_CHECK_NODES,
+                        "rayStartParams": {},
+                        "template": {"spec": worker},
+                    }
+                ],
+            },
+        },
+    }
+    return [script, job]
 
 
 # The label the Job controller puts on a Job's pods.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from components.acceptance import CheckResult
-from manifests.render import ValidationTarget
+from manifests.checks.target import ValidationTarget
 
 
 def efa_devices(fi_info_log: str) -> set[str]:

@@ -6,21 +6,49 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from addons.trainer import DEFINITION as TRAINER
+from addons.trainer.runtimes import NCCL_DEBUG_INFO, runtime_name
 from components.acceptance import CheckResult
 from manifests.checks.common import Apply, efa_network_problem, wait_for
-from manifests.launch import TRAINJOB_CHECK_MARKER
+from manifests.checks.target import ValidationTarget, tenant_job_nodes
+from manifests.launch import TRAINJOB_CHECK_MARKER, TRAINJOB_CHECK_SCRIPT, torchrun, train_job
 from manifests.nccl_transport import nccl_transport, transport_summary
-from manifests.render import (
-    TRAINJOB_CHECK,
-    ValidationTarget,
-    tenant_job_nodes,
-    trainjob_check_applies,
-)
 from operate.kubectl import Kubectl
 from profiles.models import PlatformConfig
 
 # Validation objects that run to completion and are judged by their output.
 TRAINJOB_KIND = "TrainJob"
+
+
+TRAINJOB_CHECK = "torchrun-check"
+
+
+def trainjob_check_applies(config: PlatformConfig, target: ValidationTarget) -> bool:
+    """verify owes a TrainJob check: Trainer runs, a tenant exists to submit it as, and GPUs are
+    the extended resource its runtime asks for (not DRA claims)."""
+    return TRAINER.enabled(config) and bool(config.workloads.tenants) and not target.dra
+
+
+def trainjob_check(config: PlatformConfig, target: ValidationTarget) -> dict[str, Any] | None:
+    """A TrainJob as a tenant submits one: in the first tenant's namespace, without a queue name
+    (Kueue's defaulting gives it the tenant's queue), on the platform's runtime for the checked
+    group, with torchrun all-reducing a tensor of ones over NCCL across every GPU of its nodes."""
+    if not trainjob_check_applies(config, target) or not tenant_job_nodes(config, target):
+        return None
+    return train_job(
+        TRAINJOB_CHECK,
+        config.workloads.tenants[0].name,
+        runtime=runtime_name(target.group),
+        trainer={
+            "numNodes": tenant_job_nodes(config, target),
+            # One rank per GPU, stated: torchrun's "auto" counts CPUs where CUDA does not start.
+            "numProcPerNode": target.entry.gpu_count,
+            "command": torchrun("check", TRAINJOB_CHECK_SCRIPT),
+            # The lines that name the network NCCL chose: verify fails a run that asked for EFA
+            # and got another (manifests/nccl_transport.py).
+            "env": [dict(NCCL_DEBUG_INFO)],
+        },
+    )
 
 
 # Trainer runs a TrainJob as a JobSet of the same name; its pods carry this label.
