@@ -14,7 +14,7 @@ import pytest
 
 from stacks import LAYERS
 from tests.cases import FIXTURES, HCL_PROFILES, IN_CI, SHIPPED
-from tests.iam_gate import MANAGED_POLICIES, policies, problems_of, stack_problems
+from tests.iam_gate import MANAGED_POLICIES, policies, problems_of, stack_problems, statements_of
 from tests.test_policy import BASELINE, accepted, find_checkov
 
 PROFILES = SHIPPED + FIXTURES
@@ -24,7 +24,7 @@ PROFILES = SHIPPED + FIXTURES
 def test_every_policy_document_passes_the_gate(synthesized, profile):
     platform = synthesized.configs[profile].name
     stacks = synthesized.stacks[profile].values()
-    seen = sum(len(document["Statement"]) for stack in stacks for _, _, document in policies(stack))
+    seen = sum(len(statements_of(document or {})) for stack in stacks for _, _, document in policies(stack))
     problems = [problem for stack in stacks for problem in stack_problems(stack, platform=platform)]
     assert seen > 20, "the gate found too few policy statements to be reading the stacks"
     assert problems == []
@@ -149,6 +149,324 @@ def test_the_gate_accepts_scoped_statements():
     ]
     for kind, statement in good:
         assert problems_of("aws_x.y", kind, statement, platform="demo") == []
+
+
+# ------------------------------------------------------------------ admin-grade classes (issue #44)
+# Thirteen classes of admin-grade statements an adversarial review found the gate passing. Each is
+# a crafted stack: the gate must refuse it, naming the resource, the statement and the class. Every
+# case here passed the gate before these rules (tests/iam_gate.py says which AWS page each rests on).
+ACCOUNT = "111122223333"
+NODE_ROLE = f"arn:aws:iam::{ACCOUNT}:role/demo-node"
+OIDC_ISSUER = "oidc.eks.us-west-2.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE"
+OIDC_PROVIDER = f"arn:aws:iam::{ACCOUNT}:oidc-provider/{OIDC_ISSUER}"
+
+
+def _document(*statements: dict) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+def in_role_policy(*statements: dict) -> dict:
+    return {"resource": {"aws_iam_role_policy": {"crafted": {"role": "r", "policy": _document(*statements)}}}}
+
+
+def in_trust(*statements: dict) -> dict:
+    return {"resource": {"aws_iam_role": {"crafted": {"name": "r", "assume_role_policy": _document(*statements)}}}}
+
+
+def allow(action: object, resource: object, condition: dict | None = None) -> dict:
+    statement = {"Effect": "Allow", "Action": action, "Resource": resource}
+    return {**statement, "Condition": condition} if condition else statement
+
+
+def web_identity(condition: dict) -> dict:
+    return {
+        "Effect": "Allow",
+        "Principal": {"Federated": OIDC_PROVIDER},
+        "Action": "sts:AssumeRoleWithWebIdentity",
+        "Condition": condition,
+    }
+
+
+ADMIN_DOCUMENT = _document(allow("*", "*"))
+TAG_SCOPED = {"StringEquals": {"aws:ResourceTag/team": "ml"}}
+ADMIN_GRADE = [
+    # 1. a wildcard inside an action name: iam:Pass* is iam:PassRole (and more) under another name
+    ("action-wildcard", in_role_policy(allow(["iam:Pass*"], NODE_ROLE)), "aws_iam_role_policy.crafted"),
+    ("action-wildcard", in_role_policy(allow("iam:Put*Policy", NODE_ROLE)), "aws_iam_role_policy.crafted"),
+    ("action-wildcard", in_role_policy(allow(["iam:Create*", "iam:Attach*"], NODE_ROLE)), "aws_iam_role_policy"),
+    # 2. IAM matches actions case-insensitively: IAM:passrole is iam:PassRole
+    ("action-case", in_role_policy(allow("IAM:passrole", NODE_ROLE)), "aws_iam_role_policy.crafted"),
+    # 3. a wildcard condition value matches every value: the condition narrows nothing
+    (
+        "wildcard-condition",
+        in_role_policy(allow("ec2:TerminateInstances", "*", {"StringLike": {"aws:ResourceTag/team": "*"}})),
+        "aws_iam_role_policy.crafted",
+    ),
+    (
+        "wildcard-condition",
+        in_role_policy(allow("iam:PassRole", NODE_ROLE, {"StringLike": {"iam:PassedToService": "*"}})),
+        "aws_iam_role_policy.crafted",
+    ),
+    (
+        "wildcard-condition",
+        in_trust(
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+                "Condition": {"StringLike": {"aws:SourceAccount": "*"}},
+            }
+        ),
+        "aws_iam_role.crafted",
+    ),
+    # 4. a condition that holds when its key is absent (...IfExists, ForAllValues:, negated operators)
+    (
+        "absent-key-condition",
+        in_role_policy(allow("ec2:TerminateInstances", "*", {"StringEqualsIfExists": {"aws:ResourceTag/team": "ml"}})),
+        "aws_iam_role_policy.crafted",
+    ),
+    (
+        "absent-key-condition",
+        in_role_policy(allow("ec2:DeleteVolume", "*", {"ForAllValues:StringEquals": {"aws:TagKeys": ["team"]}})),
+        "aws_iam_role_policy.crafted",
+    ),
+    # 5. a condition on the caller only: in a role's own policy the caller is always that role
+    (
+        "caller-condition",
+        in_role_policy(allow("kms:Decrypt", "*", {"StringEquals": {"aws:PrincipalTag/team": "ml"}})),
+        "aws_iam_role_policy.crafted",
+    ),
+    (
+        "caller-condition",
+        in_role_policy(allow("secretsmanager:GetSecretValue", "*", {"StringLike": {"aws:PrincipalTag/team": "*"}})),
+        "aws_iam_role_policy.crafted",
+    ),
+    # 6. a web identity trust without `sub`: every service account of the cluster may assume the role
+    (
+        "federated-without-sub",
+        in_trust(web_identity({"StringEquals": {f"{OIDC_ISSUER}:aud": "sts.amazonaws.com"}})),
+        "aws_iam_role.crafted",
+    ),
+    # 7. a web identity trust whose `sub` is a wildcard
+    (
+        "federated-wildcard-sub",
+        in_trust(
+            web_identity(
+                {
+                    "StringEquals": {f"{OIDC_ISSUER}:aud": "sts.amazonaws.com"},
+                    "StringLike": {f"{OIDC_ISSUER}:sub": "system:serviceaccount:*"},
+                }
+            )
+        ),
+        "aws_iam_role.crafted",
+    ),
+    (
+        "federated-wildcard-sub",
+        in_trust(
+            web_identity(
+                {"StringEquals": {f"{OIDC_ISSUER}:aud": "sts.amazonaws.com"}, "StringLike": {f"{OIDC_ISSUER}:sub": "*"}}
+            )
+        ),
+        "aws_iam_role.crafted",
+    ),
+    # 8. an irreversible data deletion on every resource of a kind (a tag condition does not make it safe)
+    ("destroys-data", in_role_policy(allow("kms:ScheduleKeyDeletion", "*", TAG_SCOPED)), "aws_iam_role_policy.crafted"),
+    (
+        "destroys-data",
+        in_role_policy(allow("rds:DeleteDBCluster", f"arn:aws:rds:us-west-2:{ACCOUNT}:cluster:*", TAG_SCOPED)),
+        "aws_iam_role_policy.crafted",
+    ),
+    # 9. granting permissions: whoever may attach or put a policy on a role can make it an admin
+    (
+        "grants-permissions",
+        in_role_policy(allow(["iam:AttachRolePolicy", "iam:PutRolePolicy"], f"arn:aws:iam::{ACCOUNT}:role/demo-*")),
+        "aws_iam_role_policy.crafted",
+    ),
+    (
+        "grants-permissions",
+        in_role_policy(allow("iam:CreatePolicyVersion", f"arn:aws:iam::{ACCOUNT}:policy/demo-nodes")),
+        "aws_iam_role_policy.crafted",
+    ),
+    # 10. IAM resources in any account: assuming OrganizationAccountAccessRole anywhere in the organization
+    (
+        "iam-any-account",
+        in_role_policy(allow("sts:AssumeRole", "arn:aws:iam::*:role/OrganizationAccountAccessRole")),
+        "aws_iam_role_policy.crafted",
+    ),
+    # 11. a managed policy attached by a route other than aws_iam_role_policy_attachment
+    (
+        "managed-policy",
+        {
+            "resource": {
+                "aws_iam_role": {
+                    "crafted": {
+                        "assume_role_policy": _document(),
+                        "managed_policy_arns": ["arn:aws:iam::aws:policy/AdministratorAccess"],
+                    }
+                }
+            }
+        },
+        "aws_iam_role.crafted",
+    ),
+    (
+        "managed-policy",
+        {
+            "resource": {
+                "aws_iam_policy_attachment": {
+                    "crafted": {
+                        "name": "x",
+                        "roles": ["r"],
+                        "policy_arn": "arn:aws:iam::aws:policy/AdministratorAccess",
+                    }
+                }
+            }
+        },
+        "aws_iam_policy_attachment.crafted",
+    ),
+    # 12. an inline policy by a route other than aws_iam_role_policy
+    (
+        "action-wildcard",
+        {
+            "resource": {
+                "aws_iam_role": {
+                    "crafted": {
+                        "assume_role_policy": _document(),
+                        "inline_policy": [{"name": "x", "policy": ADMIN_DOCUMENT}],
+                    }
+                }
+            }
+        },
+        "aws_iam_role.crafted inline_policy[0]",
+    ),
+    (
+        "action-wildcard",
+        {"resource": {"aws_iam_user_policy": {"crafted": {"user": "u", "policy": ADMIN_DOCUMENT}}}},
+        "aws_iam_user_policy.crafted",
+    ),
+    # 13. a statement in an aws_iam_policy_document data source
+    (
+        "action-wildcard",
+        {"data": {"aws_iam_policy_document": {"crafted": {"statement": [{"actions": ["*"], "resources": ["*"]}]}}}},
+        "data.aws_iam_policy_document.crafted",
+    ),
+    (
+        "negation",
+        {
+            "data": {
+                "aws_iam_policy_document": {
+                    "crafted": {"statement": [{"effect": "Allow", "not_actions": ["iam:*"], "resources": ["*"]}]}
+                }
+            },
+            "resource": {
+                "aws_iam_role_policy": {"uses": {"role": "r", "policy": "${data.aws_iam_policy_document.crafted.json}"}}
+            },
+        },
+        "aws_iam_role_policy.uses",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "cls, stack, address", ADMIN_GRADE, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(ADMIN_GRADE)]
+)
+def test_the_gate_refuses_admin_grade_classes(cls, stack, address):
+    found = stack_problems(stack, platform="demo")
+    assert any(problem.startswith(address) and f"[{cls}]" in problem for problem in found), found
+
+
+# Scoped statements next to the classes above: the gate refuses what they grant, not their forms.
+OWNED = {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/demo": "owned"}}
+STILL_PASSING = [
+    in_role_policy(allow("s3:GetObject", f"arn:aws:s3:::demo-datasets-{ACCOUNT}/team-a/*")),
+    in_role_policy(allow(["eks:DescribeCluster"], f"arn:aws:eks:us-west-2:{ACCOUNT}:cluster/demo")),
+    in_role_policy(allow("s3:DeleteObject", "${aws_s3_bucket.b.arn}/checkpoints/*")),
+    in_role_policy(allow("iam:PassRole", NODE_ROLE, {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}})),
+    # Karpenter's form: a presence test ("*") next to an exact tag that scopes the statement
+    in_role_policy(
+        allow(
+            "ec2:TerminateInstances",
+            "arn:aws:ec2:us-west-2:*:instance/*",
+            {**OWNED, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
+        )
+    ),
+    # delegation under a fixed list of policies
+    in_role_policy(
+        allow(
+            "iam:AttachRolePolicy",
+            f"arn:aws:iam::{ACCOUNT}:role/demo-nodes",
+            {"ArnEquals": {"iam:PolicyARN": "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"}},
+        )
+    ),
+    in_trust(
+        web_identity(
+            {
+                "StringEquals": {
+                    f"{OIDC_ISSUER}:aud": "sts.amazonaws.com",
+                    f"{OIDC_ISSUER}:sub": "system:serviceaccount:ml-team:trainer",
+                }
+            }
+        )
+    ),
+    # the same grants through an aws_iam_policy_document, as a single Statement object, by a user policy
+    {
+        "data": {
+            "aws_iam_policy_document": {
+                "scoped": {
+                    "statement": [
+                        {
+                            "actions": ["s3:GetObject"],
+                            "resources": ["${aws_s3_bucket.b.arn}/datasets/*"],
+                            "condition": [
+                                {"test": "StringEquals", "variable": "s3:ExistingObjectTag/team", "values": ["a"]}
+                            ],
+                        }
+                    ]
+                }
+            }
+        },
+        "resource": {
+            "aws_iam_role_policy": {"p": {"role": "r", "policy": "${data.aws_iam_policy_document.scoped.json}"}}
+        },
+    },
+    {
+        "resource": {
+            "aws_iam_user_policy": {
+                "p": {
+                    "user": "u",
+                    "policy": json.dumps(
+                        {"Statement": allow("eks:DescribeCluster", f"arn:aws:eks:us-west-2:{ACCOUNT}:cluster/demo")}
+                    ),
+                }
+            }
+        }
+    },
+]
+
+
+@pytest.mark.parametrize("stack", STILL_PASSING)
+def test_the_gate_passes_scoped_statements_of_every_form(stack):
+    assert stack_problems(stack, platform="demo") == []
+
+
+# Forms the gate once stopped at with a traceback: refused now, with the resource and the class.
+REFUSED_FORMS = [
+    (in_trust({"Effect": "Allow", "Principal": "*", "Action": "sts:AssumeRole"}), "[trust-principal]"),
+    (
+        {"resource": {"aws_iam_role_policy": {"crafted": {"policy": json.dumps({"Statement": allow("*", "*")})}}}},
+        "[action-wildcard]",
+    ),
+    ({"resource": {"aws_iam_role_policy": {"crafted": {"policy": '${file("p.json")}'}}}}, "[unreadable-policy]"),
+    (
+        {"resource": {"aws_iam_role_policy": {"crafted": {"policy": "${data.aws_iam_policy_document.absent.json}"}}}},
+        "[unreadable-policy]",
+    ),
+]
+
+
+@pytest.mark.parametrize("stack, cls", REFUSED_FORMS)
+def test_the_gate_refuses_what_it_cannot_judge(stack, cls):
+    found = stack_problems(stack, platform="demo")
+    assert any(p.startswith("aws_iam_role") and cls in p for p in found), found
 
 
 # ------------------------------------------------------------------ checkov IAM checks on the HCL
