@@ -165,9 +165,11 @@ class AlertTopics(Construct):
             binding=binding,
             inline_policy=policy_document(
                 allow(["sns:Publish"], [alerts.arn, heartbeat.arn]),
-                # Publishing to an encrypted topic: SNS asks KMS for a data key on the caller's behalf.
+                # Publishing to an encrypted topic: SNS asks KMS for a data key on the caller's behalf,
+                # with GenerateDataKey (AWS's examples for publishers to an encrypted topic grant exactly
+                # kms:GenerateDataKey and kms:Decrypt; the IAM gate refuses wildcards in actions).
                 allow(
-                    ["kms:Decrypt", "kms:GenerateDataKey*"],
+                    ["kms:Decrypt", "kms:GenerateDataKey"],
                     key.arn,
                     Condition={"StringEquals": {"kms:ViaService": f"sns.{props.region}.amazonaws.com"}},
                 ),
