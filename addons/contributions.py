@@ -10,7 +10,7 @@ from typing import Any
 
 from addons.catalog import DEFINITIONS
 from addons.definition import AddonDefinition
-from addons.parts import AddonParts
+from addons.parts import AddonParts, Capacity
 from components.acceptance import AcceptanceCheck
 from components.k8s.clients import ClientAccess
 from components.k8s.pod_sources import KUBERNETES_SOURCES, PodSource
@@ -61,6 +61,17 @@ def tenant_additions(config: PlatformConfig, tenant: TenantConfig) -> TenantAddi
         labels=dict(clients.labels),
         allow={**clients.allow, **{name: spec for part in own for name, spec in part.allow.items()}},
         objects=(*clients.objects(tenant.name), *(obj for part in own for obj in part.objects)),
+    )
+
+
+def workload_capacity(config: PlatformConfig) -> Capacity:
+    """What the enabled add-ons run in the workloads layer that launches or admits capacity."""
+    parts = [part.capacity(config) for part in enabled_parts(config)]
+    return Capacity(
+        node_pools=tuple(pool for part in parts for pool in part.node_pools),
+        pool_limits={pool: limits for part in parts for pool, limits in part.pool_limits.items()},
+        drain_minutes=max((part.drain_minutes for part in parts), default=0),
+        cluster_queues=tuple(queue for part in parts for queue in part.cluster_queues),
     )
 
 

@@ -129,6 +129,24 @@ class GuidePart:
     web_uis: tuple[WebUi, ...] = ()
 
 
+@dataclass(frozen=True, kw_only=True)
+class Capacity:
+    """What an add-on runs in the workloads layer that launches or admits capacity: the operate
+    commands stop it before a destroy and on a pause (operate/cleanup.py, operate/pause.py) and put
+    it back on a resume. Merged over the enabled add-ons (`addons.contributions.workload_capacity`)."""
+
+    node_pools: tuple[str, ...] = ()
+    """Karpenter NodePools the layer creates: their NodeClaims are deleted before a destroy, and
+    a pause limits the pools to nothing."""
+    pool_limits: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Each of those pools' limits as the layer sets them (a resume puts them back)."""
+    drain_minutes: int = 0
+    """The longest one of those nodes may take to drain (its NodePool's terminationGracePeriod):
+    how long the clean-up waits for the nodes, with EC2's termination on top."""
+    cluster_queues: tuple[str, ...] = ()
+    """Kueue ClusterQueues the layer creates: held before a destroy and on a pause."""
+
+
 class AddonParts:
     """One add-on's contributions; `definition` is its package's DEFINITION. Defaults: nothing."""
 
@@ -174,6 +192,10 @@ class AddonParts:
     def guide(self, config: PlatformConfig, tenant: TenantConfig) -> GuidePart:
         """What the add-on adds to the tenant's day-one page (`make tenant-guide`)."""
         return GuidePart()
+
+    def capacity(self, config: PlatformConfig) -> Capacity:
+        """What of the add-on's objects in the workloads layer the clean-up and pause stop."""
+        return Capacity()
 
     def checks(self, config: PlatformConfig) -> tuple[AcceptanceCheck, ...]:
         """`verify`'s checks of the add-on on the live cluster (read-only ones run first; ones with

@@ -99,7 +99,8 @@ def profile_kubectl(config: PlatformConfig, operator: Operator, kubeconfig: Path
 
 def cleanup_profile_cluster(config: PlatformConfig, operator: Operator, kubeconfig: Path, layer: str) -> None:
     """The pre-destroy clean-up, on the profile's own cluster only."""
-    from operate.cleanup import platform_objects, pre_destroy_cleanup
+    from operate.cleanup import pre_destroy_cleanup
+    from operate.owned import platform_objects
 
     owned = platform_objects(config, layer, operator.stack(layer))
     pre_destroy_cleanup(profile_kubectl(config, operator, kubeconfig), owned, log=operator.log)
@@ -107,9 +108,10 @@ def cleanup_profile_cluster(config: PlatformConfig, operator: Operator, kubeconf
 
 def settle_profile_cluster(config: PlatformConfig, operator: Operator, kubeconfig: Path, layer: str) -> None:
     """After a Kubernetes layer's destroy: wait for the volumes it released, on the profile's cluster."""
-    from operate.cleanup import after_destroy, platform_objects
+    from operate.cleanup import after_destroy
     from operate.cluster_access import ClusterAccessError
     from operate.layers import TeardownStuck
+    from operate.owned import platform_objects
 
     try:
         after_destroy(profile_kubectl(config, operator, kubeconfig), platform_objects(config, layer), log=operator.log)

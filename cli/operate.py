@@ -15,9 +15,10 @@ if TYPE_CHECKING:
 
 
 def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
-    from operate.cleanup import cleanup_preview, platform_objects
+    from operate.cleanup import cleanup_preview
     from operate.cluster_access import ClusterAccessError
     from operate.layers import Operator, select_layers
+    from operate.owned import platform_objects
     from operate.preflight import deploy_preflight
     from operate.providers import provider_env
 

@@ -15,9 +15,9 @@ if TYPE_CHECKING:
 
 
 def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
-    from operate.cleanup import platform_objects
     from operate.cluster_access import ClusterAccessError, run_aws
     from operate.layers import Operator
+    from operate.owned import platform_objects
     from operate.pause import pause, pause_plan, resume
     from operate.providers import provider_env
 
@@ -37,7 +37,7 @@ def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
         if args.command == "resume":
             if not (args.yes or common.ask(f"Scale the node groups of {config.name} back to the profile's sizes?")):
                 return 1
-            resume(config, aws=run_aws, kubectl=kubectl, node_pools=node_pools, cluster_queues=cluster_queues)
+            resume(config, aws=run_aws, kubectl=kubectl, pool_limits=owned.pool_limits, cluster_queues=cluster_queues)
             print("resumed")
             return 0
         for line in pause_plan(config, node_pools, cluster_queues):

@@ -51,14 +51,12 @@ in the namespaces the layer created. Anything that cannot be listed stops the te
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from addons.karpenter.pools import TERMINATION_GRACE_PERIOD_MINUTES
-from addons.kueue import DEFINITION as KUEUE
 from operate.cluster_access import ClusterAccessError
 from operate.kubectl import Kubectl
 from operate.layers import TeardownStuck
+from operate.owned import PlatformObjects
 from operate.pause import hold_and_drain
 from operate.teardown_kubectl import (
     PODS_GONE_MARGIN_SECONDS,
@@ -77,33 +75,18 @@ from operate.teardown_kubectl import (
     top_owner,
     wait_gone,
 )
-from profiles import PlatformConfig
 
 # How long each wait may take. Nodes: Karpenter drains a node for at most its NodePool's
-# terminationGracePeriod, then deletes the pods left on it (addons/karpenter/pools.py),
+# terminationGracePeriod (Capacity.drain_minutes, from the add-on that runs the pools), then
+# deletes the pods left on it,
 # then EC2 terminates the instance. Pods: the longest grace period of those waited for, plus a
 # margin for the garbage collector to reach them and the kubelet to stop them, at most as long as
 # Terraform waits for a namespace (whose deletion waits for the same pods' grace periods). Load
 # balancers and volumes: the cloud provider's and the CSI driver's delete calls.
 INSTANCE_TERMINATION_SECONDS = 15 * 60
-NODES_GONE_SECONDS = TERMINATION_GRACE_PERIOD_MINUTES * 60 + INSTANCE_TERMINATION_SECONDS
 LOAD_BALANCERS_GONE_SECONDS = 15 * 60
 VOLUMES_GONE_SECONDS = 15 * 60
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"  # Karpenter evicts no pod that has it (pkg/utils/pod/scheduling.go)
-
-
-@dataclass(frozen=True, kw_only=True)
-class PlatformObjects:
-    """What the platform owns in its cluster, for one layer."""
-
-    namespaces: tuple[str, ...]
-    """Namespaces the layer created (add-ons, tenants, validation)."""
-    node_pools: tuple[str, ...]
-    """Karpenter NodePools the workloads layer creates."""
-    cluster_queues: tuple[str, ...] = ()
-    """Kueue ClusterQueues the workloads layer creates (one per tenant)."""
-    terraform_claims: tuple[tuple[str, str], ...] = ()
-    """(namespace, name) of the PersistentVolumeClaims the layer's Terraform deletes itself."""
 
 
 def _stop_workloads_mounting(run: Kubectl, owned: PlatformObjects, waiter: Waiter) -> None:
@@ -137,6 +120,11 @@ def _stop_workloads_mounting(run: Kubectl, owned: PlatformObjects, waiter: Waite
         )
 
 
+def nodes_gone_seconds(owned: PlatformObjects) -> int:
+    """How long the clean-up waits for the NodePools' nodes: their drain, then EC2's termination."""
+    return owned.node_drain_minutes * 60 + INSTANCE_TERMINATION_SECONDS
+
+
 def _remove_node_pools(run: Kubectl, owned: PlatformObjects, waiter: Waiter) -> None:
     """Delete the platform's NodePools and their NodeClaims, and wait for Karpenter to drain and
     terminate the nodes."""
@@ -150,7 +138,9 @@ def _remove_node_pools(run: Kubectl, owned: PlatformObjects, waiter: Waiter) -> 
     ]
     for claim in claims:
         delete(run, "nodeclaims.karpenter.sh", key_of(claim), waiter)
-    left = wait_gone(run, "nodeclaims.karpenter.sh", [key_of(claim) for claim in claims], NODES_GONE_SECONDS, waiter)
+    left = wait_gone(
+        run, "nodeclaims.karpenter.sh", [key_of(claim) for claim in claims], nodes_gone_seconds(owned), waiter
+    )
     if not left:
         return
     nodes = {claim.get("status", {}).get("nodeName") for claim in left} - {None, ""}
@@ -167,7 +157,7 @@ def _remove_node_pools(run: Kubectl, owned: PlatformObjects, waiter: Waiter) -> 
         f"allows no disruption (kubectl get pdb -A) or the {DO_NOT_DISRUPT} annotation; check Karpenter's log "
         f"(kubectl logs -n kube-system deploy/karpenter); {RESUME}",
         f"Karpenter has not terminated {', '.join(label_of(key_of(claim)) for claim in left)} after "
-        f"{NODES_GONE_SECONDS // 60} minutes"
+        f"{nodes_gone_seconds(owned) // 60} minutes"
         + (f"; pods still on their nodes: {', '.join(blocking)}" if blocking else "")
         + (
             f"; NodeClaims {', '.join(unbounded)} launched before their NodePool had a terminationGracePeriod, "
@@ -352,47 +342,3 @@ def after_destroy(
         )
     if volumes:
         log(f"after the destroy: {len(volumes)} volume(s) deleted by their provisioner")
-
-
-def terraform_claims(stack: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-    """(namespace, name) of every PersistentVolumeClaim a synthesized stack creates."""
-    claims = []
-    for body in stack.get("resource", {}).get("kubernetes_manifest", {}).values():
-        manifest = body.get("manifest")  # a string for a for_each over an upstream manifest
-        if isinstance(manifest, dict) and manifest.get("kind") == "PersistentVolumeClaim":
-            claims.append((manifest["metadata"].get("namespace", "default"), manifest["metadata"]["name"]))
-    return tuple(sorted(claims))
-
-
-def platform_objects(config: PlatformConfig, layer: str, stack: dict[str, Any] | None = None) -> PlatformObjects:
-    """The namespaces and NodePools the profile's `layer` creates: the addons layer owns the
-    add-ons' namespaces; the workloads layer owns the tenants' namespaces, Karpenter's NodePools and
-    the validation namespace that verify runs in. `stack` (the layer's synthesized JSON) names the
-    claims its Terraform deletes."""
-    from addons.catalog import DEFINITIONS
-    from addons.karpenter.pools import node_pools
-    from manifests.checks.target import NAMESPACE as VALIDATION_NAMESPACE
-
-    claims = terraform_claims(stack) if stack else ()
-    if layer == "addons":
-        return PlatformObjects(
-            namespaces=tuple(
-                definition.namespace_of(definition.settings(config))
-                for definition in DEFINITIONS
-                if definition.enabled(config) and definition.creates_namespace
-            ),
-            node_pools=(),
-            terraform_claims=claims,
-        )
-    if layer != "workloads":
-        return PlatformObjects(namespaces=(), node_pools=())
-    namespaces = [tenant.name for tenant in config.workloads.tenants]
-    if config.cluster.gpu_node_groups:
-        namespaces.append(VALIDATION_NAMESPACE)
-    return PlatformObjects(
-        namespaces=tuple(namespaces),
-        node_pools=node_pools(config),
-        # One ClusterQueue per tenant, named after it (addons/kueue/queues.py).
-        cluster_queues=tuple(tenant.name for tenant in config.workloads.tenants) if KUEUE.enabled(config) else (),
-        terraform_claims=claims,
-    )

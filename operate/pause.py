@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from addons.karpenter.pools import pool_limits
 from operate.cluster_access import AwsCli, ClusterAccessError
 from operate.kubectl import NO_SUCH_KIND, Kubectl
 from profiles import PlatformConfig
@@ -173,20 +172,20 @@ def resume(
     *,
     aws: AwsCli,
     kubectl: Kubectl,
-    node_pools: tuple[str, ...],
+    pool_limits: Mapping[str, Mapping[str, str]],
     cluster_queues: tuple[str, ...] = (),
     log: Callable[[str], None] = print,
     now: datetime | None = None,
 ) -> None:
     """Scale the managed groups back to the profile's sizes (the system group first; a Capacity
     Block's group only inside its window), put the NodePools' limits back as the workloads layer
-    sets them, and release the ClusterQueues."""
+    sets them, and release the ClusterQueues. `pool_limits`: the NodePools to put back, each with
+    its limits (Capacity.pool_limits, from the add-on that runs the pools)."""
     for size in node_group_sizes(config, now):
         _scale(aws, config, size, paused=False)
         log(f"node group {size.name} back to {size.desired_size} (min {size.min_size}, max {size.max_size})")
-    limits = pool_limits(config.workloads.cpu_pool, config.workloads.gpu_pool)
-    for pool in node_pools:
-        patch = [{"op": "replace", "path": "/spec/limits", "value": limits[pool]}]
+    for pool, limits in pool_limits.items():
+        patch = [{"op": "replace", "path": "/spec/limits", "value": dict(limits)}]
         _checked(
             kubectl(
                 [
@@ -202,5 +201,5 @@ def resume(
             ),
             f"restoring NodePool {pool}",
         )
-        log(f"NodePool {pool}: limits {limits[pool]} again")
+        log(f"NodePool {pool}: limits {dict(limits)} again")
     _stop_policy(kubectl, cluster_queues, "None", log)

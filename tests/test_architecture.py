@@ -114,8 +114,6 @@ NOT_YET_THROUGH_PARTS = {
     "manifests.checks.ray": {"addons.kuberay"},
     "manifests.checks.target": {"addons.kueue"},
     "manifests.checks.trainjob": {"addons.trainer", "addons.trainer.runtimes"},
-    "operate.cleanup": {"addons.karpenter.pools", "addons.kueue"},
-    "operate.pause": {"addons.karpenter.pools"},
     # The profile's cross-add-on checks (profile validation is not yet a part's hook).
     "profiles.models": {"addons.jupyterhub", "addons.karpenter", "addons.kueue", "addons.mlflow", "addons.trainer"},
     # The profile's GPU facts that span add-ons (DRA mode, Karpenter's GPU pool and whether the

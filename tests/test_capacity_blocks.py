@@ -164,7 +164,7 @@ def resumed_sizes(now: datetime) -> dict[str, str]:
 
     aws = Aws()
     config = load_profile(str(BLOCK_PROFILE))
-    resume(config, aws=aws, kubectl=Aws(), node_pools=(), log=lambda _: None, now=now)
+    resume(config, aws=aws, kubectl=Aws(), pool_limits={}, log=lambda _: None, now=now)
     return {call[call.index("--nodegroup-name") + 1]: call[call.index("--scaling-config") + 1] for call in aws.calls}
 
 

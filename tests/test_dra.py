@@ -107,7 +107,7 @@ def test_dra_gpus_never_go_to_karpenter_which_ignores_resource_claims(synthesize
     a pod with ResourceClaims: in DRA mode there is no GPU NodePool, and GPU pods select the
     managed GPU groups' nodes."""
     from addons.karpenter.pools import GPU_POOL, node_pools
-    from operate.cleanup import platform_objects
+    from operate.owned import platform_objects
     from profiles.gpus import gpu_capacity
 
     config = synthesized.configs["jark"]

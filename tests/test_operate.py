@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from operate.cleanup import PlatformObjects, platform_objects, pre_destroy_cleanup
+from operate.cleanup import pre_destroy_cleanup
 from operate.cluster_access import ClusterAccessError, ClusterTarget, bind_kubectl
 from operate.layer_folders import PlanUnreadable
 from operate.layers import LAYERS, Operator, select_layers
+from operate.owned import PlatformObjects, platform_objects
 from operate.plans import destroy_preview, summarize_plan
 from profiles import load_profile
 

@@ -56,7 +56,12 @@ def test_resume_restores_the_profiles_sizes_system_group_first_and_the_pools_lim
 
     config = load_profile("p5-training")
     aws, kubectl = Recorder(), Recorder()
-    resume(config, aws=aws, kubectl=kubectl, node_pools=("cpu", "gpu"), log=lambda _: None)
+    from addons.contributions import workload_capacity
+
+    # The pools and limits Karpenter's parts contribute: both of p5-training's pools.
+    limits = workload_capacity(config).pool_limits
+    assert set(limits) == {"cpu", "gpu"}
+    resume(config, aws=aws, kubectl=kubectl, pool_limits=limits, log=lambda _: None)
     restored = [scaling(call) for call in aws.calls]
     assert restored[0][0] == "system"
     assert restored == [
@@ -85,7 +90,7 @@ def test_the_pause_question_says_what_stops_and_what_keeps_billing():
 def test_kueue_queues_are_held_before_the_nodes_go_and_released_after_they_are_back():
     import json
 
-    from operate.cleanup import platform_objects
+    from operate.owned import platform_objects
 
     config = load_profile("p5-training")
     queues = platform_objects(config, "workloads").cluster_queues
@@ -99,7 +104,8 @@ def test_kueue_queues_are_held_before_the_nodes_go_and_released_after_they_are_b
         pause_plan(config, (), queues)
     )
     kubectl = Recorder()
-    resume(config, aws=Recorder(), kubectl=kubectl, node_pools=("gpu",), cluster_queues=queues, log=lambda _: None)
+    limits = {"gpu": {"nvidia.com/gpu": "8"}}
+    resume(config, aws=Recorder(), kubectl=kubectl, pool_limits=limits, cluster_queues=queues, log=lambda _: None)
     released = [call for call in kubectl.calls if call[1] == "clusterqueues.kueue.x-k8s.io"]
     assert kubectl.calls[-len(queues) :] == released, "released after the nodes and pools are back"
     assert [json.loads(call[-1]) for call in released] == [{"spec": {"stopPolicy": "None"}}] * len(queues)

@@ -23,16 +23,10 @@ import main
 import operate.cleanup
 import operate.cluster_access
 from addons.karpenter.pools import TERMINATION_GRACE_PERIOD
-from operate.cleanup import (
-    PlatformObjects,
-    Waiter,
-    after_destroy,
-    platform_objects,
-    pre_destroy_cleanup,
-    terraform_claims,
-)
+from operate.cleanup import Waiter, after_destroy, pre_destroy_cleanup
 from operate.cluster_access import ClusterAccessError
 from operate.layers import LAYERS, Operator, TeardownStuck
+from operate.owned import PlatformObjects, platform_objects, terraform_claims
 from tests.cases import QUICK, SHIPPED, profile_config
 from tests.cluster_model import (
     PVC_PROTECTION,
@@ -241,7 +235,11 @@ def test_a_pools_grace_period_ends_a_drain_that_a_budget_or_do_not_disrupt_block
     cluster = running_platform(synthesized.stacks[SHIPPED[0]])
     _blocked_drains(cluster)
     clock = Clock(cluster)
-    owned = PlatformObjects(namespaces=("ml-team",), node_pools=("cpu", "gpu"))
+    owned = PlatformObjects(
+        namespaces=("ml-team",),
+        node_pools=("cpu", "gpu"),
+        node_drain_minutes=duration_seconds(TERMINATION_GRACE_PERIOD) // 60,
+    )
     pre_destroy_cleanup(cluster.kubectl, owned, log=lambda _: None, waiter=Waiter(clock=clock, sleep=clock.sleep))
     assert cluster.of_kind("NodeClaim") == [] and cluster.find("Pod", "ml-team", "eval") is None
     grace = duration_seconds(TERMINATION_GRACE_PERIOD)
@@ -255,11 +253,14 @@ def test_the_pools_grace_period_fits_in_the_clean_ups_wait_for_nodes(synthesized
         if isinstance(body["manifest"], dict) and body["manifest"]["kind"] == "NodePool"
     ]
     assert {pool["metadata"]["name"] for pool in pools} == {"cpu", "gpu"}
+    # The clean-up acts on exactly the pools the layer creates (Karpenter's contributed capacity).
+    owned = platform_objects(synthesized.configs[SHIPPED[0]], "workloads")
+    assert set(owned.node_pools) == {"cpu", "gpu"}
     for pool in pools:
         grace = pool["spec"]["template"]["spec"]["terminationGracePeriod"]
         assert KARPENTER_DURATION.fullmatch(grace), grace
         # Then EC2 terminates the instance: some minutes of the clean-up's wait are left for that.
-        assert duration_seconds(grace) + 10 * 60 <= operate.cleanup.NODES_GONE_SECONDS
+        assert duration_seconds(grace) + 10 * 60 <= operate.cleanup.nodes_gone_seconds(owned)
 
 
 def test_a_drain_blocked_on_a_node_launched_without_a_grace_period_names_the_pods(synthesized):
@@ -271,7 +272,11 @@ def test_a_drain_blocked_on_a_node_launched_without_a_grace_period_names_the_pod
         claim["spec"].pop("terminationGracePeriod", None)
     _blocked_drains(cluster)
     clock = Clock(cluster)
-    owned = PlatformObjects(namespaces=("ml-team",), node_pools=("cpu", "gpu"))
+    owned = PlatformObjects(
+        namespaces=("ml-team",),
+        node_pools=("cpu", "gpu"),
+        node_drain_minutes=duration_seconds(TERMINATION_GRACE_PERIOD) // 60,
+    )
     with pytest.raises(TeardownStuck) as stuck:
         pre_destroy_cleanup(cluster.kubectl, owned, log=lambda _: None, waiter=Waiter(clock=clock, sleep=clock.sleep))
     fix, why = said(stuck.value.fix), said(stuck.value.why)

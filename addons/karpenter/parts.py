@@ -9,14 +9,30 @@ from typing import ClassVar
 
 from addons.karpenter import DEFINITION
 from addons.karpenter.nodes import KarpenterNodes
-from addons.karpenter.pools import GPU_POOL, KarpenterPoolsProps, karpenter_objects, node_pools
-from addons.parts import AddonParts, ObjectGroup, WorkloadsContext
+from addons.karpenter.pools import (
+    GPU_POOL,
+    TERMINATION_GRACE_PERIOD_MINUTES,
+    KarpenterPoolsProps,
+    karpenter_objects,
+    node_pools,
+    pool_limits,
+)
+from addons.parts import AddonParts, Capacity, ObjectGroup, WorkloadsContext
 from profiles.models import PlatformConfig
 from stacks.contracts import AddonRecord, addon_record
 
 
 class KarpenterParts(AddonParts):
     records: ClassVar[Mapping[str, type[AddonRecord]]] = {"addons": KarpenterNodes}
+
+    def capacity(self, config: PlatformConfig) -> Capacity:
+        pools = node_pools(config)
+        limits = pool_limits(config.workloads.cpu_pool, config.workloads.gpu_pool)
+        return Capacity(
+            node_pools=pools,
+            pool_limits={pool: limits[pool] for pool in pools},
+            drain_minutes=TERMINATION_GRACE_PERIOD_MINUTES,
+        )
 
     def not_priced(self, config: PlatformConfig) -> tuple[str, ...]:
         pools = config.workloads

@@ -11,7 +11,7 @@ from addons.kueue import DEFINITION, share_warnings
 from addons.kueue.fit import fit_objects
 from addons.kueue.queues import LOCAL_QUEUE, local_queues
 from addons.kueue.window import alert_rule_object, cluster_objects_at, plan_deadline
-from addons.parts import AddonParts, GuidePart, ObjectGroup, WorkloadsContext
+from addons.parts import AddonParts, Capacity, GuidePart, ObjectGroup, WorkloadsContext
 from components.k8s.tenant_rbac import TenantResources
 from profiles.models import PlatformConfig
 from profiles.workloads import TenantConfig
@@ -25,6 +25,10 @@ def _fence(*lines: str) -> str:
 
 
 class KueueParts(AddonParts):
+    def capacity(self, config: PlatformConfig) -> Capacity:
+        # One ClusterQueue per tenant, named after it (addons/kueue/queues.py).
+        return Capacity(cluster_queues=tuple(tenant.name for tenant in config.workloads.tenants))
+
     def tenant_resources(self, config: PlatformConfig) -> tuple[TenantResources, ...]:
         return (KUEUE_QUEUES,)
 
