@@ -71,8 +71,6 @@ class MlflowConfig(ReleaseConfig):
 # builds while MLflow is enabled and the addons layer takes from ECR by its content-derived tag.
 # Its Dockerfile pins MLflow at the chart's app version, and the lock every other package.
 PROJECT_IMAGE = "mlflow"
-# renovate: datasource=docker depName=burakince/mlflow
-IMAGE = "burakince/mlflow:3.15.1"
 IMAGE_USER = 1001  # the image's user (images/mlflow/Dockerfile), which the chart's pod security context names
 # The backend store's RDS for PostgreSQL major version. RDS applies minor versions in the
 # maintenance window, and the aws provider does not report them as drift against a major-only pin.
