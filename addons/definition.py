@@ -110,6 +110,11 @@ class AddonDefinition(Generic[SettingsT]):
     provides: frozenset[str] = frozenset()
     """What other add-ons may build on once it is installed (e.g. PROMETHEUS_RULES), named by
     capability so that they need not name it."""
+    project_images: tuple[str, ...] = ()
+    """Images of this project (images/<name>/Dockerfile) the add-on's pods run: while it is enabled
+    the build layer builds each as the implementation of that name (an ECR repository and a
+    CodeBuild project, PlatformConfig.build_implementations), and the add-on runs it from there by
+    its content-derived tag (the build layer's contract)."""
 
     def settings(self, config: PlatformConfig) -> SettingsT:
         """This add-on's validated settings in the profile."""

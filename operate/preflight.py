@@ -8,6 +8,8 @@ the user is checked first, so a missing item stops the deploy with what to do an
 - the S3 state bucket, when the profile names one;
 - a way to the cluster's API endpoint, for the Kubernetes layers (the helm and kubernetes
   providers call it at plan time);
+- before the addons layer, the images the build layer builds for the enabled add-ons (MLflow's):
+  only a CodeBuild run pushes them, and the addons layer's apply waits for pods that run them;
 - before the cluster layer, the account's EC2 vCPU quotas against what the apply launches and each
   GPU group's reservation against the profile (operate/capacity.py); what cannot be read stops the
   deploy too, unless the user skips it (--skip-quota-check, with a warning naming it).
@@ -211,6 +213,53 @@ def capacity_problems(
     ]
 
 
+def project_image_problems(
+    config: PlatformConfig, operator: Operator, layers: list[str], aws: str = "aws"
+) -> list[str]:
+    """Images of this project the enabled add-ons run (AddonDefinition.project_images) that ECR
+    does not have yet, when the addons layer is to be applied: its apply waits for their pods (MLflow's
+    setup Job), which cannot pull them, and fails at the wait's timeout. A build layer not deployed
+    yet has pushed nothing; where ECR cannot be asked (no AWS CLI), nothing is said."""
+    from components.images import project_image_tag
+    from profiles.built_images import addon_images
+
+    images = [image for _, image in addon_images(config)]
+    if "addons" not in layers or not images:
+        return []
+    try:
+        repositories = operator.outputs("build").get("repository_urls", {}).get("value", {})
+    except StateUnreadable:
+        repositories = {}
+    problems = []
+    for image in images:
+        tag = project_image_tag(image)
+        build = f"run build_commands.{image} (make outputs prints it) and wait for the build"
+        if image not in repositories:
+            problems.append(
+                f"the addons layer runs the build layer's {image} image ({config.name}/{image}:{tag}), which only "
+                f"its CodeBuild project pushes: deploy LAYER=aws first, {build}, then deploy the rest"
+            )
+            continue
+        if shutil.which(aws) is None:
+            continue
+        ask = ["ecr", "describe-images", "--region", config.region, "--repository-name", f"{config.name}/{image}"]
+        try:
+            found = subprocess.run(
+                [aws, *ask, "--image-ids", f"imageTag={tag}"],
+                capture_output=True,
+                text=True,
+                env=operator.env,
+                timeout=120,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if found.returncode != 0 and "NotFoundException" in found.stderr:
+            problems.append(
+                f"ECR has no {repositories[image]}:{tag}, which the addons layer runs ({image}): {build}, then deploy"
+            )
+    return problems
+
+
 def deploy_preflight(
     config: PlatformConfig,
     operator: Operator,
@@ -231,6 +280,7 @@ def deploy_preflight(
             *variable_problems(operator, layers),
             *api,
             *(user_secret_problems(config, operator, layers, kubectl) if kubectl and not api else []),
+            *project_image_problems(config, operator, layers, aws),
             *(
                 capacity_problems(config, aws, operator.env, skip_unread=skip_quota_check)
                 if "cluster" in layers

@@ -26,6 +26,7 @@ from profiles.addons import AddonsConfig
 from profiles.aws_facts import zones
 from profiles.base import AccountId, FieldProblem, Name, Region, Strict, TagKey, TagValue, quantity_value, raise_all
 from profiles.build import BuildConfig
+from profiles.built_images import built_image_problems, contributed
 from profiles.catalog import CATALOG
 from profiles.cluster import ClusterConfig, is_zone_id
 from profiles.cuda import driver_problems, project_dockerfile_images
@@ -165,7 +166,7 @@ class PlatformConfig(Strict):
             self._queue_flavours_hold_every_queued_pod,
             self._notebooks_have_nodes,
             self._driver_runs_the_images_cuda,
-            self._efa_runtimes_have_an_efa_image,
+            lambda: built_image_problems(self),
         )
         raise_all([problem for check in checks for problem in check()], title="PlatformConfig")
         return self
@@ -233,6 +234,7 @@ class PlatformConfig(Strict):
             gpu_node_groups=tuple(g.name for g in self.cluster.gpu_node_groups),
             tenants=tuple(t.name for t in self.workloads.tenants),
             reference_implementations=tuple(self.build.reference_implementations),
+            addon_images=contributed(self),
             mlflow=mlflow.DEFINITION.enabled(self),
         )
 
@@ -366,24 +368,6 @@ class PlatformConfig(Strict):
         if models:
             yield from driver_problems(
                 self.cluster.ami_release_version, self.cluster.kubernetes_version, self.gpu_images(), models
-            )
-
-    def _efa_runtimes_have_an_efa_image(self) -> Iterator[FieldProblem]:
-        """Trainer's runtimes of EFA groups run the build layer's pytorch-efa image unless the
-        profile names an image: the build layer must build it. The public PyTorch image has no
-        aws-ofi-nccl, so NCCL would run over TCP sockets while each pod holds every EFA interface."""
-        if not trainer.DEFINITION.enabled(self) or trainer.DEFINITION.settings(self).torch_image is not None:
-            return
-        efa = [g.name for g in self.cluster.gpu_node_groups if g.efa_enabled]
-        image = trainer.EFA_TORCH_PROJECT_IMAGE
-        if efa and self.build.building(image) is None:
-            yield FieldProblem(
-                ("addons", "trainer", "torch_image"),
-                None,
-                f"the Trainer runtimes of EFA node groups ({', '.join(efa)}) run the build layer's {image} image "
-                "(PyTorch with libfabric and aws-ofi-nccl), and build.reference_implementations builds none",
-                allowed=f"build.reference_implementations.{image}: {{project_image: {image}}}, or torch_image: an "
-                "image with the EFA installer's libfabric and aws-ofi-nccl",
             )
 
     def _kueue_counts_extended_gpus(self) -> Iterator[FieldProblem]:

@@ -126,6 +126,9 @@ class NameSources:
     gpu_node_groups: tuple[str, ...]
     tenants: tuple[str, ...]
     reference_implementations: tuple[str, ...]
+    addon_images: tuple[tuple[str, str], ...] = ()
+    """(add-on key, image) for each project image an enabled add-on has the build layer build under
+    the image's name (AddonDefinition.project_images), beside the profile's own implementations."""
     mlflow: bool = False
     """MLflow is enabled: its database, bucket, security group and role are named too."""
 
@@ -167,8 +170,9 @@ def derived_names(sources: NameSources) -> Iterator[DerivedName]:
         yield DerivedName(field, tenant, "iam_role", tenancy.role_name(name, tenant))
         for volume in (tenancy.FSX_VOLUME, *(tenancy.s3_volume(purpose) for purpose in DATA_BUCKET_PURPOSES)):
             yield DerivedName(field, tenant, "dns_subdomain", tenancy.persistent_volume(tenant, volume))
-    for impl in sources.reference_implementations:
-        field = ("build", "reference_implementations", impl)
+    built = [(("build", "reference_implementations", impl), impl) for impl in sources.reference_implementations]
+    built += [(("addons", key, "enabled"), image) for key, image in sources.addon_images]
+    for field, impl in built:
         yield DerivedName(field, impl, "iam_role", f"{name}-{impl}-build")
         yield DerivedName(field, impl, "ecr_repository", f"{name}/{impl}")
         yield DerivedName(field, impl, "codebuild_project", f"{name}-{impl}")

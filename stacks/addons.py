@@ -11,7 +11,7 @@ from addons.registry import ADDONS
 from components.helm.addon import AddonContext, InstalledAddon, Monitors
 from components.k8s.namespaces import ApiServerAddresses
 from profiles import PlatformConfig
-from stacks.contracts import AddonsOutputs, ClusterOutputs, StorageOutputs
+from stacks.contracts import AddonsOutputs, BuildOutputs, ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack, StateLocation
 
 STORAGE_CLASS = "gp3"
@@ -27,6 +27,7 @@ class AddonsStack(LayerStack):
         state: StateLocation,
         cluster: ClusterOutputs,
         storage: StorageOutputs,
+        build: BuildOutputs,
     ):
         super().__init__(scope, layer, config=config, state=state)
         self.use_aws_provider()
@@ -64,6 +65,7 @@ class AddonsStack(LayerStack):
                     config=config,
                     cluster=cluster,
                     storage=storage,
+                    build=build,
                     storage_class=STORAGE_CLASS,
                     storage_class_ready=storage_class,
                     api_server=api_server,

@@ -13,6 +13,7 @@ from components.images import project_image_tag
 from components.s3 import SecureBucket, SecureBucketProps
 from profiles import PlatformConfig
 from profiles.build import ReferenceImplementation
+from profiles.built_images import build_implementations
 from profiles.storage import BucketLifecycle
 from stacks.contracts import BuildOutputs
 from stacks.layer import LayerStack, StateLocation
@@ -23,6 +24,8 @@ class BuildStack(LayerStack):
         super().__init__(scope, layer, config=config, state=state)
         self.use_aws_provider()
         build = config.build
+        # The profile's reference implementations and the project images the enabled add-ons run.
+        implementations = build_implementations(config)
         account = DataAwsCallerIdentity(self, "account").account_id
         # Source archives are re-uploadable: no prevent_destroy, short version history.
         source = SecureBucket(
@@ -52,11 +55,11 @@ class BuildStack(LayerStack):
                     timeout_minutes=build.build_timeout_minutes,
                 ),
             )
-            for impl, spec in build.reference_implementations.items()
+            for impl, spec in implementations.items()
         }
         self.outputs = BuildOutputs(
             repository_urls={impl: p.repository_url for impl, p in pipelines.items()},
-            image_tags={impl: image_tag(spec) for impl, spec in build.reference_implementations.items()},
+            image_tags={impl: image_tag(spec) for impl, spec in implementations.items()},
             project_names={impl: p.project_name for impl, p in pipelines.items()},
             source_bucket_name=source.name,
             build_commands={
@@ -68,7 +71,7 @@ class BuildStack(LayerStack):
                     project=pipelines[impl].project_name,
                     region=config.region,
                 )
-                for impl, spec in build.reference_implementations.items()
+                for impl, spec in implementations.items()
             },
         )
         self.publish(self.outputs)

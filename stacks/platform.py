@@ -35,7 +35,15 @@ def build_platform(app: App, config: PlatformConfig, *, local_state_dir: str) ->
     cluster = ClusterStack(app, "cluster", config=config, state=state)
     storage = StorageStack(app, "storage", config=config, state=state, cluster=cluster.outputs)
     build = BuildStack(app, "build", config=config, state=state)
-    addons = AddonsStack(app, "addons", config=config, state=state, cluster=cluster.outputs, storage=storage.outputs)
+    addons = AddonsStack(
+        app,
+        "addons",
+        config=config,
+        state=state,
+        cluster=cluster.outputs,
+        storage=storage.outputs,
+        build=build.outputs,
+    )
     workloads = WorkloadsStack(
         app,
         "workloads",
@@ -52,6 +60,7 @@ def build_platform(app: App, config: PlatformConfig, *, local_state_dir: str) ->
         (build, cluster),
         (addons, cluster),
         (addons, storage),  # MLflow's database and bucket
+        (addons, build),  # the add-ons' project images (MLflow's)
         (workloads, storage),
         (workloads, build),  # the Trainer runtimes' image repository
         (workloads, addons),

@@ -104,7 +104,7 @@ def test_the_receivers_secret_is_one_the_user_creates_and_alertmanager_mounts():
 def test_only_alertmanager_may_reach_the_receivers_api():
     from components.helm.addon import AddonContext
     from components.k8s.namespaces import ApiServerAddresses
-    from stacks.contracts import StorageOutputs
+    from stacks.contracts import BuildOutputs, StorageOutputs
     from tests.synth_helpers import example_cluster_outputs
 
     config = validate_profile(mutated(addons={"monitoring": {"alert_receiver": {"type": "pagerduty"}}}))
@@ -114,6 +114,9 @@ def test_only_alertmanager_may_reach_the_receivers_api():
         cluster=example_cluster_outputs(vpc_cidr="10.0.0.0/16"),
         storage=StorageOutputs(
             bucket_names={}, bucket_arns={}, fsx_file_system_id=None, fsx_dns_name=None, fsx_mount_name=None
+        ),
+        build=BuildOutputs(
+            repository_urls={}, image_tags={}, project_names={}, source_bucket_name="b", build_commands={}
         ),
         storage_class="gp3",
         storage_class_ready=None,

@@ -179,3 +179,115 @@ def test_the_image_env_reader_joins_continuations_and_keeps_references():
     env = image_env("nccl-tests")
     assert env["FI_PROVIDER"] == "efa" and env["PATH"].endswith(":${PATH}")
     assert env["LD_LIBRARY_PATH"].split(":")[0] == "/opt/nccl/lib"
+
+
+MLFLOW = dockerfile("mlflow")
+MLFLOW_FOLDER = MLFLOW.parent
+
+
+def _locked(text: str) -> dict[str, tuple[str, list[str]]]:
+    """A pip lock file's `name==version \\ --hash=...` entries: name -> (version, hashes)."""
+    found: dict[str, tuple[str, list[str]]] = {}
+    for entry in re.split(r"\n(?=\S)", re.sub(r"^#.*\n", "", text, flags=re.MULTILINE).strip()):
+        requirement, *hashes = (part.strip() for part in entry.split("\\"))
+        name, version = requirement.split("==")
+        found[name.lower()] = (version, [h.removeprefix("--hash=") for h in hashes])
+    return found
+
+
+def _wanted(text: str) -> dict[str, str]:
+    """requirements.in's `name[extras]==version` lines: name -> version."""
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return {re.sub(r"\[.*\]", "", line.split("==")[0]).lower(): line.split("==")[1] for line in lines}
+
+
+def test_the_mlflow_image_installs_only_hash_locked_wheels_of_its_pins():
+    text = MLFLOW.read_text()
+    assert "pip install --no-cache-dir --root-user-action=ignore --require-hashes --only-binary=:all: --no-deps" in text
+    assert "&& pip check" in text
+    locked = _locked((MLFLOW_FOLDER / "requirements.txt").read_text())
+    wanted = _wanted((MLFLOW_FOLDER / "requirements.in").read_text())
+    assert set(wanted) == {"mlflow", "psycopg2-binary", "boto3"}
+    for name, version in wanted.items():
+        assert locked[name][0] == version, name  # the lock is compiled from requirements.in
+    assert "mlflow[auth]==" in (MLFLOW_FOLDER / "requirements.in").read_text()  # the basic-auth app's extra
+    assert "flask-wtf" in locked
+    for name, (version, hashes) in locked.items():
+        assert re.fullmatch(r"[\w.+!-]+", version) and hashes, name
+        assert all(re.fullmatch(r"sha256:[0-9a-f]{64}", h) for h in hashes), name
+
+
+def test_the_mlflow_image_is_the_charts_app_version_on_the_official_python_image():
+    from addons.mlflow import DEFINITION
+
+    args = _args(MLFLOW.read_text())
+    assert args["MLFLOW_VERSION"] == DEFINITION.pin.app_version  # the MLflow the chart was released for
+    assert _locked((MLFLOW_FOLDER / "requirements.txt").read_text())["mlflow"][0] == args["MLFLOW_VERSION"]
+    # Docker's official image (ECR Public mirrors Docker Hub's library images), at a patch release.
+    base = re.fullmatch(r"public\.ecr\.aws/docker/library/python:(\d+\.\d+)\.\d+-slim-\w+", args["PYTHON_IMAGE"])
+    assert base, args["PYTHON_IMAGE"]
+    # The lock was compiled for the base image's Python.
+    assert f"--python-version {base[1]} " in (MLFLOW_FOLDER / "requirements.txt").read_text()
+    assert "mlflow.__version__ == '${MLFLOW_VERSION}'" in MLFLOW.read_text()
+
+
+def test_the_mlflow_image_runs_as_the_user_the_pods_name():
+    from addons.mlflow import IMAGE_USER
+
+    assert image_user("mlflow") == f"{IMAGE_USER}:{IMAGE_USER}"
+    assert _args(MLFLOW.read_text())["MLFLOW_UID"] == str(IMAGE_USER)
+    assert image_env("mlflow")["HOME"] == "/tmp"  # the pods' one writable folder
+
+
+def test_the_mlflow_scripts_import_only_the_standard_library_and_the_lock():
+    import ast
+    import sys
+
+    locked = _locked((MLFLOW_FOLDER / "requirements.txt").read_text())
+    modules = {"boto3": "boto3", "psycopg2": "psycopg2-binary", "db_login": None}
+    for script in ("db_login.py", "db_setup.py"):
+        tree = ast.parse((MLFLOW_FOLDER / script).read_text())
+        names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        names |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        for name in {n.split(".")[0] for n in names} - {"__future__"}:
+            if name in sys.stdlib_module_names:
+                continue
+            assert name in modules, f"{script} imports {name}"
+            assert modules[name] is None or modules[name] in locked, name
+
+
+def test_the_mlflow_images_tag_covers_its_lock(tmp_path, monkeypatch):
+    """The tag names the MLflow version and hashes the Dockerfile with the lock it copies: a new
+    lock is a new tag (the repositories are immutable), while files the image does not copy (the
+    scripts the pods mount from a ConfigMap) leave it alone."""
+    import shutil
+
+    from components import images
+
+    tag = images.project_image_tag("mlflow")
+    assert re.fullmatch(rf"mlflow{re.escape(_args(MLFLOW.read_text())['MLFLOW_VERSION'])}-[0-9a-f]{{12}}", tag)
+    assert images.copied_files("mlflow") == [MLFLOW_FOLDER / "requirements.txt"]
+    shutil.copytree(MLFLOW_FOLDER, tmp_path / "mlflow")
+    monkeypatch.setattr(images, "IMAGES_DIR", tmp_path)
+    assert images.project_image_tag("mlflow") == tag
+    (tmp_path / "mlflow" / "db_setup.py").write_text("# changed\n")
+    assert images.project_image_tag("mlflow") == tag
+    with (tmp_path / "mlflow" / "requirements.txt").open("a") as lock:
+        lock.write("six==1.17.0 \\\n    --hash=sha256:" + "0" * 64 + "\n")
+    assert images.project_image_tag("mlflow") != tag
+
+
+def test_the_copy_reader_takes_files_and_folders_but_not_heredocs_or_stages(tmp_path, monkeypatch):
+    from components import images
+
+    (tmp_path / "x" / "conf").mkdir(parents=True)
+    (tmp_path / "x" / "a.txt").write_text("a")
+    (tmp_path / "x" / "conf" / "b.txt").write_text("b")
+    (tmp_path / "x" / "Dockerfile").write_text(
+        "FROM x\nCOPY --chown=1:1 a.txt conf /opt/\nCOPY --from=build /out /out\nCOPY <<EOF /etc/c\nc\nEOF\n"
+    )
+    monkeypatch.setattr(images, "IMAGES_DIR", tmp_path)
+    assert images.copied_files("x") == [tmp_path / "x" / "a.txt", tmp_path / "x" / "conf" / "b.txt"]
+    (tmp_path / "x" / "Dockerfile").write_text("FROM x\nCOPY missing.txt /opt/\n")
+    with pytest.raises(FileNotFoundError, match=r"missing\.txt"):
+        images.copied_files("x")

@@ -19,12 +19,12 @@ import yaml
 
 from addons.catalog import CHARTS
 from addons.contributions import tenant_additions
-from addons.mlflow import IMAGE as MLFLOW_IMAGE
 from addons.mlflow import POSTGRES_MAJOR_VERSION as MLFLOW_POSTGRES_MAJOR_VERSION
 from addons.mlflow import access as mlflow_access
 from addons.mlflow.check import MLFLOW_CHECK, MLFLOW_CHECK_ARTIFACT, MLFLOW_CHECK_METRIC, check_mlflow
 from addons.mlflow.install import ADMIN_PASSWORD_RULE, AUTH_DATABASE, DB_LOGIN_SECRET, PASSFILE, SCRIPT_SOURCE
 from addons.mlflow.store import APP_USERNAME
+from components.images import project_image_tag
 from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
 from manifests.render import render
 from profiles import available_profiles, load_profile
@@ -67,6 +67,20 @@ def mlflow_release(synthesized, profile) -> dict:
         r for r in resources(synthesized.stack(profile, "addons"), "helm_release").values() if r["name"] == "mlflow"
     ]
     return release
+
+
+REMOTE_BUILD = "${data.terraform_remote_state.cross-stack-reference-input-build.outputs."
+EXAMPLE_IMAGE = "111122223333.dkr.ecr.us-west-2.amazonaws.com/p/mlflow:mlflow3.15.1-0123456789ab"
+
+
+def built_mlflow_image(synthesized, profile) -> tuple[str, str]:
+    """The MLflow image the addons layer names: a reference to the build layer's output that is
+    image-mlflow's ECR repository URL, and the tag that build pushes (images/mlflow's)."""
+    repository = chart_values(mlflow_release(synthesized, profile))["image"]["repository"]
+    assert repository.startswith(REMOTE_BUILD), repository
+    output = synthesized.stack(profile, "build")["output"][repository[len(REMOTE_BUILD) : -1]]["value"]
+    assert re.fullmatch(r"\$\{aws_ecr_repository\.image-mlflow_repository_\w+\.repository_url\}", output), output
+    return repository, project_image_tag("mlflow")
 
 
 def chart_values(release: dict) -> dict:
@@ -162,7 +176,11 @@ def test_release_runs_authenticated_private_server_on_rds_and_s3(synthesized, pr
     release = mlflow_release(synthesized, profile)
     values = chart_values(release)
     assert (release["chart"], release["version"]) == ("mlflow", CHARTS["mlflow"].version)
-    assert values["image"] == dict(zip(("repository", "tag"), MLFLOW_IMAGE.rsplit(":", 1), strict=True))
+    repository, tag = built_mlflow_image(synthesized, profile)
+    assert values["image"] == {"repository": repository, "tag": tag}
+    # The chart's own init containers (the ini-file initializer, and the migration one, off) too.
+    assert values["initImages"] == {name: values["image"] for name in ("iniFileInitializer", "mlflowDbMigration")}
+    assert values["backendStore"]["postgres"]["driver"] == values["auth"]["postgres"]["driver"] == "psycopg2"
     assert values["service"]["type"] == "ClusterIP"
     assert values["auth"]["enabled"] is True and values["auth"]["appName"] == "basic-auth"
     tenants = len(synthesized.configs[profile].workloads.tenants)
@@ -182,6 +200,7 @@ def test_release_runs_authenticated_private_server_on_rds_and_s3(synthesized, pr
     assert values["extraEnvVars"]["PGPASSFILE"] == PASSFILE
     (sidecar,) = values["initContainers"]
     assert sidecar["restartPolicy"] == "Always" and "startupProbe" in sidecar
+    assert sidecar["image"] == f"{repository}:{tag}"
     env = {e["name"]: e["value"] for e in sidecar["env"]}
     assert env["PGUSER"] == APP_USERNAME and "DB_SECRET_ARN" not in env
     assert "master_user_secret" not in release["values"][0]
@@ -606,18 +625,23 @@ def test_the_setup_job_completes_before_the_server_starts(synthesized, profile):
     pod = manifest["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "mlflow-db-setup" and pod["restartPolicy"] == "Never"
     (container,) = pod["containers"]
+    repository, tag = built_mlflow_image(synthesized, profile)
+    assert container["image"] == f"{repository}:{tag}"  # the build layer's, from ECR
     env = {e["name"]: e["value"] for e in container["env"]}
     assert "master_user_secret" in env["DB_SECRET_ARN"] and env["PGSSLMODE"] == "verify-full"
     assert (env["APP_ROLE"], env["OWNER_ROLE"]) == (APP_USERNAME, "mlflow_owner")
-    # The name follows the database: Terraform hashes this synthesis's digest of the spec with the
-    # database's address and secret, so a new database gets a new Job (its roles made again).
-    other_layer = r"data\.terraform_remote_state\.cross-stack-reference-input-storage\.outputs\.[^,\]]*"
+    # The name follows the database and the image: Terraform hashes this synthesis's digest of the
+    # spec with the database's address and secret and the image's repository, so a new database
+    # (its roles made again) or a new repository gets a new Job; the tag is in the spec itself.
+    other_layer = r"data\.terraform_remote_state\.cross-stack-reference-input-(storage|build)\.outputs\.[^,\]]*"
     assert re.fullmatch(
         r"mlflow-db-setup-\$\{substr\(sha256\(join\(\"\|\", \[\"[0-9a-f]{16}\", "
         + other_layer
         + r"address, "
         + other_layer
-        + r"secret_arn\]\)\), 0, 10\)\}",
+        + r"secret_arn, "
+        + other_layer
+        + r"repository_url\]\)\), 0, 10\)\}",
         manifest["metadata"]["name"],
     )
     # Failing on its own deadline before Terraform's wait gives up leaves a Failed Job to read.
@@ -627,17 +651,17 @@ def test_the_setup_job_completes_before_the_server_starts(synthesized, profile):
 def test_a_changed_setup_script_makes_a_new_job():
     """A Job's pod template cannot change: the name carries a digest of the spec, and the spec a
     digest of the scripts, so changing either runs the setup again under a new name."""
-    from addons.mlflow import install
+    from addons.mlflow import login as install
     from components.k8s.job import job_name
 
     backend = example_backend()
-    first = job_name("mlflow-db-setup", install.db_setup_job(backend, "us-west-2"))
+    first = job_name("mlflow-db-setup", install.db_setup_job(backend, "us-west-2", EXAMPLE_IMAGE))
     assert re.fullmatch(r"mlflow-db-setup-[0-9a-f]{10}", first)
-    assert job_name("mlflow-db-setup", install.db_setup_job(backend, "us-west-2")) == first  # stable
+    assert job_name("mlflow-db-setup", install.db_setup_job(backend, "us-west-2", EXAMPLE_IMAGE)) == first  # stable
     original = install.scripts_digest
     try:
         install.scripts_digest = lambda: "changed"
-        assert job_name("mlflow-db-setup", install.db_setup_job(backend, "us-west-2")) != first
+        assert job_name("mlflow-db-setup", install.db_setup_job(backend, "us-west-2", EXAMPLE_IMAGE)) != first
     finally:
         install.scripts_digest = original
 
@@ -660,7 +684,7 @@ def test_a_job_naming_a_value_known_only_at_plan_must_say_so():
 def test_server_and_sidecar_verify_the_databases_certificate_and_name(synthesized):
     """sslmode=require encrypts but accepts any server; verify-full checks the chain to RDS's CAs and
     that the certificate names the database's host (libpq's PGSSLMODE and PGSSLROOTCERT)."""
-    from addons.mlflow.install import RDS_CA_BUNDLE
+    from addons.mlflow.login import RDS_CA_BUNDLE
 
     release = next(
         r
@@ -715,8 +739,89 @@ def test_a_change_of_the_default_permission_rolls_the_server():
             mutated(addons={"mlflow": {"enabled": True}}, workloads={"tenants": [{"name": t} for t in tenants]})
         )
         values = mlflow_values(
-            MLFLOW_DEFINITION.settings(config), backend, region=config.region, permission=default_permission(config)
+            MLFLOW_DEFINITION.settings(config),
+            backend,
+            region=config.region,
+            permission=default_permission(config),
+            image=tuple(EXAMPLE_IMAGE.rsplit(":", 1)),
         ).model_dump(by_alias=True)
         return values["podAnnotations"]["gpu-platform/mlflow-default-permission"]
 
     assert annotation(["team-a"]) == "READ" and annotation(["team-a", "team-b"]) == "NO_PERMISSIONS"
+
+
+def _images(node: object) -> list[str]:
+    """Every `image:` string of a values document or an object (YAML-parsed or JSON), any depth."""
+    if isinstance(node, dict):
+        own = [node["image"]] if isinstance(node.get("image"), str) else []
+        if isinstance(node.get("repository"), str) and isinstance(node.get("tag"), str):
+            own.append(f"{node['repository']}:{node['tag']}")  # the chart's image blocks
+        return own + [image for value in node.values() for image in _images(value)]
+    if isinstance(node, list):
+        return [image for value in node for image in _images(value)]
+    return []
+
+
+def mlflow_images(synthesized, profile) -> list[str]:
+    """Every image reference MLflow's pods run in the profile: the chart's values (server, init
+    images, the login sidecar), the objects of its namespace (the setup Job) and verify's check."""
+    values = chart_values(mlflow_release(synthesized, profile))
+    objects = [o for o in addon_objects(synthesized, profile) if o.get("metadata", {}).get("namespace") == "mlflow"]
+    check = render(synthesized.configs[profile])["mlflow-tracking-check.yaml"]
+    return [*_images(values), *_images(objects), *_images(check)]
+
+
+@pytest.mark.parametrize("profile", WITH_MLFLOW)
+def test_mlflow_runs_only_the_build_layers_image_or_pinned_official_ones(synthesized, profile):
+    """No personal image: every MLflow container runs the build layer's images/mlflow from the
+    profile's own ECR repository (the build stack's, in the profile's region and account), by the
+    tag its build pushes, or an official image the code pins."""
+    from tests.test_docs_images import pinned_images
+
+    repository, tag = built_mlflow_image(synthesized, profile)
+    found = mlflow_images(synthesized, profile)
+    assert f"{repository}:{tag}" in found and len(found) >= 5  # server, 2 init images, sidecar, job
+    official = {image for image in pinned_images() if image.startswith(("public.ecr.aws/docker/library/",))}
+    for image in found:
+        assert image == f"{repository}:{tag}" or image in official, image
+    stack = synthesized.stack(profile, "build")
+    (ecr,) = [r for r in resources(stack, "aws_ecr_repository").values() if r["name"].endswith("/mlflow")]
+    assert ecr["name"] == f"{synthesized.configs[profile].name}/mlflow"
+    assert stack["provider"]["aws"][0]["region"] == synthesized.configs[profile].region
+
+
+@pytest.mark.parametrize("profile", ALL)
+@pytest.mark.parametrize("layer", ["cluster", "storage", "build", "addons", "workloads"])
+def test_no_layer_names_an_mlflow_image_from_a_registry(synthesized, profile, layer):
+    """The only MLflow image anywhere is the build layer's (`<repository reference>:mlflow<version>-
+    <hash>`): no `<namespace>/mlflow:<tag>` of Docker Hub or any other registry, in any layer."""
+    text = json.dumps(synthesized.stack(profile, layer))
+    assert re.findall(r"[\w.-]+/mlflow:[\w.-]+", text) == []
+
+
+def test_the_tracking_check_needs_only_the_standard_library_on_the_pinned_python():
+    """The check pod runs the platform's pinned official Python image (no MLflow client, so no
+    second MLflow image), the script given the metric and the artifact it logs as arguments."""
+    import ast
+    import sys
+
+    from addons.mlflow.check import MLFLOW_CHECK_MARKER, MLFLOW_CHECK_SCRIPT
+    from profiles.versions import PYTHON_IMAGE
+
+    (pod,) = render(load_profile("gpu-validation"))["mlflow-tracking-check.yaml"]
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] == PYTHON_IMAGE
+    assert container["command"] == [
+        "python",
+        "-c",
+        MLFLOW_CHECK_SCRIPT,
+        MLFLOW_CHECK_METRIC[0],
+        str(MLFLOW_CHECK_METRIC[1]),
+        *MLFLOW_CHECK_ARTIFACT,
+    ]
+    tree = ast.parse(MLFLOW_CHECK_SCRIPT)
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    assert imported and imported <= set(sys.stdlib_module_names), imported
+    assert f'"{MLFLOW_CHECK_MARKER}"' in MLFLOW_CHECK_SCRIPT  # the line check_mlflow reads

@@ -261,3 +261,55 @@ def test_wrapping_keeps_commands_whole_and_continues_them_at_their_options():
     ]
     assert wrap("- an item " + "x" * 70, 40) == ["- an item", "  " + "x" * 70]  # a long word is kept whole
     assert wrap("one\ntwo") == ["one", "two"]
+
+
+class _BuildState:
+    """An operator whose build layer's state holds these repositories (None: not deployed)."""
+
+    def __init__(self, repositories: dict[str, str] | None):
+        self.repositories = repositories
+        self.env: dict[str, str] = {}
+
+    def outputs(self, layer: str) -> dict:
+        assert layer == "build"
+        return {} if self.repositories is None else {"repository_urls": {"value": self.repositories}}
+
+
+def _fake_aws(tmp_path: Path, *, has_tag: bool) -> str:
+    aws = tmp_path / "aws"
+    answer = (
+        "echo '{\"imageDetails\": [{}]}'"
+        if has_tag
+        else "echo 'An error occurred (ImageNotFoundException) when calling the DescribeImages operation' >&2; exit 254"
+    )
+    aws.write_text(f'#!/bin/sh\necho "$*" >> "{tmp_path}/asked"\n{answer}\n')
+    aws.chmod(0o755)
+    return str(aws)
+
+
+def test_the_addons_layer_waits_for_mlflows_image_in_ecr(tmp_path):
+    """MLflow's pods run the build layer's images/mlflow, which only a CodeBuild run pushes: a
+    deploy that includes the addons layer stops first, saying which build to run, while the build
+    layer is not deployed or ECR lacks the tag; with the tag pushed, or without the addons layer, it
+    goes on."""
+    from components.images import project_image_tag
+    from operate.preflight import project_image_problems
+
+    config = load_profile("gpu-validation")
+    tag = project_image_tag("mlflow")
+    fresh = project_image_problems(config, _BuildState(None), ["cluster", "storage", "build", "addons"])  # type: ignore[arg-type]
+    assert len(fresh) == 1 and "deploy LAYER=aws first, run build_commands.mlflow" in fresh[0] and tag in fresh[0]
+    assert project_image_problems(config, _BuildState(None), ["cluster", "storage", "build"]) == []  # type: ignore[arg-type]
+    repository = f"111122223333.dkr.ecr.{config.region}.amazonaws.com/{config.name}/mlflow"
+    built = _BuildState({"mlflow": repository})
+    missing = project_image_problems(config, built, ["addons"], _fake_aws(tmp_path, has_tag=False))  # type: ignore[arg-type]
+    assert missing == [
+        f"ECR has no {repository}:{tag}, which the addons layer runs (mlflow): run build_commands.mlflow (make "
+        "outputs prints it) and wait for the build, then deploy"
+    ]
+    asked = (tmp_path / "asked").read_text()
+    assert f"--repository-name {config.name}/mlflow --image-ids imageTag={tag}" in asked
+    assert project_image_problems(config, built, ["addons"], _fake_aws(tmp_path, has_tag=True)) == []  # type: ignore[arg-type]
+    off = load_profile(str(FIXTURE_PROFILES / "capacity-block.yaml"))
+    assert not off.addons.mlflow.enabled
+    assert project_image_problems(off, _BuildState(None), ["addons"]) == []  # type: ignore[arg-type]

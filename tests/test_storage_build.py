@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from components.images import project_image_tag
-from tests.cases import FIXTURES, SHIPPED
+from profiles.built_images import build_implementations
+from tests.cases import FIXTURES, SHIPPED, profile_config
 from tests.synth_helpers import by_path, ref, resources
 
 ALL = SHIPPED + FIXTURES
@@ -206,7 +207,8 @@ def test_bucket_names_match_the_mountpoint_role_scope(synthesized, profile):
 def test_ecr_repositories_are_immutable_scanned_encrypted_and_pruned(synthesized, profile):
     stack = synthesized.stack(profile, "build")
     repositories = resources(stack, "aws_ecr_repository")
-    assert len(repositories) == len(synthesized.configs[profile].build.reference_implementations)
+    # The profile's implementations and the images its add-ons run (MLflow's).
+    assert len(repositories) == len(build_implementations(synthesized.configs[profile]))
     for key, repo in repositories.items():
         assert repo["image_tag_mutability"] == "IMMUTABLE"
         assert repo["image_scanning_configuration"] == {"scan_on_push": True}
@@ -251,6 +253,7 @@ def test_the_nccl_test_image_is_built_from_the_projects_dockerfile(synthesized):
     assert stack["output"]["image_tags"]["value"] == {
         "nccl-tests": project_image_tag("nccl-tests"),
         "pytorch-efa": project_image_tag("pytorch-efa"),  # the Trainer runtimes' image on EFA groups
+        "mlflow": project_image_tag("mlflow"),  # MLflow's, which the add-on contributes
     }
     assert stack["output"]["build_commands"]["value"]["nccl-tests"].startswith(
         "(cd images/nccl-tests && zip -qr ../../nccl-tests.zip .)"
@@ -261,6 +264,52 @@ def test_the_nccl_test_image_is_built_from_the_projects_dockerfile(synthesized):
     assert "/opt/nccl-tests" in dockerfile  # where the MPIJob runs all_reduce_perf from
     tag = project_image_tag("nccl-tests")
     assert tag.startswith("efa1.42.0-ofi1.16.0-nccl2.27.5-1-tests2.16.4-") and len(tag.rsplit("-", 1)[1]) == 12
+
+
+def _mlflow_on(profile: str) -> bool:
+    return profile_config(profile).addons.mlflow.enabled
+
+
+@pytest.mark.parametrize("profile", ALL)
+def test_the_build_layer_builds_mlflows_image_exactly_while_mlflow_is_on(synthesized, profile):
+    """MLflow's add-on contributes its image (AddonDefinition.project_images): no profile lists it,
+    and the build layer builds images/mlflow under that name, by the tag of its Dockerfile and lock."""
+    stack = synthesized.stack(profile, "build")
+    config = profile_config(profile)
+    assert "mlflow" not in config.build.reference_implementations
+    if not _mlflow_on(profile):
+        names = [p["name"] for p in resources(stack, "aws_codebuild_project").values()]
+        assert f"{config.name}-mlflow" not in names and "mlflow" not in stack["output"]["image_tags"]["value"]
+        return
+    _, project = by_path(stack, "aws_codebuild_project", "image-mlflow/project")
+    variables = {v["name"]: v["value"] for v in project["environment"]["environment_variable"]}
+    assert variables["DOCKERFILE"] == "Dockerfile" and variables["IMAGE_TAG"] == project_image_tag("mlflow")
+    assert stack["output"]["image_tags"]["value"]["mlflow"] == project_image_tag("mlflow")
+    assert stack["output"]["build_commands"]["value"]["mlflow"].startswith(
+        "(cd images/mlflow && zip -qr ../../mlflow.zip .)"
+    )
+    (repository,) = [r for r in resources(stack, "aws_ecr_repository").values() if r["name"] == f"{config.name}/mlflow"]
+    assert repository["image_tag_mutability"] == "IMMUTABLE"
+
+
+def test_a_profile_may_not_build_something_else_where_mlflows_image_goes():
+    from profiles import ProfileError, validate_profile
+    from tests.test_profiles import mutated
+
+    with pytest.raises(ProfileError) as refused:
+        validate_profile(
+            mutated(build__reference_implementations__mlflow={"repository_url": "https://example.com/m.git"})
+        )
+    assert "build.reference_implementations.mlflow" in str(refused.value)
+    assert "mlflow add-on's image" in str(refused.value)
+    # Listed as itself, it is built once, as the profile lists it.
+    same = validate_profile(mutated(build__reference_implementations__mlflow={"project_image": "mlflow"}))
+    assert build_implementations(same)["mlflow"] == same.build.reference_implementations["mlflow"]
+    assert same.name_sources.addon_images == ()
+    default = validate_profile(mutated())
+    assert default.name_sources.addon_images == (("mlflow", "mlflow"),)
+    off = validate_profile(mutated(addons__mlflow__enabled=False))
+    assert "mlflow" not in build_implementations(off)
 
 
 def test_codebuild_role_is_least_privilege(synthesized):

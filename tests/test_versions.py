@@ -119,5 +119,5 @@ def test_every_pin_is_written_in_one_of_its_homes():
 def test_the_pin_scan_finds_pins():
     assert PIN_LITERAL.search('IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"')
     assert PIN_LITERAL.search('ami_type="AL2023_x86_64_NVIDIA"')
-    assert PIN_LITERAL.search("'burakince/mlflow:3.15.1'")
+    assert PIN_LITERAL.search("'quay.io/prometheus/node-exporter:v1.12.1'")
     assert not PIN_LITERAL.search('"https://example.com/a:b"') and not PIN_LITERAL.search('"kube-system"')

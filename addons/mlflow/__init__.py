@@ -66,11 +66,12 @@ class MlflowConfig(ReleaseConfig):
     more than one tenant (a team sees only what it made or was granted), READ with one."""
 
 
-# The image the chart runs (its app version), also used by the platform's own MLflow containers:
-# the database-login sidecar and the validation check.
-# renovate: datasource=docker depName=burakince/mlflow
-IMAGE = "burakince/mlflow:3.15.1"
-IMAGE_USER = 1001  # the image's own user, which the chart's pod security context names
+# The image every MLflow container runs (the server, the chart's ini-file initializer, the
+# database-login sidecar and the setup Job): this project's images/mlflow, which the build layer
+# builds while MLflow is enabled and the addons layer takes from ECR by its content-derived tag.
+# Its Dockerfile pins MLflow at the chart's app version, and the lock every other package.
+PROJECT_IMAGE = "mlflow"
+IMAGE_USER = 1001  # the image's user (images/mlflow/Dockerfile), which the chart's pod security context names
 # The backend store's RDS for PostgreSQL major version. RDS applies minor versions in the
 # maintenance window, and the aws provider does not report them as drift against a major-only pin.
 POSTGRES_MAJOR_VERSION = "17"
@@ -81,7 +82,7 @@ DEFINITION = AddonDefinition(
     description="MLflow tracking server with an RDS PostgreSQL backend store and S3 artifacts (off by default).",
     # community-charts' MLflow chart: maintained (monthly releases), and the one chart that takes an
     # external PostgreSQL with its credentials from an existing Secret, S3 artifacts through the
-    # server, and MLflow's basic auth. Its image (burakince/mlflow) carries boto3 and psycopg2.
+    # server, and MLflow's basic auth. It runs this project's image (PROJECT_IMAGE), not the chart's default.
     pin=ChartRef(
         repository="https://community-charts.github.io/helm-charts",
         chart="mlflow",
@@ -89,6 +90,7 @@ DEFINITION = AddonDefinition(
         app_version="3.15.1",
     ),
     namespace="mlflow",
+    project_images=(PROJECT_IMAGE,),
 )
 
 

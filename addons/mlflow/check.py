@@ -6,31 +6,61 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from addons.mlflow import IMAGE as MLFLOW_IMAGE
 from addons.mlflow import IMAGE_USER as MLFLOW_IMAGE_USER
 from addons.mlflow import MlflowConfig
 from addons.mlflow import access as mlflow_access
 from components.acceptance import AcceptanceCheck, CheckResult, CheckRun, locked_down_container
 from components.k8s.security import non_root_pod
 from components.labels import SYSTEM_NODES
+from profiles.versions import PYTHON_IMAGE
 
 MLFLOW_CHECK = "mlflow-tracking-check"
 MLFLOW_CHECK_MARKER = "MLFLOW_CHECK "
 MLFLOW_CHECK_METRIC = ("validation_loss", 0.125)
 MLFLOW_CHECK_ARTIFACT = ("validation/check.txt", "gpu-platform tracking check")
-# Logs a run through the tracking Service (artifacts go through the server to S3), then reads the
-# metric and the artifact back and prints them as one JSON line for `verify` to judge.
-MLFLOW_CHECK_SCRIPT = f"""
-import json, mlflow
-from mlflow import MlflowClient
-mlflow.set_experiment("platform-validation")
-with mlflow.start_run(run_name="tracking-check") as run:
-    mlflow.log_metric({MLFLOW_CHECK_METRIC[0]!r}, {MLFLOW_CHECK_METRIC[1]!r})
-    mlflow.log_text({MLFLOW_CHECK_ARTIFACT[1]!r}, {MLFLOW_CHECK_ARTIFACT[0]!r})
-run_id = run.info.run_id
-metrics = MlflowClient().get_run(run_id).data.metrics
-artifact = mlflow.artifacts.load_text(f"runs:/{{run_id}}/{MLFLOW_CHECK_ARTIFACT[0]}")
-print({MLFLOW_CHECK_MARKER!r} + json.dumps({{"run_id": run_id, "metrics": metrics, "artifact": artifact}}), flush=True)
+# Logs a run through the tracking Service with MLflow's REST API (the artifact through the server's
+# proxy to S3), then reads the metric and the artifact back and prints them as one JSON line for
+# `verify` to judge. Standard library only: it runs on the platform's pinned Python image, so the
+# check needs no MLflow image of its own (the server's is the build layer's, in ECR). The routes are
+# MLflow 3.15.1's (mlflow/server/handlers.py: experiments/get-by-name and create, runs/create,
+# log-metric, update and get; mlflow-artifacts/artifacts/<path> PUT and GET), checked against a
+# server of that version with basic auth and --serve-artifacts. Arguments: metric name and value,
+# artifact path and text.
+MLFLOW_CHECK_SCRIPT = """
+import base64, json, os, sys, time, urllib.error, urllib.parse, urllib.request
+metric, value, path, text = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+base = os.environ["MLFLOW_TRACKING_URI"].rstrip("/")
+login = os.environ["MLFLOW_TRACKING_USERNAME"] + ":" + os.environ["MLFLOW_TRACKING_PASSWORD"]
+auth = "Basic " + base64.b64encode(login.encode()).decode()
+def call(method, route, body=None, query=None, raw=None):
+    url = base + route + ("?" + urllib.parse.urlencode(query) if query else "")
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    request = urllib.request.Request(url, data=data, method=method, headers={"Authorization": auth})
+    if body is not None:
+        request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        answer = response.read()
+    return answer if raw is not None or route.startswith("/api/2.0/mlflow-artifacts/") else json.loads(answer or b"{}")
+now = lambda: int(time.time() * 1000)
+api, name = "/api/2.0/mlflow/", "platform-validation"
+try:
+    experiment = call("GET", api + "experiments/get-by-name", query={"experiment_name": name})["experiment"]
+    experiment_id = experiment["experiment_id"]
+except urllib.error.HTTPError as error:
+    if error.code != 404:
+        raise
+    experiment_id = call("POST", api + "experiments/create", {"name": name})["experiment_id"]
+started = {"experiment_id": experiment_id, "run_name": "tracking-check", "start_time": now()}
+run = call("POST", api + "runs/create", started)
+run_id, artifacts = run["run"]["info"]["run_id"], run["run"]["info"]["artifact_uri"]
+call("POST", api + "runs/log-metric", {"run_id": run_id, "key": metric, "value": value, "timestamp": now(), "step": 0})
+stored = "/api/2.0/mlflow-artifacts/artifacts/" + urllib.parse.urlsplit(artifacts).path.strip("/") + "/" + path
+call("PUT", stored, raw=text.encode())
+call("POST", api + "runs/update", {"run_id": run_id, "status": "FINISHED", "end_time": now()})
+logged = call("GET", api + "runs/get", query={"run_id": run_id})["run"]["data"].get("metrics", [])
+metrics = {m["key"]: m["value"] for m in logged}
+artifact = call("GET", stored).decode()
+print("MLFLOW_CHECK " + json.dumps({"run_id": run_id, "metrics": metrics, "artifact": artifact}), flush=True)
 """
 
 
@@ -58,8 +88,15 @@ def mlflow_check_pod(settings: MlflowConfig) -> dict[str, Any]:
             "containers": [
                 {
                     "name": "check",
-                    "image": MLFLOW_IMAGE,
-                    "command": ["python", "-c", MLFLOW_CHECK_SCRIPT],
+                    "image": PYTHON_IMAGE,
+                    "command": [
+                        "python",
+                        "-c",
+                        MLFLOW_CHECK_SCRIPT,
+                        MLFLOW_CHECK_METRIC[0],
+                        str(MLFLOW_CHECK_METRIC[1]),
+                        *MLFLOW_CHECK_ARTIFACT,
+                    ],
                     "env": [*mlflow_access.tracking_env(), *login, {"name": "HOME", "value": "/tmp"}],
                     "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
                     "securityContext": locked_down_container(),

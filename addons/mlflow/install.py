@@ -11,6 +11,12 @@ memory-backed volume, which libpq reads on every new connection. No password pas
 values, a Kubernetes Secret or Terraform state. The Kubernetes Secret the chart requires for its
 database settings carries the user name and an empty password, which makes libpq use the file.
 
+Every container runs this project's MLflow image (images/mlflow), which the build layer builds while
+MLflow is enabled: the server, the chart's ini-file initializer, the sidecar and the setup Job, from
+the build layer's ECR repository by the content-derived tag its build pushes. Run its build (`make
+outputs` lists build_commands.mlflow) before the addons layer: until ECR has the tag, the setup Job
+cannot pull its image and the apply fails at the Job's timeout.
+
 No ServiceMonitor: MLflow's basic-auth app protects /metrics like every other route, so the server
 runs without `--expose-prometheus`.
 """
@@ -18,14 +24,12 @@ runs without `--expose-prometheus`.
 from __future__ import annotations
 
 import base64
-import hashlib
-from pathlib import Path
 from typing import Any
 
 from cdktf import ITerraformDependable, TerraformVariable, TerraformVariableValidationConfig
 from pydantic import Field
 
-from addons.mlflow import DEFINITION, IMAGE, IMAGE_USER, MlflowConfig, default_permission
+from addons.mlflow import DEFINITION, PROJECT_IMAGE, MlflowConfig, default_permission
 from addons.mlflow.access import (
     NAMESPACE,
     SERVER_ALLOWED_HOSTS,
@@ -36,156 +40,48 @@ from addons.mlflow.access import (
 )
 from addons.mlflow.backend import MlflowBackend
 from addons.mlflow.identity import MlflowIdentity, MlflowIdentityProps, MlflowSetupIdentity
+from addons.mlflow.login import (
+    AUTH_DATABASE,
+    DB_LOGIN_DIR,
+    DB_LOGIN_SCRIPT,
+    PASSFILE,
+    SCRIPT_SOURCE,
+    SETUP_JOB,
+    SETUP_SCRIPT_SOURCE,
+    SETUP_SERVICE_ACCOUNT,
+    SETUP_TIMEOUT_MINUTES,
+    TLS_ENV,
+    db_login_sidecar,
+    db_setup_job,
+    login_volumes,
+)
 from addons.mlflow.store import POSTGRES_PORT, mlflow_store
 from components.expressions import matches
 from components.helm.addon import AddonContext, Companions, HelmAddonSpec, RuntimePath, StorageContext
 from components.helm.release import SensitiveValue, Values
 from components.k8s.job import CompletedJob, CompletedJobProps
 from components.k8s.namespaces import egress_https_outside_the_node, egress_to_pod_identity_agent
-from components.k8s.security import non_root_container, non_root_pod
 from components.labels import SYSTEM_NODES
 
 SERVICE_ACCOUNT = "mlflow"
-SETUP_SERVICE_ACCOUNT = "mlflow-db-setup"
-SETUP_JOB = "mlflow-db-setup"
-SETUP_TIMEOUT_MINUTES = 10
 ADMIN_USERNAME = "admin"
-AUTH_DATABASE = "mlflow_auth"
 # The chart's database Secret: the user name, and an empty password (libpq then reads the file).
 DB_LOGIN_SECRET = "mlflow-db-login"
-DB_LOGIN_SCRIPT = "mlflow-db-login-script"
-DB_LOGIN_DIR = "/run/mlflow-db"
-SCRIPTS_DIR = "/opt/db-login"  # the login and setup scripts, from the DB_LOGIN_SCRIPT ConfigMap
-PASSFILE = f"{DB_LOGIN_DIR}/pgpass"
-READY_FILE = f"{DB_LOGIN_DIR}/ready"
-# libpq checks the server's certificate against Amazon RDS's CAs and the host name (verify-full).
-# The bundle is RDS's published one for every region (its trust store), fetched by the sidecar.
-RDS_CA_BUNDLE = f"{DB_LOGIN_DIR}/rds-ca-bundle.pem"
-RDS_CA_BUNDLE_URL = "https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem"
-TLS_ENV = {"PGSSLMODE": "verify-full", "PGSSLROOTCERT": RDS_CA_BUNDLE}
-SCRIPT_SOURCE = Path(__file__).resolve().parents[2] / "images" / "mlflow" / "db_login.py"
-SETUP_SCRIPT_SOURCE = SCRIPT_SOURCE.with_name("db_setup.py")
-# IAM authentication tokens are good for 15 minutes: a fresh one every 5 leaves room for retries.
-REFRESH_SECONDS = 300
-# The MLflow image runs as 1001 (the chart's pod security context): the sidecar and the setup Job
-# match it, so the password file is the server's own and owner-only.
-MLFLOW_USER = IMAGE_USER
+# The SQLAlchemy driver of both database URIs (the chart's backendStore.postgres.driver and
+# auth.postgres.driver make them postgresql+psycopg2://): SQLAlchemy 2.1, which the image's lock
+# holds, loads psycopg (3) for a bare postgresql://, which the image does not have (a server of the
+# image's lock on PostgreSQL 15 failed to start with "No module named 'psycopg'"; with the driver
+# named it ran, and verify's tracking check passed against it). psycopg2 is db_setup.py's too.
+POSTGRES_DRIVER = "psycopg2"
 SERVER_RESOURCES = {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
-SIDECAR_RESOURCES = {"requests": {"cpu": "10m", "memory": "96Mi"}, "limits": {"memory": "256Mi"}}
 # The MLflow admin password passes sed (the chart writes it into basic_auth.ini) and configparser
 # (MLflow reads that file): '/', '&', '\\' and '%' would corrupt it, whitespace would be cut.
 ADMIN_PASSWORD_RULE = "^[^/&%\\\\\\s]{12,}$"
 
 
-def login_volumes() -> list[dict[str, Any]]:
-    """The volumes of the pods that log in: a memory-backed folder for the password file and RDS's
-    CA bundle, and the scripts. Fresh each time (no YAML anchors)."""
-    return [
-        {"name": "db-login", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
-        {"name": "db-login-script", "configMap": {"name": DB_LOGIN_SCRIPT}},
-    ]
-
-
-def login_mounts() -> list[dict[str, Any]]:
-    """Where the sidecar and the setup Job mount those volumes."""
-    return [
-        {"name": "db-login", "mountPath": DB_LOGIN_DIR},
-        {"name": "db-login-script", "mountPath": SCRIPTS_DIR, "readOnly": True},
-    ]
-
-
-def db_login_sidecar(backend: MlflowBackend, region: str) -> dict[str, Any]:
-    """A native sidecar (restartPolicy Always): it starts before the server, whose start waits for
-    its startup probe (the CA bundle and the first token in the password file), and keeps running."""
-    environment = {
-        "PGPASSFILE": PASSFILE,
-        "READY_FILE": READY_FILE,
-        "REFRESH_SECONDS": str(REFRESH_SECONDS),
-        "PGHOST": backend.address,
-        "PGPORT": str(POSTGRES_PORT),
-        "PGUSER": backend.username,
-        **TLS_ENV,
-        "RDS_CA_BUNDLE_URL": RDS_CA_BUNDLE_URL,
-        "AWS_REGION": region,
-    }
-    return {
-        "name": "db-login",
-        "image": IMAGE,
-        "restartPolicy": "Always",
-        "command": ["python", f"{SCRIPTS_DIR}/db_login.py"],
-        "env": [{"name": name, "value": value} for name, value in environment.items()],
-        "startupProbe": {
-            "exec": {"command": ["python", "-c", f"import os; assert os.path.exists({READY_FILE!r})"]},
-            "periodSeconds": 5,
-            "failureThreshold": 60,
-        },
-        "securityContext": non_root_container(MLFLOW_USER, group=MLFLOW_USER),
-        "resources": SIDECAR_RESOURCES,
-        "volumeMounts": login_mounts(),
-    }
-
-
-def db_setup_job(backend: MlflowBackend, region: str) -> dict[str, Any]:
-    """The Job that makes the databases and roles as the master user (its name is added with a
-    digest of its spec: components/k8s/job.py). On the system nodes, as the image's user, with the
-    CA bundle in a memory-backed folder of its own."""
-    environment = {
-        "DB_SECRET_ARN": backend.secret_arn,
-        "APP_ROLE": backend.username,
-        "OWNER_ROLE": backend.owner_role,
-        "AUTH_DATABASE": AUTH_DATABASE,
-        "PGHOST": backend.address,
-        "PGPORT": str(POSTGRES_PORT),
-        "PGDATABASE": backend.database,
-        **TLS_ENV,
-        "RDS_CA_BUNDLE_URL": RDS_CA_BUNDLE_URL,
-        "AWS_REGION": region,
-        # The ConfigMap's scripts change the Job's spec (and so its name) when they change.
-        "SCRIPTS_DIGEST": scripts_digest(),
-    }
-    container = {
-        "name": "db-setup",
-        "image": IMAGE,
-        "command": ["python", f"{SCRIPTS_DIR}/db_setup.py"],
-        "env": [{"name": name, "value": value} for name, value in environment.items()],
-        "securityContext": non_root_container(MLFLOW_USER, group=MLFLOW_USER),
-        "resources": SIDECAR_RESOURCES,
-        "volumeMounts": login_mounts(),
-    }
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"namespace": NAMESPACE, "labels": {"app.kubernetes.io/name": SETUP_JOB}},
-        "spec": {
-            # A first pod may start before its new Pod Identity association takes effect: retries absorb it.
-            "backoffLimit": 6,
-            # Fails before the apply's wait does, so the Job's Failed condition is there to read.
-            "activeDeadlineSeconds": (SETUP_TIMEOUT_MINUTES - 2) * 60,
-            "template": {
-                # Terraform deletes a replaced Job without its pods (no propagation policy): this
-                # label finds them (docs/mlflow.md).
-                "metadata": {"labels": {"app.kubernetes.io/name": SETUP_JOB}},
-                "spec": {
-                    "serviceAccountName": SETUP_SERVICE_ACCOUNT,
-                    "automountServiceAccountToken": False,  # Pod Identity mounts its own token
-                    "restartPolicy": "Never",
-                    "nodeSelector": dict(SYSTEM_NODES),
-                    "securityContext": non_root_pod(MLFLOW_USER, group=MLFLOW_USER),
-                    "containers": [container],
-                    "volumes": login_volumes(),
-                },
-            },
-        },
-    }
-
-
-def scripts_digest() -> str:
-    text = SCRIPT_SOURCE.read_text() + SETUP_SCRIPT_SOURCE.read_text()
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 class MlflowValues(Values):
     image: dict[str, str]
+    init_images: dict[str, dict[str, str]]
     pod_annotations: dict[str, str] = Field(default_factory=dict)
     service_account: dict[str, Any]
     service: dict[str, Any]
@@ -203,9 +99,11 @@ class MlflowValues(Values):
     node_selector: dict[str, str] = Field(default_factory=lambda: dict(SYSTEM_NODES))
 
 
-def mlflow_values(settings: MlflowConfig, backend: MlflowBackend, *, region: str, permission: str) -> MlflowValues:
-    repository, tag = IMAGE.rsplit(":", 1)
-    database = {"enabled": True, "host": backend.address, "port": POSTGRES_PORT}
+def mlflow_values(
+    settings: MlflowConfig, backend: MlflowBackend, *, region: str, permission: str, image: tuple[str, str]
+) -> MlflowValues:
+    repository, tag = image
+    database = {"enabled": True, "host": backend.address, "port": POSTGRES_PORT, "driver": POSTGRES_DRIVER}
     login_secret = {"name": DB_LOGIN_SECRET, "usernameKey": "username", "passwordKey": "password"}
     auth: dict[str, Any] = {
         "enabled": True,
@@ -228,6 +126,13 @@ def mlflow_values(settings: MlflowConfig, backend: MlflowBackend, *, region: str
     return MlflowValues(
         pod_annotations=annotations,
         image={"repository": repository, "tag": tag},
+        # The chart's own init containers run the same image, not its defaults (a Docker Hub
+        # busybox; the migration one, off here, a personal MLflow image): the ini-file
+        # initializer is a sh and sed script, which the Python image's Debian base carries.
+        init_images={
+            "iniFileInitializer": {"repository": repository, "tag": tag},
+            "mlflowDbMigration": {"repository": repository, "tag": tag},
+        },
         # The server never calls the Kubernetes API; Pod Identity mounts its own token.
         service_account={"create": True, "name": SERVICE_ACCOUNT, "automount": False},
         service={"type": "ClusterIP", "port": SERVICE_PORT, "containerPort": SERVER_PORT},
@@ -236,7 +141,7 @@ def mlflow_values(settings: MlflowConfig, backend: MlflowBackend, *, region: str
         artifact_root={"proxiedArtifactStorage": True, "s3": {"enabled": True, "bucket": backend.bucket_name}},
         auth=auth,
         extra_env_vars={"PGPASSFILE": PASSFILE, **TLS_ENV, "AWS_REGION": region},
-        init_containers=[db_login_sidecar(backend, region)],
+        init_containers=[db_login_sidecar(backend, region, f"{repository}:{tag}")],
         extra_volumes=login_volumes(),
         extra_volume_mounts=[{"name": "db-login", "mountPath": DB_LOGIN_DIR, "readOnly": True}],
         resources=SERVER_RESOURCES,
@@ -325,6 +230,7 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
             ctx.storage_record(DEFINITION.key, MlflowBackend),
             region=ctx.config.region,
             permission=default_permission(ctx.config),
+            image=ctx.project_image(PROJECT_IMAGE),
         )
 
     def state_secrets(self, settings: MlflowConfig) -> tuple[str, ...]:
@@ -366,14 +272,16 @@ class MlflowAddon(HelmAddonSpec[MlflowConfig]):
         # its permissions and the release its new pods: until the database has the server's role,
         # a running server keeps the access it had.
         backend = ctx.storage_record(DEFINITION.key, MlflowBackend)
+        repository, tag = ctx.project_image(PROJECT_IMAGE)
         job = CompletedJob(
             ctx.scope,
             "mlflow-db-setup",
             props=CompletedJobProps(
-                job=db_setup_job(backend, ctx.config.region),
+                job=db_setup_job(backend, ctx.config.region, f"{repository}:{tag}"),
                 name=SETUP_JOB,
-                # A new database (restored from a snapshot, say) gets its roles made again.
-                resolved_later=(backend.address, backend.secret_arn),
+                # A new database (restored from a snapshot, say) gets its roles made again; the
+                # image's repository comes from the build layer's state (its tag is in the spec).
+                resolved_later=(backend.address, backend.secret_arn, repository),
                 timeout_minutes=SETUP_TIMEOUT_MINUTES,
                 depends_on=after,
             ),

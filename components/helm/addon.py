@@ -23,7 +23,7 @@ from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, PodSec
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from profiles import PlatformConfig
 from profiles.versions import ChartRef
-from stacks.contracts import AddonRecord, ClusterOutputs, StorageOutputs, addon_record
+from stacks.contracts import AddonRecord, BuildOutputs, ClusterOutputs, StorageOutputs, addon_record
 
 RecordT = TypeVar("RecordT", bound=AddonRecord)
 
@@ -56,6 +56,9 @@ class AddonContext:
     """The cluster layer's contract (its name, endpoint, VPC, ...; mostly tokens)."""
     storage: StorageOutputs
     """The storage layer's contract (buckets, file system, the add-ons' records from it)."""
+    build: BuildOutputs
+    """The build layer's contract: where the images of the add-ons' project images are
+    (AddonDefinition.project_images)."""
     storage_class: str
     """Name of the default StorageClass for persistent volumes."""
     storage_class_ready: ITerraformDependable
@@ -78,6 +81,14 @@ class AddonContext:
     def vpc_cidr(self) -> str:
         """The VPC's CIDR (the API server's private endpoint and the nodes live there)."""
         return self.cluster.vpc_cidr
+
+    def project_image(self, name: str) -> tuple[str, str]:
+        """(repository URL, tag) of the build layer's image of images/<name>, which an enabled
+        add-on's project_images has it build: the URL is a reference to the build layer's state,
+        the tag the content-derived one its build pushes."""
+        if name not in self.build.repository_urls:
+            raise ValueError(f"the build layer builds no {name} image (AddonDefinition.project_images names it)")
+        return self.build.repository_urls[name], self.build.image_tags[name]
 
     def storage_record(self, key: str, kind: type[RecordT]) -> RecordT:
         """The record add-on `key` made in the storage layer (an add-on reads its own)."""
