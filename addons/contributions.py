@@ -11,7 +11,7 @@ from typing import Any
 from addons.catalog import DEFINITIONS
 from addons.definition import AddonDefinition
 from addons.parts import AddonParts, Capacity
-from components.acceptance import AcceptanceCheck
+from components.acceptance import AcceptanceCheck, MultiNodeSite
 from components.k8s.clients import ClientAccess
 from components.k8s.pod_sources import KUBERNETES_SOURCES, PodSource
 from components.k8s.tenant import TenantAdditions
@@ -75,9 +75,18 @@ def workload_capacity(config: PlatformConfig) -> Capacity:
     )
 
 
-def addon_checks(config: PlatformConfig) -> tuple[AcceptanceCheck, ...]:
+def tenant_gpu_ceiling(config: PlatformConfig, tenant: TenantConfig, node_group: str) -> int | None:
+    """The most GPUs of the node group the enabled add-ons let the tenant's jobs hold at once
+    (the lowest of their ceilings; None: none limits them)."""
+    ceilings = [
+        c for part in enabled_parts(config) if (c := part.tenant_gpu_ceiling(config, tenant, node_group)) is not None
+    ]
+    return min(ceilings, default=None)
+
+
+def addon_checks(config: PlatformConfig, site: MultiNodeSite | None) -> tuple[AcceptanceCheck, ...]:
     """`verify`'s checks of the enabled add-ons, in install order."""
-    return tuple(check for part in enabled_parts(config) for check in part.checks(config))
+    return tuple(check for part in enabled_parts(config) for check in part.checks(config, site))
 
 
 def provided(config: PlatformConfig) -> frozenset[str]:

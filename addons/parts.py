@@ -16,7 +16,10 @@ Every hook has a default that contributes nothing, so a part overrides only what
 - `pod_sources`: the shapes of object whose pods tenants create through the add-on (the pod-fit
   admission policies check them).
 - `workload_objects`: cluster-level objects the workloads layer applies (queues, runtimes, pools).
-- `checks`: `verify`'s acceptance checks of the add-on (components/acceptance.py).
+- `tenant_gpu_ceiling`: the most GPUs of a node group the add-on lets one tenant's jobs hold at
+  once (a queue's quota), which sizes verify's multi-node checks.
+- `checks`: `verify`'s acceptance checks of the add-on (components/acceptance.py), given the GPU
+  group and the namespace a multi-node check runs in.
 - `guide`: its sections and lines of a tenant's day-one page.
 - `warnings`, `not_priced`: what synthesis warns about, and what `make cost` leaves out.
 """
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from components.acceptance import AcceptanceCheck
+from components.acceptance import AcceptanceCheck, MultiNodeSite
 from components.k8s.clients import ClientAccess
 from components.k8s.pod_sources import PodSource
 from components.k8s.tenant_rbac import TenantResources
@@ -197,7 +200,14 @@ class AddonParts:
         """What of the add-on's objects in the workloads layer the clean-up and pause stop."""
         return Capacity()
 
-    def checks(self, config: PlatformConfig) -> tuple[AcceptanceCheck, ...]:
+    def tenant_gpu_ceiling(self, config: PlatformConfig, tenant: TenantConfig, node_group: str) -> int | None:
+        """The most GPUs of the node group the add-on lets the tenant's jobs hold at once (None:
+        the add-on does not limit them)."""
+        return None
+
+    def checks(self, config: PlatformConfig, site: MultiNodeSite | None) -> tuple[AcceptanceCheck, ...]:
         """`verify`'s checks of the add-on on the live cluster (read-only ones run first; ones with
-        validation objects after the platform's single-node checks)."""
+        validation objects after the platform's single-node checks; ones that take whole nodes
+        after its multi-node MPIJob). `site`: the GPU group verify checks and where a multi-node
+        check runs (None: the profile has no GPU node group)."""
         return ()

@@ -136,7 +136,7 @@ def trainer_image_missing(config: PlatformConfig, operator: Operator, aws: AwsCl
     TCP. None when ECR has it, or when it cannot be asked (the pods then say for themselves)."""
     from addons.trainer import DEFINITION as TRAINER
     from addons.trainer import EFA_TORCH_PROJECT_IMAGE
-    from manifests.checks.target import ValidationTarget
+    from components.acceptance import ValidationTarget
 
     target = ValidationTarget.for_profile(config)
     if (

@@ -5,12 +5,11 @@
 - container-test: the reference image from the build layer starts and runs;
 - nccl-allreduce: an MPIJob across two GPU nodes requesting every EFA interface of the type,
   huge pages and a memory-backed /dev/shm, submitted as the first tenant (see `tenant_check_namespace`);
-- ray-check (when the profile runs KubeRay and has tenants): a RayJob as the first tenant, whose
-  two GPU workers each hold a whole node; the driver places one task per node and reports where;
 - lustre-efa-check (when the FSx file system and the checked group are EFA-enabled): direct I/O
   through the first tenant's FSx volume on a GPU node, and how many bytes the node's EFA devices
   moved meanwhile;
-- the enabled add-ons' checks with validation objects (AddonParts.checks: MLflow's tracking check);
+- the enabled add-ons' checks with validation objects (AddonParts.checks): KubeRay's ray-check,
+  a RayJob as the first tenant whose two GPU workers each hold a whole node; MLflow's tracking check;
 - torchrun-check (when the profile runs Trainer and has tenants): a TrainJob as the first tenant,
   through its queue, on up to two nodes, all-reducing a tensor of ones across every GPU, with
   NCCL_DEBUG=INFO so that verify can tell which network NCCL used (as for nccl-allreduce).
@@ -21,7 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from addons.contributions import addon_checks
-from components.acceptance import locked_down_container
+from components.acceptance import ValidationTarget, locked_down_container
+from components.k8s.check_pods import NAMESPACE, check_pod, device_resources, with_cpu_memory
 from components.k8s.efa_pods import EFA_ENV, shm_volume
 from components.k8s.gpus import claim_template
 from components.k8s.namespaces import ApiServerAddresses, NamespaceGuard, namespace_objects
@@ -31,22 +31,8 @@ from manifests.checks.lustre_efa import (
     lustre_efa_check_applies,
     lustre_efa_check_pod,
 )
-from manifests.checks.nccl import NCCL_NODES, nccl_mpijob
-from manifests.checks.ray import (
-    RAY_CHECK,
-    RAY_CHECK_NODES,
-    ray_check,
-    ray_check_applies,
-)
-from manifests.checks.target import (
-    NAMESPACE,
-    ValidationTarget,
-    check_pod,
-    device_resources,
-    tenant_check_namespace,
-    tenant_job_nodes,
-    with_cpu_memory,
-)
+from manifests.checks.nccl import NCCL_JOB, NCCL_NODES, nccl_mpijob
+from manifests.checks.target import multi_node_site
 from manifests.checks.trainjob import TRAINJOB_CHECK, trainjob_check
 from profiles.models import PlatformConfig
 from profiles.versions import CUDA_IMAGE, NCCL_TESTS_IMAGE
@@ -132,13 +118,13 @@ def render(
                 securityContext=non_root_pod(NOBODY),
             )
         ]
-    if tenant_job_nodes(config, target, NCCL_NODES) == NCCL_NODES:
-        files["nccl-allreduce.yaml"] = [nccl_mpijob(target, nccl_image, tenant_check_namespace(config, target))]
-    if ray_check_applies(config, target) and tenant_job_nodes(config, target, RAY_CHECK_NODES) == RAY_CHECK_NODES:
-        files[f"{RAY_CHECK}.yaml"] = ray_check(target, tenant_check_namespace(config, target))
+    site = multi_node_site(config, target)
+    if site and site.job_nodes >= NCCL_NODES:
+        files[f"{NCCL_JOB}.yaml"] = [nccl_mpijob(target, nccl_image, site.namespace)]
     if lustre_efa_check_applies(config, target):
         files[f"{LUSTRE_EFA_CHECK}.yaml"] = [lustre_efa_check_pod(target, config.workloads.tenants[0].name)]
-    for check in addon_checks(config):
+    # The add-ons' checks in install order: KubeRay's RayJob (after the MPIJob), MLflow's tracking check.
+    for check in addon_checks(config, site):
         if check.objects:
             files[f"{check.name}.yaml"] = list(check.objects)
     if (check_job := trainjob_check(config, target)) is not None:

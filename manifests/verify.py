@@ -13,19 +13,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from addons.contributions import addon_checks
-from components.acceptance import CheckResult
+from components.acceptance import CheckResult, ValidationTarget
 from components.k8s.mpi import MPIJOB_KIND
 from manifests.checks.common import wait_for
 from manifests.checks.gpu_smoke import check_gpu_smoke
 from manifests.checks.lustre_efa import LUSTRE_EFA_CHECK, check_lustre_efa, lustre_efa_check_applies
-from manifests.checks.nccl import nccl_result
-from manifests.checks.ray import RAYJOB_KIND, ray_check_applies, ray_result
+from manifests.checks.nccl import NCCL_JOB, nccl_result
 from manifests.checks.repair_loop import AGENT_NAMESPACE, AGENT_SELECTOR, check_repair_loop
-from manifests.checks.target import NAMESPACE, ValidationTarget
+from manifests.checks.target import NAMESPACE, multi_node_site
 from manifests.checks.topology import check_topology
 from manifests.checks.trainjob import TRAINJOB_KIND, trainjob_results
 from manifests.render import render
@@ -33,17 +33,20 @@ from operate.kubectl import Kubectl
 from profiles.models import PlatformConfig
 from profiles.versions import NCCL_TESTS_IMAGE
 
-# Validation objects that run to completion and are judged by their output.
-RUN_ONCE_KINDS = ("Pod", MPIJOB_KIND, RAYJOB_KIND, TRAINJOB_KIND)
+# The platform's own validation objects that run to completion and are judged by their output
+# (an add-on's check names its own: AcceptanceCheck.run_once_kinds).
+RUN_ONCE_KINDS = ("Pod", MPIJOB_KIND, TRAINJOB_KIND)
 
 
 @dataclass(frozen=True)
 class ClusterCheckRun:
-    """What an add-on's check may do against the live cluster (components/acceptance.py CheckRun)."""
+    """What a check may do against the live cluster (components/acceptance.py CheckRun): the
+    validation files are the ones verify rendered, each applied by its check's name."""
 
     run_kubectl: Kubectl
     nodes_json: str
     timeout_minutes: int
+    files: dict[str, list[dict[str, Any]]]
     sleeper: Callable[[float], None] = time.sleep
 
     def kubectl(self, args: list[str]) -> subprocess.CompletedProcess[str]:
@@ -51,6 +54,20 @@ class ClusterCheckRun:
 
     def sleep(self, seconds: float) -> None:
         self.sleeper(seconds)
+
+    def apply(self, check: str) -> CheckResult | None:
+        return self.apply_file(f"{check}.yaml")
+
+    def apply_file(self, file_name: str) -> CheckResult | None:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / file_name
+            path.write_text(yaml.safe_dump_all(self.files[file_name], sort_keys=False))
+            applied = self.run_kubectl(["apply", "-f", str(path)])
+        return (
+            None
+            if applied.returncode == 0
+            else CheckResult(file_name, False, f"kubectl apply failed: {applied.stderr.strip()}")
+        )
 
     def pod_log(self, pod: str, namespace: str) -> tuple[bool, str]:
         waited = wait_for(
@@ -72,23 +89,25 @@ def run_checks(
     """`trainjob_blocked`: why the TrainJob check cannot start (its runtime's image is not in ECR
     yet): it fails with that reason at once, unapplied, instead of waiting out the timeout."""
     target = ValidationTarget.for_profile(config)
-    if target is None:
+    site = multi_node_site(config, target)
+    if target is None or site is None:
         return [CheckResult("profile", False, "the profile has no GPU node group to validate")]
     # First, read-only: the parts of the GPU repair loop on the nodes as they are now.
     nodes = kubectl(["get", "nodes", "-o", "json"])
     agents = kubectl(["get", "pods", "-n", AGENT_NAMESPACE, "-l", AGENT_SELECTOR, "-o", "json"])
     repair = check_repair_loop(nodes.stdout, agents.stdout)
-    runner = ClusterCheckRun(
-        run_kubectl=kubectl, nodes_json=nodes.stdout, timeout_minutes=timeout_minutes, sleeper=sleep
-    )
-    checks = addon_checks(config)
-    read_only = [repair, *(check.run(runner) for check in checks if not check.objects)]
     files = render(config, image=image, nccl_image=nccl_image)
-    # A finished run's pods and MPIJob are still there: re-applying them changes nothing and the
+    runner = ClusterCheckRun(
+        run_kubectl=kubectl, nodes_json=nodes.stdout, timeout_minutes=timeout_minutes, files=files, sleeper=sleep
+    )
+    checks = addon_checks(config, site)
+    read_only = [repair, *(check.run(runner) for check in checks if not check.objects and not check.whole_nodes)]
+    # A finished run's pods and jobs are still there: re-applying them changes nothing and the
     # waits below would read the previous run's logs. Remove them first, so every check is new.
-    for objects in files.values():
+    run_once = {f"{check.name}.yaml": check.run_once_kinds for check in checks}
+    for file_name, objects in files.items():
         for obj in objects:
-            if obj["kind"] in RUN_ONCE_KINDS:
+            if obj["kind"] in run_once.get(file_name, RUN_ONCE_KINDS):
                 meta = obj["metadata"]
                 kubectl(
                     [
@@ -102,41 +121,29 @@ def run_checks(
                 )
 
     # The order is explicit: the single-node checks first, each on one GPU node, then the Lustre
-    # check alone (it reads the node's EFA counters); the multi-node
-    # MPIJob only after they have finished and freed their GPUs, so its workers can get whole nodes;
-    # then the RayJob once the MPIJob has freed them, and the TrainJob last, once the RayJob's
-    # cluster is shut down. The three multi-node checks run as the first tenant, through its queue.
-    def holding(kind: str) -> set[str]:
-        return {name for name, objects in files.items() if any(o["kind"] == kind for o in objects)}
-
-    multi_node, train_jobs, ray_jobs = holding(MPIJOB_KIND), holding(TRAINJOB_KIND), holding(RAYJOB_KIND)
-    alone = {f"{LUSTRE_EFA_CHECK}.yaml"} & set(files)
-
-    def apply(file_name: str) -> CheckResult | None:
-        with tempfile.TemporaryDirectory() as folder:
-            path = Path(folder) / file_name
-            path.write_text(yaml.safe_dump_all(files[file_name], sort_keys=False))
-            applied = kubectl(["apply", "-f", str(path)])
-        return (
-            None
-            if applied.returncode == 0
-            else CheckResult(file_name, False, f"kubectl apply failed: {applied.stderr.strip()}")
-        )
-
+    # check alone (it reads the node's EFA counters); the multi-node MPIJob only after they have
+    # finished and freed their GPUs, so its workers can get whole nodes; then the add-ons' checks
+    # that take whole nodes (KubeRay's RayJob), one at a time, each applied at its turn, and the
+    # TrainJob last, once they are done. The multi-node checks run as the first tenant, through
+    # its queue.
+    train_jobs = sorted(name for name, objects in files.items() if any(o["kind"] == TRAINJOB_KIND for o in objects))
+    at_their_turn = {
+        f"{NCCL_JOB}.yaml",
+        f"{LUSTRE_EFA_CHECK}.yaml",
+        *train_jobs,
+        *(f"{check.name}.yaml" for check in checks if check.whole_nodes),
+    }
     for file_name in files:
-        if file_name not in multi_node | train_jobs | ray_jobs | alone and (failed := apply(file_name)):
+        if file_name not in at_their_turn and (failed := runner.apply_file(file_name)):
             return [*read_only, failed]
 
-    def pod_log(pod: str, namespace: str = NAMESPACE) -> tuple[bool, str]:
-        return runner.pod_log(pod, namespace)
-
     results = list(read_only)
-    done, log = pod_log("gpu-smoke-test")
+    done, log = runner.pod_log("gpu-smoke-test", NAMESPACE)
     results.append(check_gpu_smoke(log) if done else CheckResult("gpu-smoke-test", False, "pod did not succeed"))
-    done, log = pod_log("topology-check")
+    done, log = runner.pod_log("topology-check", NAMESPACE)
     results.append(check_topology(log, target) if done else CheckResult("topology-check", False, "pod did not succeed"))
     if image:
-        done, log = pod_log("container-test")
+        done, log = runner.pod_log("container-test", NAMESPACE)
         results.append(
             CheckResult(
                 "container-test",
@@ -147,8 +154,8 @@ def run_checks(
     if lustre_efa_check_applies(config, target):
         # Alone on the node's EFA devices: after the single-node checks, before the multi-node jobs.
         tenant = config.workloads.tenants[0].name
-        failed = apply(f"{LUSTRE_EFA_CHECK}.yaml")
-        done, log = (False, "") if failed else pod_log(LUSTRE_EFA_CHECK, tenant)
+        failed = runner.apply(LUSTRE_EFA_CHECK)
+        done, log = (False, "") if failed else runner.pod_log(LUSTRE_EFA_CHECK, tenant)
         results.append(
             failed
             or (
@@ -157,20 +164,15 @@ def run_checks(
                 else CheckResult(LUSTRE_EFA_CHECK, False, f"pod did not succeed: {log[-500:]}")
             )
         )
-    results.append(
-        nccl_result(
-            config, target, files, sorted(multi_node), apply=apply, kubectl=kubectl, timeout_minutes=timeout_minutes
-        )
-    )
-    if ray_check_applies(config, target):
-        results.append(ray_result(config, target, files, apply=apply, kubectl=kubectl, timeout_minutes=timeout_minutes))
-    results += [check.run(runner) for check in checks if check.objects]
+    results.append(nccl_result(runner, site, kubectl))
+    results += [check.run(runner) for check in checks if check.whole_nodes]
+    results += [check.run(runner) for check in checks if check.objects and not check.whole_nodes]
     results += trainjob_results(
         config,
         target,
         files,
-        sorted(train_jobs),
-        apply=apply,
+        train_jobs,
+        apply=runner.apply_file,
         kubectl=kubectl,
         timeout_minutes=timeout_minutes,
         blocked=trainjob_blocked,

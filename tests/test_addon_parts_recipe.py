@@ -116,7 +116,7 @@ from typing import ClassVar
 
 from addons.echo import CLIENT_LABEL, DEFINITION, PORT, SERVER
 from addons.parts import AddonParts, TenantPart
-from components.acceptance import AcceptanceCheck, CheckResult, CheckRun
+from components.acceptance import AcceptanceCheck, CheckResult, CheckRun, MultiNodeSite
 from components.k8s.clients import ClientAccess
 from profiles.models import PlatformConfig
 from profiles.workloads import TenantConfig
@@ -152,7 +152,7 @@ class EchoParts(AddonParts):
         meta = {"name": "echo-endpoint", "namespace": tenant.name}
         return TenantPart(objects=({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {}},))
 
-    def checks(self, config: PlatformConfig) -> tuple[AcceptanceCheck, ...]:
+    def checks(self, config: PlatformConfig, site: MultiNodeSite | None) -> tuple[AcceptanceCheck, ...]:
         def run(check: CheckRun) -> CheckResult:
             asked = ["get", "deploy", "-n", "echo", "echo-podinfo", "-o", "jsonpath={.status.readyReplicas}"]
             count = int(check.kubectl(asked).stdout or 0)

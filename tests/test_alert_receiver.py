@@ -277,7 +277,7 @@ def test_verify_sends_the_test_alert_only_when_the_profile_runs_monitoring():
     from addons.monitoring.checks import DASHBOARD_CHECK, RECEIVER_CHECK
 
     def names(config):
-        return [check.name for check in addon_checks(config)]
+        return [check.name for check in addon_checks(config, None)]
 
     on = names(validate_profile(mutated()))
     assert on.index(DASHBOARD_CHECK) < on.index(RECEIVER_CHECK)  # read-only: Grafana first, then the page

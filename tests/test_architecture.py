@@ -109,10 +109,7 @@ ADDON_NEUTRAL = ("addons", "addons.definition", "addons.catalog", *ADDON_FRAMEWO
 NOT_YET_THROUGH_PARTS = {
     "cli.verify": {"addons.trainer"},
     "manifests.launch": {"addons.trainer.runtimes"},
-    # verify's Ray and TrainJob checks (next: the KubeRay and Trainer add-ons' contributed checks),
-    # and how many nodes the first tenant's queue holds.
-    "manifests.checks.ray": {"addons.kuberay"},
-    "manifests.checks.target": {"addons.kueue"},
+    # verify's TrainJob check (next: the Trainer add-on's contributed check, as KubeRay's RayJob is).
     "manifests.checks.trainjob": {"addons.trainer", "addons.trainer.runtimes"},
     # The profile's cross-add-on checks (profile validation is not yet a part's hook).
     "profiles.models": {"addons.jupyterhub", "addons.karpenter", "addons.kueue", "addons.mlflow", "addons.trainer"},

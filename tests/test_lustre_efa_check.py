@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components.acceptance import ValidationTarget
 from manifests.checks.lustre_efa import LUSTRE_EFA_CHECK_MIB, LUSTRE_EFA_CHECK_SCRIPT, check_lustre_efa
-from manifests.checks.target import ValidationTarget
 from manifests.render import render
 from manifests.verify import run_checks
 from profiles import load_profile, tenancy, validate_profile

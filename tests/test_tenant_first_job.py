@@ -23,10 +23,10 @@ import yaml
 
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue.queues import queue_objects
+from components.acceptance import ValidationTarget
 from components.k8s.mpi import JOB_NAME_LABEL, JOB_ROLE_LABEL, LAUNCHER_ROLE, WORKER_ROLE
 from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
 from manifests.checks.nccl import NCCL_JOB
-from manifests.checks.target import ValidationTarget
 from manifests.launch import MPIRUN
 from manifests.render import render
 from profiles import validate_profile
@@ -394,7 +394,7 @@ def run_ray_script(tmp_path, script: str, nodes: int, gpus: int) -> subprocess.C
 def test_the_ray_checks_tasks_fit_their_bundles(tmp_path):
     """A task asks for a CPU by default: a GPU-only bundle cannot hold it and Ray refuses the task
     (the first version of the script did exactly that); the shipped script's bundles hold it."""
-    from manifests.checks.ray import RAY_CHECK_SCRIPT, check_ray
+    from addons.kuberay.checks import RAY_CHECK_SCRIPT, check_ray
 
     done = run_ray_script(tmp_path / "now", RAY_CHECK_SCRIPT, 2, 8)
     assert done.returncode == 0, done.stderr

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from addons.kuberay.checks import check_ray
+from components.acceptance import ValidationTarget
 from manifests.checks.gpu_smoke import check_gpu_smoke
 from manifests.checks.nccl import check_nccl, nccl_rows
-from manifests.checks.ray import check_ray
 from manifests.checks.repair_loop import check_repair_loop
-from manifests.checks.target import ValidationTarget
 from manifests.checks.topology import check_topology, efa_devices
 from manifests.checks.trainjob import check_trainjob
 from manifests.render import render

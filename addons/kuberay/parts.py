@@ -1,11 +1,14 @@
-"""KubeRay's contributions: Ray's job kinds for tenants (RBAC, where their pods are) and, in every
-tenant namespace, the operator's way in to the Ray heads (addons/kuberay/access.py)."""
+"""KubeRay's contributions: Ray's job kinds for tenants (RBAC, where their pods are), in every
+tenant namespace the operator's way in to the Ray heads (addons/kuberay/access.py), and verify's
+multi-node RayJob check (addons/kuberay/checks.py)."""
 
 from __future__ import annotations
 
 from addons.kuberay import DEFINITION
 from addons.kuberay.access import heads_from_operator
+from addons.kuberay.checks import ray_checks
 from addons.parts import AddonParts, GuideJob, GuidePart, TenantPart
+from components.acceptance import AcceptanceCheck, MultiNodeSite
 from components.k8s.pod_sources import PodSource, specs_of
 from components.k8s.tenant_rbac import TenantResources
 from profiles.models import PlatformConfig
@@ -42,6 +45,9 @@ class KubeRayParts(AddonParts):
 
     def tenant(self, config: PlatformConfig, tenant: TenantConfig) -> TenantPart:
         return TenantPart(allow=heads_from_operator())
+
+    def checks(self, config: PlatformConfig, site: MultiNodeSite | None) -> tuple[AcceptanceCheck, ...]:
+        return ray_checks(config, site)
 
     def tenant_resources(self, config: PlatformConfig) -> tuple[TenantResources, ...]:
         return (RAY_JOBS,)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from addons.definition import PROMETHEUS_RULES
-from addons.kueue import DEFINITION, share_warnings
+from addons.kueue import DEFINITION, share_warnings, shares
 from addons.kueue.fit import fit_objects
 from addons.kueue.queues import LOCAL_QUEUE, local_queues
 from addons.kueue.window import alert_rule_object, cluster_objects_at, plan_deadline
@@ -31,6 +31,12 @@ class KueueParts(AddonParts):
 
     def tenant_resources(self, config: PlatformConfig) -> tuple[TenantResources, ...]:
         return (KUEUE_QUEUES,)
+
+    def tenant_gpu_ceiling(self, config: PlatformConfig, tenant: TenantConfig, node_group: str) -> int | None:
+        # The tenant's ClusterQueue admits no more of the group's flavour than its share and what
+        # it may borrow; a group the queue has no flavour for, nothing.
+        share = next((s for s in shares(config)[tenant.name] if s.flavor.node_group == node_group), None)
+        return share.most_gpus if share else 0
 
     def warnings(self, config: PlatformConfig) -> tuple[str, ...]:
         return tuple(share_warnings(config))

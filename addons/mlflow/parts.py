@@ -19,7 +19,7 @@ from addons.mlflow.access import (
 from addons.mlflow.backend import MlflowBackend
 from addons.mlflow.check import mlflow_check
 from addons.parts import AddonParts, GuidePart, WebUi
-from components.acceptance import AcceptanceCheck
+from components.acceptance import AcceptanceCheck, MultiNodeSite
 from components.k8s.clients import ClientAccess
 from profiles.models import PlatformConfig
 from profiles.workloads import TenantConfig
@@ -55,7 +55,7 @@ class MlflowParts(AddonParts):
             objects=_config_map,
         )
 
-    def checks(self, config: PlatformConfig) -> tuple[AcceptanceCheck, ...]:
+    def checks(self, config: PlatformConfig, site: MultiNodeSite | None) -> tuple[AcceptanceCheck, ...]:
         return (mlflow_check(DEFINITION.settings(config)),)
 
 

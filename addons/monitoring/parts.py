@@ -10,7 +10,7 @@ from addons.monitoring import DEFINITION, GRAFANA_DEPLOYMENT, GRAFANA_PORT, aler
 from addons.monitoring.checks import monitoring_checks
 from addons.monitoring.delivery import AlertDelivery
 from addons.parts import AddonParts, GuidePart, WebUi
-from components.acceptance import AcceptanceCheck
+from components.acceptance import AcceptanceCheck, MultiNodeSite
 from profiles.models import PlatformConfig
 from profiles.workloads import TenantConfig
 from stacks.contracts import AddonRecord
@@ -22,7 +22,7 @@ class MonitoringParts(AddonParts):
     def warnings(self, config: PlatformConfig) -> tuple[str, ...]:
         return tuple(alert_warnings(config))
 
-    def checks(self, config: PlatformConfig) -> tuple[AcceptanceCheck, ...]:
+    def checks(self, config: PlatformConfig, site: MultiNodeSite | None) -> tuple[AcceptanceCheck, ...]:
         return monitoring_checks(config)
 
     def guide(self, config: PlatformConfig, tenant: TenantConfig) -> GuidePart:

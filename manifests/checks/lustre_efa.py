@@ -5,11 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from components.acceptance import CheckResult, locked_down_container
-from manifests.checks.target import (
-    ValidationTarget,
-    check_pod,
-)
+from components.acceptance import CheckResult, ValidationTarget, locked_down_container
+from components.k8s.check_pods import check_pod
 from profiles import tenancy
 from profiles.models import PlatformConfig
 from profiles.versions import CUDA_IMAGE

@@ -7,18 +7,17 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from components.acceptance import CheckResult
+from components.acceptance import CheckResult, CheckRun, MultiNodeSite, ValidationTarget, release
+from components.k8s.check_pods import device_resources
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.k8s.efa_pods import EFA_ENV, shm_volume
 from components.k8s.gpus import pod_claims
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
-from manifests.checks.common import Apply, efa_network_problem, release, too_few_nodes, wait_for
-from manifests.checks.target import ValidationTarget, device_resources, tenant_check_namespace
+from manifests.checks.common import efa_network_problem, wait_for
 from manifests.launch import nccl_allreduce_launcher
 from manifests.nccl_transport import nccl_transport, transport_summary
 from operate.kubectl import Kubectl
-from profiles.models import PlatformConfig
 
 # One result row of nccl-tests: size count type redop root, then time algbw busbw #wrong out of
 # place and the same in place.
@@ -155,26 +154,16 @@ def check_nccl(log: str, target: ValidationTarget) -> CheckResult:
     )
 
 
-def nccl_result(
-    config: PlatformConfig,
-    target: ValidationTarget,
-    files: dict[str, list[dict[str, Any]]],
-    multi_node: list[str],
-    *,
-    apply: Apply,
-    kubectl: Kubectl,
-    timeout_minutes: int,
-) -> CheckResult:
+def nccl_result(run: CheckRun, site: MultiNodeSite, kubectl: Kubectl) -> CheckResult:
     """Run the NCCL MPIJob (as the first tenant, where there is one) and judge its launcher's log."""
-    namespace = tenant_check_namespace(config, target)
-    if not multi_node:
-        return too_few_nodes(NCCL_JOB, "NCCL job", NCCL_NODES, target, namespace)
-    for file_name in multi_node:
-        if failed := apply(file_name):
-            return failed
-    waited = wait_for(kubectl, namespace, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}", "condition=Succeeded", timeout_minutes)
+    if site.job_nodes < NCCL_NODES:
+        return site.too_few_nodes(NCCL_JOB, "NCCL job", NCCL_NODES)
+    if failed := run.apply(NCCL_JOB):
+        return failed
+    namespace, job = site.namespace, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}"
+    waited = wait_for(kubectl, namespace, job, "condition=Succeeded", run.timeout_minutes)
     logs = kubectl(["logs", "-n", namespace, "-l", launcher_selector(NCCL_JOB), "--tail=-1"])
     if waited.returncode != 0:
-        release(kubectl, namespace, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}")
+        release(run, namespace, job)
         return CheckResult(NCCL_JOB, False, f"the MPIJob in {namespace} did not succeed: {waited.stderr.strip()}")
-    return check_nccl(logs.stdout, target)
+    return check_nccl(logs.stdout, site.target)

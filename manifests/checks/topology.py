@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import re
 
-from components.acceptance import CheckResult
-from manifests.checks.target import ValidationTarget
+from components.acceptance import CheckResult, ValidationTarget
 
 
 def efa_devices(fi_info_log: str) -> set[str]:

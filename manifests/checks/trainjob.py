@@ -8,9 +8,9 @@ from typing import Any
 
 from addons.trainer import DEFINITION as TRAINER
 from addons.trainer.runtimes import NCCL_DEBUG_INFO, runtime_name
-from components.acceptance import CheckResult
+from components.acceptance import CheckResult, ValidationTarget
 from manifests.checks.common import Apply, efa_network_problem, wait_for
-from manifests.checks.target import ValidationTarget, tenant_job_nodes
+from manifests.checks.target import tenant_job_nodes
 from manifests.launch import TRAINJOB_CHECK_MARKER, TRAINJOB_CHECK_SCRIPT, torchrun, train_job
 from manifests.nccl_transport import nccl_transport, transport_summary
 from operate.kubectl import Kubectl

@@ -1,5 +1,5 @@
-"""The multi-node Ray check: a RayJob as the first tenant places a whole-node GPU task on each
-of its workers."""
+"""KubeRay's acceptance check (`verify`, contributed through KubeRayParts.checks): a RayJob as the
+first tenant places a whole-node GPU task on each of two workers of the checked GPU group."""
 
 from __future__ import annotations
 
@@ -7,13 +7,18 @@ import json
 import re
 from typing import Any
 
-from addons.kuberay import DEFINITION as KUBERAY
-from components.acceptance import CheckResult
+from components.acceptance import (
+    AcceptanceCheck,
+    CheckResult,
+    CheckRun,
+    MultiNodeSite,
+    ValidationTarget,
+    poll_until,
+    release,
+)
+from components.k8s.check_pods import device_resources
 from components.k8s.efa_pods import EFA_ENV, shm_volume
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
-from manifests.checks.common import Apply, poll_until, release, too_few_nodes
-from manifests.checks.target import ValidationTarget, device_resources, tenant_check_namespace
-from operate.kubectl import Kubectl
 from profiles.models import PlatformConfig
 from profiles.versions import RAY_IMAGE
 
@@ -55,12 +60,6 @@ print("{RAY_CHECK_MARKER}" + json.dumps(found), flush=True)
 # The driver runs on the head: the script reaches it as a file (a ConfigMap), never through the
 # layers of shell quoting between the RayJob's entrypoint and `ray job submit`.
 RAY_CHECK_MOUNT = "/opt/ray-check"
-
-
-def ray_check_applies(config: PlatformConfig, target: ValidationTarget) -> bool:
-    """verify owes a RayJob check: KubeRay runs, a tenant exists to submit it as, and GPUs are the
-    extended resource Ray's workers advertise (a DRA claim is not counted by Ray's resources)."""
-    return KUBERAY.enabled(config) and bool(config.workloads.tenants) and not target.dra
 
 
 def ray_check(target: ValidationTarget, namespace: str) -> list[dict[str, Any]]:
@@ -152,43 +151,51 @@ def check_ray(log: str, target: ValidationTarget) -> CheckResult:
     return CheckResult(RAY_CHECK, True, f"Ray placed a {wanted}-GPU task on each of {len(hosts)} nodes")
 
 
-def ray_result(
-    config: PlatformConfig,
-    target: ValidationTarget,
-    files: dict[str, list[dict[str, Any]]],
-    *,
-    apply: Apply,
-    kubectl: Kubectl,
-    timeout_minutes: int,
-) -> CheckResult:
+def ray_result(run: CheckRun, site: MultiNodeSite) -> CheckResult:
     """Run the RayJob as the first tenant (after the MPIJob freed the nodes) and judge its driver."""
-    namespace = tenant_check_namespace(config, target)
-    file_name = f"{RAY_CHECK}.yaml"
-    if file_name not in files:
-        return too_few_nodes(RAY_CHECK, "RayJob", RAY_CHECK_NODES, target, namespace)
-    if failed := apply(file_name):
+    if site.job_nodes < RAY_CHECK_NODES:
+        return site.too_few_nodes(RAY_CHECK, "RayJob", RAY_CHECK_NODES)
+    if failed := run.apply(RAY_CHECK):
         return failed
-    job = f"{RAYJOB_KIND.lower()}/{RAY_CHECK}"
+    namespace, job = site.namespace, f"{RAYJOB_KIND.lower()}/{RAY_CHECK}"
     # KubeRay sets jobStatus from the dashboard before the submitter has printed the driver's
     # output; jobDeploymentStatus turns Complete only once the submitter Job has finished, Failed on
     # failure and ValidationFailed for a spec KubeRay refuses (rayjob_controller.go and
-    # apis/ray/v1/rayjob_types.go at v1.7.0), so verify
-    # waits for either, not for a SUCCEEDED that a failed job never reaches.
+    # apis/ray/v1/rayjob_types.go at v1.7.0), so verify waits for either, not for a SUCCEEDED that
+    # a failed job never reaches.
     state = poll_until(
-        kubectl,
+        run,
         namespace,
         job,
         jsonpath="{.status.jobDeploymentStatus}",
         done={"Complete", "Failed", "ValidationFailed"},
-        timeout_minutes=timeout_minutes,
+        timeout_minutes=run.timeout_minutes,
     )
-    outcome = kubectl(["get", "-n", namespace, job, "-o", "jsonpath={.status.jobStatus} {.status.message}"]).stdout
+    outcome = run.kubectl(["get", "-n", namespace, job, "-o", "jsonpath={.status.jobStatus} {.status.message}"]).stdout
     if state != "Complete" or not outcome.startswith("SUCCEEDED"):
-        release(kubectl, namespace, job)
-        seen = state or f"not finished after {timeout_minutes} minutes"
+        release(run, namespace, job)
+        seen = state or f"not finished after {run.timeout_minutes} minutes"
         return CheckResult(RAY_CHECK, False, f"the RayJob in {namespace} did not succeed: {seen} {outcome}".strip())
     # The submitter Job (named after the RayJob) outlives the cluster; a retried submitter has more
     # than one pod, so all its pods' logs are read.
-    kubectl(["wait", "-n", namespace, f"job/{RAY_CHECK}", "--for=condition=Complete", "--timeout=5m"])
-    logs = kubectl(["logs", "-n", namespace, "-l", f"{BATCH_JOB_NAME_LABEL}={RAY_CHECK}", "--tail=-1"])
-    return check_ray(logs.stdout, target)
+    run.kubectl(["wait", "-n", namespace, f"job/{RAY_CHECK}", "--for=condition=Complete", "--timeout=5m"])
+    logs = run.kubectl(["logs", "-n", namespace, "-l", f"{BATCH_JOB_NAME_LABEL}={RAY_CHECK}", "--tail=-1"])
+    return check_ray(logs.stdout, site.target)
+
+
+def ray_checks(config: PlatformConfig, site: MultiNodeSite | None) -> tuple[AcceptanceCheck, ...]:
+    """verify owes a RayJob check where a tenant exists to submit it as and GPUs are the extended
+    resource Ray's workers advertise (a DRA claim is not counted by Ray's resources). Its objects
+    only where the tenant's job can hold both nodes; else the check reports why it cannot run."""
+    if site is None or not config.workloads.tenants or site.target.dra:
+        return ()
+    runs = site.job_nodes >= RAY_CHECK_NODES
+    return (
+        AcceptanceCheck(
+            name=RAY_CHECK,
+            run=lambda run: ray_result(run, site),
+            objects=tuple(ray_check(site.target, site.namespace)) if runs else (),
+            whole_nodes=True,
+            run_once_kinds=frozenset({RAYJOB_KIND}),
+        ),
+    )
