@@ -56,7 +56,7 @@ def command_verify(config: PlatformConfig, args: argparse.Namespace) -> int:
         image=args.image,
         kubectl=kubectl,
         nccl_image=nccl_test_image(config, operator, args.nccl_image),
-        trainjob_blocked=trainer_image_missing(config, operator),
+        missing_image=lambda project_image: project_image_missing(config, operator, project_image),
     )
 
 
@@ -129,29 +129,19 @@ def nccl_test_image(
     return NCCL_TESTS_IMAGE
 
 
-def trainer_image_missing(config: PlatformConfig, operator: Operator, aws: AwsCli | None = None) -> str | None:
-    """Why torchrun-check cannot start, if its runtime's image is the build layer's pytorch-efa
-    and ECR does not have its tag: the runtime's pods would wait in ImagePullBackOff until verify
-    gives up. There is no public image to fall back on: one without aws-ofi-nccl runs NCCL over
-    TCP. None when ECR has it, or when it cannot be asked (the pods then say for themselves)."""
-    from addons.trainer import DEFINITION as TRAINER
-    from addons.trainer import EFA_TORCH_PROJECT_IMAGE
-    from components.acceptance import ValidationTarget
-
-    target = ValidationTarget.for_profile(config)
-    if (
-        target is None
-        or not TRAINER.enabled(config)
-        or TRAINER.settings(config).torch_image is not None
-        or not target.group.efa_enabled
-    ):
-        return None
-    built = built_image(config, operator, EFA_TORCH_PROJECT_IMAGE, aws)
+def project_image_missing(
+    config: PlatformConfig, operator: Operator, project_image: str, aws: AwsCli | None = None
+) -> str | None:
+    """Why the build layer's image of images/<project_image> is not in ECR yet, with the command
+    that builds it: a check whose pods run it then fails at once instead of waiting out verify's
+    timeout in ImagePullBackOff. None when ECR has it, when the profile builds none, or when ECR
+    cannot be asked (the pods then say for themselves)."""
+    built = built_image(config, operator, project_image, aws)
     if built is None or built[2] is None or built[2].startswith("cannot ask ECR"):
         return None
     impl, image, missing = built
     return (
-        f"the runtime's image {image} is not in ECR ({missing}): run its build (make outputs lists "
+        f"the build layer's image {image} is not in ECR ({missing}): run its build (make outputs lists "
         f"build_commands.{impl}), then verify again"
     )
 
@@ -190,16 +180,19 @@ def write_manifests(config: PlatformConfig, outdir: Path, *, image: str | None, 
 
 
 def verify(
-    config: PlatformConfig, *, image: str | None, kubectl: Kubectl, nccl_image: str, trainjob_blocked: str | None = None
+    config: PlatformConfig,
+    *,
+    image: str | None,
+    kubectl: Kubectl,
+    nccl_image: str,
+    missing_image: Callable[[str], str | None] = lambda _: None,
 ) -> int:
     from manifests.capacity_blocks import block_reports
     from manifests.verify import run_checks
 
     # First each Capacity Block's state and nodes (read-only), then the checks.
     results = block_reports(config, kubectl)
-    results += run_checks(
-        config, image=image, kubectl=kubectl, nccl_image=nccl_image, trainjob_blocked=trainjob_blocked
-    )
+    results += run_checks(config, image=image, kubectl=kubectl, nccl_image=nccl_image, missing_image=missing_image)
     for result in results:
         print(f"{'PASS' if result.passed else 'FAIL'} {result.name}: {result.detail}")
     return 0 if all(result.passed for result in results) else 1

@@ -86,6 +86,11 @@ class CheckRun(Protocol):
         """How long verify waits for a check's objects to finish."""
         ...
 
+    def missing_image(self, project_image: str) -> str | None:
+        """Why the build layer's image of images/<project_image> cannot be pulled yet (ECR has no
+        such tag: its build has not run), or None when it can or nobody can tell."""
+        ...
+
     def apply(self, check: str) -> CheckResult | None:
         """Apply the named check's validation objects (a check that takes whole nodes, applied at
         its turn): None when kubectl took them, else the failed result."""
@@ -172,3 +177,14 @@ def release(run: CheckRun, namespace: str, obj: str) -> None:
     """Delete a multi-node job that failed or timed out: its pods would keep the GPU nodes (its
     own deadline is longer than verify's wait) and the next check would wait for them."""
     run.kubectl(["delete", "-n", namespace, obj, "--ignore-not-found", "--wait=false"])
+
+
+def wait_for(
+    kubectl: Callable[[list[str]], subprocess.CompletedProcess[str]],
+    namespace: str,
+    obj: str,
+    until: str,
+    timeout_minutes: int,
+) -> subprocess.CompletedProcess[str]:
+    """`kubectl wait` for one object (kind/name) to reach `until` (kubectl's --for), at most the timeout."""
+    return kubectl(["wait", "-n", namespace, obj, f"--for={until}", f"--timeout={timeout_minutes}m"])

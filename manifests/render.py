@@ -8,11 +8,11 @@
 - lustre-efa-check (when the FSx file system and the checked group are EFA-enabled): direct I/O
   through the first tenant's FSx volume on a GPU node, and how many bytes the node's EFA devices
   moved meanwhile;
-- the enabled add-ons' checks with validation objects (AddonParts.checks): KubeRay's ray-check,
-  a RayJob as the first tenant whose two GPU workers each hold a whole node; MLflow's tracking check;
-- torchrun-check (when the profile runs Trainer and has tenants): a TrainJob as the first tenant,
-  through its queue, on up to two nodes, all-reducing a tensor of ones across every GPU, with
-  NCCL_DEBUG=INFO so that verify can tell which network NCCL used (as for nccl-allreduce).
+- the enabled add-ons' checks with validation objects (AddonParts.checks), in install order:
+  KubeRay's ray-check, a RayJob as the first tenant whose two GPU workers each hold a whole node;
+  Trainer's torchrun-check, a TrainJob as the first tenant, through its queue, on up to two nodes,
+  all-reducing a tensor of ones across every GPU with NCCL_DEBUG=INFO (as for nccl-allreduce);
+  MLflow's tracking check.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from manifests.checks.lustre_efa import (
 )
 from manifests.checks.nccl import NCCL_JOB, NCCL_NODES, nccl_mpijob
 from manifests.checks.target import multi_node_site
-from manifests.checks.trainjob import TRAINJOB_CHECK, trainjob_check
 from profiles.models import PlatformConfig
 from profiles.versions import CUDA_IMAGE, NCCL_TESTS_IMAGE
 
@@ -123,10 +122,8 @@ def render(
         files[f"{NCCL_JOB}.yaml"] = [nccl_mpijob(target, nccl_image, site.namespace)]
     if lustre_efa_check_applies(config, target):
         files[f"{LUSTRE_EFA_CHECK}.yaml"] = [lustre_efa_check_pod(target, config.workloads.tenants[0].name)]
-    # The add-ons' checks in install order: KubeRay's RayJob (after the MPIJob), MLflow's tracking check.
+    # The add-ons' checks in install order: KubeRay's RayJob, Trainer's TrainJob, MLflow's tracking check.
     for check in addon_checks(config, site):
         if check.objects:
             files[f"{check.name}.yaml"] = list(check.objects)
-    if (check_job := trainjob_check(config, target)) is not None:
-        files[f"{TRAINJOB_CHECK}.yaml"] = [check_job]
     return files

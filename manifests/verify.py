@@ -18,16 +18,14 @@ from typing import Any
 import yaml
 
 from addons.contributions import addon_checks
-from components.acceptance import CheckResult, ValidationTarget
+from components.acceptance import CheckResult, ValidationTarget, wait_for
 from components.k8s.mpi import MPIJOB_KIND
-from manifests.checks.common import wait_for
 from manifests.checks.gpu_smoke import check_gpu_smoke
 from manifests.checks.lustre_efa import LUSTRE_EFA_CHECK, check_lustre_efa, lustre_efa_check_applies
 from manifests.checks.nccl import NCCL_JOB, nccl_result
 from manifests.checks.repair_loop import AGENT_NAMESPACE, AGENT_SELECTOR, check_repair_loop
 from manifests.checks.target import NAMESPACE, multi_node_site
 from manifests.checks.topology import check_topology
-from manifests.checks.trainjob import TRAINJOB_KIND, trainjob_results
 from manifests.render import render
 from operate.kubectl import Kubectl
 from profiles.models import PlatformConfig
@@ -35,7 +33,7 @@ from profiles.versions import NCCL_TESTS_IMAGE
 
 # The platform's own validation objects that run to completion and are judged by their output
 # (an add-on's check names its own: AcceptanceCheck.run_once_kinds).
-RUN_ONCE_KINDS = ("Pod", MPIJOB_KIND, TRAINJOB_KIND)
+RUN_ONCE_KINDS = ("Pod", MPIJOB_KIND)
 
 
 @dataclass(frozen=True)
@@ -48,6 +46,10 @@ class ClusterCheckRun:
     timeout_minutes: int
     files: dict[str, list[dict[str, Any]]]
     sleeper: Callable[[float], None] = time.sleep
+    image_missing: Callable[[str], str | None] = lambda _: None
+
+    def missing_image(self, project_image: str) -> str | None:
+        return self.image_missing(project_image)
 
     def kubectl(self, args: list[str]) -> subprocess.CompletedProcess[str]:
         return self.run_kubectl(args)
@@ -84,10 +86,11 @@ def run_checks(
     nccl_image: str = NCCL_TESTS_IMAGE,
     timeout_minutes: int = 30,
     sleep: Callable[[float], None] = time.sleep,
-    trainjob_blocked: str | None = None,
+    missing_image: Callable[[str], str | None] = lambda _: None,
 ) -> list[CheckResult]:
-    """`trainjob_blocked`: why the TrainJob check cannot start (its runtime's image is not in ECR
-    yet): it fails with that reason at once, unapplied, instead of waiting out the timeout."""
+    """`missing_image`: why the build layer's image of images/<name> is not in ECR yet (None: it
+    is, or nobody can tell); a check whose pods run it fails at once, unapplied, instead of
+    waiting out the timeout."""
     target = ValidationTarget.for_profile(config)
     site = multi_node_site(config, target)
     if target is None or site is None:
@@ -98,7 +101,12 @@ def run_checks(
     repair = check_repair_loop(nodes.stdout, agents.stdout)
     files = render(config, image=image, nccl_image=nccl_image)
     runner = ClusterCheckRun(
-        run_kubectl=kubectl, nodes_json=nodes.stdout, timeout_minutes=timeout_minutes, files=files, sleeper=sleep
+        run_kubectl=kubectl,
+        nodes_json=nodes.stdout,
+        timeout_minutes=timeout_minutes,
+        files=files,
+        sleeper=sleep,
+        image_missing=missing_image,
     )
     checks = addon_checks(config, site)
     read_only = [repair, *(check.run(runner) for check in checks if not check.objects and not check.whole_nodes)]
@@ -123,14 +131,12 @@ def run_checks(
     # The order is explicit: the single-node checks first, each on one GPU node, then the Lustre
     # check alone (it reads the node's EFA counters); the multi-node MPIJob only after they have
     # finished and freed their GPUs, so its workers can get whole nodes; then the add-ons' checks
-    # that take whole nodes (KubeRay's RayJob), one at a time, each applied at its turn, and the
-    # TrainJob last, once they are done. The multi-node checks run as the first tenant, through
-    # its queue.
-    train_jobs = sorted(name for name, objects in files.items() if any(o["kind"] == TRAINJOB_KIND for o in objects))
+    # in install order, those that take whole nodes (KubeRay's RayJob, Trainer's TrainJob) one at
+    # a time, each applied at its turn. The multi-node checks run as the first tenant, through its
+    # queue.
     at_their_turn = {
         f"{NCCL_JOB}.yaml",
         f"{LUSTRE_EFA_CHECK}.yaml",
-        *train_jobs,
         *(f"{check.name}.yaml" for check in checks if check.whole_nodes),
     }
     for file_name in files:
@@ -165,16 +171,5 @@ def run_checks(
             )
         )
     results.append(nccl_result(runner, site, kubectl))
-    results += [check.run(runner) for check in checks if check.whole_nodes]
-    results += [check.run(runner) for check in checks if check.objects and not check.whole_nodes]
-    results += trainjob_results(
-        config,
-        target,
-        files,
-        train_jobs,
-        apply=runner.apply_file,
-        kubectl=kubectl,
-        timeout_minutes=timeout_minutes,
-        blocked=trainjob_blocked,
-    )
+    results += [check.run(runner) for check in checks if check.objects or check.whole_nodes]
     return results

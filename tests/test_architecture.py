@@ -103,14 +103,9 @@ def test_profiles_load_no_bindings() -> None:
 # What spans the add-ons without naming one: their definitions' shape, the catalog, the parts.
 ADDON_NEUTRAL = ("addons", "addons.definition", "addons.catalog", *ADDON_FRAMEWORK)
 # Modules outside addons/ that still name a particular add-on, and what of it. The layers, the
-# tenancy code and the components reach add-ons through addons/parts.py; these have not moved yet
-# (verify's checks, the render of the validation jobs, the clean-up, the tenant guide, the launch
-# commands, the dashboards' docs). This list may only shrink (issue #43).
+# tenancy code, the operate commands and verify reach add-ons through addons/parts.py; what is
+# left is profile validation. This list may only shrink (issue #43).
 NOT_YET_THROUGH_PARTS = {
-    "cli.verify": {"addons.trainer"},
-    "manifests.launch": {"addons.trainer.runtimes"},
-    # verify's TrainJob check (next: the Trainer add-on's contributed check, as KubeRay's RayJob is).
-    "manifests.checks.trainjob": {"addons.trainer", "addons.trainer.runtimes"},
     # The profile's cross-add-on checks (profile validation is not yet a part's hook).
     "profiles.models": {"addons.jupyterhub", "addons.karpenter", "addons.kueue", "addons.mlflow", "addons.trainer"},
     # The profile's GPU facts that span add-ons (DRA mode, Karpenter's GPU pool and whether the

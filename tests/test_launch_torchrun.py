@@ -25,6 +25,8 @@ import pytest
 import yaml
 
 from addons.trainer import DEFINITION as TRAINER
+from addons.trainer.checks import trainjob_result
+from addons.trainer.launch import DDP_SAMPLE, DDP_SAMPLE_MARKER, DDP_SAMPLE_SCRIPT, STEP_SECONDS_ENV, ddp_sample_job
 from addons.trainer.runtimes import (
     CHECKPOINT_DIR_ENV,
     COLLECTIVE_TIMEOUT_ENV,
@@ -35,8 +37,6 @@ from addons.trainer.runtimes import (
     torch_runtime,
     torchrun_env,
 )
-from manifests.checks.trainjob import trainjob_result
-from manifests.launch import DDP_SAMPLE, DDP_SAMPLE_MARKER, DDP_SAMPLE_SCRIPT, STEP_SECONDS_ENV, ddp_sample_job
 from manifests.render import render
 from tests.cases import IN_CI, profile_config
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from manifests.nccl_transport import (
+from components.nccl_transport import (
     NcclTransport,
     OfiSelection,
     efa_transport_problem,

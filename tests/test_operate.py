@@ -545,10 +545,11 @@ def test_the_nccl_job_runs_the_image_the_build_layer_built(tmp_path, fake_terraf
     assert main.verify.nccl_test_image(config, None, None) == NCCL_TESTS_IMAGE  # nothing deployed yet
 
 
-def test_verify_says_at_once_when_the_trainer_runtimes_image_is_not_pushed():
+def test_verify_says_at_once_when_a_build_layer_image_is_not_pushed():
     """The EFA runtime runs the build layer's pytorch-efa image by its Dockerfile's tag; until the
     build has pushed it the runtime's pods cannot start, and no public image can stand in (none
-    has aws-ofi-nccl): verify names the build command instead of waiting out its timeout."""
+    has aws-ofi-nccl): verify names the build command instead of waiting out its timeout. Which
+    check runs which image is the check's (tests/test_verify.py); this is how ECR is asked."""
     import main
     from components.images import project_image_tag
 
@@ -570,9 +571,10 @@ def test_verify_says_at_once_when_the_trainer_runtimes_image_is_not_pushed():
 
         return aws
 
-    assert main.verify.trainer_image_missing(config, Built(), aws=ecr(0)) is None
+    missing_of = main.verify.project_image_missing
+    assert missing_of(config, Built(), "pytorch-efa", aws=ecr(0)) is None
     assert asked[-1][-3:] == ["p5-training/pytorch-efa", "--image-ids", f"imageTag={tag}"]
-    missing = main.verify.trainer_image_missing(config, Built(), aws=ecr(254, "ImageNotFoundException"))
+    missing = missing_of(config, Built(), "pytorch-efa", aws=ecr(254, "ImageNotFoundException"))
     assert missing is not None
     assert f"{repository}:{tag} is not in ECR (ImageNotFoundException)" in missing
     assert "build_commands.pytorch-efa" in missing
@@ -580,14 +582,10 @@ def test_verify_says_at_once_when_the_trainer_runtimes_image_is_not_pushed():
     def no_cli(args: list[str]) -> subprocess.CompletedProcess[str]:
         raise FileNotFoundError("aws")
 
-    assert main.verify.trainer_image_missing(config, Built(), aws=no_cli) is None  # cannot tell: the pods will
-    # A profile's own image is not the build layer's to check.
-    from profiles import validate_profile
-    from tests.test_cuda_driver import p5
-
+    assert missing_of(config, Built(), "pytorch-efa", aws=no_cli) is None  # cannot tell: the pods will
+    # An image the profile does not build is not the build layer's to check.
     asked.clear()
-    own = validate_profile(p5(addons__trainer__torch_image="mine:1"))
-    assert main.verify.trainer_image_missing(own, Built(), aws=ecr(254, "ImageNotFoundException")) is None and not asked
+    assert missing_of(config, Built(), "not-built", aws=ecr(254, "ImageNotFoundException")) is None and not asked
 
 
 # ------------------------------------------------------------------ a fresh account, pre-flight, outputs

@@ -24,10 +24,10 @@ from addons.kueue import node_limits
 from addons.kueue.fit import fit_objects, policy_name
 from addons.kueue.queues import queue_objects
 from addons.trainer import DEFINITION as TRAINER
+from addons.trainer.launch import TRAINER_API_VERSION
 from addons.trainer.runtimes import TenantVolumes, runtime_objects
 from components.k8s.crds import MPIJOB_API_VERSION
 from components.k8s.pod_sources import PODS
-from manifests.launch import TRAINER_API_VERSION
 from manifests.render import render
 from profiles import PlatformConfig
 from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from addons.kuberay.checks import check_ray
+from addons.trainer.checks import check_trainjob
 from components.acceptance import ValidationTarget
 from manifests.checks.gpu_smoke import check_gpu_smoke
 from manifests.checks.nccl import check_nccl, nccl_rows
 from manifests.checks.repair_loop import check_repair_loop
 from manifests.checks.topology import check_topology, efa_devices
-from manifests.checks.trainjob import check_trainjob
 from manifests.render import render
 from manifests.verify import run_checks
 from profiles import load_profile
@@ -191,9 +191,10 @@ def test_run_checks_applies_everything_and_passes_a_healthy_cluster():
         "topology-check",
         "container-test",
         "nccl-allreduce",
+        # Then the add-ons' checks with objects, in install order: KubeRay, Trainer, MLflow.
         "ray-check",
-        "mlflow-tracking-check",
         "torchrun-check",
+        "mlflow-tracking-check",
     ]
     assert all(r.passed for r in results), results
     assert kubectl.applied == [
@@ -257,8 +258,8 @@ def test_a_second_run_checks_anew():
         "pod/container-test",
         "mpijob/nccl-allreduce",
         "rayjob/ray-check",
-        "pod/mlflow-tracking-check",
         "trainjob/torchrun-check",
+        "pod/mlflow-tracking-check",
     ]
     assert all("--ignore-not-found" in call for call in kubectl.calls if call[0] == "delete")
     assert not any(call[0] == "delete" for call in kubectl.calls[first_apply:])
@@ -546,8 +547,30 @@ def test_the_gate_fails_a_train_job_that_ran_over_tcp():
 
 def test_a_train_job_whose_image_is_not_pushed_fails_at_once_unapplied():
     kubectl = FakeKubectl(log("nccl-good-p5.log"))
-    results = run_checks(load_profile("p5-training"), kubectl=kubectl, trainjob_blocked="the runtime's image is gone")
+    asked: list[str] = []
+
+    def missing(project_image: str) -> str:
+        asked.append(project_image)
+        return "the runtime's image is gone"
+
+    results = run_checks(load_profile("p5-training"), kubectl=kubectl, missing_image=missing)
+    assert asked == ["pytorch-efa"]  # the EFA runtime's image, the build layer's
     (failed,) = [r for r in results if not r.passed]
     assert failed.name == "torchrun-check" and failed.detail == "the runtime's image is gone"
     assert "torchrun-check.yaml" not in kubectl.applied
     assert not any(call[0] == "wait" and call[3] == "trainjob/torchrun-check" for call in kubectl.calls)
+
+
+def test_a_train_job_on_the_profiles_own_image_does_not_ask_for_the_build_layers():
+    """With torch_image set, the runtime runs the profile's image: ECR's pytorch-efa is not asked
+    about, and the TrainJob runs."""
+    from profiles import validate_profile
+    from tests.test_cuda_driver import p5
+
+    asked: list[str] = []
+    own = validate_profile(p5(addons__trainer__torch_image="registry.example.com/mine:1"))
+    kubectl = FakeKubectl(log("nccl-good-p5.log"))
+    results = run_checks(own, kubectl=kubectl, missing_image=lambda name: asked.append(name) or "gone")
+    assert not asked
+    assert "torchrun-check.yaml" in kubectl.applied
+    assert [r.name for r in results if r.name == "torchrun-check"] == ["torchrun-check"]

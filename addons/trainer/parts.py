@@ -1,11 +1,14 @@
 """Kubeflow Trainer's contributions: TrainJobs are a tenant job kind (RBAC, where their pods are),
-and the workloads layer applies the platform's runtimes (one per GPU node group)."""
+the workloads layer applies the platform's runtimes (one per GPU node group), and verify runs a
+TrainJob across two nodes (addons/trainer/checks.py)."""
 
 from __future__ import annotations
 
 from addons.parts import AddonParts, GuideJob, GuidePart, ObjectGroup, WorkloadsContext
 from addons.trainer import DEFINITION, EFA_TORCH_PROJECT_IMAGE, checkpoint_warnings
+from addons.trainer.checks import trainjob_checks
 from addons.trainer.runtimes import CHECKPOINTS_MOUNT, FSX_MOUNT, TenantVolumes, runtime_objects
+from components.acceptance import AcceptanceCheck, MultiNodeSite
 from components.k8s.pod_sources import PodSource
 from components.k8s.tenant_rbac import TenantResources
 from profiles import tenancy
@@ -34,6 +37,9 @@ def efa_torch_image(ctx: WorkloadsContext) -> str | None:
 
 
 class TrainerParts(AddonParts):
+    def checks(self, config: PlatformConfig, site: MultiNodeSite | None) -> tuple[AcceptanceCheck, ...]:
+        return trainjob_checks(config, site)
+
     def guide(self, config: PlatformConfig, tenant: TenantConfig) -> GuidePart:
         fsx = config.storage.fsx
         lustre = (

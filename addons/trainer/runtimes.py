@@ -66,7 +66,7 @@ class TenantVolumes:
     one, so every checkpoint also reaches S3; else /checkpoints, on FSx only."""
 
 
-# NCCL logs the network it chose at INFO (manifests/nccl_transport.py reads those lines).
+# NCCL logs the network it chose at INFO (components/nccl_transport.py reads those lines).
 NCCL_DEBUG_INFO = {"name": "NCCL_DEBUG", "value": "INFO"}
 
 

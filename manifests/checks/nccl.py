@@ -7,16 +7,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from components.acceptance import CheckResult, CheckRun, MultiNodeSite, ValidationTarget, release
+from components.acceptance import CheckResult, CheckRun, MultiNodeSite, ValidationTarget, release, wait_for
 from components.k8s.check_pods import device_resources
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.k8s.efa_pods import EFA_ENV, shm_volume
 from components.k8s.gpus import pod_claims
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
-from manifests.checks.common import efa_network_problem, wait_for
+from components.nccl_transport import efa_network_problem, nccl_transport, transport_summary
 from manifests.launch import nccl_allreduce_launcher
-from manifests.nccl_transport import nccl_transport, transport_summary
 from operate.kubectl import Kubectl
 
 # One result row of nccl-tests: size count type redop root, then time algbw busbw #wrong out of

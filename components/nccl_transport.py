@@ -36,6 +36,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from components.acceptance import ValidationTarget
+
 LIBFABRIC_NETWORKS = ("Libfabric", "AWS Libfabric")
 EFA_PROVIDER = "efa"
 
@@ -173,3 +175,13 @@ def transport_summary(transport: NcclTransport) -> str:
     if transport.network in LIBFABRIC_NETWORKS and selected is not None:
         return f"{transport.network} ({selected.provider}, {selected.nics} NICs)"
     return transport.network or "an unreported network"
+
+
+def efa_network_problem(log: str, target: ValidationTarget) -> str | None:
+    """Why a run on the checked group did not use every EFA NIC, if it did not (a group without
+    EFA has only TCP between nodes: nothing to judge)."""
+    if not target.efa_interfaces:
+        return None
+    return efa_transport_problem(
+        nccl_transport(log), efa_interfaces=target.efa_interfaces, instance_type=target.entry.name
+    )
