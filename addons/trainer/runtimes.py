@@ -21,7 +21,7 @@ the gang without counting; any other failure counts, up to MAX_RESTARTS; an exit
 NO_RESTART_EXIT_CODES fails the job for good. Every runtime sets PyTorch's NCCL watchdog so that a
 hung collective ends its process (and so the gang), a liveness probe on the progress file training
 code may write (a hang elsewhere), and the environment contract the platform's sample trainer reads
-(manifests/launch.py): where to checkpoint, which restart this is, the collective timeout, the
+(addons/trainer/launch.py): where to checkpoint, which restart this is, the collective timeout, the
 progress file.
 """
 
@@ -168,7 +168,7 @@ def failure_policy() -> dict[str, Any]:
 
 
 # The environment contract between the runtimes and training code (the platform's sample,
-# manifests/launch.py, reads it; docs/queues.md describes it).
+# addons/trainer/launch.py, reads it; docs/queues.md describes it).
 TRAINJOB_NAME_ENV = "TRAINJOB_NAME"
 CHECKPOINT_DIR_ENV = "CHECKPOINT_DIR"
 RESTART_ATTEMPT_ENV = "RESTART_ATTEMPT"
