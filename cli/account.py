@@ -53,6 +53,8 @@ def command_quotas(config: PlatformConfig, args: argparse.Namespace) -> int:
     )
     if not args.check:
         return 0
+    if (stopped := common.refuse_other_account(config, "check the quotas of")) is not None:
+        return stopped
     from operate.capacity import account_check
     from operate.cluster_access import run_aws
 

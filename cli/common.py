@@ -45,6 +45,22 @@ def ask_for_name(question: str, name: str) -> bool:
     return input(f"{question} It cannot be undone. Type the profile name ({name}) to confirm: ").strip() == name
 
 
+def refuse_other_account(config: PlatformConfig, command: str) -> int | None:
+    """The exit status that stops `command` when the credentials are not of the profile's
+    account_id (2) or cannot be read while it has one (1), after saying why; None: go on. Every
+    command that plans, changes or reads the live platform asks first (operate/account.py): with
+    another account's credentials a pause would scale, and verify would run jobs on, another
+    account's cluster of the same name."""
+    from operate import cluster_access
+    from operate.account import account_refusal
+
+    refusal = account_refusal(config, command, cluster_access.run_aws)
+    if refusal is None:
+        return None
+    tell(refusal.message)
+    return EXIT_USER_ERROR if refusal.user_error else 1
+
+
 def synthesize_profile(config: PlatformConfig, outdir: Path) -> Platform:
     """Load the bindings (once per process) and synthesize every layer into `outdir`."""
     import toolchain

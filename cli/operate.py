@@ -45,13 +45,8 @@ def command_operate(config: PlatformConfig, args: argparse.Namespace) -> int:
             f"warning: --confirm-delete-data={confirmed}: the protected data of {config.name} (buckets, file "
             "system, database) is deleted without asking you to type its name; each layer's data is listed first."
         )
-    from operate import cluster_access
-    from operate.account import account_refusal
-
-    wrong_account = account_refusal(config, args.command, cluster_access.run_aws)  # before Terraform runs
-    if wrong_account:
-        common.tell(wrong_account.message)
-        return common.EXIT_USER_ERROR if wrong_account.user_error else 1
+    if (stopped := common.refuse_other_account(config, args.command)) is not None:  # before Terraform runs
+        return stopped
     outdir = Path(args.outdir)
     common.synthesize_profile(config, outdir)
 

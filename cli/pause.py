@@ -14,6 +14,17 @@ if TYPE_CHECKING:
     pass
 
 
+def _unconfirmable(args: argparse.Namespace) -> int | None:
+    """Exit 2 when nobody can be asked and --yes was not given."""
+    if args.yes or sys.stdin.isatty():
+        return None
+    common.tell(
+        f"Approve with --yes (make {args.command} AUTO_APPROVE=1).\n"
+        f"refusing to {args.command} without confirmation: there is no terminal to ask on."
+    )
+    return common.EXIT_USER_ERROR
+
+
 def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
     from operate.cluster_access import ClusterAccessError, run_aws
     from operate.layers import Operator
@@ -21,12 +32,8 @@ def command_pause(config: PlatformConfig, args: argparse.Namespace) -> int:
     from operate.pause import pause, pause_plan, resume
     from operate.providers import provider_env
 
-    if not args.yes and not sys.stdin.isatty():
-        common.tell(
-            f"Approve with --yes (make {args.command} AUTO_APPROVE=1).\n"
-            f"refusing to {args.command} without confirmation: there is no terminal to ask on."
-        )
-        return common.EXIT_USER_ERROR
+    if (stopped := _unconfirmable(args) or common.refuse_other_account(config, args.command)) is not None:
+        return stopped
     outdir = Path(args.outdir)
     common.synthesize_profile(config, outdir)
     operator = Operator(outdir / "stacks", env=provider_env(outdir), log=lambda _: None)

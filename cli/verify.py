@@ -43,6 +43,8 @@ def command_verify(config: PlatformConfig, args: argparse.Namespace) -> int:
     from operate.layers import Operator
     from operate.providers import provider_env
 
+    if (stopped := common.refuse_other_account(config, "verify")) is not None:
+        return stopped
     outdir = Path(args.outdir)
     common.synthesize_profile(config, outdir)
     operator = Operator(outdir / "stacks", env=provider_env(outdir), log=lambda _: None)

@@ -1,6 +1,8 @@
-"""The profile's account binding, checked before Terraform runs: with `account_id` set, plan,
-deploy and destroy stop at once when the credentials are another account's (the AWS provider's
-allowed_account_ids would stop each layer's plan too, but only after the earlier layers ran)."""
+"""The profile's account binding, checked before anything runs: with `account_id` set, plan,
+deploy, destroy, pause, resume, verify and `quotas --check` stop at once when the credentials are
+another account's (the AWS provider's allowed_account_ids would stop each layer's plan too, but
+only after the earlier layers ran; nothing would stop a pause, which calls EKS directly, or
+verify, which would run its jobs on the other account's cluster of the same name)."""
 
 from __future__ import annotations
 

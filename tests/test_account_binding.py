@@ -87,6 +87,45 @@ def test_make_plan_deploy_destroy_exit_2_before_anything_is_synthesized(tmp_path
     assert f"refusing to {command} bound" in error and "210987654321" in error
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["pause", "--yes"], ["resume", "--yes"], ["verify"], ["quotas", "--check"]],
+    ids=" ".join,
+)
+def test_the_commands_that_act_on_the_live_platform_stop_for_another_account(tmp_path, monkeypatch, capsys, command):
+    """pause and resume call EKS and kubectl directly, verify runs jobs on the cluster, quotas
+    --check reads the account: with another account's credentials each would act on (or report
+    of) another account's platform of the same name. Each exits 2 before it synthesizes or asks
+    AWS anything but whose credentials these are; unreadable credentials stop them with 1."""
+    import main
+    from operate import capacity, cluster_access
+
+    document = yaml.safe_load((ROOT / "profiles" / "gpu-validation.yaml").read_text())
+    document |= {"name": "bound", "account_id": ACCOUNT}
+    profile = tmp_path / "bound.yaml"
+    profile.write_text(yaml.safe_dump(document))
+    calls: list[list[str]] = []
+    monkeypatch.setattr(main.common, "STATE_ROOT", tmp_path / "state")
+    monkeypatch.setattr(cluster_access, "run_aws", aws_answering("210987654321", calls))
+
+    def never(*_, **__):
+        raise AssertionError("went on with another account's credentials")
+
+    monkeypatch.setattr(main.common, "synthesize_profile", never)
+    monkeypatch.setattr(capacity, "account_check", never)
+    argv = [command[0], "--profile", str(profile), *command[1:]]
+    if command[0] != "quotas":
+        argv += ["--outdir", str(tmp_path / "out")]
+    assert main.main(argv) == 2
+    error = " ".join(capsys.readouterr().err.split())
+    assert "refusing to" in error and "bound" in error and "belong to account 210987654321" in error
+    assert [call[:2] for call in calls] == [["sts", "get-caller-identity"]]
+
+    monkeypatch.setattr(cluster_access, "run_aws", aws_answering(None))
+    assert main.main(argv) == 1
+    assert "could not be read: Unable to locate credentials" in " ".join(capsys.readouterr().err.split())
+
+
 def test_every_aws_provider_of_every_layer_allows_only_the_profiles_account(tmp_path):
     from stacks import LAYERS
     from stacks.platform import synthesize
