@@ -17,6 +17,12 @@ from profiles.models import PlatformConfig
 
 TRAINJOB_KIND = "TrainJob"
 TRAINJOB_CHECK = "torchrun-check"
+# Up to two nodes: one where the group or the tenant's queue holds no more.
+TRAINJOB_CHECK_MOST_NODES = 2
+
+
+def trainjob_nodes(site: MultiNodeSite) -> int:
+    return min(TRAINJOB_CHECK_MOST_NODES, site.job_nodes)
 
 
 def trainjob_check(site: MultiNodeSite) -> dict[str, Any]:
@@ -29,7 +35,7 @@ def trainjob_check(site: MultiNodeSite) -> dict[str, Any]:
         site.namespace,
         runtime=runtime_name(target.group),
         trainer={
-            "numNodes": min(2, site.job_nodes),
+            "numNodes": trainjob_nodes(site),
             # One rank per GPU, stated: torchrun's "auto" counts CPUs where CUDA does not start.
             "numProcPerNode": target.entry.gpu_count,
             "command": torchrun("check", TRAINJOB_CHECK_SCRIPT),
@@ -93,7 +99,7 @@ def trainjob_result_of(run: CheckRun, config: PlatformConfig, site: MultiNodeSit
     logs = run.kubectl(["logs", "-n", namespace, "-l", f"{JOBSET_NAME_LABEL}={TRAINJOB_CHECK}", "--tail=-1"])
     if waited.returncode != 0:
         return CheckResult(TRAINJOB_CHECK, False, f"the TrainJob did not complete: {waited.stderr.strip()}")
-    return check_trainjob(logs.stdout, target, min(2, site.job_nodes) * target.entry.gpu_count)
+    return check_trainjob(logs.stdout, target, trainjob_nodes(site) * target.entry.gpu_count)
 
 
 def trainjob_checks(config: PlatformConfig, site: MultiNodeSite | None) -> tuple[AcceptanceCheck, ...]:

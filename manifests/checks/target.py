@@ -22,16 +22,15 @@ def tenant_check_namespace(config: PlatformConfig, target: ValidationTarget) -> 
     return tenants[0].name
 
 
-def tenant_job_nodes(config: PlatformConfig, target: ValidationTarget, wanted: int = 2) -> int:
-    """How many of the checked group's nodes a job in `tenant_check_namespace` can get, at most
-    `wanted`: what the group runs, what the first tenant's GPU quota admits and, with Kueue, what
-    its queue may hold of the group."""
-    nodes = min(wanted, target.group.desired_size)
-    if tenant_check_namespace(config, target) == NAMESPACE:
+def tenant_job_nodes(config: PlatformConfig, target: ValidationTarget, namespace: str) -> int:
+    """How many of the checked group's nodes one job in `namespace` can get: what the group runs,
+    what the first tenant's GPU quota admits and what an add-on that admits jobs (Kueue's queues)
+    lets it hold of the group."""
+    nodes = target.group.desired_size
+    if namespace == NAMESPACE:
         return nodes
     tenant = config.workloads.tenants[0]
-    # The tenant's ResourceQuota refuses the pod that would pass its GPU quota, queued or not; an
-    # add-on that admits jobs (Kueue's queues) may hold them to less.
+    # The tenant's ResourceQuota refuses the pod that would pass its GPU quota, queued or not.
     nodes = min(nodes, tenant_gpu_quota(config, tenant) // target.entry.gpu_count)
     ceiling = tenant_gpu_ceiling(config, tenant, target.group.name)
     return nodes if ceiling is None else min(nodes, ceiling // target.entry.gpu_count)
@@ -41,6 +40,5 @@ def multi_node_site(config: PlatformConfig, target: ValidationTarget | None) -> 
     """Where the multi-node checks run, with as many of the group's nodes as a job there can get."""
     if target is None:
         return None
-    return MultiNodeSite(
-        target, tenant_check_namespace(config, target), tenant_job_nodes(config, target, target.group.desired_size)
-    )
+    namespace = tenant_check_namespace(config, target)
+    return MultiNodeSite(target, namespace, tenant_job_nodes(config, target, namespace))
