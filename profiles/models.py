@@ -30,7 +30,7 @@ from profiles.built_images import built_image_problems, contributed
 from profiles.catalog import CATALOG
 from profiles.cluster import ClusterConfig, is_zone_id
 from profiles.cuda import driver_problems, project_dockerfile_images
-from profiles.gpus import dra_mode, gpu_capacity, karpenter_gpu_pool
+from profiles.gpus import dra_mode, gpu_capacity, karpenter_dra_problems, karpenter_gpu_pool
 from profiles.naming import RULES, NameSources, derived_names, name_problems
 from profiles.state import StateConfig
 from profiles.storage import MAX_DATA_REPOSITORY_ASSOCIATIONS, StorageConfig
@@ -162,7 +162,8 @@ class PlatformConfig(Strict):
             self._tenant_people_are_not_admins,
             self._azs_in_region,
             self._tenant_quotas_fit_a_node,
-            self._kueue_counts_extended_gpus,
+            self._trainer_asks_for_extended_gpus,
+            lambda: karpenter_dra_problems(self),
             self._queue_flavours_hold_every_queued_pod,
             self._notebooks_have_nodes,
             self._driver_runs_the_images_cuda,
@@ -370,15 +371,7 @@ class PlatformConfig(Strict):
                 self.cluster.ami_release_version, self.cluster.kubernetes_version, self.gpu_images(), models
             )
 
-    def _kueue_counts_extended_gpus(self) -> Iterator[FieldProblem]:
-        if kueue.DEFINITION.enabled(self) and dra_mode(self):
-            yield FieldProblem(
-                ("addons", "kueue", "enabled"),
-                True,
-                "Kueue's queues count GPUs as the device plugin's nvidia.com/gpu; in DRA mode GPUs are claims, "
-                "which the platform's queues do not count",
-                allowed="addons.kueue.enabled: false, or addons.gpu_operator.dra: false",
-            )
+    def _trainer_asks_for_extended_gpus(self) -> Iterator[FieldProblem]:
         if trainer.DEFINITION.enabled(self) and dra_mode(self):
             yield FieldProblem(
                 ("addons", "trainer", "enabled"),
@@ -394,7 +387,7 @@ class PlatformConfig(Strict):
         when one is full (pkg/scheduler/flavorassigner/flavorassigner.go 1259-1276): a pod sized for
         the larger nodes, admitted to a flavour of smaller ones, never starts, and is evicted and
         queued again at every pods-ready timeout until it is deactivated."""
-        if not kueue.DEFINITION.enabled(self) or dra_mode(self):
+        if not kueue.DEFINITION.enabled(self):
             return
         queued = [flavor for flavor in kueue.flavors(self) if flavor.gpus > 0]
         if not queued:

@@ -333,3 +333,81 @@ def pod_set_requests(template: dict[str, Any], limit_ranges: list[dict[str, Any]
         for name, value in requests.items():
             total[name] = total.get(name, 0) + quantity_value(value)
     return total
+
+
+# DRA (KueueDRAIntegration, Beta and on by default in v0.19.2: pkg/features/kube_features.go 745-747).
+# What Kueue counts of a pod set's ResourceClaims, for one pod:
+# - a claim made from a ResourceClaimTemplate is counted from the template (pkg/dra/claims.go,
+#   GetResourceRequestsForResourceClaimTemplates 164-237); a pod-level entry counts whether or not a
+#   container names it (168: the pod spec's resourceClaims, not the containers' resources.claims);
+# - per template, each request's `exactly.count` devices of its deviceClassName, summed per class
+#   (countDevicesPerClass 58-125; the API server stores allocationMode ExactCount and count 1 where
+#   a request leaves them out, k8s.io/api resource/v1 types.go 1065-1067); FirstAvailable,
+#   adminAccess and allocationMode All make the workload inadmissible (73-111);
+# - each class is counted under the quota resource resources.deviceClassMappings names for it
+#   (mapper.go Lookup 64-70, PopulateFromConfiguration 119-130, the first mapping of a class wins);
+#   a class no mapping names makes the workload inadmissible (claims.go 212-219);
+# - a pod set that references an existing ResourceClaim by name (resourceClaimName, a claim shared
+#   between pods) makes the workload inadmissible: "KueueDRAIntegration feature does not support use
+#   of resource claims" (pkg/controller/core/workload_controller.go 452-468; workload.go HasResourceClaim
+#   1301-1311).
+# Kueue adds these to the pod set's container requests and multiplies by the pod count
+# (pkg/workload/workload.go totalRequestsFromPodSets 676-697).
+
+
+class Inadmissible(Exception):
+    """Kueue marks the Workload inadmissible (QuotaReserved false) instead of counting it."""
+
+
+def dra_pod_set_requests(
+    template: dict[str, Any], claim_templates: dict[str, dict[str, Any]], mappings: list[dict[str, Any]]
+) -> dict[str, int]:
+    """The quota resources one pod of the pod set takes through its claims; `claim_templates` are
+    the namespace's ResourceClaimTemplates by name, `mappings` the Configuration's deviceClassMappings."""
+    lookup: dict[str, str] = {}
+    for mapping in mappings:
+        for device_class in mapping["deviceClassNames"]:
+            lookup.setdefault(device_class, mapping["name"])
+    claims = template["spec"].get("resourceClaims", [])
+    if any("resourceClaimName" in claim for claim in claims):
+        raise Inadmissible("KueueDRAIntegration feature does not support use of resource claims")
+    total: dict[str, int] = {}
+    for claim in claims:
+        name = claim.get("resourceClaimTemplateName")
+        if name is None:
+            continue
+        if name not in claim_templates:
+            raise Inadmissible(f"failed to get claim spec for ResourceClaimTemplate {name}")
+        for request in claim_templates[name]["spec"]["spec"]["devices"]["requests"]:
+            if "firstAvailable" in request:
+                raise Inadmissible("FirstAvailable device selection is not supported")
+            exactly = request["exactly"]
+            if exactly.get("adminAccess"):
+                raise Inadmissible("AdminAccess is not supported")
+            if exactly.get("allocationMode", "ExactCount") != "ExactCount":
+                raise Inadmissible(f"AllocationMode {exactly['allocationMode']!r} is not supported")
+            device_class = exactly["deviceClassName"]
+            if device_class not in lookup:
+                raise Inadmissible(f"DeviceClass {device_class} is not mapped in DRA configuration")
+            resource = lookup[device_class]
+            total[resource] = total.get(resource, 0) + int(exactly.get("count", 1))
+    return total
+
+
+def workload_requests(
+    pod_sets: Sequence[tuple[dict[str, Any], int]],
+    *,
+    limit_ranges: list[dict[str, Any]],
+    claim_templates: dict[str, dict[str, Any]],
+    mappings: list[dict[str, Any]],
+) -> dict[str, int]:
+    """A Workload's GPUs and EFA interfaces: per pod set (template, pod count), its containers'
+    requests after AdjustResources plus its claims' devices, times its pods, summed over pod sets."""
+    total = {GPU_RESOURCE: 0, EFA_RESOURCE: 0}
+    for template, count in pod_sets:
+        per_pod = pod_set_requests(template, limit_ranges)
+        for resource, amount in dra_pod_set_requests(template, claim_templates, mappings).items():
+            per_pod[resource] = per_pod.get(resource, 0) + amount
+        for resource in total:
+            total[resource] += int(per_pod.get(resource, 0)) * count
+    return total

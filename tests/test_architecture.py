@@ -266,7 +266,7 @@ def test_the_tenancy_rule_is_written_once() -> None:
 # limit came in: they may shrink (lower the number, or drop the line when under 400), never grow.
 LONG_MODULES = {
     "profiles.cluster": 519,
-    "profiles.models": 480,
+    "profiles.models": 473,
 }
 
 

@@ -5,6 +5,7 @@ DRA driver's device class in every namespace that uses them, and quotas count th
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -185,3 +186,132 @@ def test_dra_notebooks_need_a_managed_gpu_node_kept_running():
     )
     doc["addons"]["jupyterhub"]["enabled"] = False  # no notebooks: nothing needs a node kept up
     validate_profile(doc)
+
+
+# Queues in DRA mode: Kueue counts the devices of a pod set's claims (tests/kueue_model.py).
+
+WORKER = {
+    "spec": {
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu-8"}],
+        "containers": [{"name": "worker", "resources": {"claims": [{"name": "gpu"}]}}],
+    }
+}
+
+
+def test_kueues_dra_count_is_per_pod_from_the_template_where_a_naive_reading_counts_nothing():
+    """A naive model reads GPUs from the containers' requests (all the device-plugin path needs):
+    a DRA worker asks for none there, so two 8-GPU workers count 0 and any queue admits them.
+    Kueue reads the pod set's claims, resolves each template and counts its devices per pod,
+    under the name the Configuration maps the DeviceClass to."""
+    from components.k8s.gpus import claim_template
+    from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
+    from tests.kueue_model import Inadmissible, pod_requests, workload_requests
+
+    templates = {"gpu-8": claim_template("vision", 8), "gpu-1": claim_template("vision", 1)}
+    mappings = [{"name": GPU_RESOURCE, "deviceClassNames": [GPU_DEVICE_CLASS]}]
+    assert pod_requests(WORKER)[GPU_RESOURCE] == 0  # the naive reading
+
+    def count(pod_sets, **kwargs):
+        return workload_requests(
+            pod_sets, limit_ranges=[], claim_templates=kwargs.get("templates", templates), mappings=mappings
+        )
+
+    assert count([(WORKER, 2)]) == {GPU_RESOURCE: 16, EFA_RESOURCE: 0}
+    # Every claim of the pod counts, whether or not a container names it.
+    unused = {"spec": {**WORKER["spec"], "containers": [{"name": "idle"}]}}
+    two = {
+        "spec": {
+            **WORKER["spec"],
+            "resourceClaims": [
+                *WORKER["spec"]["resourceClaims"],
+                {"name": "one", "resourceClaimTemplateName": "gpu-1"},
+            ],
+        }
+    }
+    assert count([(unused, 1)])[GPU_RESOURCE] == 8 and count([(two, 1)])[GPU_RESOURCE] == 9
+    # A request without a count is one device (the API server's default).
+    bare = claim_template("vision", 1)
+    del bare["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"]
+    assert count([(WORKER, 3)], templates={"gpu-8": bare})[GPU_RESOURCE] == 3
+    # Without the mapping (the Configuration before DRA mode), or with a claim shared by name, or with
+    # a class no mapping names, Kueue admits nothing: the Workload is inadmissible.
+    with pytest.raises(Inadmissible, match="not mapped"):
+        workload_requests([(WORKER, 2)], limit_ranges=[], claim_templates=templates, mappings=[])
+    shared = {"spec": {**WORKER["spec"], "resourceClaims": [{"name": "gpu", "resourceClaimName": "team-gpus"}]}}
+    with pytest.raises(Inadmissible, match="does not support use of resource claims"):
+        count([(shared, 1)])
+    mig = claim_template("vision", 1)
+    mig["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "mig.nvidia.com"
+    with pytest.raises(Inadmissible, match=r"mig\.nvidia\.com is not mapped"):
+        count([(WORKER, 1)], templates={"gpu-8": mig})
+
+
+def test_the_dra_fixture_has_queues_that_count_gpu_devices(synthesized):
+    """jark (DRA mode) runs Kueue: every tenant has a ClusterQueue with its share of the GPU group
+    (nvidia.com/gpu is the queues' name for a GPU in both modes) and Kueue maps the GPU DeviceClass
+    to it; there is no Karpenter GPU pool flavour, DRA mode having no GPU pool."""
+    from addons.kueue import DEFINITION as KUEUE
+    from addons.kueue import shares
+    from profiles.catalog import GPU_RESOURCE
+    from tests.test_tenant_first_job import kueue_configuration
+
+    config = synthesized.configs["jark"]
+    assert KUEUE.enabled(config)
+    mappings = kueue_configuration(synthesized, "jark")["resources"]["deviceClassMappings"]
+    assert mappings == [{"name": GPU_RESOURCE, "deviceClassNames": [GPU_DEVICE_CLASS]}]
+    objects = everything(synthesized, "jark")
+    queues = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
+    assert set(queues) == {tenant.name for tenant in config.workloads.tenants}
+    for tenant, planned in shares(config).items():
+        (gpu_group,) = (g for g in queues[tenant]["spec"]["resourceGroups"] if GPU_RESOURCE in g["coveredResources"])
+        assert [f["name"] for f in gpu_group["flavors"]] == ["group-g6e-efa"]
+        quota = next(r for r in gpu_group["flavors"][0]["resources"] if r["name"] == GPU_RESOURCE)
+        assert quota["nominalQuota"] == str(planned[0].gpus) == "8"
+    flavors = {o["metadata"]["name"] for o in objects if o.get("kind") == "ResourceFlavor"}
+    assert flavors == {"default", "group-g6e-efa"}
+
+
+# Karpenter and DRA at the pin (profiles/gpus.py, karpenter_dra_problems, cites the sources).
+
+
+def test_a_gpu_pool_in_a_dra_profile_is_refused_naming_the_field_the_value_and_the_way_out(tmp_path):
+    """The pinned Karpenter never launches a node for a pod with ResourceClaims, so DRA mode makes
+    no GPU pool; a profile that sets one is refused (exit 2) instead of being silently ignored."""
+    import subprocess
+    import sys
+
+    from profiles import ProfileError, validate_profile
+    from tests.cases import FIXTURE_PROFILES
+
+    doc = yaml.safe_load((FIXTURE_PROFILES / "jark.yaml").read_text())
+    doc["workloads"]["gpu_pool"] = {"gpu_limit": 16}
+    with pytest.raises(ProfileError) as error:
+        validate_profile(doc)
+    (problem,) = error.value.problems
+    assert problem.startswith("workloads.gpu_pool: Karpenter 1.14.1 launches no node for a pod with ResourceClaims")
+    assert "(got 'gpu_limit: 16';" in problem
+    assert "allowed: no workloads.gpu_pool in DRA mode, or addons.gpu_operator.dra: false" in problem
+    # The same profile with the device plugin keeps its pool; with Karpenter off there is nothing to refuse.
+    validate_profile({**doc, "addons": {**doc["addons"], "gpu_operator": {"dra": False}}})
+    off = {"karpenter": {"enabled": False}, "jupyterhub": {"enabled": False}}
+    validate_profile({**doc, "addons": {**doc["addons"], **off}})
+    profile = tmp_path / "dra-pool.yaml"
+    profile.write_text(yaml.safe_dump(doc))
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, str(root / "main.py"), "synth", "--profile", str(profile), "--outdir", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=120,
+    )
+    assert result.returncode == 2 and "workloads.gpu_pool: Karpenter 1.14.1" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_karpenter_dra_refusal_names_the_pinned_version():
+    """The refusal (and its citations) are about the pinned Karpenter: a new pin must re-read them."""
+    from addons.karpenter import DEFINITION as KARPENTER
+
+    source = (Path(__file__).resolve().parents[1] / "profiles" / "gpus.py").read_text()
+    assert KARPENTER.pin.version == "1.14.1" and f"tag v{KARPENTER.pin.version}" in source

@@ -29,7 +29,7 @@ from addons.trainer.runtimes import TenantVolumes, runtime_objects
 from components.k8s.crds import MPIJOB_API_VERSION
 from components.k8s.pod_sources import PODS
 from manifests.render import render
-from profiles import PlatformConfig
+from profiles import PlatformConfig, validate_profile
 from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
 from tests.admission import admit
 from tests.cases import profile_config, profiles_where
@@ -415,7 +415,14 @@ def test_the_platforms_own_tenant_jobs_and_runtimes_are_admitted(profile):
 
 
 def test_a_profile_without_kueue_has_no_policy():
-    config = profile_config("jark")
+    import yaml
+
+    from tests.cases import FIXTURE_PROFILES
+
+    doc = yaml.safe_load((FIXTURE_PROFILES / "jark.yaml").read_text())
+    assert fit_objects(profile_config("jark"), pod_sources(profile_config("jark")))  # with Kueue: policies
+    doc["addons"]["kueue"] = {"enabled": False}
+    config = validate_profile(doc)
     assert not KUEUE.enabled(config) and fit_objects(config, pod_sources(config)) == []
 
 

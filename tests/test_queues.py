@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import ipaddress
 import re
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -22,8 +23,9 @@ from addons.kueue.queues import DEFAULT_FLAVOR, LOCAL_QUEUE, TENANT_NAMESPACES, 
 from addons.trainer import DEFINITION as TRAINER
 from addons.trainer.runtimes import TenantVolumes, runtime_objects
 from components.labels import NODE_GROUP_LABEL, NODE_POOL_LABEL
-from profiles import ProfileError, validate_profile
+from profiles import validate_profile
 from profiles.catalog import CATALOG, EFA_RESOURCE, GPU_RESOURCE
+from profiles.gpus import GPU_DEVICE_CLASS
 from tests.cases import FIXTURES, SHIPPED, profile_config, profiles_where
 from tests.k8s_validation import validate_object
 from tests.netpol import Peer, allowed
@@ -97,9 +99,21 @@ def test_every_tenant_has_a_cluster_queue_in_one_cohort_and_a_default_local_queu
             assert [r["name"] for r in flavor["resources"]] == [GPU_RESOURCE, EFA_RESOURCE]
 
 
-@pytest.mark.parametrize("profile", profiles_where(lambda c: not KUEUE.enabled(c)))
-def test_no_queues_without_kueue(synthesized, profile):
-    assert queue_manifests(synthesized, profile) == {}
+@pytest.mark.parametrize("profile", ["jark", "p5-training"])
+def test_no_queues_without_kueue(profile: str) -> None:
+    """Every shipped and fixture profile now runs Kueue (jark's DRA mode too): turned off, no add-on
+    contributes a queue, and the workloads layer's capacity names no ClusterQueue."""
+    from addons.contributions import enabled_parts, workload_capacity
+    from tests.cases import FIXTURE_PROFILES
+
+    root = Path(__file__).resolve().parents[1]
+    path = FIXTURE_PROFILES / f"{profile}.yaml" if profile == "jark" else root / "profiles" / f"{profile}.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["addons"] = {**doc.get("addons", {}), "kueue": {"enabled": False}}
+    config = validate_profile(doc)
+    assert all(part.definition.key != "kueue" for part in enabled_parts(config))
+    assert workload_capacity(config).cluster_queues == ()
+    assert queue_objects(profile_config(profile))  # with Kueue on, there are queues
 
 
 @pytest.mark.parametrize("profile", QUEUED)
@@ -269,10 +283,12 @@ def test_a_tenants_quota_bounds_its_share_and_its_borrowing():
         assert planned["vision"][index].gpus + planned["speech"][index].gpus == flavor.gpus // flavor.unit * flavor.unit
 
 
-def test_kueue_and_dra_are_refused_together():
-    with pytest.raises(ProfileError) as error:
-        validate_profile(mutated(cluster__kubernetes_version="1.35", addons={"gpu_operator": {"dra": True}}))
-    assert "addons.kueue.enabled" in "\n".join(error.value.problems)
+def test_kueue_and_dra_are_validated_together():
+    """Kueue counts DRA devices at the pin, so DRA mode keeps its queues (they were refused before)."""
+    config = validate_profile(mutated(cluster__kubernetes_version="1.35", addons={"gpu_operator": {"dra": True}}))
+    assert KUEUE.enabled(config) and config.addons.gpu_operator.dra
+    # ...and without Karpenter's GPU pool, which DRA mode does not have, as a flavour.
+    assert [flavor.node_group for flavor in flavors(config)] == [g.name for g in config.cluster.gpu_node_groups]
 
 
 @pytest.mark.parametrize("profile", QUEUED)
@@ -307,7 +323,10 @@ def test_kueues_configuration_is_the_platforms(synthesized, profile):
         configuration["waitForPodsReady"]["timeout"]
         == f"{KUEUE.settings(synthesized.configs[profile]).pods_ready_timeout_minutes}m"
     )
-    assert configuration["resources"] == {"quotaCheckStrategy": "IgnoreUndeclared"}
+    # DRA mode: Kueue counts the claims' devices of the GPU DeviceClass as the queues' nvidia.com/gpu.
+    mapped = {"deviceClassMappings": [{"name": GPU_RESOURCE, "deviceClassNames": [GPU_DEVICE_CLASS]}]}
+    dra = synthesized.configs[profile].addons.gpu_operator.dra
+    assert configuration["resources"] == {"quotaCheckStrategy": "IgnoreUndeclared", **(mapped if dra else {})}
     assert set(configuration["integrations"]["frameworks"]) == set(FRAMEWORKS)
     # Every GPU pod of a tenant namespace is queued (tests/test_shares.py), and only there: the chart
     # makes this selector the pod webhook's namespaceSelector.

@@ -16,11 +16,12 @@ from addons.kueue import DEFINITION as KUEUE
 from addons.kueue import flavors, share_warnings, shares
 from addons.kueue.install import manager_configuration
 from addons.kueue.queues import LOCAL_QUEUE, queue_objects
+from components.k8s.gpus import gpu_quota
 from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
 from manifests.render import render
 from profiles import PlatformConfig, ProfileError, validate_profile
 from profiles.catalog import CATALOG, EFA_RESOURCE, GPU_RESOURCE
-from profiles.gpus import dra_claim_counts, gpu_capacity
+from profiles.gpus import dra_claim_counts, dra_mode, gpu_capacity
 from profiles.models import tenant_gpu_quota
 from tests.admission import admit, stored
 from tests.cases import profile_config, profiles_where
@@ -306,7 +307,8 @@ def test_a_tenants_resource_quota_is_what_its_queue_can_hold(profile):
     for tenant in config.workloads.tenants:
         most = sum(share.most_gpus for share in shares(config)[tenant.name])
         (quota,) = tenant_namespace(config, tenant.name)["ResourceQuota"]
-        assert quota["spec"]["hard"][f"requests.{GPU_RESOURCE}"] == str(most), tenant.name
+        (key,) = gpu_quota(0, dra=dra_mode(config))  # requests.nvidia.com/gpu, or DRA devices
+        assert quota["spec"]["hard"][key] == str(most), tenant.name
         assert most <= (tenant.gpu_quota if tenant.gpu_quota is not None else gpu_capacity(config))
 
 

@@ -7,7 +7,9 @@ as the first tenant (the NCCL MPIJob, written like docs/queues.md's example):
 - ResourceQuota and LimitRange admit the launcher and both workers (tests/admission.py);
 - NetworkPolicies let the launcher reach the workers' sshd, the workers call back to mpirun's
   daemons and to each other (NCCL's TCP bootstrap), and everyone reach DNS (tests/netpol.py);
-- Kueue gives the job the tenant's queue without a queue name (tests/test_queues.py).
+- Kueue gives the job the tenant's queue without a queue name (tests/test_queues.py), and admits
+  it from the tenant's share: with the device plugin it counts nvidia.com/gpu, in DRA mode the
+  devices of the workers' claim templates (tests/kueue_model.py).
 """
 
 from __future__ import annotations
@@ -30,11 +32,14 @@ from manifests.checks.nccl import NCCL_JOB
 from manifests.launch import MPIRUN
 from manifests.render import render
 from profiles import validate_profile
+from profiles.catalog import GPU_RESOURCE
 from profiles.gpus import dra_claim_counts
 from tests.admission import admit
 from tests.cases import FIXTURE_PROFILES, FIXTURES, SHIPPED, profile_config
+from tests.kueue_model import Cohort, workload_requests
 from tests.netpol import Peer, allowed
 from tests.pod_security import baseline_problems
+from tests.synth_helpers import resources
 from tests.test_namespaces import created_namespaces
 from tests.test_profiles import changed
 from tests.test_queues import kueue_manages
@@ -176,6 +181,45 @@ def test_verifys_multi_node_job_runs_as_the_first_tenant(synthesized, profile):
     assert all(reaches_dns(policies, tenant, each) for each in (launcher, *workers))
     if KUEUE.enabled(config):
         assert queued_by_default(config, namespace, "kubeflow.org/mpijob")
+        workload, preempted = admitted_by_the_queue(synthesized, profile, tenant, job)
+        assert workload.flavor is not None and preempted == []
+        assert workload.requests[GPU_RESOURCE] == 2 * max(g.catalog_entry.gpu_count for g in groups_of(config))
+
+
+def groups_of(config) -> list:
+    return [g for g in config.cluster.gpu_node_groups if g.desired_size >= 2]
+
+
+def kueue_configuration(synthesized, profile: str) -> dict:
+    release = next(
+        body
+        for body in resources(synthesized.stack(profile, "addons"), "helm_release").values()
+        if body["name"] == "kueue"
+    )
+    return yaml.safe_load(yaml.safe_load(release["values"][0])["managerConfig"]["controllerManagerConfigYaml"])
+
+
+def admitted_by_the_queue(synthesized, profile: str, tenant: str, job: dict):
+    """The MPIJob's Workload (launcher and workers as its pod sets), counted as Kueue counts it with
+    the platform's Configuration and the tenant's LimitRange and claim templates, then admitted (or
+    not) by the tenant's ClusterQueue in the cohort, all idle."""
+    specs = job["spec"]["mpiReplicaSpecs"]
+    pod_sets = [(spec["template"], spec.get("replicas", 1)) for spec in specs.values()]
+    templates = {
+        t["metadata"]["name"]: t for t in _tenant_objects(synthesized, profile, tenant, "ResourceClaimTemplate")
+    }
+    requests = workload_requests(
+        pod_sets,
+        limit_ranges=_tenant_objects(synthesized, profile, tenant, "LimitRange"),
+        claim_templates=templates,
+        mappings=kueue_configuration(synthesized, profile)["resources"].get("deviceClassMappings", []),
+    )
+    # The queues as planned (a Capacity Block's flavour as its window opens it: before the block
+    # starts the synthesized quota is 0, and the job waits).
+    queues = [o for o in queue_objects(synthesized.configs[profile]) if o["kind"] == "ClusterQueue"]
+    workload, preempted = Cohort.of(queues).admit(tenant, job["metadata"]["name"], requests)
+    assert workload is not None, (requests, queues)
+    return workload, preempted
 
 
 @pytest.mark.parametrize("counts", [[1, 8], [1, 4]])

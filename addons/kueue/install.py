@@ -21,6 +21,8 @@ from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, Runtime
 from components.helm.release import Values, render_yaml
 from components.k8s.namespaces import ingress_from_control_plane
 from components.labels import SYSTEM_NODES
+from profiles.catalog import GPU_RESOURCE
+from profiles.gpus import GPU_DEVICE_CLASS, dra_mode
 
 WEBHOOK_PORT = 9443
 VISIBILITY_PORT = 8082
@@ -48,8 +50,20 @@ FRAMEWORKS = (
 )
 
 
-def manager_configuration(settings: KueueConfig) -> dict[str, Any]:
-    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2), replacing the chart's default."""
+# DRA mode: Kueue counts the devices a pod set's ResourceClaimTemplates request of the GPU
+# DeviceClass under this name (KueueDRAIntegration, Beta and on by default from 0.18, kueue v0.19.2
+# pkg/features/kube_features.go 745-747; the mapping, apis/config/v1beta2/configuration_types.go
+# 601-604, 636-663). The queues then hold and report GPUs under the same name in both modes: the
+# ClusterQueues, the queue dashboard and the capacity-window alerts need no second form.
+DRA_GPU_MAPPING = {"name": GPU_RESOURCE, "deviceClassNames": [GPU_DEVICE_CLASS]}
+
+
+def manager_configuration(settings: KueueConfig, *, dra: bool = False) -> dict[str, Any]:
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2), replacing the chart's default;
+    `dra`: GPUs are DRA claims of the GPU DeviceClass (GPU Operator DRA mode)."""
+    resources: dict[str, Any] = {"quotaCheckStrategy": "IgnoreUndeclared"}
+    if dra:
+        resources["deviceClassMappings"] = [DRA_GPU_MAPPING]
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -82,7 +96,7 @@ def manager_configuration(settings: KueueConfig) -> dict[str, Any]:
             },
         },
         # Count only what the ClusterQueues declare (GPUs, EFA interfaces).
-        "resources": {"quotaCheckStrategy": "IgnoreUndeclared"},
+        "resources": resources,
         "integrations": {"frameworks": list(FRAMEWORKS)},
     }
 
@@ -127,7 +141,9 @@ class KueueAddon(HelmAddonSpec[KueueConfig]):
     def values(self, ctx: AddonContext, settings: KueueConfig) -> KueueValues:
         return KueueValues(
             controller_manager=Manager(node_selector=dict(SYSTEM_NODES)),
-            manager_config=ManagerConfig(controller_manager_config_yaml=render_yaml(manager_configuration(settings))),
+            manager_config=ManagerConfig(
+                controller_manager_config_yaml=render_yaml(manager_configuration(settings, dra=dra_mode(ctx.config)))
+            ),
         )
 
     def network_allows(self, ctx: AddonContext, settings: KueueConfig) -> dict[str, dict[str, Any]]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from profiles.catalog import GPU_RESOURCE
+from profiles.gpus import DRA_GPU_RESOURCE, GPU_DEVICE_CLASS
 
 GPU_EXTENDED_RESOURCE = GPU_RESOURCE  # the device plugin's resource
-GPU_DEVICE_CLASS = "gpu.nvidia.com"  # the NVIDIA DRA driver's DeviceClass
 CLAIM_NAME = "gpu"
 
 
@@ -38,7 +38,7 @@ def claim_template(namespace: str, count: int) -> dict[str, Any]:
 def gpu_quota(count: int, *, dra: bool) -> dict[str, str]:
     """ResourceQuota hard limits on GPUs: the extended resource, or DRA devices of the GPU class."""
     if dra:
-        return {f"{GPU_DEVICE_CLASS}.deviceclass.resource.k8s.io/devices": str(count)}
+        return {DRA_GPU_RESOURCE: str(count)}
     return {f"requests.{GPU_EXTENDED_RESOURCE}": str(count)}
 
 
