@@ -27,7 +27,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from profiles.base import FieldProblem, Strict
 
@@ -39,6 +39,20 @@ MIN_DRAIN_MINUTES = EC2_TERMINATES_BEFORE_END_MINUTES + 15
 STAMP = "%Y-%m-%dT%H:%M:%SZ"
 
 BlockState = Literal["scheduled", "active", "draining", "ended"]
+
+
+def _iso_time(value: object) -> object:
+    """A profile's time is text (the loader keeps YAML timestamps as text); strict models take no
+    text for a datetime, so it is parsed here, and only here: a number (a Unix time) is refused."""
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not an ISO 8601 time, e.g. 2027-03-01T11:30:00Z") from None
+    return value
+
+
+UtcTime = Annotated[datetime, BeforeValidator(_iso_time)]
 
 
 class OnDemandCapacity(Strict):
@@ -86,10 +100,10 @@ class CapacityBlock(Strict):
     """Instances in the block; node group sizes stay within it."""
     availability_zone: str = Field(...)
     """The AZ the block was bought in, named as cluster.vpc names its zones (zone ID or name)."""
-    starts_at: datetime = Field(...)
+    starts_at: UtcTime = Field(...)
     """When the block starts, in UTC (its StartDate in aws ec2 describe-capacity-reservations), e.g.
     2027-02-22T11:30:00Z. The group holds no node before it; a scheduled action scales it up at this time."""
-    ends_at: datetime = Field(...)
+    ends_at: UtcTime = Field(...)
     """When the block ends, in UTC (its EndDate in aws ec2 describe-capacity-reservations), e.g.
     2027-03-01T11:30:00Z. EC2 terminates the instances at the end whatever runs on them."""
     drain_minutes: int = Field(60, ge=MIN_DRAIN_MINUTES, le=24 * 60)

@@ -24,6 +24,23 @@ class _Problem:
     allowed: str = ""
 
 
+# The profile models are strict (profiles.base.Strict): YAML's value is taken as written, never
+# converted, so a quoted "no" is text, not false, and "3" or 3.0 is not a whole number. What each
+# refused type error allows, in the words of a profile.
+TYPE_WORDS = {
+    "bool_type": "true or false, unquoted (a quoted 'no' or 'false' is text)",
+    "int_type": "a whole number, unquoted (e.g. 3, not '3', 3.0 or true)",
+    "int_from_float": "a whole number, unquoted (e.g. 3, not '3', 3.0 or true)",
+    "float_type": "a number, unquoted",
+    "string_type": "text; quote a value YAML would read as a number, true/false or null (e.g. '3')",
+    "list_type": "a list, e.g. [a, b]",
+    "dict_type": "a mapping of key: value lines",
+    "model_type": "a mapping of settings",
+    "model_attributes_type": "a mapping of settings",
+    "datetime_type": "an ISO 8601 time with its zone, e.g. 2027-03-01T11:30:00Z",
+}
+
+
 def _problem(error: ErrorDetails) -> _Problem:
     """Where the error is, what it says, the offending value and what is allowed."""
     loc = [part for part in error["loc"] if not _is_union_tag(part)]
@@ -56,7 +73,7 @@ def _problem(error: ErrorDetails) -> _Problem:
         field = str(ctx.get("discriminator", "type")).strip("'")
         tag = ctx.get("tag")
         return _Problem([*loc, field], _with_hint(f"unknown {field}", tag, choices), tag, ", ".join(choices))
-    return _Problem(loc, message, value)
+    return _Problem(loc, message, value, TYPE_WORDS.get(error["type"], ""))
 
 
 def _misplaced_hint(key: str, parent: list[str]) -> str:
