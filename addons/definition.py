@@ -22,7 +22,7 @@ from profiles.storage import StorageConfig
 from profiles.versions import ChartRef, ReleaseArtifact
 from profiles.workloads import WorkloadsConfig
 
-ChartVersion = Annotated[str, Field(pattern=r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")]
+ChartVersion = Annotated[str, Field(pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.-]+)?$")]
 
 
 class AddonConfig(Strict):

@@ -82,7 +82,7 @@ def _known_region(region: str) -> str:
 
 Region = Annotated[
     str,
-    Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$"),
+    Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]$"),
     AfterValidator(_known_region),
 ]
 # Kubernetes label: optional DNS-subdomain prefix and a name of up to 63 characters; value up to 63.
@@ -105,7 +105,7 @@ def _quoted_account_id(value: object) -> object:
 
 # A 12-digit AWS account ID, in ASCII digits only (\d would admit other scripts' digits).
 AccountId = Annotated[str, BeforeValidator(_quoted_account_id), Field(pattern=r"^[0-9]{12}$")]
-IamPrincipalArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")]
+IamPrincipalArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9_+=,.@/-]+$")]
 SecurityGroupId = Annotated[str, Field(pattern=r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")]
 
 
@@ -117,9 +117,9 @@ def _not_aws_prefixed(key: str) -> str:
 
 
 TagKey = Annotated[
-    str, Field(min_length=1, max_length=128, pattern=r"^[\w .:/=+@-]+$"), AfterValidator(_not_aws_prefixed)
+    str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9 _.:/=+@-]+$"), AfterValidator(_not_aws_prefixed)
 ]
-TagValue = Annotated[str, Field(max_length=256, pattern=r"^[\w .:/=+@-]*$")]
+TagValue = Annotated[str, Field(max_length=256, pattern=r"^[A-Za-z0-9 _.:/=+@-]*$")]
 # A Kubernetes quantity: a number with an optional decimal or binary suffix (64, 500m, 256Gi).
 Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")]
 _QUANTITY_SUFFIXES = {
@@ -146,7 +146,7 @@ def quantity_value(quantity: str) -> float:
     return float(number) * _QUANTITY_SUFFIXES[quantity[len(number) :]]
 
 
-HttpsUrl = Annotated[str, Field(pattern=r"^https://[^\s/]+(/\S*)?$")]
+HttpsUrl = Annotated[str, Field(pattern=r"^https://[!-.0-~]+(/[!-~]*)?$")]
 K8sName = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
 
 
@@ -183,22 +183,23 @@ def check_unique(names: Sequence[str], *, field: str, what: str) -> None:
 PATTERN_WORDS: dict[str, str] = {
     r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$": "2-32 lowercase letters, digits and hyphens, starting with a letter "
     "and ending alphanumeric, e.g. gpu-platform",
-    r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$": "an AWS region, e.g. us-east-1",
+    r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]$": "an AWS region, e.g. us-east-1",
     r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$": "a Kubernetes name: up to 63 lowercase letters, digits and inner "
     "hyphens, e.g. ml-team",
-    r"^https://[^\s/]+(/\S*)?$": "an https:// URL",
-    r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$": "an IAM role or user ARN, "
+    r"^https://[!-.0-~]+(/[!-~]*)?$": "an https:// URL in ASCII (a Unicode host in its xn-- form)",
+    r"^https://[!-~]+$": "an https:// URL in ASCII (a Unicode host in its xn-- form)",
+    r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9_+=,.@/-]+$": "an IAM role or user ARN, "
     "e.g. arn:aws:iam::123456789012:role/admins",
     r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$": "a security group ID, e.g. sg-0123456789abcdef0",
     r"^[0-9]{12}$": "an AWS account ID: 12 digits, in quotes, e.g. '123456789012'",
-    r"^\d+\.\d+\.\d+-\d{8}$": "an EKS AMI release version, e.g. 1.34.2-20251120",
+    r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]{8}$": "an EKS AMI release version, e.g. 1.34.2-20251120",
     r"^[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*$": "/-separated names of letters, digits and "
     "_.-, none starting with a dot, e.g. platform/state",
     r"^(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)+$": "an absolute path without . or .. segments, e.g. /datasets",
     r"^([A-Za-z0-9_-][A-Za-z0-9_.-]*/)*$": "empty, or names ending in /, none starting with a dot, e.g. training/",
     r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$": "a Kubernetes quantity, e.g. 64, 500m or 256Gi",
-    r"^[\w .:/=+@-]+$": "letters, digits, spaces and _.:/=+@-",
-    r"^[\w .:/=+@-]*$": "letters, digits, spaces and _.:/=+@-",
+    r"^[A-Za-z0-9 _.:/=+@-]+$": "ASCII letters, digits, spaces and _.:/=+@-",
+    r"^[A-Za-z0-9 _.:/=+@-]*$": "ASCII letters, digits, spaces and _.:/=+@-",
     r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$": (
         "a Kubernetes label key: an optional DNS prefix and /, then up to 63 letters, digits and -_., "
         "e.g. example.com/team"

@@ -28,7 +28,7 @@ class ReferenceImplementation(Strict):
 
     project_image: str | None = Field(None)
     """Build images/<project_image>/Dockerfile from this project (e.g. nccl-tests)."""
-    repository_url: str | None = Field(None, pattern=r"^https://\S+$")
+    repository_url: str | None = Field(None, pattern=r"^https://[!-~]+$")
     """Git repository the image is built from (with its Dockerfile)."""
     ref: str = Field("main", pattern=r"^[A-Za-z0-9._/-]+$")
     """Branch or tag to build (repository_url)."""

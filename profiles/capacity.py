@@ -69,7 +69,7 @@ class OdcrCapacity(Strict):
     reservation_id: str | None = None
     """The reservation's id (cr-...); give this or resource_group_arn."""
     resource_group_arn: str | None = Field(
-        None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$"
+        None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:[0-9]{12}:group/[A-Za-z0-9_.-]+$"
     )
     """ARN of a resource group of reservations; give this or reservation_id."""
     availability_zone: str = Field(...)

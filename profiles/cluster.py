@@ -59,8 +59,8 @@ SERVICE_CIDR_RANGES = tuple(ipaddress.IPv4Network(block) for block in ("10.0.0.0
 PLATFORM_LABEL_KEYS = ("role",)
 PLATFORM_LABEL_PREFIX = "platform/"
 ControlPlaneLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
-AddonVersion = Annotated[str, Field(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")]
-AmiReleaseVersion = Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+-\d{8}$")]
+AddonVersion = Annotated[str, Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")]
+AmiReleaseVersion = Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]{8}$")]
 InterfaceEndpoint = Literal["ecr.api", "ecr.dkr", "sts", "ec2", "eks-auth", "ssm"]
 
 

@@ -35,9 +35,9 @@ NEWEST_AMI_RELEASE: str = _RECORD["source"]["newest_release"]
 CUDA_DRIVER = {12: 525, 13: 580}
 # GPU model -> the oldest driver major whose supported-device list names it (older models: any).
 GPU_DRIVER = {"B200": 570, "B300": 580}
-_CUDA_IN_TAG = re.compile(r"cuda[:-]?(\d{2})(?:\.(\d+))?")
-_CU_IN_TAG = re.compile(r"\bcu(\d{2})(\d)(?!\d)")  # PyTorch's and Ray's cu124: CUDA 12.4
-_DOCKERFILE_CUDA = re.compile(r"^ARG CUDA_IMAGE=(\S+)$", re.MULTILINE)
+_CUDA_IN_TAG = re.compile(r"cuda[:-]?(\d{2})(?:\.(\d+))?", re.ASCII)
+_CU_IN_TAG = re.compile(r"\bcu(\d{2})(\d)(?!\d)", re.ASCII)  # PyTorch's and Ray's cu124: CUDA 12.4
+_DOCKERFILE_CUDA = re.compile(r"^ARG CUDA_IMAGE=(\S+)$", re.MULTILINE | re.ASCII)
 
 
 def cuda_of(image: str) -> tuple[int, int] | None:

@@ -40,7 +40,7 @@ class NameRule:
 
 
 RULES: dict[str, NameRule] = {
-    "iam_role": NameRule("IAM role name", 64, re.compile(r"[\w+=,.@-]+"), "letters, digits and +=,.@_-"),
+    "iam_role": NameRule("IAM role name", 64, re.compile(r"[A-Za-z0-9_+=,.@-]+"), "letters, digits and +=,.@_-"),
     "event_rule": NameRule("EventBridge rule name", 64, re.compile(r"[.\-_A-Za-z0-9]+"), "letters, digits and .-_"),
     "sqs_queue": NameRule("SQS queue name", 80, re.compile(r"[A-Za-z0-9_-]+"), "letters, digits, - and _"),
     "sns_topic": NameRule("SNS topic name", 256, re.compile(r"[A-Za-z0-9_-]+"), "letters, digits, - and _"),
@@ -81,7 +81,7 @@ RULES: dict[str, NameRule] = {
     "security_group": NameRule(
         "security group name",
         255,
-        re.compile(r"[\w .:/()#,@\[\]+=&;{}!$*-]+"),
+        re.compile(r"[A-Za-z0-9_ .:/()#,@\[\]+=&;{}!$*-]+"),
         "letters, digits, spaces and ._-:/()#,@[]+=&;{}!$*",
     ),
     "rds_identifier": NameRule(

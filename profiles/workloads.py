@@ -95,11 +95,11 @@ class TenantConfig(Strict):
     largest GPU node group: a smaller quota could never admit a job on that group. With Kueue, the ResourceQuota is
     at most what the tenant's queue can ever hold (its shares plus what it may borrow), where that is less.
     """
-    cpu_quota: str | None = Field(None, pattern=r"^\d+m?$")
+    cpu_quota: str | None = Field(None, pattern=r"^[0-9]+m?$")
     """Total CPU the tenant's pods may request, as a Kubernetes quantity (e.g. 192 or 500m). Unset: no CPU quota (CPU
     follows the GPUs). When set, at least one node's vCPUs of the largest GPU node group.
     """
-    memory_quota: str | None = Field(None, pattern=r"^\d+(Ki|Mi|Gi|Ti)$")
+    memory_quota: str | None = Field(None, pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)$")
     """Total memory the tenant's pods may request, as a Kubernetes quantity (e.g. 2048Gi). Unset: no memory quota. When
     set, at least one node's memory of the largest GPU node group.
     """

@@ -6,6 +6,8 @@ bad value and what is allowed."""
 from __future__ import annotations
 
 import copy
+import importlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import yaml
 from pydantic import BaseModel
 
 import main
-from profiles import ProfileError, load_profile
+from profiles import ProfileError, load_profile, naming
 from profiles.models import PlatformConfig
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
@@ -111,3 +113,105 @@ def test_a_capacity_block_time_is_text_not_a_number(tmp_path, capsys):
     doc = edited(BASE, "cluster.gpu_node_groups.0.capacity", block)
     line = refused(tmp_path, capsys, doc, "cluster.gpu_node_groups.0.capacity.starts_at")
     assert "got 1900000000" in line and "ISO 8601" in line, line
+
+
+# b. ASCII only where AWS and Kubernetes take only ASCII. Python's re and pydantic's regex engine
+# both read \d, \w, \s and \b as Unicode classes: \d matches Arabic-Indic and fullwidth digits.
+SHORTHAND = re.compile(r"(?<!\\)(?:\\\\)*\\[dDwWsSbB]")
+
+
+def profile_patterns() -> set[str]:
+    """Every `pattern` constraint in the validators of PlatformConfig (dict keys included), from
+    the compiled validator schema, which holds what the JSON schema leaves out."""
+    found: set[str] = set()
+    stack: list[Any] = [PlatformConfig.__pydantic_core_schema__]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, dict):
+            found.update(v for k, v in node.items() if k == "pattern" and isinstance(v, str))
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+    return found
+
+
+def module_regexes() -> dict[str, re.Pattern[str]]:
+    """The compiled regular expressions of the profile modules and the add-ons' settings modules."""
+    names = [f"profiles.{path.stem}" for path in PROFILES.glob("*.py")]
+    names += [f"addons.{path.parent.name}" for path in PROFILES.parent.glob("addons/*/__init__.py")]
+    regexes: dict[str, re.Pattern[str]] = {}
+    for name in names:
+        module = importlib.import_module(name)
+        for attribute, value in vars(module).items():
+            if isinstance(value, re.Pattern):
+                regexes[f"{name}.{attribute}"] = value
+    for kind, rule in naming.RULES.items():
+        regexes[f"profiles.naming.RULES[{kind}]"] = rule.pattern
+    return regexes
+
+
+def test_no_profile_pattern_uses_a_unicode_class():
+    patterns = profile_patterns()
+    assert len(patterns) > 20, "the walk finds the field patterns"
+    assert [pattern for pattern in sorted(patterns) if SHORTHAND.search(pattern)] == []
+
+
+def test_no_profile_regex_uses_a_unicode_class_without_re_ascii():
+    regexes = module_regexes()
+    assert "profiles.cluster.ZONE_ID" in regexes and "profiles.naming.RULES[iam_role]" in regexes
+    unicode_aware = [
+        name
+        for name, regex in regexes.items()
+        if isinstance(regex.pattern, str) and SHORTHAND.search(regex.pattern) and not regex.flags & re.ASCII
+    ]
+    assert unicode_aware == []
+
+
+# The ASCII digits of a text as Arabic-Indic (U+0660..) or fullwidth (U+FF10..) digits.
+ARABIC = str.maketrans("0123456789", "".join(chr(0x0660 + digit) for digit in range(10)))
+FULLWIDTH = str.maketrans("0123456789", "".join(chr(0xFF10 + digit) for digit in range(10)))
+ARABIC_ACCOUNT = "123456789012".translate(ARABIC)
+# (field, value, where the refusal is reported: a list's or mapping's item, or a bad key).
+NOT_ASCII = [
+    ("region", "us-west-2".translate(ARABIC), "region"),
+    ("cluster.admin_principal_arns", [f"arn:aws:iam::{ARABIC_ACCOUNT}:role/admins"], "cluster.admin_principal_arns.0"),
+    ("cluster.admin_principal_arns", ["arn:aws:iam::123456789012:role/管理者"], "cluster.admin_principal_arns.0"),
+    ("cluster.ami_release_version", "1.35.6-20260714".translate(FULLWIDTH), "cluster.ami_release_version"),
+    (
+        "cluster.addon_versions",
+        {"vpc-cni": "v1." + "2".translate(FULLWIDTH) + "0.0-eksbuild.1"},
+        "cluster.addon_versions.vpc-cni",
+    ),
+    ("tags.team", "チーム", "tags.team"),
+    ("tags", {"チーム": "ml"}, "tags.チーム"),
+    (
+        "workloads.tenants",
+        [{"name": "ml-team", "cpu_quota": "3".translate(FULLWIDTH)}],
+        "workloads.tenants.0.cpu_quota",
+    ),
+    (
+        "workloads.tenants",
+        [{"name": "ml-team", "memory_quota": "3".translate(ARABIC) + "Gi"}],
+        "workloads.tenants.0.memory_quota",
+    ),
+    (
+        "addons.mlflow.database.instance_class",
+        "db.m6i." + "8".translate(ARABIC) + "xlarge",
+        "addons.mlflow.database.instance_class",
+    ),
+    (
+        "addons.gpu_operator.chart_version",
+        "v" + "26".translate(FULLWIDTH) + ".7.0",
+        "addons.gpu_operator.chart_version",
+    ),
+]
+
+
+@pytest.mark.parametrize("field, value, where", NOT_ASCII, ids=[f"{f}={v!r}" for f, v, _ in NOT_ASCII])
+def test_digits_and_words_of_other_scripts_are_refused(tmp_path, capsys, field, value, where):
+    line = refused(tmp_path, capsys, edited(BASE, field, value), where)
+    assert "not in the expected form" in line and "allowed: " in line, line

@@ -33,7 +33,7 @@ class OidcConfig(Strict):
     """A stable claim: sub never changes, unlike email."""
 
 
-AcmCertificateArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+$")]
+AcmCertificateArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[0-9a-f-]+$")]
 
 
 class JupyterHubExposure(Strict):

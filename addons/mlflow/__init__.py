@@ -13,7 +13,7 @@ from profiles.versions import ChartRef
 # RDS for PostgreSQL instance classes: burstable (t3, t4g) and general-purpose or memory-optimised
 # Graviton and Intel families.
 DbInstanceClass = Annotated[
-    str, Field(pattern=r"^db\.(t3|t4g|m5|m6g|m6i|m7g|m7i|r5|r6g|r6i|r7g|r7i)\.(micro|small|medium|large|\d*xlarge)$")
+    str, Field(pattern=r"^db\.(t3|t4g|m5|m6g|m6i|m7g|m7i|r5|r6g|r6i|r7g|r7i)\.(micro|small|medium|large|[0-9]*xlarge)$")
 ]
 
 
