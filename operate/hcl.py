@@ -54,7 +54,7 @@ def hcl_hazards(document: Any, path: tuple[str, ...] = ()) -> Iterator[Hazard]:
     data in cdktf's HCL: a line reading EOF in a multi-line string (the heredoc would end there
     and its next lines be HCL), a quote, backslash or line break in a map key (written between
     quotes as it is). Values' quotes and backslashes the renderer escapes or not by attribute
-    kind; profile text holds neither (profiles/models.py UNSAFE_CHARACTERS)."""
+    kind; profile text holds neither (profiles/plain_data.py UNSAFE_CHARACTERS)."""
     where = ".".join(path) or "<stack>"
     if isinstance(document, str):
         lines = _LINE_BREAK.split(document)

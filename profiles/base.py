@@ -11,6 +11,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import InitErrorDetails
 
+from profiles.limits import Int64Quantity
+
 
 def did_you_mean(value: object, choices: Sequence[str]) -> str:
     """A "did you mean 'x'?" hint for a near-miss, or '' when nothing is close."""
@@ -121,31 +123,7 @@ TagKey = Annotated[
 ]
 TagValue = Annotated[str, Field(max_length=256, pattern=r"^[A-Za-z0-9 _.:/=+@-]*$")]
 # A Kubernetes quantity: a number with an optional decimal or binary suffix (64, 500m, 256Gi).
-Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")]
-_QUANTITY_SUFFIXES = {
-    "": 1,
-    "m": 1e-3,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-}
-
-
-def quantity_value(quantity: str) -> float:
-    """A Kubernetes quantity (the Quantity pattern's forms) as a number: '500m' -> 0.5, '2Gi' -> 2**31."""
-    number = quantity.rstrip("kmMGTPEi")
-    return float(number) * _QUANTITY_SUFFIXES[quantity[len(number) :]]
-
-
+Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"), Int64Quantity]
 HttpsUrl = Annotated[str, Field(pattern=r"^https://[!-.0-~]+(/[!-~]*)?$")]
 K8sName = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
 

@@ -30,6 +30,7 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from profiles.base import FieldProblem, Strict
+from profiles.limits import EC2_MAX_RESERVATION_INSTANCES
 
 RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
 # EC2 begins to terminate a block's instances this many minutes before its end (see the module docstring).
@@ -96,7 +97,7 @@ class CapacityBlock(Strict):
     """EC2 Capacity Block for ML: a reservation bought for a fixed window."""
     reservation_id: str | None = Field(None)
     """The Capacity Block's reservation id (cr-...)."""
-    instance_count: int = Field(..., ge=1)
+    instance_count: int = Field(..., ge=1, le=EC2_MAX_RESERVATION_INSTANCES)
     """Instances in the block; node group sizes stay within it."""
     availability_zone: str = Field(...)
     """The AZ the block was bought in, named as cluster.vpc names its zones (zone ID or name)."""

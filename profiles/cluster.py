@@ -24,14 +24,9 @@ from profiles.base import (
     check_unique,
     did_you_mean,
 )
-from profiles.capacity import (
-    Capacity,
-    CapacityBlock,
-    OdcrCapacity,
-    OnDemandCapacity,
-    block_sizes,
-)
+from profiles.capacity import Capacity, CapacityBlock, OdcrCapacity, OnDemandCapacity, block_sizes
 from profiles.catalog import CATALOG, INSTANCE_TYPES, GpuInstanceType, lookup
+from profiles.limits import EBS_GP3_MAX_GIB, EKS_MAX_UNAVAILABLE_NODES, INT32_MAX, NodeCount
 from profiles.versions import (
     DEFAULT_KUBERNETES_VERSION,
     MANAGED_ADDON_MINIMUMS,
@@ -173,13 +168,13 @@ class VpcConfig(Strict):
 class SystemNodeGroupConfig(Strict):
     instance_types: list[str] = Field(["m6i.xlarge"], min_length=1)
     """Instance types for cluster services."""
-    min_size: int = Field(2, ge=1)
+    min_size: NodeCount = Field(2, ge=1)
     """Fewest system nodes."""
-    desired_size: int = Field(2, ge=1)
+    desired_size: NodeCount = Field(2, ge=1)
     """System nodes to start with."""
-    max_size: int = Field(4, ge=1)
-    """Most system nodes."""
-    disk_size_gib: int = Field(100, ge=20, le=16384)
+    max_size: NodeCount = Field(4, ge=1)
+    """Most system nodes (an EKS managed node group holds at most 450)."""
+    disk_size_gib: int = Field(100, ge=20, le=EBS_GP3_MAX_GIB)
     """Encrypted gp3 root volume."""
 
     @field_validator("instance_types")
@@ -205,15 +200,15 @@ class GpuNodeGroupConfig(Strict):
     """A type from the GPU instance catalog (profiles/catalog.py)."""
     efa_enabled: bool = Field(False)
     """Attach one EFA interface per EFA-capable network card. Only on types with EFA."""
-    min_size: int = Field(0, ge=0)
+    min_size: NodeCount = Field(0, ge=0)
     """Fewest nodes the group scales to."""
-    desired_size: int = Field(0, ge=0)
+    desired_size: NodeCount = Field(0, ge=0)
     """Nodes the group runs, applied on every deploy (no autoscaler manages GPU groups; on a Capacity Block, only in
     its window). Lowering it removes nodes and their jobs. make pause scales it to 0 until the next resume or apply.
     """
-    max_size: int = Field(2, ge=1)
-    """Most nodes the group scales to."""
-    root_volume_size_gib: int = Field(200, ge=50, le=16384)
+    max_size: NodeCount = Field(2, ge=1)
+    """Most nodes the group scales to (an EKS managed node group holds at most 450)."""
+    root_volume_size_gib: int = Field(200, ge=50, le=EBS_GP3_MAX_GIB)
     """Encrypted gp3 root volume (images are large)."""
     capacity: Capacity = Field(default_factory=OnDemandCapacity)
     """How the instances are bought: on_demand, odcr or capacity_block."""
@@ -238,7 +233,7 @@ class GpuNodeGroupConfig(Strict):
                 )
         return labels
 
-    max_unavailable: int = Field(1, ge=1)
+    max_unavailable: int = Field(1, ge=1, le=EKS_MAX_UNAVAILABLE_NODES)
     """Nodes replaced at once during an update."""
 
     @field_validator("instance_type")
@@ -373,7 +368,7 @@ class ClusterConfig(Strict):
     """CPU nodes for the platform's controllers."""
     gpu_node_groups: list[GpuNodeGroupConfig] = Field(default_factory=list)
     """Managed GPU node groups; EFA-enabled ones get one EFA interface per EFA network card."""
-    gpu_node_warning_threshold: int = Field(16, ge=1)
+    gpu_node_warning_threshold: int = Field(16, ge=1, le=INT32_MAX)
     """Synthesis (so plan, deploy and verify), cost and quotas warn when the GPU node groups' max_size add up to more
     GPU nodes than this (a typo such as 100 for 10 would otherwise only show on the bill)."""
 

@@ -73,7 +73,14 @@ def _problem(error: ErrorDetails) -> _Problem:
         field = str(ctx.get("discriminator", "type")).strip("'")
         tag = ctx.get("tag")
         return _Problem([*loc, field], _with_hint(f"unknown {field}", tag, choices), tag, ", ".join(choices))
-    return _Problem(loc, message, value, TYPE_WORDS.get(error["type"], ""))
+    return _Problem(loc, message, value, TYPE_WORDS.get(error["type"]) or _bound(error))
+
+
+def _bound(error: ErrorDetails) -> str:
+    """What a bounded number or length allows, from the bound pydantic reports."""
+    ctx = error.get("ctx") or {}
+    words = {"le": "at most", "lt": "less than", "ge": "at least", "gt": "more than"}
+    return next((f"{word} {ctx[key]}" for key, word in words.items() if key in ctx), "")
 
 
 def _misplaced_hint(key: str, parent: list[str]) -> str:

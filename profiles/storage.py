@@ -7,6 +7,12 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from profiles.base import FieldProblem, Strict
+from profiles.limits import (
+    FSX_MAX_METADATA_IOPS,
+    FSX_MAX_STORAGE_CAPACITY_GIB,
+    FSX_MAX_THROUGHPUT_MBPS_PER_TIB,
+    S3_MAX_LIFECYCLE_DAYS,
+)
 
 # The storage layer's data buckets, by purpose (each tenant has a prefix and a volume in each).
 DataBucketPurpose = Literal["datasets", "checkpoints"]
@@ -59,9 +65,9 @@ class FsxConfig(Strict):
     """Create the shared FSx for Lustre file system."""
     deployment_type: FsxDeploymentType = Field("SCRATCH_2")
     """SCRATCH_2 (default, cheapest, no replication) or PERSISTENT_1/2."""
-    storage_capacity_gib: int = Field(1200, ge=1200)
+    storage_capacity_gib: int = Field(1200, ge=1200, le=FSX_MAX_STORAGE_CAPACITY_GIB)
     """1200, 2400, then steps of 2400 (EFA: see FACTS)."""
-    throughput_mbps_per_tib: int | None = Field(None)
+    throughput_mbps_per_tib: int | None = Field(None, ge=0, le=FSX_MAX_THROUGHPUT_MBPS_PER_TIB)
     """Per-unit storage throughput; required for PERSISTENT types, not allowed for SCRATCH_2."""
     efa_enabled: bool = Field(False)
     """EFA-enabled file system (PERSISTENT_2 with Lustre 2.15 only)."""
@@ -69,7 +75,7 @@ class FsxConfig(Strict):
     """Lustre version of the file system."""
     data_compression: Literal["NONE", "LZ4"] = Field("LZ4")
     """LZ4 saves capacity and throughput on text data."""
-    metadata_iops: int | None = None
+    metadata_iops: int | None = Field(None, ge=0, le=FSX_MAX_METADATA_IOPS)
     """PERSISTENT_2 only: provisioned metadata IOPS (1500, 3000, 6000, 12000 or multiples of 12000 up to 192000).
     Unset: AUTOMATIC, scaled with capacity.
     """
@@ -197,11 +203,11 @@ class FsxConfig(Strict):
 
 
 class BucketLifecycle(Strict):
-    noncurrent_version_expiration_days: int = Field(30, ge=1)
+    noncurrent_version_expiration_days: int = Field(30, ge=1, le=S3_MAX_LIFECYCLE_DAYS)
     """Old object versions are deleted after this."""
-    abort_incomplete_multipart_upload_days: int = Field(7, ge=1)
+    abort_incomplete_multipart_upload_days: int = Field(7, ge=1, le=S3_MAX_LIFECYCLE_DAYS)
     """Days after which unfinished multipart uploads are aborted (they are billed until then)."""
-    intelligent_tiering_after_days: int | None = Field(None, ge=0)
+    intelligent_tiering_after_days: int | None = Field(None, ge=0, le=S3_MAX_LIFECYCLE_DAYS)
     """Move current objects to S3 Intelligent-Tiering after N days; unset: never."""
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
 from profiles.base import FieldProblem, IamPrincipalArn, K8sName, Strict, check_unique
 from profiles.capacity import ReservationSelector, check_reserved_pool
 from profiles.catalog import CATALOG, INSTANCE_TYPES
+from profiles.limits import GO_DURATION_MAX_HOURS, GO_DURATION_MAX_MINUTES, Int64Quantity, KubernetesCount
 
 CapacityType = Literal["on-demand", "spot", "reserved"]
 # What a tenant's person may do in the tenant's namespaces: the settings that list them.
@@ -28,11 +29,11 @@ class CpuPoolConfig(Strict):
     """EC2 instance categories Karpenter may pick from (c, m, r)."""
     capacity_types: list[CapacityType] = Field(["on-demand"], min_length=1)
     """Capacity types Karpenter may buy for CPU nodes."""
-    cpu_limit: int = Field(256, ge=1)
+    cpu_limit: KubernetesCount = Field(256, ge=1)
     """Total vCPUs the pool may launch (a scheduling limit, not a cost cap)."""
-    consolidate_after_minutes: int = Field(5, ge=0)
+    consolidate_after_minutes: int = Field(5, ge=0, le=GO_DURATION_MAX_MINUTES)
     """How long a node must be under-used before Karpenter consolidates it."""
-    expire_after_hours: int = Field(720, ge=1)
+    expire_after_hours: int = Field(720, ge=1, le=GO_DURATION_MAX_HOURS)
     """Nodes are replaced after this age (fresh AMIs)."""
     capacity_reservations: list[ReservationSelector] = Field(default_factory=list, max_length=30)
     """With capacity type reserved: the capacity reservations (ODCRs or Capacity Blocks) Karpenter may launch the
@@ -61,11 +62,11 @@ class GpuPoolConfig(Strict):
     in a reservation (a Capacity Block's from its start); with on-demand (or spot) Karpenter launches those when no
     reservation has room.
     """
-    gpu_limit: int = Field(8, ge=1)
+    gpu_limit: KubernetesCount = Field(8, ge=1)
     """Total GPUs the pool may launch."""
-    consolidate_after_minutes: int = Field(30, ge=0)
+    consolidate_after_minutes: int = Field(30, ge=0, le=GO_DURATION_MAX_MINUTES)
     """Idle GPU nodes are removed after this."""
-    expire_after_hours: int | None = Field(None, ge=1)
+    expire_after_hours: int | None = Field(None, ge=1, le=GO_DURATION_MAX_HOURS)
     """Hours after which Karpenter replaces a GPU node even while it runs a job (Karpenter's expiration does
     not wait for running pods). Unset: never; a GPU node leaves only once it is empty, and new nodes
     take the newest AMI."""
@@ -89,27 +90,27 @@ class GpuPoolConfig(Strict):
 class TenantConfig(Strict):
     name: K8sName = Field(...)
     """Namespace of the team; also its S3 prefix (<name>/)."""
-    gpu_quota: int | None = Field(None, ge=0)
+    gpu_quota: KubernetesCount | None = Field(None, ge=0)
     """ResourceQuota on the GPUs the tenant's pods may request. Unset: every GPU the profile can run (the GPU node
     groups at their maximum size, plus the Karpenter GPU pool's limit). When set, at least one node's GPUs of the
     largest GPU node group: a smaller quota could never admit a job on that group. With Kueue, the ResourceQuota is
     at most what the tenant's queue can ever hold (its shares plus what it may borrow), where that is less.
     """
-    cpu_quota: str | None = Field(None, pattern=r"^[0-9]+m?$")
+    cpu_quota: Annotated[str, Int64Quantity] | None = Field(None, pattern=r"^[0-9]+m?$")
     """Total CPU the tenant's pods may request, as a Kubernetes quantity (e.g. 192 or 500m). Unset: no CPU quota (CPU
     follows the GPUs). When set, at least one node's vCPUs of the largest GPU node group.
     """
-    memory_quota: str | None = Field(None, pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)$")
+    memory_quota: Annotated[str, Int64Quantity] | None = Field(None, pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)$")
     """Total memory the tenant's pods may request, as a Kubernetes quantity (e.g. 2048Gi). Unset: no memory quota. When
     set, at least one node's memory of the largest GPU node group.
     """
-    max_persistent_volume_claims: int = Field(20, ge=0)
+    max_persistent_volume_claims: KubernetesCount = Field(20, ge=0)
     """Most PersistentVolumeClaims the tenant may create."""
-    gpu_borrowing_limit: int | None = Field(None, ge=0)
+    gpu_borrowing_limit: KubernetesCount | None = Field(None, ge=0)
     """With Kueue: most GPUs of each GPU flavour the tenant's queue may borrow beyond its own share while other
     tenants' shares are idle. Unset: all of the flavour's idle GPUs; 0: never borrows.
     """
-    gpu_lending_limit: int | None = Field(None, ge=0)
+    gpu_lending_limit: KubernetesCount | None = Field(None, ge=0)
     """With Kueue: most GPUs of its own share (per flavour) other tenants may borrow while it is idle. Unset: all of
     it; 0: its share is always kept free for it.
     """
@@ -183,7 +184,7 @@ class WorkloadsConfig(Strict):
     """Karpenter NodePool for GPU work."""
     tenants: list[TenantConfig] = Field(default_factory=lambda: [TenantConfig(name="ml-team")])
     """Teams that get a namespace, quotas, an IAM identity and their own FSx paths."""
-    dra_gpu_counts: list[int] = Field([1, 8])
+    dra_gpu_counts: list[KubernetesCount] = Field([1, 8])
     """With GPU Operator DRA mode: one ResourceClaimTemplate per GPU count (gpu-<n>) per tenant."""
 
     def tenant_access(self) -> dict[str, dict[AccessLevel, tuple[str, ...]]]:

@@ -27,7 +27,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from profiles.base import quantity_value
+from profiles.limits import quantity_value
 
 
 @dataclass

@@ -46,8 +46,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from profiles.base import quantity_value
 from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
+from profiles.limits import quantity_value
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 SUSPENDED_BY_PARENT = "kueue.x-k8s.io/pod-suspending-parent"

@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel
 
 import main
-from profiles import ProfileError, load_profile, naming
+from profiles import ProfileError, limits, load_profile, naming
 from profiles.models import PlatformConfig
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
@@ -215,3 +215,71 @@ NOT_ASCII = [
 def test_digits_and_words_of_other_scripts_are_refused(tmp_path, capsys, field, value, where):
     line = refused(tmp_path, capsys, edited(BASE, field, value), where)
     assert "not in the expected form" in line and "allowed: " in line, line
+
+
+# c. Numbers within each service's documented limits (profiles/limits.py cites them).
+def test_every_whole_number_has_an_upper_bound_within_int64():
+    unbounded: list[str] = []
+    stack: list[Any] = [PlatformConfig.__pydantic_core_schema__]
+    seen: set[int] = set()
+    count = 0
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, dict):
+            if node.get("type") == "int":
+                count += 1
+                if not ("le" in node and node["le"] <= limits.INT64_MAX) and "lt" not in node:
+                    unbounded.append(repr(node))
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+    assert count > 30, "the walk finds the integer fields"
+    assert unbounded == []
+
+
+GROUP = "cluster.gpu_node_groups.0"
+BEYOND = [
+    (f"{GROUP}.max_size", 451, "at most 450"),
+    (f"{GROUP}.desired_size", 10**20, "at most 450"),
+    ("cluster.system_node_group.max_size", 2**63, "at most 450"),
+    (f"{GROUP}.max_unavailable", 101, "at most 100"),
+    (f"{GROUP}.root_volume_size_gib", 16385, "at most 16384"),
+    ("cluster.system_node_group.disk_size_gib", 10**6, "at most 16384"),
+    ("storage.fsx.storage_capacity_gib", 2**31, f"at most {2**31 - 1}"),
+    ("storage.fsx.storage_capacity_gib", 2**64, f"at most {2**31 - 1}"),
+    ("storage.fsx.storage_capacity_gib", 1300, "1200, 2400 or a multiple of 2400"),
+    ("storage.fsx.metadata_iops", 10**30, "at most 192000"),
+    ("storage.datasets_bucket.noncurrent_version_expiration_days", 2**31, f"at most {2**31 - 1}"),
+    ("workloads.gpu_pool.gpu_limit", 2**63, f"at most {2**63 - 1}"),
+    ("workloads.cpu_pool.consolidate_after_minutes", 2**62, f"at most {limits.GO_DURATION_MAX_MINUTES}"),
+    ("addons.jupyterhub.user_storage_gib", 16385, "at most 16384"),
+    ("addons.argo_workflows.quota_cpu", "9" * 30, f"at most {(2**63 - 1) // 1000} of its base unit"),
+]
+
+
+@pytest.mark.parametrize("field, value, allowed", BEYOND, ids=[f"{f}={v}" for f, v, _ in BEYOND])
+def test_numbers_beyond_the_services_limits_are_refused(tmp_path, capsys, field, value, allowed):
+    line = refused(tmp_path, capsys, edited(BASE, field, value), field)
+    assert f"got {value!r}"[:60] in line and allowed in line, line
+
+
+@pytest.mark.parametrize(
+    "sizes, field",
+    [((0, 3, 2), "desired_size"), ((2, 1, 2), "desired_size"), ((3, 3, 2), "min_size")],
+    ids=["desired-above-max", "desired-below-min", "min-above-max"],
+)
+def test_node_group_sizes_are_ordered(tmp_path, capsys, sizes, field):
+    doc = BASE
+    for name, size in zip(("min_size", "desired_size", "max_size"), sizes, strict=True):
+        doc = edited(doc, f"{GROUP}.{name}", size)
+    line = refused(tmp_path, capsys, doc, f"{GROUP}.{field}")
+    assert f"got {sizes[('min_size', 'desired_size').index(field)]}" in line and "allowed: " in line, line
+
+
+def test_a_kubernetes_quantity_beyond_int64_is_refused(tmp_path, capsys):
+    tenants = [{"name": "ml-team", "cpu_quota": "9" * 20}]
+    line = refused(tmp_path, capsys, edited(BASE, "workloads.tenants", tenants), "workloads.tenants.0.cpu_quota")
+    assert "int64" in line, line

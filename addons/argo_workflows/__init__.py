@@ -6,6 +6,7 @@ from pydantic import Field
 
 from addons.definition import AddonDefinition, ReleaseConfig
 from profiles.base import K8sName, Quantity
+from profiles.limits import KubernetesCount
 from profiles.versions import ChartRef
 
 
@@ -14,15 +15,15 @@ class ArgoWorkflowsConfig(ReleaseConfig):
     """Install Argo Workflows (off by default)."""
     namespace: K8sName = "argo"
     """Namespace for the Argo Workflows controller and server; not a tenant's or the platform's own."""
-    default_active_deadline_seconds: int = Field(3600, ge=60)
+    default_active_deadline_seconds: KubernetesCount = Field(3600, ge=60)
     """Workflows without a deadline get this one."""
-    default_parallelism: int = Field(10, ge=1)
+    default_parallelism: KubernetesCount = Field(10, ge=1)
     """Pods a workflow runs at once unless it says otherwise."""
     quota_cpu: Quantity = Field("64")
     """ResourceQuota requests.cpu of the workflow namespace."""
     quota_memory: Quantity = Field("256Gi")
     """ResourceQuota requests.memory of the workflow namespace."""
-    quota_gpus: int = Field(8, ge=0)
+    quota_gpus: KubernetesCount = Field(8, ge=0)
     """ResourceQuota requests.nvidia.com/gpu of the workflow namespace."""
 
 

@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from addons.definition import AddonDefinition, ReleaseConfig
 from profiles.base import FieldProblem, HttpsUrl, K8sName, Strict, check_cidr
+from profiles.limits import EBS_GP3_MAX_GIB, INT32_MAX
 from profiles.versions import ChartRef
 
 
@@ -92,9 +93,9 @@ class JupyterHubConfig(ReleaseConfig):
     """Pinned CPU notebook image."""
     gpu_image: str = Field("quay.io/jupyter/pytorch-notebook:cuda12-2025-12-01")
     """Pinned CUDA notebook image."""
-    start_timeout_seconds: int = Field(1200, ge=300)
+    start_timeout_seconds: int = Field(1200, ge=300, le=INT32_MAX)
     """GPU images are large: starts of many minutes are normal."""
-    user_storage_gib: int = Field(20, ge=1)
+    user_storage_gib: int = Field(20, ge=1, le=EBS_GP3_MAX_GIB)
     """Size of each user's home volume, in GiB."""
     idle_cull_minutes: int | None = Field(60, ge=10, le=10080)
     """Minutes after which a notebook's idle kernels are shut down (a busy one never), and then its server stops itself

@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 
 from addons.definition import PROMETHEUS_RULES, AddonDefinition, PlatformConfig, ReleaseConfig
 from profiles.base import FieldProblem, K8sName, Strict
+from profiles.limits import EBS_GP3_MAX_GIB
 from profiles.naming import METRICS_NAMESPACE
 from profiles.versions import ChartRef
 
@@ -41,7 +42,7 @@ class MonitoringConfig(ReleaseConfig):
     """With existing_secret: Secret holding keys admin-user and admin-password."""
     prometheus_retention_days: int = Field(15, ge=1, le=365)
     """How many days Prometheus keeps metrics."""
-    prometheus_storage_gib: int = Field(50, ge=10)
+    prometheus_storage_gib: int = Field(50, ge=10, le=EBS_GP3_MAX_GIB)
     """Size of Prometheus' persistent volume, in GiB."""
     idle_gpu_alert_minutes: int = Field(30, ge=5, le=1440)
     """Minutes a GPU allocated to a pod may do no work before GpuAllocatedIdle warns (labelled with the pod)."""

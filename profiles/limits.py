@@ -1,0 +1,97 @@
+"""The numeric limits of the services a profile's numbers reach, each with the page that documents
+it. Every whole number a profile sets is bounded (tests/test_strict_input.py checks that no
+integer field is left without an upper bound): a number beyond the service's limit fails at load,
+not at apply, and no number is beyond what the service's API type holds.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
+# AWS APIs type their numbers as Integer (32-bit) or Long (64-bit); Kubernetes' int32 and int64
+# fields and resource quantities (resource.Quantity keeps its value as an int64 of its unit, and
+# MilliValue as an int64 of thousandths) hold no more either.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+# EKS service quotas, "Nodes per managed node group": 450, not adjustable.
+# https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html
+EKS_MAX_NODES_PER_MANAGED_NODE_GROUP = 450
+# NodegroupUpdateConfig.maxUnavailable: 1 to 100 nodes.
+# https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html
+EKS_MAX_UNAVAILABLE_NODES = 100
+
+# EBS gp3 volumes: 1 GiB to 16 TiB.
+# https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html
+EBS_GP3_MAX_GIB = 16384
+
+# FSx CreateFileSystem StorageCapacity: an Integer, 0 to 2147483647 GiB; FSx for Lustre's valid
+# steps per deployment type (1200, 2400, then multiples of 2400; EFA units) are checked in
+# profiles/storage.py from the same page.
+# https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystem.html
+FSX_MAX_STORAGE_CAPACITY_GIB = INT32_MAX
+# Lustre per-unit storage throughput (the most of PERSISTENT_2) and metadata IOPS (the most of a
+# PERSISTENT_2 file system's metadata configuration).
+# https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystemLustreConfiguration.html
+# https://docs.aws.amazon.com/fsx/latest/APIReference/API_FileSystemLustreMetadataConfiguration.html
+FSX_MAX_THROUGHPUT_MBPS_PER_TIB = 1000
+FSX_MAX_METADATA_IOPS = 192000
+
+# EC2 CreateCapacityReservation InstanceCount: 1 to 1000 (a Capacity Block holds fewer).
+# https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateCapacityReservation.html
+EC2_MAX_RESERVATION_INSTANCES = 1000
+
+# S3 lifecycle rules' Days / DaysAfterInitiation / NoncurrentDays are Integers.
+# https://docs.aws.amazon.com/AmazonS3/latest/API/API_LifecycleExpiration.html
+S3_MAX_LIFECYCLE_DAYS = INT32_MAX
+
+# Karpenter's consolidateAfter and expireAfter are Go durations: an int64 of nanoseconds.
+# https://pkg.go.dev/time#Duration
+_NANOSECONDS_PER_MINUTE = 60 * 10**9
+GO_DURATION_MAX_MINUTES = INT64_MAX // _NANOSECONDS_PER_MINUTE
+GO_DURATION_MAX_HOURS = GO_DURATION_MAX_MINUTES // 60
+
+# Upper bounds only: a field gives its own lower bound (Field(..., ge=N)), which a lower bound here
+# would override. Sizes of EKS managed node groups (min, desired and max all within the quota):
+NodeCount = Annotated[int, Field(le=EKS_MAX_NODES_PER_MANAGED_NODE_GROUP)]
+# A Kubernetes count (a quota's object count, a GPU count, a parallelism, seconds of a deadline):
+KubernetesCount = Annotated[int, Field(le=INT64_MAX)]
+
+
+_QUANTITY_SUFFIXES = {
+    "": 1,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
+
+
+def quantity_value(quantity: str) -> float:
+    """A Kubernetes quantity (the Quantity pattern's forms) as a number: '500m' -> 0.5, '2Gi' -> 2**31."""
+    number = quantity.rstrip("kmMGTPEi")
+    return float(number) * _QUANTITY_SUFFIXES[quantity[len(number) :]]
+
+
+def _int64_quantity(quantity: str) -> str:
+    if quantity_value(quantity) * 1000 > INT64_MAX:
+        raise ValueError(
+            f"{quantity!r} is beyond what a Kubernetes quantity holds (an int64 of thousandths): "
+            f"at most {INT64_MAX // 1000} of its base unit (cores, bytes)"
+        )
+    return quantity
+
+
+# A quantity's bound, applied after its pattern (profiles.base.Quantity and the tenant quotas).
+Int64Quantity = AfterValidator(_int64_quantity)
