@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from profiles import tenancy
+from profiles.s3_names import bucket_name_problem
 from profiles.storage import DATA_BUCKET_PURPOSES
 
 # The longest account id an AWS name may carry (12 digits).
@@ -98,9 +99,6 @@ RULES: dict[str, NameRule] = {
         "dot-separated lowercase labels",
     ),
 }
-# S3 refuses these prefixes and suffixes in bucket names.
-BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
-BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
 KARPENTER_EVENT_RULES = (
     "scheduled-change",
     "spot-interruption",
@@ -181,10 +179,6 @@ def derived_names(sources: NameSources) -> Iterator[DerivedName]:
 def name_problems(derived: DerivedName) -> list[str]:
     rule = RULES[derived.kind]
     problems = [problem] if (problem := rule.problem(derived.name)) else []
-    reserved = derived.name.startswith(BUCKET_PREFIXES) or derived.name.endswith(BUCKET_SUFFIXES)
-    if derived.kind == "s3_bucket" and (reserved or ".." in derived.name):
-        problems.append(
-            f"S3 bucket name {derived.name!r} uses a prefix or suffix S3 reserves "
-            f"({', '.join(BUCKET_PREFIXES + BUCKET_SUFFIXES)})"
-        )
+    if derived.kind == "s3_bucket" and not problems and (problem := bucket_name_problem(derived.name)):
+        problems.append(problem)
     return problems

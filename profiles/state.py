@@ -5,13 +5,15 @@ from __future__ import annotations
 from pydantic import Field
 
 from profiles.base import Region, Strict
+from profiles.s3_names import BucketName
 
 
 class StateConfig(Strict):
     """Where each layer keeps its Terraform state (one state per layer)."""
 
-    bucket: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-    """S3 bucket for remote state with native S3 lock files. Unset: a local backend writes state/<layer>.tfstate next
+    bucket: BucketName | None = Field(None)
+    """S3 bucket for remote state with native S3 lock files (a name S3 takes: 3-63 lowercase letters, digits, dots and
+    hyphens, see profiles/s3_names.py). Unset: a local backend writes state/<layer>.tfstate next
     to the project.
     """
     key_prefix: str = Field(

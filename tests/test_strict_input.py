@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel
 
 import main
-from profiles import ProfileError, limits, load_profile, naming
+from profiles import ProfileError, limits, load_profile, naming, validate_profile
 from profiles.models import PlatformConfig
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
@@ -283,3 +283,41 @@ def test_a_kubernetes_quantity_beyond_int64_is_refused(tmp_path, capsys):
     tenants = [{"name": "ml-team", "cpu_quota": "9" * 20}]
     line = refused(tmp_path, capsys, edited(BASE, "workloads.tenants", tenants), "workloads.tenants.0.cpu_quota")
     assert "int64" in line, line
+
+
+# d. S3's bucket naming rules, for the state bucket and every bucket name the platform derives.
+BAD_BUCKETS = [
+    ("ab", "3 to 63"),
+    ("a" * 64, "3 to 63"),
+    ("My-State", "lowercase letters"),
+    ("state_bucket", "lowercase letters"),
+    ("-state", "beginning and ending"),
+    ("state.", "beginning and ending"),
+    ("my..state", "two adjacent periods"),
+    ("192.168.5.4", "IP address"),
+    ("xn--state", "reserves ('xn--')"),
+    ("sthree-state", "reserves ('sthree-')"),
+    ("amzn-s3-demo-state", "reserves ('amzn-s3-demo-')"),
+    ("state-s3alias", "reserves ('-s3alias')"),
+    ("state--ol-s3", "reserves ('--ol-s3')"),
+    ("state.mrap", "reserves ('.mrap')"),
+    ("state--x-s3", "reserves ('--x-s3')"),
+    ("state--table-s3", "reserves ('--table-s3')"),
+]
+
+
+@pytest.mark.parametrize("bucket, words", BAD_BUCKETS, ids=[bucket for bucket, _ in BAD_BUCKETS])
+def test_a_state_bucket_s3_refuses_is_refused(tmp_path, capsys, bucket, words):
+    line = refused(tmp_path, capsys, edited(BASE, "state.bucket", bucket), "state.bucket")
+    assert f"got {bucket!r}" in line and words in line and "bucketnamingrules.html" in line, line
+
+
+def test_a_valid_state_bucket_loads():
+    for bucket in ("abc", "my.state-bucket-1", "a" * 63):
+        assert validate_profile(edited(BASE, "state.bucket", bucket)).state.bucket == bucket
+
+
+def test_a_name_that_derives_a_bucket_s3_refuses_is_refused(tmp_path, capsys):
+    # The platform's buckets are <name>-<purpose>-<account>: a name beginning xn-- derives one S3 refuses.
+    line = refused(tmp_path, capsys, edited(BASE, "name", "xn--lab"), "name")
+    assert "reserves ('xn--')" in line, line
