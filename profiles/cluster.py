@@ -27,6 +27,7 @@ from profiles.base import (
 from profiles.capacity import Capacity, CapacityBlock, OdcrCapacity, OnDemandCapacity, block_sizes
 from profiles.catalog import CATALOG, INSTANCE_TYPES, GpuInstanceType, lookup
 from profiles.limits import EBS_GP3_MAX_GIB, EKS_MAX_UNAVAILABLE_NODES, INT32_MAX, NodeCount
+from profiles.unique import unique
 from profiles.versions import (
     DEFAULT_KUBERNETES_VERSION,
     MANAGED_ADDON_MINIMUMS,
@@ -166,7 +167,7 @@ class VpcConfig(Strict):
 
 
 class SystemNodeGroupConfig(Strict):
-    instance_types: list[str] = Field(["m6i.xlarge"], min_length=1)
+    instance_types: Annotated[list[str], unique()] = Field(["m6i.xlarge"], min_length=1)
     """Instance types for cluster services."""
     min_size: NodeCount = Field(2, ge=1)
     """Fewest system nodes."""
@@ -299,12 +300,12 @@ class GpuNodeGroupConfig(Strict):
 
 
 class PrivateApiAccess(Strict):
-    cidrs: list[Cidr] = Field(default_factory=list)
+    cidrs: Annotated[list[Cidr], unique()] = Field(default_factory=list)
     """Networks routed into the VPC that may reach the private API endpoint on TCP 443: a peered VPC, a Direct
     Connect or site-to-site VPN network. Private address ranges outside this VPC. (A Client VPN endpoint associated
     with this VPC translates its clients to its own addresses here: list its security group instead.)
     """
-    security_groups: list[SecurityGroupId] = Field(default_factory=list)
+    security_groups: Annotated[list[SecurityGroupId], unique()] = Field(default_factory=list)
     """Security groups in this VPC whose members may reach the private API endpoint on TCP 443: a Client VPN
     endpoint's, a bastion's, the instance an SSM port forward runs through, a CI runner's (sg-0123456789abcdef0).
     """
@@ -335,7 +336,7 @@ class ClusterConfig(Strict):
     inside the VPC (VPN, SSM port forwarding or a bastion; see docs/operations.md). The private endpoint is always
     on.
     """
-    endpoint_public_access_cidrs: list[Cidr] = Field(default_factory=list)
+    endpoint_public_access_cidrs: Annotated[list[Cidr], unique()] = Field(default_factory=list)
     """Your own egress CIDRs that may reach the public endpoint (with endpoint_public_access). Together at most
     65536 addresses (a /16): wider is the internet in effect."""
     private_endpoint_access: PrivateApiAccess = Field(default_factory=PrivateApiAccess)
@@ -348,10 +349,10 @@ class ClusterConfig(Strict):
     172.20.0.0/16 for a VPC in 10.0.0.0/8, else 10.100.0.0/16, as EKS itself picks. A /12 to /24 block in
     10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16, apart from the VPC. Changing it replaces the cluster.
     """
-    admin_principal_arns: list[IamPrincipalArn] = Field(default_factory=list)
+    admin_principal_arns: Annotated[list[IamPrincipalArn], unique(ignore_case=True)] = Field(default_factory=list)
     """IAM roles/users granted cluster admin through access entries, besides the principal that first applied the
     cluster layer (it keeps its entry when others apply later). List CI roles and teammates who deploy here."""
-    control_plane_log_types: list[ControlPlaneLogType] = Field(["api", "audit", "authenticator"])
+    control_plane_log_types: Annotated[list[ControlPlaneLogType], unique()] = Field(["api", "audit", "authenticator"])
     """Control-plane logs sent to CloudWatch."""
     addon_versions: dict[ManagedAddonName, AddonVersion] = Field(default_factory=dict)
     """Pin an EKS managed add-on to a version, e.g. {aws-mountpoint-s3-csi-driver: v2.8.0-eksbuild.1}. Unset: EKS's

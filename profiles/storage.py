@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -13,6 +13,7 @@ from profiles.limits import (
     FSX_MAX_THROUGHPUT_MBPS_PER_TIB,
     S3_MAX_LIFECYCLE_DAYS,
 )
+from profiles.unique import unique
 
 # The storage layer's data buckets, by purpose (each tenant has a prefix and a volume in each).
 DataBucketPurpose = Literal["datasets", "checkpoints"]
@@ -54,9 +55,9 @@ class DataRepositoryAssociation(Strict):
     """Which platform bucket this association links to the file system."""
     s3_prefix: str = Field("", pattern=r"^([A-Za-z0-9_-][A-Za-z0-9_.-]*/)*$")
     """Prefix ending in '/', or empty."""
-    import_events: list[FsxEvent] = Field(["NEW", "CHANGED", "DELETED"])
+    import_events: Annotated[list[FsxEvent], unique()] = Field(["NEW", "CHANGED", "DELETED"])
     """S3 changes FSx picks up."""
-    export_events: list[FsxEvent] = Field(["NEW", "CHANGED"])
+    export_events: Annotated[list[FsxEvent], unique()] = Field(["NEW", "CHANGED"])
     """FSx changes written back to S3. DELETED is opt-in: it deletes S3 objects."""
 
 

@@ -10,6 +10,7 @@ from profiles.base import FieldProblem, IamPrincipalArn, K8sName, Strict, check_
 from profiles.capacity import ReservationSelector, check_reserved_pool
 from profiles.catalog import CATALOG, INSTANCE_TYPES
 from profiles.limits import GO_DURATION_MAX_HOURS, GO_DURATION_MAX_MINUTES, Int64Quantity, KubernetesCount
+from profiles.unique import unique
 
 CapacityType = Literal["on-demand", "spot", "reserved"]
 # What a tenant's person may do in the tenant's namespaces: the settings that list them.
@@ -25,9 +26,9 @@ OTHERWISE_USED_NAMESPACES = ("mount-s3", "karpenter")
 
 
 class CpuPoolConfig(Strict):
-    instance_categories: list[Literal["c", "m", "r"]] = Field(["c", "m", "r"], min_length=1)
+    instance_categories: Annotated[list[Literal["c", "m", "r"]], unique()] = Field(["c", "m", "r"], min_length=1)
     """EC2 instance categories Karpenter may pick from (c, m, r)."""
-    capacity_types: list[CapacityType] = Field(["on-demand"], min_length=1)
+    capacity_types: Annotated[list[CapacityType], unique()] = Field(["on-demand"], min_length=1)
     """Capacity types Karpenter may buy for CPU nodes."""
     cpu_limit: KubernetesCount = Field(256, ge=1)
     """Total vCPUs the pool may launch (a scheduling limit, not a cost cap)."""
@@ -52,9 +53,11 @@ class GpuPoolConfig(Strict):
     """Karpenter GPU pool for notebooks and single-node work. Multi-node EFA training stays on the
     managed node groups (their launch templates carry every EFA interface)."""
 
-    instance_types: list[str] = Field(["g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6e.xlarge"], min_length=1)
+    instance_types: Annotated[list[str], unique()] = Field(
+        ["g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6e.xlarge"], min_length=1
+    )
     """Types from the GPU catalog."""
-    capacity_types: list[CapacityType] = Field(["on-demand"], min_length=1)
+    capacity_types: Annotated[list[CapacityType], unique()] = Field(["on-demand"], min_length=1)
     """Capacity types Karpenter may buy for GPU nodes."""
     capacity_reservations: list[ReservationSelector] = Field(default_factory=list, max_length=30)
     """With capacity type reserved: the capacity reservations (ODCRs or Capacity Blocks) Karpenter may launch the

@@ -321,3 +321,24 @@ def test_a_name_that_derives_a_bucket_s3_refuses_is_refused(tmp_path, capsys):
     # The platform's buckets are <name>-<purpose>-<account>: a name beginning xn-- derives one S3 refuses.
     line = refused(tmp_path, capsys, edited(BASE, "name", "xn--lab"), "name")
     assert "reserves ('xn--')" in line, line
+
+
+# e. Repeats refused where AWS takes each item once (profiles/unique.py says where).
+ADMIN = "arn:aws:iam::123456789012:role/Admins"
+REPEATS = [
+    ("cluster.admin_principal_arns", [ADMIN, ADMIN.replace("Admins", "admins")], "names ignore case"),
+    ("cluster.admin_principal_arns", [ADMIN, ADMIN], "repeats item 0"),
+    ("cluster.control_plane_log_types", ["api", "audit", "api"], "repeats item 0"),
+    ("cluster.private_endpoint_access.cidrs", ["10.50.0.0/16", "10.50.0.0/16"], "repeats item 0"),
+    ("cluster.private_endpoint_access.security_groups", ["sg-0123456789abcdef0"] * 2, "repeats item 0"),
+    ("cluster.system_node_group.instance_types", ["m6i.xlarge", "m6i.xlarge"], "repeats item 0"),
+    ("workloads.gpu_pool.instance_types", ["g6.xlarge", "g6.xlarge"], "repeats item 0"),
+    ("workloads.cpu_pool.capacity_types", ["on-demand", "on-demand"], "repeats item 0"),
+    ("storage.fsx.data_repository_associations.0.import_events", ["NEW", "NEW"], "repeats item 0"),
+]
+
+
+@pytest.mark.parametrize("field, items, words", REPEATS, ids=[f"{f}-{w}" for f, _, w in REPEATS])
+def test_repeats_aws_refuses_are_refused(tmp_path, capsys, field, items, words):
+    line = refused(tmp_path, capsys, edited(BASE, field, items), f"{field}.{len(items) - 1}")
+    assert f"got {items[-1]!r}" in line and words in line and "allowed: each value once" in line, line

@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from addons.definition import AddonDefinition, ReleaseConfig
 from profiles.base import FieldProblem, HttpsUrl, K8sName, Strict, check_cidr
 from profiles.limits import EBS_GP3_MAX_GIB, INT32_MAX
+from profiles.unique import unique
 from profiles.versions import ChartRef
 
 
@@ -47,7 +48,7 @@ class JupyterHubExposure(Strict):
     """
     acm_certificate_arn: AcmCertificateArn | None = Field(None)
     """ACM certificate for the hub's host name (public_nlb_tls; optional for internal_nlb)."""
-    source_cidrs: list[str] = Field(default_factory=list)
+    source_cidrs: Annotated[list[str], unique()] = Field(default_factory=list)
     """public_nlb_tls: the client CIDRs the load balancer admits."""
 
     @model_validator(mode="after")
