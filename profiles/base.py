@@ -12,6 +12,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import InitErrorDetails
 
 from profiles.limits import Int64Quantity
+from profiles.reserved_keys import ReservedTagKeys
 
 
 def did_you_mean(value: object, choices: Sequence[str]) -> str:
@@ -111,16 +112,9 @@ IamPrincipalArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:
 SecurityGroupId = Annotated[str, Field(pattern=r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")]
 
 
-# AWS tags: keys 1-128 characters, values up to 256, the aws: prefix reserved for AWS.
-def _not_aws_prefixed(key: str) -> str:
-    if key.lower().startswith("aws:"):
-        raise ValueError(f"tag key {key!r}: the aws: prefix is reserved for AWS")
-    return key
-
-
-TagKey = Annotated[
-    str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9 _.:/=+@-]+$"), AfterValidator(_not_aws_prefixed)
-]
+# AWS tags: keys 1-128 characters, values up to 256; reserved keys and prefixes (aws:, the platform's
+# own) are refused (profiles/reserved_keys.py).
+TagKey = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9 _.:/=+@-]+$"), ReservedTagKeys]
 TagValue = Annotated[str, Field(max_length=256, pattern=r"^[A-Za-z0-9 _.:/=+@-]*$")]
 # A Kubernetes quantity: a number with an optional decimal or binary suffix (64, 500m, 256Gi).
 Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"), Int64Quantity]

@@ -27,6 +27,7 @@ from profiles.base import (
 from profiles.capacity import Capacity, CapacityBlock, OdcrCapacity, OnDemandCapacity, block_sizes
 from profiles.catalog import CATALOG, INSTANCE_TYPES, GpuInstanceType, lookup
 from profiles.limits import EBS_GP3_MAX_GIB, EKS_MAX_UNAVAILABLE_NODES, INT32_MAX, NodeCount
+from profiles.reserved_keys import NodeLabels
 from profiles.unique import unique
 from profiles.versions import (
     DEFAULT_KUBERNETES_VERSION,
@@ -50,10 +51,6 @@ PRIVATE_RANGES = tuple(
 # KubernetesNetworkConfigRequest.serviceIpv4Cidr; the node side reads it the same way, as
 # amazon-eks-ami's bootstrap.sh TEN_RANGE check shows).
 SERVICE_CIDR_RANGES = tuple(ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
-# Node labels the platform sets itself (components/labels.py): a profile's extra labels may not
-# replace them, or the pods that select GPU nodes by them would find none.
-PLATFORM_LABEL_KEYS = ("role",)
-PLATFORM_LABEL_PREFIX = "platform/"
 ControlPlaneLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 AddonVersion = Annotated[str, Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")]
 AmiReleaseVersion = Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]{8}$")]
@@ -220,19 +217,9 @@ class GpuNodeGroupConfig(Strict):
     """
     existing_placement_group: str | None = Field(None)
     """Placement group that came with the reservation."""
-    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
-    """Extra Kubernetes node labels (not `role` or `platform/...`: the platform's own, which schedulers select on)."""
-
-    @field_validator("labels")
-    @classmethod
-    def _not_the_platforms_labels(cls, labels: dict[str, str]) -> dict[str, str]:
-        for key in labels:
-            if key in PLATFORM_LABEL_KEYS or key.startswith(PLATFORM_LABEL_PREFIX):
-                raise ValueError(
-                    f"{key!r} is a label the platform sets on every GPU node (notebooks, queues and checks select "
-                    "on it); choose another key"
-                )
-        return labels
+    labels: Annotated[dict[LabelKey, LabelValue], NodeLabels] = Field(default_factory=dict)
+    """Extra Kubernetes node labels: not `role` or `platform/...` (the platform's own, which schedulers select on),
+    nor in kubernetes.io/ or k8s.io/ and their subdomains (Kubernetes' own; profiles/reserved_keys.py)."""
 
     max_unavailable: int = Field(1, ge=1, le=EKS_MAX_UNAVAILABLE_NODES)
     """Nodes replaced at once during an update."""

@@ -20,6 +20,7 @@ from constructs import Construct
 
 from components.expressions import matches
 from profiles import PlatformConfig
+from profiles.reserved_keys import platform_tags
 from stacks import API_TUNNEL_PATTERN, API_TUNNEL_VARIABLE
 from stacks.contracts import ClusterOutputs, terraform_outputs
 
@@ -59,7 +60,7 @@ class LayerStack(TerraformStack):
             TerraformOutput(self, name, value=value, sensitive=how.sensitive or None, description=how.description)
 
     def use_aws_provider(self) -> AwsProvider:
-        tags = {"platform": self.config.name, "layer": self.layer, **self.config.tags}
+        tags = {**platform_tags(self.config.name, self.layer), **self.config.tags}
         account = self.config.account_id
         return AwsProvider(
             self,

@@ -1296,7 +1296,7 @@ def test_the_public_endpoint_limit_is_the_one_documented():
 
 def test_the_labels_profiles_may_not_set_are_the_ones_the_platform_sets():
     from components import labels
-    from profiles.cluster import PLATFORM_LABEL_KEYS, PLATFORM_LABEL_PREFIX
+    from profiles.reserved_keys import PLATFORM_LABEL_KEYS, PLATFORM_LABEL_PREFIX
 
     for key in (
         labels.ROLE_LABEL,

@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel
 
 import main
-from profiles import ProfileError, limits, load_profile, naming, validate_profile
+from profiles import ProfileError, limits, load_profile, naming, reserved_keys, validate_profile
 from profiles.models import PlatformConfig
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
@@ -342,3 +342,51 @@ REPEATS = [
 def test_repeats_aws_refuses_are_refused(tmp_path, capsys, field, items, words):
     line = refused(tmp_path, capsys, edited(BASE, field, items), f"{field}.{len(items) - 1}")
     assert f"got {items[-1]!r}" in line and words in line and "allowed: each value once" in line, line
+
+
+# f. Kubernetes' reserved label prefixes, AWS's reserved tag prefix and the platform's own keys.
+RESERVED_LABELS = [
+    ("kubernetes.io/arch", "kubernetes.io/"),
+    ("node.kubernetes.io/instance-type", "node.kubernetes.io/"),
+    ("node-role.kubernetes.io/gpu", "node-role.kubernetes.io/"),
+    ("k8s.io/team", "k8s.io/"),
+    ("resource.k8s.io/gpu", "resource.k8s.io/"),
+    ("role", "the platform sets"),
+    ("platform/gpu", "the platform sets"),
+]
+
+
+@pytest.mark.parametrize("key, words", RESERVED_LABELS, ids=[key for key, _ in RESERVED_LABELS])
+def test_reserved_node_labels_are_refused(tmp_path, capsys, key, words):
+    doc = edited(BASE, f"{GROUP}.labels", {key: "x"})
+    line = refused(tmp_path, capsys, doc, f"{GROUP}.labels")
+    assert key in line and words in line, line
+
+
+def test_labels_of_ones_own_prefix_load():
+    labels = {"example.com/team": "ml", "team": "ml", "kubernetes.io.example.com/x": "y"}
+    assert validate_profile(edited(BASE, f"{GROUP}.labels", labels)).cluster.gpu_node_groups[0].labels == labels
+
+
+RESERVED_TAGS = [
+    ("platform", "one the platform sets"),
+    ("layer", "one the platform sets"),
+    ("Name", "one the platform sets"),
+    ("karpenter.sh/discovery", "one the platform sets"),
+    ("aws:createdBy", "the aws: prefix is reserved"),
+    ("AWS:team", "the aws: prefix is reserved"),
+    ("kubernetes.io/cluster/x", "the kubernetes.io/ prefix is reserved"),
+    ("eks:cluster-name", "the eks: prefix is reserved"),
+]
+
+
+@pytest.mark.parametrize("key, words", RESERVED_TAGS, ids=[key for key, _ in RESERVED_TAGS])
+def test_reserved_and_platform_tag_keys_are_refused(tmp_path, capsys, key, words):
+    line = refused(tmp_path, capsys, edited(BASE, "tags", {key: "x"}), f"tags.{key}")
+    assert f"got {key!r}" in line and words in line, line
+
+
+def test_the_refused_tag_keys_are_the_ones_the_platform_sets():
+    source = (PROFILES.parent / "stacks" / "layer.py").read_text()
+    assert "tags = {**platform_tags(self.config.name, self.layer), **self.config.tags}" in source
+    assert set(reserved_keys.platform_tags("x", "y")) <= set(reserved_keys.PLATFORM_TAG_KEYS)
