@@ -83,6 +83,7 @@ class OdcrCapacity(Strict):
                 "reservation_id",
                 self.reservation_id,
                 "an ODCR targets exactly one of reservation_id or resource_group_arn",
+                allowed="reservation_id: cr- and 17 hex digits, or resource_group_arn: a resource group's ARN",
             )
         if self.reservation_id is not None:
             check_reservation_id(self.reservation_id)
@@ -236,4 +237,15 @@ def check_reserved_pool(capacity_types: list[str], reservations: list[Reservatio
             capacity_types,
             "capacity_reservations are used only with capacity type reserved",
             allowed="add reserved (alone: wait for the reservation; with on-demand or spot: fall back to them)",
+        )
+
+
+def check_reservation_placement(capacity: object, placement_group: str | None) -> None:
+    """The reservation's own placement group is used only with a reservation to launch into."""
+    if placement_group == "reservation" and isinstance(capacity, OnDemandCapacity):
+        raise FieldProblem(
+            "placement_group",
+            "reservation",
+            "On-Demand capacity has no reservation whose placement group the group could use",
+            allowed="cluster or none, or capacity of type odcr or capacity_block with its reservation",
         )

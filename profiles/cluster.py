@@ -24,7 +24,14 @@ from profiles.base import (
     check_unique,
     did_you_mean,
 )
-from profiles.capacity import Capacity, CapacityBlock, OdcrCapacity, OnDemandCapacity, block_sizes
+from profiles.capacity import (
+    Capacity,
+    CapacityBlock,
+    OdcrCapacity,
+    OnDemandCapacity,
+    block_sizes,
+    check_reservation_placement,
+)
 from profiles.catalog import CATALOG, INSTANCE_TYPES, GpuInstanceType, lookup
 from profiles.limits import EBS_GP3_MAX_GIB, EKS_MAX_UNAVAILABLE_NODES, INT32_MAX, NodeCount
 from profiles.reserved_keys import NodeLabels
@@ -269,6 +276,7 @@ class GpuNodeGroupConfig(Strict):
                 self.existing_placement_group,
                 "existing_placement_group is set exactly when placement_group is 'reservation'",
             )
+        check_reservation_placement(self.capacity, self.placement_group)
         return self
 
     @property

@@ -390,3 +390,36 @@ def test_the_refused_tag_keys_are_the_ones_the_platform_sets():
     source = (PROFILES.parent / "stacks" / "layer.py").read_text()
     assert "tags = {**platform_tags(self.config.name, self.layer), **self.config.tags}" in source
     assert set(reserved_keys.platform_tags("x", "y")) <= set(reserved_keys.PLATFORM_TAG_KEYS)
+
+
+# g. Reserved capacity only with a reservation to select.
+ZONE = BASE["cluster"]["vpc"]["availability_zones"][0]
+WINDOW = {"starts_at": "2030-03-01T11:30:00Z", "ends_at": "2030-03-08T11:30:00Z"}
+NO_RESERVATION = [
+    (f"{GROUP}.capacity", {"type": "odcr", "availability_zone": ZONE}, f"{GROUP}.capacity.reservation_id"),
+    (
+        f"{GROUP}.capacity",
+        {"type": "capacity_block", "availability_zone": ZONE, "instance_count": 2, **WINDOW},
+        f"{GROUP}.capacity.reservation_id",
+    ),
+    ("workloads.gpu_pool.capacity_types", ["reserved"], "workloads.gpu_pool.capacity_reservations"),
+    ("workloads.cpu_pool.capacity_types", ["reserved", "on-demand"], "workloads.cpu_pool.capacity_reservations"),
+    (
+        "workloads.gpu_pool.capacity_reservations",
+        [{"id": "cr-0123456789abcdef0"}],
+        "workloads.gpu_pool.capacity_types",
+    ),
+]
+
+
+@pytest.mark.parametrize("field, value, where", NO_RESERVATION, ids=[w for _, _, w in NO_RESERVATION])
+def test_reserved_capacity_needs_a_reservation(tmp_path, capsys, field, value, where):
+    line = refused(tmp_path, capsys, edited(BASE, field, value), where)
+    assert "got " in line and "allowed: " in line, line
+
+
+def test_the_reservations_placement_group_needs_a_reservation(tmp_path, capsys):
+    doc = edited(BASE, f"{GROUP}.placement_group", "reservation")
+    doc = edited(doc, f"{GROUP}.existing_placement_group", "training-pg")
+    line = refused(tmp_path, capsys, doc, f"{GROUP}.placement_group")
+    assert "got 'reservation'" in line and "no reservation" in line and "odcr or capacity_block" in line, line
