@@ -42,7 +42,7 @@ _DOCKERFILE_CUDA = re.compile(r"^ARG CUDA_IMAGE=(\S+)$", re.MULTILINE | re.ASCII
 
 def cuda_of(image: str) -> tuple[int, int] | None:
     """The CUDA version an image's reference names (None: it names none)."""
-    tag = image.rsplit("/", 1)[-1]
+    tag = image.split("@", 1)[0].rsplit("/", 1)[-1]  # the last component and its tag, not the digest
     if short := _CU_IN_TAG.search(tag):
         return int(short.group(1)), int(short.group(2))
     found = _CUDA_IN_TAG.search(tag)

@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 import main
-from profiles import ProfileError, limits, load_profile, naming, reserved_keys, validate_profile
+from addons import trainer
+from profiles import ProfileError, cuda, image_ref, limits, load_profile, naming, reserved_keys, validate_profile
 from profiles.models import PlatformConfig
+from profiles.versions import CUDA_IMAGE
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 BASE = yaml.safe_load((PROFILES / "gpu-validation.yaml").read_text())
@@ -423,3 +425,74 @@ def test_the_reservations_placement_group_needs_a_reservation(tmp_path, capsys):
     doc = edited(doc, f"{GROUP}.existing_placement_group", "training-pg")
     line = refused(tmp_path, capsys, doc, f"{GROUP}.placement_group")
     assert "got 'reservation'" in line and "no reservation" in line and "odcr or capacity_block" in line, line
+
+
+# h. One image-reference grammar (profiles/image_ref.py) for every image field, at load.
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+IMAGE_FORMS = [
+    ("registry.example.com:5000/team/img:tag", "registry.example.com:5000/team/img", "tag", None),
+    ("localhost:5000/img:1.0", "localhost:5000/img", "1.0", None),
+    ("quay.io/jupyter/scipy-notebook:2025-12-01", "quay.io/jupyter/scipy-notebook", "2025-12-01", None),
+    ("team/img:v1_2.3-rc", "team/img", "v1_2.3-rc", None),
+    (f"img@{DIGEST}", "img", None, DIGEST),
+    (f"registry.example.com:5000/img@{DIGEST}", "registry.example.com:5000/img", None, DIGEST),
+    (f"nvcr.io/nvidia/pytorch:24.12-py3@{DIGEST}", "nvcr.io/nvidia/pytorch", "24.12-py3", DIGEST),
+]
+
+
+@pytest.mark.parametrize("reference, name, tag, digest", IMAGE_FORMS, ids=[form[0][:40] for form in IMAGE_FORMS])
+def test_every_image_form_loads_and_splits_at_the_right_colon(reference, name, tag, digest):
+    config = validate_profile(edited(BASE, "addons.jupyterhub.cpu_image", reference))
+    assert config.addons.jupyterhub.cpu_image == reference
+    assert image_ref.parse_image_reference(reference) == image_ref.ImageReference(name, tag, digest)
+
+
+BAD_IMAGES = [
+    ("pytorch/pytorch", "names no tag or digest"),
+    ("registry.example.com:5000/team/img", "names no tag or digest"),
+    ("Team/img:1.0", "not an image reference"),
+    ("quay.io/Jupyter/scipy-notebook:1.0", "not an image reference"),
+    ("img@sha256:abc123", "not an image reference"),
+    (f"img@{DIGEST.upper()}", "not an image reference"),
+    ("img:-bad", "not an image reference"),
+    ("img::1", "not an image reference"),
+]
+IMAGE_FIELDS = ["addons.trainer.torch_image", "addons.jupyterhub.gpu_image", "addons.jupyterhub.cpu_image"]
+
+
+@pytest.mark.parametrize("field", IMAGE_FIELDS)
+@pytest.mark.parametrize("reference, words", BAD_IMAGES, ids=[bad for bad, _ in BAD_IMAGES])
+def test_a_bad_or_unpinned_image_is_refused_at_load(tmp_path, capsys, field, reference, words):
+    line = refused(tmp_path, capsys, edited(BASE, field, reference), field)
+    assert f"got {reference!r}"[:60] in line and words in line and "registry[:port]/repository:tag" in line, line
+
+
+def test_the_cuda_version_is_read_from_the_tag_not_the_digest():
+    assert cuda.cuda_of(f"registry.example.com:5000/img:cuda12.8@{DIGEST}") == (12, 8)
+    assert cuda.cuda_of(f"img@{DIGEST}") is None
+
+
+def test_every_image_field_uses_the_grammar():
+    """Every profile field that names an image refuses an unpinned reference (checked through the
+    field's own validator, so an Optional or a new field is held to it too)."""
+    fields = {
+        (model, name)
+        for model in models_of(PlatformConfig)
+        for name in model.model_fields
+        if name.endswith("_image") and name != "project_image"
+    }
+    assert {f"{model.__name__}.{name}" for model, name in fields} == {
+        "JupyterHubConfig.cpu_image",
+        "JupyterHubConfig.gpu_image",
+        "TrainerConfig.torch_image",
+    }
+    for model, name in fields:
+        adapter = TypeAdapter(model.model_fields[name].rebuild_annotation())
+        with pytest.raises(ValidationError, match="names no tag or digest"):
+            adapter.validate_python("pytorch/pytorch")
+        assert adapter.validate_python(f"pytorch/pytorch@{DIGEST}") == f"pytorch/pytorch@{DIGEST}"
+
+
+def test_the_platforms_own_image_pins_follow_the_grammar():
+    for reference in (CUDA_IMAGE, trainer.PUBLIC_TORCH_IMAGE):
+        assert image_ref.parse_image_reference(reference).tag, reference

@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from addons.definition import AddonDefinition, ReleaseConfig
 from profiles.base import FieldProblem, HttpsUrl, K8sName, Strict, check_cidr
+from profiles.image_ref import ImageRef
 from profiles.limits import EBS_GP3_MAX_GIB, INT32_MAX
 from profiles.unique import unique
 from profiles.versions import ChartRef
@@ -90,9 +91,9 @@ class JupyterHubConfig(ReleaseConfig):
     """The OpenID Connect identity provider users sign in with; required when enabled."""
     allowed_users: list[str] = Field(default_factory=list)
     """Values of the username claim allowed to log in."""
-    cpu_image: str = Field("quay.io/jupyter/scipy-notebook:2025-12-01")
+    cpu_image: ImageRef = Field("quay.io/jupyter/scipy-notebook:2025-12-01")
     """Pinned CPU notebook image."""
-    gpu_image: str = Field("quay.io/jupyter/pytorch-notebook:cuda12-2025-12-01")
+    gpu_image: ImageRef = Field("quay.io/jupyter/pytorch-notebook:cuda12-2025-12-01")
     """Pinned CUDA notebook image."""
     start_timeout_seconds: int = Field(1200, ge=300, le=INT32_MAX)
     """GPU images are large: starts of many minutes are normal."""

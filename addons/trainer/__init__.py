@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from addons.definition import AddonDefinition, PlatformConfig, ReleaseConfig
+from profiles.image_ref import ImageRef
 from profiles.versions import ChartRef
 
 # The runtimes' image on node groups without EFA (no EFA, no network plugin to carry). CUDA 12.8,
@@ -21,7 +22,7 @@ class TrainerConfig(ReleaseConfig):
 
     enabled: bool = False
     """Install Kubeflow Trainer and its JobSet controller (off by default)."""
-    torch_image: str | None = None
+    torch_image: ImageRef | None = None
     """The runtimes' default image (a TrainJob may name its own). Unset: on EFA node groups the image
     the build layer builds from images/pytorch-efa (PyTorch 2.7.1 with the EFA installer's libfabric
     and aws-ofi-nccl; list it under build.reference_implementations with project_image: pytorch-efa),
