@@ -88,8 +88,9 @@ def test_the_platforms_own_pods_state_requests_within_the_quota(synthesized, pro
 
 
 def test_a_gpu_fleet_larger_than_the_threshold_is_warned_about_with_its_sizes():
-    """1000 GPU nodes (a typo for 10) pass validation, as a real large fleet must, but every
-    synthesis, plan and cost prints a warning naming the groups and the setting that silences it."""
+    """400 GPU nodes (a typo for 40, under EKS's 450 per managed group) pass validation, as a real
+    large fleet must, but every synthesis, plan and cost prints a warning naming the groups and the
+    setting that silences it."""
     from pathlib import Path
 
     from profiles import validate_profile
@@ -98,11 +99,11 @@ def test_a_gpu_fleet_larger_than_the_threshold_is_warned_about_with_its_sizes():
 
     doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "p5-training.yaml").read_text())
     assert node_count_warnings(validate_profile(doc)) == []
-    typo = validate_profile(changed(doc, cluster__gpu_node_groups__0__max_size=1000))
+    typo = validate_profile(changed(doc, cluster__gpu_node_groups__0__max_size=400))
     (warning,) = node_count_warnings(typo)
-    assert "1000 nodes (8000 GPUs)" in warning and "p5-efa 1000 x p5.48xlarge" in warning
+    assert "400 nodes (3200 GPUs)" in warning and "p5-efa 400 x p5.48xlarge" in warning
     assert "cluster.gpu_node_warning_threshold (16)" in warning
     meant = validate_profile(
-        changed(doc, cluster__gpu_node_groups__0__max_size=1000, cluster__gpu_node_warning_threshold=1000)
+        changed(doc, cluster__gpu_node_groups__0__max_size=400, cluster__gpu_node_warning_threshold=400)
     )
     assert node_count_warnings(meant) == []
