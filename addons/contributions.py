@@ -15,6 +15,7 @@ from components.acceptance import AcceptanceCheck, MultiNodeSite
 from components.k8s.clients import ClientAccess
 from components.k8s.pod_sources import KUBERNETES_SOURCES, PodSource
 from components.k8s.tenant import TenantAdditions
+from profiles.gpus import gpu_capacity
 from profiles.models import PlatformConfig
 from profiles.workloads import TenantConfig
 
@@ -75,13 +76,24 @@ def workload_capacity(config: PlatformConfig) -> Capacity:
     )
 
 
-def tenant_gpu_ceiling(config: PlatformConfig, tenant: TenantConfig, node_group: str) -> int | None:
-    """The most GPUs of the node group the enabled add-ons let the tenant's jobs hold at once
-    (the lowest of their ceilings; None: none limits them)."""
+def tenant_gpu_ceiling(config: PlatformConfig, tenant: TenantConfig, node_group: str | None) -> int | None:
+    """The most GPUs of the node group (None: of all the profile's GPUs) the enabled add-ons let the
+    tenant's jobs hold at once (the lowest of their ceilings; None: none limits them)."""
     ceilings = [
         c for part in enabled_parts(config) if (c := part.tenant_gpu_ceiling(config, tenant, node_group)) is not None
     ]
     return min(ceilings, default=None)
+
+
+def tenant_gpu_quota(config: PlatformConfig, tenant: TenantConfig) -> int:
+    """The tenant's GPU quota (its ResourceQuota on GPU requests): its own setting, else everything
+    the profile can run, never above what an add-on lets its jobs hold (with Kueue, its queue's
+    nominal shares plus what it may borrow: Kueue-admitted pods always fit, and a GPU pod that
+    escapes the queue, one created before Kueue knew the namespace's LocalQueue, cannot take more
+    than the queue would have let it hold)."""
+    quota = tenant.gpu_quota if tenant.gpu_quota is not None else gpu_capacity(config)
+    ceiling = tenant_gpu_ceiling(config, tenant, None)
+    return quota if ceiling is None else min(quota, ceiling)
 
 
 def addon_checks(config: PlatformConfig, site: MultiNodeSite | None) -> tuple[AcceptanceCheck, ...]:

@@ -10,13 +10,13 @@ minimum-version checks, the namespaces tenants may not take) is derived from tha
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Generic, Protocol, TypeVar, cast
 
 from pydantic import Field
 
-from profiles.base import Strict
+from profiles.base import FieldProblem, Strict
 from profiles.cluster import ClusterConfig
 from profiles.storage import StorageConfig
 from profiles.versions import ChartRef, ReleaseArtifact
@@ -83,6 +83,26 @@ class Minimum:
     """What breaks below it, in the words the validation error shows."""
     applies: Callable[[PlatformConfig], bool] = always
     """Whether the profile uses what the minimum is about (e.g. Capacity Blocks)."""
+
+
+ProfileCheck = Callable[[PlatformConfig], Iterable[FieldProblem]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileRules:
+    """What an add-on adds to the validation of a whole profile, in `addons/<key>/profile_rules.py`
+    (`RULES`; read by addons/profile_rules.py). Apart from the definition because its checks read the
+    profile's GPU facts (profiles/gpus.py), which read definitions themselves."""
+
+    checks: tuple[ProfileCheck, ...] = ()
+    """Checks of what the add-on needs from other layers' settings, run while it is enabled; their
+    problems are reported together with every other check's."""
+    gpu_images: Callable[[PlatformConfig], Mapping[tuple[str | int, ...], str]] | None = None
+    """The images its GPU pods run, by the profile field that chooses each (the CUDA driver check
+    reads them)."""
+    aws_names: Callable[[str], Iterable[tuple[str, str]]] | None = None
+    """(naming rule, name) of each AWS resource it creates, from the platform's name: checked against
+    AWS's naming rules (profiles/naming.py RULES) while it is enabled."""
 
 
 @dataclass(frozen=True, kw_only=True)

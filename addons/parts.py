@@ -200,9 +200,9 @@ class AddonParts:
         """What of the add-on's objects in the workloads layer the clean-up and pause stop."""
         return Capacity()
 
-    def tenant_gpu_ceiling(self, config: PlatformConfig, tenant: TenantConfig, node_group: str) -> int | None:
-        """The most GPUs of the node group the add-on lets the tenant's jobs hold at once (None:
-        the add-on does not limit them)."""
+    def tenant_gpu_ceiling(self, config: PlatformConfig, tenant: TenantConfig, node_group: str | None) -> int | None:
+        """The most GPUs of the node group (None: of every group and pool) the add-on lets the
+        tenant's jobs hold at once (None: the add-on does not limit them)."""
         return None
 
     def checks(self, config: PlatformConfig, site: MultiNodeSite | None) -> tuple[AcceptanceCheck, ...]:

@@ -15,9 +15,9 @@ from typing import Any, Protocol
 
 from components.labels import GPU_TRAINING_ROLE, NODE_POOL_LABEL, ROLE_LABEL
 from profiles.catalog import GpuInstanceType
-from profiles.cluster import GpuNodeGroupConfig
 from profiles.gpus import dra_mode
 from profiles.models import VALIDATION_NAMESPACE, PlatformConfig
+from profiles.node_groups import GpuNodeGroupConfig
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from cdktf_cdktf_provider_aws.eks_node_group import EksNodeGroup
 from constructs import Construct
 
 from components.plan_deadline import PlanDeadline
-from profiles.capacity import STAMP
-from profiles.cluster import CapacityBlock, GpuNodeGroupConfig
+from profiles.capacity import STAMP, CapacityBlock
+from profiles.node_groups import GpuNodeGroupConfig
 
 
 def block_schedules(

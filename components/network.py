@@ -19,7 +19,7 @@ from cdktf_cdktf_provider_aws.vpc_endpoint import VpcEndpoint
 from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
-from profiles.cluster import is_zone_id
+from profiles.vpc import is_zone_id
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -48,8 +48,10 @@ from components.labels import (
     SYSTEM_NODES,
 )
 from components.user_data import gpu_node_user_data
-from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, SystemNodeGroupConfig, is_zone_id
+from profiles.capacity import CapacityBlock, OdcrCapacity
+from profiles.node_groups import GpuNodeGroupConfig, SystemNodeGroupConfig
 from profiles.versions import GPU_AMI_TYPE, SYSTEM_AMI_TYPE
+from profiles.vpc import is_zone_id
 
 
 @dataclass(frozen=True)

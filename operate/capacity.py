@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from profiles.capacity import STAMP
-from profiles.cluster import CapacityBlock, GpuNodeGroupConfig, OdcrCapacity, is_zone_id
+from profiles.capacity import STAMP, CapacityBlock, OdcrCapacity
 from profiles.models import PlatformConfig
+from profiles.node_groups import GpuNodeGroupConfig
 from profiles.quotas import launch_needs, quota_needs
+from profiles.vpc import is_zone_id
 
 Aws = Callable[[list[str]], subprocess.CompletedProcess[str]]
 # The states in which a reservation holds, or will hold, capacity (EC2 User Guide: Capacity

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from addons.contributions import enabled_parts
-from profiles.cluster import CapacityBlock, OdcrCapacity
+from profiles.capacity import CapacityBlock, OdcrCapacity
 
 if TYPE_CHECKING:
     from profiles.models import PlatformConfig

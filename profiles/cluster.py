@@ -1,40 +1,24 @@
-"""Cluster-layer settings: VPC, EKS control plane, system and GPU node groups with their capacity."""
+"""Cluster-layer settings: the EKS control plane and its access; the VPC (profiles/vpc.py) and the node
+groups (profiles/node_groups.py) it composes."""
 
 from __future__ import annotations
 
 import ipaddress
-import re
-from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from profiles.aws_facts import instance_types
 from profiles.base import (
     Cidr,
     FieldProblem,
     IamPrincipalArn,
-    LabelKey,
-    LabelValue,
-    Name,
     SecurityGroupId,
     Strict,
     check_cidr,
-    check_sizes,
     check_unique,
-    did_you_mean,
 )
-from profiles.capacity import (
-    Capacity,
-    CapacityBlock,
-    OdcrCapacity,
-    OnDemandCapacity,
-    block_sizes,
-    check_reservation_placement,
-)
-from profiles.catalog import CATALOG, INSTANCE_TYPES, GpuInstanceType, lookup
-from profiles.limits import EBS_GP3_MAX_GIB, EKS_MAX_UNAVAILABLE_NODES, INT32_MAX, NodeCount
-from profiles.reserved_keys import NodeLabels
+from profiles.limits import INT32_MAX
+from profiles.node_groups import GpuNodeGroupConfig, SystemNodeGroupConfig
 from profiles.unique import unique
 from profiles.versions import (
     DEFAULT_KUBERNETES_VERSION,
@@ -43,16 +27,11 @@ from profiles.versions import (
     ManagedAddonName,
     version_tuple,
 )
-
-# Capacity models live in profiles/capacity.py; importable from here as before.
-__all__ = ["CapacityBlock", "OdcrCapacity", "OnDemandCapacity"]
+from profiles.vpc import PRIVATE_RANGES, VpcConfig, other_form_hint
 
 # A public API endpoint may be open to at most this many addresses (a /16): a company's egress or
 # VPN ranges fit; more is the internet in effect (0.0.0.0/1 plus 128.0.0.0/1 is all of it).
 MAX_PUBLIC_API_ADDRESSES = 65536  # a /16; endpoint_public_access_cidrs' docstring names it
-PRIVATE_RANGES = tuple(
-    ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
-)
 # EKS requires the Service CIDR inside these (and not overlapping the VPC). When none is set it
 # picks 172.20.0.0/16 for a VPC in 10.0.0.0/8 and 10.100.0.0/16 for any other (EKS API reference,
 # KubernetesNetworkConfigRequest.serviceIpv4Cidr; the node side reads it the same way, as
@@ -61,237 +40,6 @@ SERVICE_CIDR_RANGES = tuple(ipaddress.IPv4Network(block) for block in ("10.0.0.0
 ControlPlaneLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 AddonVersion = Annotated[str, Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")]
 AmiReleaseVersion = Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]{8}$")]
-InterfaceEndpoint = Literal["ecr.api", "ecr.dkr", "sts", "ec2", "eks-auth", "ssm"]
-
-
-# A zone's ID (use1-az4, usw2-az1, apne1-az4; a Local Zone's use1-bos1-az1): the same physical
-# zone in every account, where a zone's name (us-east-1a) is mapped to a different one in each.
-ZONE_ID = re.compile(r"^[a-z]{2,}[0-9]+(-[a-z]+[0-9]+)?-az[0-9]+$")
-
-
-def is_zone_id(zone: str) -> bool:
-    """Whether a profile's zone is a zone ID (use1-az4) rather than a zone name (us-east-1a)."""
-    return ZONE_ID.fullmatch(zone) is not None
-
-
-def zone_form(zones: list[str]) -> str:
-    """How these zones are named, for a message: 'zone IDs' or 'zone names'."""
-    return "zone IDs" if zones and is_zone_id(zones[0]) else "zone names"
-
-
-def _other_form(zone: str, zones: list[str]) -> str:
-    """A hint when `zone` is named the other way than `zones`."""
-    if zones and is_zone_id(zone) != is_zone_id(zones[0]):
-        return f"; cluster.vpc.availability_zones uses {zone_form(zones)}: name it the same way"
-    return ""
-
-
-class VpcConfig(Strict):
-    cidr: Cidr = Field("10.0.0.0/16")
-    """VPC CIDR; subnets are carved from it per AZ."""
-    availability_zones: list[str] = Field(..., min_length=2, max_length=4)
-    """The AZs the VPC spans (at least two, as EKS requires), all named one way: zone names (us-west-2a) or zone IDs
-    (usw2-az1). Prefer zone IDs: an ID is the same physical zone in every account, while names are mapped to
-    different zones in each account, so a profile shared between accounts, or one whose GPU group uses a reservation
-    (EC2 reports its zone ID too), means the same zone everywhere. Named explicitly so synthesis is deterministic and
-    GPU capacity can be pinned to a known AZ.
-    """
-    gpu_availability_zone: str | None = Field(None)
-    """AZ of the GPU subnet (EFA does not cross AZs), one of availability_zones, named the same way. Default: the
-    first AZ."""
-    nat_gateways: Literal["single", "per_az"] = Field("single")
-    """One shared NAT gateway (cheap) or one per AZ (survives an AZ outage)."""
-    allow_public_cidr: bool = Field(False)
-    """Allow a VPC CIDR outside the private ranges (RFC 1918 and 100.64.0.0/10). Default: refused."""
-    interface_endpoints: list[InterfaceEndpoint] = Field(default_factory=list)
-    """Interface VPC endpoints in the private subnets. Default: none (each costs per hour per AZ); the S3 gateway
-    endpoint is always created (free).
-    """
-
-    @field_validator("cidr")
-    @classmethod
-    def _vpc_cidr(cls, value: str) -> str:
-        return check_cidr(value)
-
-    @field_validator("interface_endpoints")
-    @classmethod
-    def _unique_endpoints(cls, endpoints: list[str]) -> list[str]:
-        repeated = sorted({e for e in endpoints if endpoints.count(e) > 1})
-        if repeated:
-            raise ValueError(f"interface endpoints must be distinct; repeated: {', '.join(repeated)}")
-        return endpoints
-
-    @field_validator("availability_zones")
-    @classmethod
-    def _unique_azs(cls, zones: list[str]) -> list[str]:
-        if len(set(zones)) != len(zones):
-            raise ValueError("availability zones must be distinct")
-        if len({is_zone_id(zone) for zone in zones}) > 1:
-            ids = ", ".join(zone for zone in zones if is_zone_id(zone))
-            raise ValueError(
-                f"name every availability zone the same way: zone IDs (here {ids}) or zone names, not both"
-            )
-        return zones
-
-    @model_validator(mode="after")
-    def _gpu_az_in_vpc(self) -> VpcConfig:
-        if self.gpu_availability_zone is not None and self.gpu_availability_zone not in self.availability_zones:
-            raise FieldProblem(
-                "gpu_availability_zone",
-                self.gpu_availability_zone,
-                "the GPU availability zone is not one the VPC spans"
-                + _other_form(self.gpu_availability_zone, self.availability_zones),
-                allowed=", ".join(self.availability_zones),
-            )
-        network = ipaddress.IPv4Network(self.cidr)
-        if network.prefixlen > 20:
-            raise FieldProblem(
-                "cidr", self.cidr, "the VPC needs room for 2 subnets per AZ", allowed="a /20 or larger block"
-            )
-        if network.prefixlen < 16:
-            raise FieldProblem("cidr", self.cidr, "AWS VPCs are at most a /16", allowed="a /16 to /20 block")
-        if not any(network.subnet_of(private) for private in PRIVATE_RANGES) and not self.allow_public_cidr:
-            raise FieldProblem(
-                "cidr",
-                self.cidr,
-                "not a private address range: the VPC would shadow public addresses",
-                allowed="within 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10, "
-                "or set allow_public_cidr: true",
-            )
-        return self
-
-    @property
-    def gpu_az(self) -> str:
-        return self.gpu_availability_zone or self.availability_zones[0]
-
-    @property
-    def zone_ids(self) -> bool:
-        """The profile names its zones by zone ID (else by zone name)."""
-        return is_zone_id(self.availability_zones[0])
-
-
-class SystemNodeGroupConfig(Strict):
-    instance_types: Annotated[list[str], unique()] = Field(["m6i.xlarge"], min_length=1)
-    """Instance types for cluster services."""
-    min_size: NodeCount = Field(2, ge=1)
-    """Fewest system nodes."""
-    desired_size: NodeCount = Field(2, ge=1)
-    """System nodes to start with."""
-    max_size: NodeCount = Field(4, ge=1)
-    """Most system nodes (an EKS managed node group holds at most 450)."""
-    disk_size_gib: int = Field(100, ge=20, le=EBS_GP3_MAX_GIB)
-    """Encrypted gp3 root volume."""
-
-    @field_validator("instance_types")
-    @classmethod
-    def _known_types(cls, types: list[str]) -> list[str]:
-        known = instance_types()
-        for name in types:
-            if name not in known:
-                hint = did_you_mean(name, sorted(known))
-                raise ValueError(f"{name!r} is not an EC2 instance type{'; ' + hint if hint else ''}")
-        return types
-
-    @model_validator(mode="after")
-    def _sizes(self) -> SystemNodeGroupConfig:
-        check_sizes(self.min_size, self.desired_size, self.max_size)
-        return self
-
-
-class GpuNodeGroupConfig(Strict):
-    name: Name
-    """Node group name, unique in the profile and not 'system'."""
-    instance_type: str = Field(..., json_schema_extra={"enum": list(INSTANCE_TYPES)})
-    """A type from the GPU instance catalog (profiles/catalog.py)."""
-    efa_enabled: bool = Field(False)
-    """Attach one EFA interface per EFA-capable network card. Only on types with EFA."""
-    min_size: NodeCount = Field(0, ge=0)
-    """Fewest nodes the group scales to."""
-    desired_size: NodeCount = Field(0, ge=0)
-    """Nodes the group runs, applied on every deploy (no autoscaler manages GPU groups; on a Capacity Block, only in
-    its window). Lowering it removes nodes and their jobs. make pause scales it to 0 until the next resume or apply.
-    """
-    max_size: NodeCount = Field(2, ge=1)
-    """Most nodes the group scales to (an EKS managed node group holds at most 450)."""
-    root_volume_size_gib: int = Field(200, ge=50, le=EBS_GP3_MAX_GIB)
-    """Encrypted gp3 root volume (images are large)."""
-    capacity: Capacity = Field(default_factory=OnDemandCapacity)
-    """How the instances are bought: on_demand, odcr or capacity_block."""
-    placement_group: Literal["cluster", "none", "reservation"] | None = None
-    """cluster: a new cluster placement group; none: no placement group; reservation: the one named in
-    existing_placement_group. Default: cluster for on-demand capacity, none for reserved capacity (forcing a group
-    onto a reservation bought without one fails to launch).
-    """
-    existing_placement_group: str | None = Field(None)
-    """Placement group that came with the reservation."""
-    labels: Annotated[dict[LabelKey, LabelValue], NodeLabels] = Field(default_factory=dict)
-    """Extra Kubernetes node labels: not `role` or `platform/...` (the platform's own, which schedulers select on),
-    nor in kubernetes.io/ or k8s.io/ and their subdomains (Kubernetes' own; profiles/reserved_keys.py)."""
-
-    max_unavailable: int = Field(1, ge=1, le=EKS_MAX_UNAVAILABLE_NODES)
-    """Nodes replaced at once during an update."""
-
-    @field_validator("instance_type")
-    @classmethod
-    def _known_type(cls, value: str) -> str:
-        if value not in CATALOG:
-            hint = did_you_mean(value, INSTANCE_TYPES)
-            raise ValueError(
-                f"unknown GPU instance type {value!r}; {hint + ' ' if hint else ''}"
-                f"The catalog knows {', '.join(INSTANCE_TYPES)}. "
-                "To add one, append its EC2 facts to profiles/catalog.py"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _consistent(self) -> GpuNodeGroupConfig:
-        entry = lookup(self.instance_type)
-        if self.efa_enabled and not entry.efa_supported:
-            with_efa = [n for n in INSTANCE_TYPES if CATALOG[n].family == entry.family and CATALOG[n].efa_supported]
-            raise FieldProblem(
-                "efa_enabled",
-                True,
-                f"{self.instance_type} has no EFA",
-                allowed=f"efa_enabled: false, or a size with EFA: {', '.join(with_efa) or 'none in this family'}",
-            )
-        check_sizes(self.min_size, self.desired_size, self.max_size)
-        if isinstance(self.capacity, CapacityBlock) and self.max_size > self.capacity.instance_count:
-            raise FieldProblem(
-                "max_size",
-                self.max_size,
-                "the node group is larger than its Capacity Block",
-                allowed=f"at most capacity.instance_count ({self.capacity.instance_count})",
-            )
-        reserved = not isinstance(self.capacity, OnDemandCapacity)
-        if self.placement_group == "cluster" and reserved:
-            raise FieldProblem(
-                "placement_group",
-                "cluster",
-                "reserved capacity comes with its own placement group or none; forcing a new one fails to launch",
-                allowed="none, reservation",
-            )
-        if (self.placement_group == "reservation") != (self.existing_placement_group is not None):
-            raise FieldProblem(
-                "existing_placement_group",
-                self.existing_placement_group,
-                "existing_placement_group is set exactly when placement_group is 'reservation'",
-            )
-        check_reservation_placement(self.capacity, self.placement_group)
-        return self
-
-    @property
-    def catalog_entry(self) -> GpuInstanceType:
-        return lookup(self.instance_type)
-
-    @property
-    def placement(self) -> Literal["cluster", "none", "reservation"]:
-        if self.placement_group is not None:
-            return self.placement_group
-        return "cluster" if isinstance(self.capacity, OnDemandCapacity) else "none"
-
-    def sizes_at(self, now: datetime) -> tuple[int, int, int]:
-        """(min, desired, max) at `now`: a Capacity Block's group is at 0 outside its window."""
-        return block_sizes(self.capacity, (self.min_size, self.desired_size, self.max_size), now)
 
 
 class PrivateApiAccess(Strict):
@@ -504,7 +252,7 @@ class ClusterConfig(Strict):
                     ("gpu_node_groups", index, "capacity", "availability_zone"),
                     capacity_az,
                     "reserved capacity must be in the GPU availability zone"
-                    + _other_form(capacity_az, self.vpc.availability_zones),
+                    + other_form_hint(capacity_az, self.vpc.availability_zones),
                     allowed=f"{self.vpc.gpu_az} ({where})",
                 )
         return self

@@ -20,6 +20,11 @@ GPU_DEVICE_CLASS = "gpu.nvidia.com"
 DRA_GPU_RESOURCE = f"{GPU_DEVICE_CLASS}.deviceclass.resource.k8s.io/devices"
 
 
+def karpenter_node_pools(config: ProfileView) -> bool:
+    """The workloads layer creates Karpenter's node pools (its CPU pool, and its GPU pool outside DRA mode)."""
+    return karpenter.DEFINITION.enabled(config)
+
+
 def karpenter_gpu_pool(config: ProfileView) -> bool:
     """The workloads layer creates Karpenter's GPU pool: with Karpenter, and not in DRA mode, where
     the pinned Karpenter launches no node for a pod with ResourceClaims (`karpenter_dra_problems`):

@@ -19,41 +19,30 @@ from collections.abc import Iterator
 
 from pydantic import Field, model_validator
 
-from addons import jupyterhub, karpenter, kueue, mlflow, trainer
 from addons.catalog import ADDON_NAMESPACES, DEFINITIONS
+from addons.profile_rules import enabled_rules
 from profiles.addons import AddonsConfig
 from profiles.aws_facts import zones
 from profiles.base import AccountId, FieldProblem, Name, Region, Strict, TagKey, TagValue, raise_all
 from profiles.build import BuildConfig
 from profiles.built_images import built_image_problems, contributed
 from profiles.catalog import CATALOG
-from profiles.cluster import ClusterConfig, is_zone_id
+from profiles.cluster import ClusterConfig
 from profiles.cuda import driver_problems, project_dockerfile_images
-from profiles.gpus import dra_mode, gpu_capacity, karpenter_dra_problems, karpenter_gpu_pool
+from profiles.gpus import dra_mode, karpenter_dra_problems, karpenter_gpu_pool
 from profiles.limits import quantity_value
 from profiles.naming import RULES, NameSources, derived_names, name_problems
 from profiles.plain_data import text_problems
 from profiles.state import StateConfig
 from profiles.storage import MAX_DATA_REPOSITORY_ASSOCIATIONS, StorageConfig
 from profiles.versions import CUDA_IMAGE, version_tuple
-from profiles.workloads import ACCESS_LEVELS, RESERVED_NAMESPACES, TenantConfig, WorkloadsConfig
+from profiles.vpc import is_zone_id
+from profiles.workloads import ACCESS_LEVELS, RESERVED_NAMESPACES, WorkloadsConfig
 
 # The namespace the validation manifests (manifests/render.py) run in.
 VALIDATION_NAMESPACE = "gpu-validation"
 # Namespaces the add-ons and the validation manifests create at fixed names.
 PLATFORM_NAMESPACES = (*ADDON_NAMESPACES, VALIDATION_NAMESPACE)
-
-
-def tenant_gpu_quota(config: PlatformConfig, tenant: TenantConfig) -> int:
-    """The tenant's GPU quota (its ResourceQuota on requests.nvidia.com/gpu): its own setting, else
-    everything the profile can run. With Kueue, never more than its queue could ever give it, its
-    nominal shares plus what it may borrow (addons.kueue.shares): Kueue-admitted pods always fit,
-    and a GPU pod that escapes the queue (one created before Kueue knew the namespace's LocalQueue)
-    cannot take more than the tenant's queue would have let it hold."""
-    quota = tenant.gpu_quota if tenant.gpu_quota is not None else gpu_capacity(config)
-    if kueue.DEFINITION.enabled(config):
-        quota = min(quota, sum(share.most_gpus for share in kueue.shares(config)[tenant.name]))
-    return quota
 
 
 class PlatformConfig(Strict):
@@ -107,10 +96,8 @@ class PlatformConfig(Strict):
             self._tenant_people_are_not_admins,
             self._azs_in_region,
             self._tenant_quotas_fit_a_node,
-            self._trainer_asks_for_extended_gpus,
             lambda: karpenter_dra_problems(self),
-            self._queue_flavours_hold_every_queued_pod,
-            self._notebooks_have_nodes,
+            self._addon_rules_hold,
             self._driver_runs_the_images_cuda,
             lambda: built_image_problems(self),
         )
@@ -181,7 +168,9 @@ class PlatformConfig(Strict):
             tenants=tuple(t.name for t in self.workloads.tenants),
             reference_implementations=tuple(self.build.reference_implementations),
             addon_images=contributed(self),
-            mlflow=mlflow.DEFINITION.enabled(self),
+            addon_names=tuple(
+                name for rules in enabled_rules(self) if rules.aws_names for name in rules.aws_names(self.name)
+            ),
         )
 
     def _derived_names_are_valid(self) -> Iterator[FieldProblem]:
@@ -288,22 +277,23 @@ class PlatformConfig(Strict):
                     )
 
     def gpu_images(self) -> dict[tuple[str | int, ...], str]:
-        """Where the profile's GPU workloads get an image (its field, or the platform's pin) -> image."""
+        """Where the profile's GPU workloads get an image (its field, or the platform's pin) -> image:
+        the validation pods, the build layer's implementations and the enabled add-ons' GPU pods."""
         images: dict[tuple[str | int, ...], str] = {("validation", "CUDA_IMAGE"): CUDA_IMAGE}
         built = project_dockerfile_images()
         for name, reference in sorted(self.build.reference_implementations.items()):
             if reference.project_image in built:
                 images[("build", "reference_implementations", name)] = built[reference.project_image]
-        if trainer.DEFINITION.enabled(self):
-            # Unset, EFA groups run the pytorch-efa build (its base is its implementation's entry above).
-            torch_image = trainer.DEFINITION.settings(self).torch_image
-            if torch_image is None and not all(g.efa_enabled for g in self.cluster.gpu_node_groups):
-                torch_image = trainer.PUBLIC_TORCH_IMAGE
-            if torch_image is not None:
-                images[("addons", "trainer", "torch_image")] = torch_image
-        if jupyterhub.DEFINITION.enabled(self):
-            images[("addons", "jupyterhub", "gpu_image")] = jupyterhub.DEFINITION.settings(self).gpu_image
+        for rules in enabled_rules(self):
+            if rules.gpu_images is not None:
+                images |= rules.gpu_images(self)
         return images
+
+    def _addon_rules_hold(self) -> Iterator[FieldProblem]:
+        """The enabled add-ons' own checks of the whole profile (addons/<key>/profile_rules.py)."""
+        for rules in enabled_rules(self):
+            for check in rules.checks:
+                yield from check(self)
 
     def _driver_runs_the_images_cuda(self) -> Iterator[FieldProblem]:
         # Managed GPU groups and Karpenter's GPU pool run the same AL2023 NVIDIA AMI release.
@@ -314,88 +304,6 @@ class PlatformConfig(Strict):
         if models:
             yield from driver_problems(
                 self.cluster.ami_release_version, self.cluster.kubernetes_version, self.gpu_images(), models
-            )
-
-    def _trainer_asks_for_extended_gpus(self) -> Iterator[FieldProblem]:
-        if trainer.DEFINITION.enabled(self) and dra_mode(self):
-            yield FieldProblem(
-                ("addons", "trainer", "enabled"),
-                True,
-                "the platform's Trainer runtimes ask for nvidia.com/gpu, which DRA mode does not advertise",
-                allowed="addons.trainer.enabled: false, or addons.gpu_operator.dra: false",
-            )
-
-    def _queue_flavours_hold_every_queued_pod(self) -> Iterator[FieldProblem]:
-        """Every GPU flavour of the tenants' queues has nodes as large as the largest of any flavour.
-        Kueue gives a flavour no per-pod limit (a v0.19.2 ResourceFlavor has nodeLabels, nodeTaints,
-        tolerations and a topology; a ClusterQueue quotas per flavour) and tries the next flavour
-        when one is full (pkg/scheduler/flavorassigner/flavorassigner.go 1259-1276): a pod sized for
-        the larger nodes, admitted to a flavour of smaller ones, never starts, and is evicted and
-        queued again at every pods-ready timeout until it is deactivated."""
-        if not kueue.DEFINITION.enabled(self):
-            return
-        queued = [flavor for flavor in kueue.flavors(self) if flavor.gpus > 0]
-        if not queued:
-            return
-        widest = max(queued, key=lambda flavor: flavor.gpus_per_node)
-        limit = widest.gpus_per_node
-        holding = sorted(name for name, entry in CATALOG.items() if entry.gpu_count >= limit)
-        groups = [group.name for group in self.cluster.gpu_node_groups]
-        for flavor in queued:
-            held = flavor.gpus_per_node
-            if held >= limit:
-                continue
-            sizes = f"{held + 1}" if held + 1 == limit else f"{held + 1} to {limit}"
-            why = (
-                f"the tenants' queues take pods sized for the {limit}-GPU nodes of flavour {widest.name}, and Kueue "
-                f"has no per-flavour pod size: a pod of {sizes} GPUs admitted to this flavour when the larger one "
-                "is full would never start"
-            )
-            if flavor.node_group is not None:
-                index = groups.index(flavor.node_group)
-                group = self.cluster.gpu_node_groups[index]
-                yield FieldProblem(
-                    ("cluster", "gpu_node_groups", index, "instance_type"),
-                    group.instance_type,
-                    f"GPU group {group.name}'s nodes hold {held} GPU{'s' if held > 1 else ''}; {why}",
-                    allowed=f"an instance type with at least {limit} GPUs ({', '.join(holding[:4])}, ...), "
-                    "desired_size: 0 (the group then holds no GPUs of the queues), or addons.kueue.enabled: false",
-                )
-            else:
-                pool = self.workloads.gpu_pool.instance_types
-                families = {name.split(".")[0] for name in pool}
-                alike = [name for name in holding if name.split(".")[0] in families] or holding
-                yield FieldProblem(
-                    ("workloads", "gpu_pool", "instance_types"),
-                    pool,
-                    f"Karpenter's GPU pool is a flavour of the tenants' queues and its largest type holds {held} "
-                    f"GPU{'s' if held > 1 else ''}; {why}",
-                    allowed=f"also a type with at least {limit} GPUs, e.g. {' or '.join(alike[:2])} (Karpenter still "
-                    "launches the smallest type that fits each pod), addons.jupyterhub.enabled: true (the pool then "
-                    "serves the notebooks, outside the queues), or addons.kueue.enabled: false",
-                )
-
-    def _notebooks_have_nodes(self) -> Iterator[FieldProblem]:
-        # The notebook profiles select Karpenter's pools (addons/jupyterhub/install.py), and in DRA
-        # mode the GPU notebook selects the managed GPU groups, which nothing scales up on demand.
-        if not jupyterhub.DEFINITION.enabled(self):
-            return
-        if not karpenter.DEFINITION.enabled(self):
-            yield FieldProblem(
-                ("addons", "jupyterhub", "enabled"),
-                True,
-                "JupyterHub's notebooks run on Karpenter's node pools, which exist only with Karpenter on: "
-                "every notebook would stay Pending",
-                allowed="addons.karpenter.enabled: true, or addons.jupyterhub.enabled: false",
-            )
-        groups = self.cluster.gpu_node_groups
-        if dra_mode(self) and groups and not any(group.desired_size > 0 for group in groups):
-            yield FieldProblem(
-                ("cluster", "gpu_node_groups", 0, "desired_size"),
-                0,
-                "in DRA mode the GPU notebook runs on the managed GPU node groups (Karpenter ignores "
-                "ResourceClaims), and no group keeps a node running: every GPU notebook would stay Pending",
-                allowed="desired_size 1 or more on a GPU group",
             )
 
     def _azs_in_region(self) -> Iterator[FieldProblem]:

@@ -127,8 +127,8 @@ class NameSources:
     addon_images: tuple[tuple[str, str], ...] = ()
     """(add-on key, image) for each project image an enabled add-on has the build layer build under
     the image's name (AddonDefinition.project_images), beside the profile's own implementations."""
-    mlflow: bool = False
-    """MLflow is enabled: its database, bucket, security group and role are named too."""
+    addon_names: tuple[tuple[str, str], ...] = ()
+    """(naming rule, name) of the AWS resources the enabled add-ons create (ProfileRules.aws_names)."""
 
 
 def derived_names(sources: NameSources) -> Iterator[DerivedName]:
@@ -152,12 +152,8 @@ def derived_names(sources: NameSources) -> Iterator[DerivedName]:
     yield DerivedName(at, name, "metric_alarm", f"{name}-alertmanager-heartbeat-missing")
     # The platform's name is the ECR repositories' namespace: checked on its own, against the name.
     yield DerivedName(at, name, "ecr_namespace", f"{name}/image")
-    if sources.mlflow:
-        yield DerivedName(at, name, "rds_identifier", f"{name}-mlflow")
-        yield DerivedName(at, name, "s3_bucket", f"{name}-mlflow-artifacts-{ACCOUNT}")
-        yield DerivedName(at, name, "security_group", f"{name}-mlflow-db")
-        yield DerivedName(at, name, "iam_role", f"{name}-mlflow")
-        yield DerivedName(at, name, "iam_role", f"{name}-mlflow-db-setup")
+    for rule, derived in sources.addon_names:
+        yield DerivedName(at, name, rule, derived)
     field: tuple[str | int, ...]
     for index, group in enumerate(sources.gpu_node_groups):
         field = ("cluster", "gpu_node_groups", index, "name")

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Literal
 
 from addons import karpenter
 from profiles.aws_facts import vcpus
+from profiles.capacity import CapacityBlock, OdcrCapacity
 from profiles.catalog import CATALOG
-from profiles.cluster import CapacityBlock, OdcrCapacity
 
 if TYPE_CHECKING:
     from profiles.models import PlatformConfig

@@ -11,7 +11,7 @@ from cdktf import App
 
 from addons.registry import ADDONS
 from profiles import PlatformConfig
-from profiles.cluster import CapacityBlock
+from profiles.capacity import CapacityBlock
 from stacks.addons import AddonsStack
 from stacks.build import BuildStack
 from stacks.cluster import ClusterStack

@@ -13,7 +13,7 @@ from cdktf import ITerraformDependable
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from constructs import Construct
 
-from addons.contributions import enabled_parts, pod_sources, provided, tenant_additions
+from addons.contributions import enabled_parts, pod_sources, provided, tenant_additions, tenant_gpu_quota
 from addons.parts import ObjectGroup, WorkloadsContext
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.k8s.tenant import SERVICE_ACCOUNT, SharedStorage, TenantProps, tenant_objects
@@ -22,7 +22,6 @@ from components.tenant_access import TenantAccess, TenantAccessProps
 from components.tenant_identity import TenantIdentity, TenantIdentityProps
 from profiles import PlatformConfig
 from profiles.gpus import dra_claim_counts
-from profiles.models import tenant_gpu_quota
 from stacks.contracts import AddonsOutputs, BuildOutputs, ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack, StateLocation
 

@@ -1,9 +1,10 @@
 """An add-on with parts in several layers is one package plus one catalog line: a throwaway add-on
 (`echo`) with a Pod Identity role and a published record in the addons layer, an object and a
-client label in every tenant namespace, a network path from the tenants to its pods, and a verify
-check, written into a temporary copy of the repository. Nothing else in the copy changes; the copy
-synthesizes every layer, its verify runs the check, and the copy still keeps the isolation rules
-(no module outside addons/ names an add-on, no add-on names another). Starts its own jsii runtime."""
+client label in every tenant namespace, a network path from the tenants to its pods, a verify
+check and a rule the profile validator runs, written into a temporary copy of the repository.
+Nothing else in the copy changes; the copy synthesizes every layer, its verify runs the check, its
+validator the rule, and the copy still keeps the isolation rules (no module outside addons/ names an
+add-on, no add-on names another). Starts its own jsii runtime."""
 
 from __future__ import annotations
 
@@ -164,6 +165,44 @@ class EchoParts(AddonParts):
 PARTS = EchoParts(DEFINITION)
 '''
 
+PROFILE_RULES = '''
+"""What echo needs of the whole profile: a tenant to serve."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from addons.definition import PlatformConfig, ProfileRules
+from profiles.base import FieldProblem
+
+
+def _has_tenants(config: PlatformConfig) -> Iterator[FieldProblem]:
+    if not config.workloads.tenants:
+        yield FieldProblem(
+            ("addons", "echo", "enabled"), True, "echo serves tenants and the profile has none", allowed="a tenant"
+        )
+
+
+RULES = ProfileRules(checks=(_has_tenants,))
+'''
+
+# Run in the copy: the profile validator runs echo's rule (only while echo is enabled).
+VALIDATE_IN_THE_COPY = """
+import yaml
+from profiles import ProfileError, validate_profile
+
+document = yaml.safe_load(open("copy-profile.yaml"))
+document["workloads"]["tenants"] = []
+try:
+    validate_profile(document)
+    print("accepted")
+except ProfileError as refused:
+    print(str(refused).replace(chr(10), " "))
+document["addons"]["echo"]["enabled"] = False
+validate_profile(document)
+print("accepted without echo")
+"""
+
 # Run in the copy: verify with the suite's fake kubectl, and the add-on list the profile sees.
 VERIFY_IN_THE_COPY = """
 import json
@@ -180,7 +219,8 @@ print(json.dumps([[r.name, r.passed, r.detail] for r in results]))
 def write_the_addon(copy: Path) -> None:
     package = copy / "addons" / "echo"
     package.mkdir()
-    for name, text in {"__init__.py": DEFINITION, "install.py": INSTALL, "parts.py": PARTS}.items():
+    files = {"__init__.py": DEFINITION, "install.py": INSTALL, "parts.py": PARTS, "profile_rules.py": PROFILE_RULES}
+    for name, text in files.items():
         (package / name).write_text(textwrap.dedent(text).lstrip())
     catalog = (copy / "addons" / "catalog.py").read_text()
     catalog = catalog.replace("from addons import (\n", "from addons import (\n    echo,\n", 1)
@@ -257,6 +297,11 @@ def test_an_addon_with_parts_in_every_layer_is_one_package_and_one_catalog_line(
         port=9898,
         pod_labels={"app.kubernetes.io/name": "echo-podinfo"},
     )
+
+    # The profile validator runs its rule while it is enabled, naming the field.
+    refused, accepted = run_in(copy, sys.executable, "-c", VALIDATE_IN_THE_COPY).strip().splitlines()[-2:]
+    assert "addons.echo.enabled" in refused and "echo serves tenants and the profile has none" in refused, refused
+    assert accepted == "accepted without echo"
 
     # verify runs its check (read-only, with the platform's): the fake cluster has no echo pods.
     results = json.loads(run_in(copy, sys.executable, "-c", VERIFY_IN_THE_COPY).strip().splitlines()[-1])

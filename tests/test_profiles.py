@@ -12,8 +12,8 @@ import yaml
 
 from profiles import ProfileError, available_profiles, load_profile, validate_profile
 from profiles.base import did_you_mean
+from profiles.capacity import CapacityBlock, OdcrCapacity
 from profiles.catalog import CATALOG
-from profiles.cluster import CapacityBlock, OdcrCapacity
 
 BASE = yaml.safe_load((Path(__file__).resolve().parents[1] / "profiles" / "gpu-validation.yaml").read_text())
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from addons.contributions import tenant_gpu_quota
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue import flavors, share_warnings, shares
 from addons.kueue.install import manager_configuration
@@ -22,7 +23,6 @@ from manifests.render import render
 from profiles import PlatformConfig, ProfileError, validate_profile
 from profiles.catalog import CATALOG, EFA_RESOURCE, GPU_RESOURCE
 from profiles.gpus import dra_claim_counts, dra_mode, gpu_capacity
-from profiles.models import tenant_gpu_quota
 from tests.admission import admit, stored
 from tests.cases import profile_config, profiles_where
 from tests.kueue_model import SUSPENDED_BY_PARENT, Cohort, Owner, Workload, pod_queueing, pod_requests, pod_set_requests

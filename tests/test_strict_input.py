@@ -164,7 +164,7 @@ def test_no_profile_pattern_uses_a_unicode_class():
 
 def test_no_profile_regex_uses_a_unicode_class_without_re_ascii():
     regexes = module_regexes()
-    assert "profiles.cluster.ZONE_ID" in regexes and "profiles.naming.RULES[iam_role]" in regexes
+    assert "profiles.vpc.ZONE_ID" in regexes and "profiles.naming.RULES[iam_role]" in regexes
     unicode_aware = [
         name
         for name, regex in regexes.items()

@@ -13,13 +13,13 @@ import pydantic
 import pytest
 import yaml
 
+from addons.contributions import tenant_gpu_quota
 from addons.karpenter.pools import GPU_POOL, node_pools
 from components.labels import GPU_TAINT_K8S, NODE_POOL_LABEL
 from manifests.render import render
 from profiles import load_profile
 from profiles.catalog import CATALOG
 from profiles.gpus import gpu_capacity
-from profiles.models import tenant_gpu_quota
 from tests.cases import FIXTURES, SHIPPED, profiles_where
 from tests.k8s_validation import validate_object
 from tests.netpol import Peer, allowed

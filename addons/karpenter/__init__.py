@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from addons.definition import AddonDefinition, Minimum, PlatformConfig, ReleaseConfig
-from profiles.cluster import CapacityBlock
+from profiles.capacity import CapacityBlock
 from profiles.versions import ChartRef
 
 

@@ -32,9 +32,11 @@ class KueueParts(AddonParts):
     def tenant_resources(self, config: PlatformConfig) -> tuple[TenantResources, ...]:
         return (KUEUE_QUEUES,)
 
-    def tenant_gpu_ceiling(self, config: PlatformConfig, tenant: TenantConfig, node_group: str) -> int | None:
+    def tenant_gpu_ceiling(self, config: PlatformConfig, tenant: TenantConfig, node_group: str | None) -> int | None:
         # The tenant's ClusterQueue admits no more of the group's flavour than its share and what
         # it may borrow; a group the queue has no flavour for, nothing.
+        if node_group is None:
+            return sum(share.most_gpus for share in shares(config)[tenant.name])
         share = next((s for s in shares(config)[tenant.name] if s.flavor.node_group == node_group), None)
         return share.most_gpus if share else 0
 

@@ -35,7 +35,7 @@ from components.k8s.efa_pods import EFA_ENV, HUGEPAGES, shm_volume, worker_memor
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, NODE_POOL_LABEL
 from profiles import tenancy
 from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
-from profiles.cluster import GpuNodeGroupConfig
+from profiles.node_groups import GpuNodeGroupConfig
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 # The container Trainer runs torchrun in (the runtime's node replicated job).

@@ -3,10 +3,10 @@ nodes a job there gets."""
 
 from __future__ import annotations
 
-from addons.contributions import tenant_gpu_ceiling
+from addons.contributions import tenant_gpu_ceiling, tenant_gpu_quota
 from components.acceptance import MultiNodeSite, ValidationTarget
 from profiles.gpus import dra_claim_counts
-from profiles.models import VALIDATION_NAMESPACE, PlatformConfig, tenant_gpu_quota
+from profiles.models import VALIDATION_NAMESPACE, PlatformConfig
 
 NAMESPACE = VALIDATION_NAMESPACE
 

@@ -1,0 +1,140 @@
+"""A cluster's node groups: the system group and the GPU groups with their capacity."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from profiles.aws_facts import instance_types
+from profiles.base import FieldProblem, LabelKey, LabelValue, Name, Strict, check_sizes, did_you_mean
+from profiles.capacity import Capacity, CapacityBlock, OnDemandCapacity, block_sizes, check_reservation_placement
+from profiles.catalog import CATALOG, INSTANCE_TYPES, GpuInstanceType, lookup
+from profiles.limits import EBS_GP3_MAX_GIB, EKS_MAX_UNAVAILABLE_NODES, NodeCount
+from profiles.reserved_keys import NodeLabels
+from profiles.unique import unique
+
+
+class SystemNodeGroupConfig(Strict):
+    instance_types: Annotated[list[str], unique()] = Field(["m6i.xlarge"], min_length=1)
+    """Instance types for cluster services."""
+    min_size: NodeCount = Field(2, ge=1)
+    """Fewest system nodes."""
+    desired_size: NodeCount = Field(2, ge=1)
+    """System nodes to start with."""
+    max_size: NodeCount = Field(4, ge=1)
+    """Most system nodes (an EKS managed node group holds at most 450)."""
+    disk_size_gib: int = Field(100, ge=20, le=EBS_GP3_MAX_GIB)
+    """Encrypted gp3 root volume."""
+
+    @field_validator("instance_types")
+    @classmethod
+    def _known_types(cls, types: list[str]) -> list[str]:
+        known = instance_types()
+        for name in types:
+            if name not in known:
+                hint = did_you_mean(name, sorted(known))
+                raise ValueError(f"{name!r} is not an EC2 instance type{'; ' + hint if hint else ''}")
+        return types
+
+    @model_validator(mode="after")
+    def _sizes(self) -> SystemNodeGroupConfig:
+        check_sizes(self.min_size, self.desired_size, self.max_size)
+        return self
+
+
+class GpuNodeGroupConfig(Strict):
+    name: Name
+    """Node group name, unique in the profile and not 'system'."""
+    instance_type: str = Field(..., json_schema_extra={"enum": list(INSTANCE_TYPES)})
+    """A type from the GPU instance catalog (profiles/catalog.py)."""
+    efa_enabled: bool = Field(False)
+    """Attach one EFA interface per EFA-capable network card. Only on types with EFA."""
+    min_size: NodeCount = Field(0, ge=0)
+    """Fewest nodes the group scales to."""
+    desired_size: NodeCount = Field(0, ge=0)
+    """Nodes the group runs, applied on every deploy (no autoscaler manages GPU groups; on a Capacity Block, only in
+    its window). Lowering it removes nodes and their jobs. make pause scales it to 0 until the next resume or apply.
+    """
+    max_size: NodeCount = Field(2, ge=1)
+    """Most nodes the group scales to (an EKS managed node group holds at most 450)."""
+    root_volume_size_gib: int = Field(200, ge=50, le=EBS_GP3_MAX_GIB)
+    """Encrypted gp3 root volume (images are large)."""
+    capacity: Capacity = Field(default_factory=OnDemandCapacity)
+    """How the instances are bought: on_demand, odcr or capacity_block."""
+    placement_group: Literal["cluster", "none", "reservation"] | None = None
+    """cluster: a new cluster placement group; none: no placement group; reservation: the one named in
+    existing_placement_group. Default: cluster for on-demand capacity, none for reserved capacity (forcing a group
+    onto a reservation bought without one fails to launch).
+    """
+    existing_placement_group: str | None = Field(None)
+    """Placement group that came with the reservation."""
+    labels: Annotated[dict[LabelKey, LabelValue], NodeLabels] = Field(default_factory=dict)
+    """Extra Kubernetes node labels: not `role` or `platform/...` (the platform's own, which schedulers select on),
+    nor in kubernetes.io/ or k8s.io/ and their subdomains (Kubernetes' own; profiles/reserved_keys.py)."""
+
+    max_unavailable: int = Field(1, ge=1, le=EKS_MAX_UNAVAILABLE_NODES)
+    """Nodes replaced at once during an update."""
+
+    @field_validator("instance_type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        if value not in CATALOG:
+            hint = did_you_mean(value, INSTANCE_TYPES)
+            raise ValueError(
+                f"unknown GPU instance type {value!r}; {hint + ' ' if hint else ''}"
+                f"The catalog knows {', '.join(INSTANCE_TYPES)}. "
+                "To add one, append its EC2 facts to profiles/catalog.py"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GpuNodeGroupConfig:
+        entry = lookup(self.instance_type)
+        if self.efa_enabled and not entry.efa_supported:
+            with_efa = [n for n in INSTANCE_TYPES if CATALOG[n].family == entry.family and CATALOG[n].efa_supported]
+            raise FieldProblem(
+                "efa_enabled",
+                True,
+                f"{self.instance_type} has no EFA",
+                allowed=f"efa_enabled: false, or a size with EFA: {', '.join(with_efa) or 'none in this family'}",
+            )
+        check_sizes(self.min_size, self.desired_size, self.max_size)
+        if isinstance(self.capacity, CapacityBlock) and self.max_size > self.capacity.instance_count:
+            raise FieldProblem(
+                "max_size",
+                self.max_size,
+                "the node group is larger than its Capacity Block",
+                allowed=f"at most capacity.instance_count ({self.capacity.instance_count})",
+            )
+        reserved = not isinstance(self.capacity, OnDemandCapacity)
+        if self.placement_group == "cluster" and reserved:
+            raise FieldProblem(
+                "placement_group",
+                "cluster",
+                "reserved capacity comes with its own placement group or none; forcing a new one fails to launch",
+                allowed="none, reservation",
+            )
+        if (self.placement_group == "reservation") != (self.existing_placement_group is not None):
+            raise FieldProblem(
+                "existing_placement_group",
+                self.existing_placement_group,
+                "existing_placement_group is set exactly when placement_group is 'reservation'",
+            )
+        check_reservation_placement(self.capacity, self.placement_group)
+        return self
+
+    @property
+    def catalog_entry(self) -> GpuInstanceType:
+        return lookup(self.instance_type)
+
+    @property
+    def placement(self) -> Literal["cluster", "none", "reservation"]:
+        if self.placement_group is not None:
+            return self.placement_group
+        return "cluster" if isinstance(self.capacity, OnDemandCapacity) else "none"
+
+    def sizes_at(self, now: datetime) -> tuple[int, int, int]:
+        """(min, desired, max) at `now`: a Capacity Block's group is at 0 outside its window."""
+        return block_sizes(self.capacity, (self.min_size, self.desired_size, self.max_size), now)
