@@ -17,6 +17,7 @@ from typing import Annotated, Generic, Protocol, TypeVar, cast
 from pydantic import Field
 
 from profiles.base import FieldProblem, Strict
+from profiles.build import BuildConfig
 from profiles.cluster import ClusterConfig
 from profiles.storage import StorageConfig
 from profiles.versions import ChartRef, ReleaseArtifact
@@ -58,6 +59,9 @@ class PlatformConfig(Protocol):
 
     @property
     def storage(self) -> StorageConfig: ...
+
+    @property
+    def build(self) -> BuildConfig: ...
 
     @property
     def workloads(self) -> WorkloadsConfig: ...

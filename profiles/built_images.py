@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-from addons import trainer
 from addons.catalog import DEFINITIONS
 from addons.definition import PlatformConfig as AddonView
 from profiles.base import FieldProblem
@@ -43,7 +42,6 @@ def build_implementations(config: PlatformConfig) -> dict[str, ReferenceImplemen
 
 def built_image_problems(config: PlatformConfig) -> Iterator[FieldProblem]:
     yield from _addon_images_keep_their_names(config)
-    yield from _efa_runtimes_have_an_efa_image(config)
 
 
 def _addon_images_keep_their_names(config: PlatformConfig) -> Iterator[FieldProblem]:
@@ -58,22 +56,3 @@ def _addon_images_keep_their_names(config: PlatformConfig) -> Iterator[FieldProb
                 f"is where the build layer builds the {key} add-on's image (images/{image}), which {key}'s pods run",
                 allowed=f"another name for this implementation, or {{project_image: {image}}}",
             )
-
-
-def _efa_runtimes_have_an_efa_image(config: PlatformConfig) -> Iterator[FieldProblem]:
-    """Trainer's runtimes of EFA groups run the build layer's pytorch-efa image unless the
-    profile names an image: the build layer must build it. The public PyTorch image has no
-    aws-ofi-nccl, so NCCL would run over TCP sockets while each pod holds every EFA interface."""
-    if not trainer.DEFINITION.enabled(config) or trainer.DEFINITION.settings(config).torch_image is not None:
-        return
-    efa = [g.name for g in config.cluster.gpu_node_groups if g.efa_enabled]
-    image = trainer.EFA_TORCH_PROJECT_IMAGE
-    if efa and config.build.building(image) is None:
-        yield FieldProblem(
-            ("addons", "trainer", "torch_image"),
-            None,
-            f"the Trainer runtimes of EFA node groups ({', '.join(efa)}) run the build layer's {image} image "
-            "(PyTorch with libfabric and aws-ofi-nccl), and build.reference_implementations builds none",
-            allowed=f"build.reference_implementations.{image}: {{project_image: {image}}}, or torch_image: an "
-            "image with the EFA installer's libfabric and aws-ofi-nccl",
-        )

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from addons import karpenter
 from profiles.aws_facts import vcpus
 from profiles.capacity import CapacityBlock, OdcrCapacity
 from profiles.catalog import CATALOG
+from profiles.gpus import karpenter_node_pools
 
 if TYPE_CHECKING:
     from profiles.models import PlatformConfig
@@ -85,7 +85,7 @@ def quota_needs(config: PlatformConfig) -> list[QuotaNeed]:
             continue  # bought as a Capacity Block, outside the On-Demand quotas
         count = group.max_size * group.catalog_entry.vcpus
         need("on-demand", family(group.instance_type), count, f"{group.name}: {group.max_size} x {group.instance_type}")
-    if karpenter.DEFINITION.enabled(config):
+    if karpenter_node_pools(config):
         cpu, gpu = config.workloads.cpu_pool, config.workloads.gpu_pool
         for market in sorted({quota_market(kind) for kind in cpu.capacity_types}):
             need(market, "Standard", cpu.cpu_limit, f"Karpenter cpu pool: up to {cpu.cpu_limit} vCPUs")

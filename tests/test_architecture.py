@@ -120,9 +120,6 @@ NOT_YET_THROUGH_PARTS = {
     # The profile's GPU facts that span add-ons (DRA mode, Karpenter's GPU pool and whether the
     # queues hold it), read by add-on definitions that may not import each other.
     "profiles.gpus": {"addons.gpu_operator", "addons.jupyterhub", "addons.karpenter"},
-    # Trainer's EFA runtimes need the build layer's pytorch-efa image (moved from profiles.models).
-    "profiles.built_images": {"addons.trainer"},
-    "profiles.quotas": {"addons.karpenter"},
 }
 # Add-ons that still import another, and which (the same rule; may only shrink).
 NOT_YET_APART = {

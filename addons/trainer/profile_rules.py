@@ -1,12 +1,12 @@
-"""What Kubeflow Trainer needs of the whole profile: its runtimes' GPU resource, and the image
-its GPU pods run (for the CUDA driver check)."""
+"""What Kubeflow Trainer needs of the whole profile: its runtimes' GPU resource, the build layer's
+EFA image for EFA groups, and the image its GPU pods run (for the CUDA driver check)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from addons.definition import PlatformConfig, ProfileRules
-from addons.trainer import DEFINITION, PUBLIC_TORCH_IMAGE
+from addons.trainer import DEFINITION, EFA_TORCH_PROJECT_IMAGE, PUBLIC_TORCH_IMAGE
 from profiles.base import FieldProblem
 from profiles.gpus import dra_mode
 
@@ -21,6 +21,25 @@ def _runtimes_need_extended_gpus(config: PlatformConfig) -> Iterator[FieldProble
         )
 
 
+def _efa_runtimes_have_an_efa_image(config: PlatformConfig) -> Iterator[FieldProblem]:
+    """Trainer's runtimes of EFA groups run the build layer's pytorch-efa image unless the
+    profile names an image: the build layer must build it. The public PyTorch image has no
+    aws-ofi-nccl, so NCCL would run over TCP sockets while each pod holds every EFA interface."""
+    if DEFINITION.settings(config).torch_image is not None:
+        return
+    efa = [g.name for g in config.cluster.gpu_node_groups if g.efa_enabled]
+    image = EFA_TORCH_PROJECT_IMAGE
+    if efa and config.build.building(image) is None:
+        yield FieldProblem(
+            ("addons", "trainer", "torch_image"),
+            None,
+            f"the Trainer runtimes of EFA node groups ({', '.join(efa)}) run the build layer's {image} image "
+            "(PyTorch with libfabric and aws-ofi-nccl), and build.reference_implementations builds none",
+            allowed=f"build.reference_implementations.{image}: {{project_image: {image}}}, or torch_image: an "
+            "image with the EFA installer's libfabric and aws-ofi-nccl",
+        )
+
+
 def _torch_image(config: PlatformConfig) -> dict[tuple[str | int, ...], str]:
     # Unset, EFA groups run the build layer's pytorch-efa image (the CUDA check reads it from the
     # build layer's implementations); a group without EFA runs the public image.
@@ -30,4 +49,4 @@ def _torch_image(config: PlatformConfig) -> dict[tuple[str | int, ...], str]:
     return {} if torch_image is None else {("addons", "trainer", "torch_image"): torch_image}
 
 
-RULES = ProfileRules(checks=(_runtimes_need_extended_gpus,), gpu_images=_torch_image)
+RULES = ProfileRules(checks=(_runtimes_need_extended_gpus, _efa_runtimes_have_an_efa_image), gpu_images=_torch_image)
