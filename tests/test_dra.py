@@ -315,3 +315,28 @@ def test_the_karpenter_dra_refusal_names_the_pinned_version():
 
     source = (Path(__file__).resolve().parents[1] / "profiles" / "gpus.py").read_text()
     assert KARPENTER.pin.version == "1.14.1" and f"tag v{KARPENTER.pin.version}" in source
+
+
+def test_in_dra_mode_efa_stays_with_the_device_plugin_beside_the_gpu_claims(synthesized):
+    """No EFA DRA driver is pinned (docs/addons/efa_device_plugin.md, "EFA and DRA"): on an EFA
+    group in DRA mode the device plugin is installed, and the platform's multi-node pods ask for
+    GPUs by claim and for every EFA interface of their node by vpc.amazonaws.com/efa."""
+    from profiles.catalog import EFA_RESOURCE
+
+    config = synthesized.configs["jark"]
+    (group,) = [g for g in config.cluster.gpu_node_groups if g.efa_enabled]
+    releases = resources(synthesized.stack("jark", "addons"), "helm_release").values()
+    assert any(r["chart"] == "aws-efa-k8s-device-plugin" for r in releases)
+    workers = [
+        pod
+        for obj in render(config).values()
+        for item in obj
+        if item.get("kind") == "MPIJob"
+        for pod in [item["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]]
+    ]
+    assert workers, "the DRA fixture renders the multi-node MPIJob check"
+    for pod in workers:
+        (container,) = pod["containers"]
+        assert container["resources"]["limits"][EFA_RESOURCE] == str(group.catalog_entry.max_efa_interfaces)
+        assert "nvidia.com/gpu" not in container["resources"]["limits"]
+        assert [claim["resourceClaimTemplateName"] for claim in pod["resourceClaims"]]
