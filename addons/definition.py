@@ -30,6 +30,12 @@ class AddonConfig(Strict):
     enabled: bool = True
     """Install this add-on."""
 
+    def platform_facts(self) -> frozenset[str]:
+        """What the add-on, with these settings, makes true of the platform that other add-ons'
+        settings depend on (DRA_GPUS, NODE_POOLS, UNQUEUED_GPU_POOL_PODS; profiles/gpus.py reads
+        them), so that none of them need name it."""
+        return frozenset()
+
 
 class ReleaseConfig(AddonConfig):
     """A Helm add-on's settings: on or off, and its chart version."""
@@ -69,6 +75,13 @@ class PlatformConfig(Protocol):
 
 # Capabilities an add-on provides (AddonDefinition.provides).
 PROMETHEUS_RULES = "prometheus-rules"
+# Facts of the platform an add-on's settings make true (AddonConfig.platform_facts).
+DRA_GPUS = "dra-gpus"
+"""Pods get GPUs through DRA claims of the NVIDIA DRA driver's device class, not nvidia.com/gpu."""
+NODE_POOLS = "node-pools"
+"""The workloads layer creates node pools that launch nodes for pending pods (Karpenter's)."""
+UNQUEUED_GPU_POOL_PODS = "unqueued-gpu-pool-pods"
+"""An add-on runs GPU pods of its own on the just-in-time GPU pool, outside the tenants' queues."""
 """The Prometheus operator's CRDs (PrometheusRule, ServiceMonitor, PodMonitor) exist and a
 Prometheus evaluates the rules and scrapes the monitors."""
 
@@ -95,8 +108,9 @@ ProfileCheck = Callable[[PlatformConfig], Iterable[FieldProblem]]
 @dataclass(frozen=True, kw_only=True)
 class ProfileRules:
     """What an add-on adds to the validation of a whole profile, in `addons/<key>/profile_rules.py`
-    (`RULES`; read by addons/profile_rules.py). Apart from the definition because its checks read the
-    profile's GPU facts (profiles/gpus.py), which read definitions themselves."""
+    (`RULES`; read by addons/profile_rules.py): beside the definition, so that the definition stays
+    settings, pin and namespace, and a rule may build on the add-on's own helpers and on the
+    profile's GPU facts (profiles/gpus.py)."""
 
     checks: tuple[ProfileCheck, ...] = ()
     """Checks of what the add-on needs from other layers' settings, run while it is enabled; their

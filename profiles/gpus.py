@@ -5,11 +5,8 @@ them without importing the whole profile model)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from addons import gpu_operator, jupyterhub, karpenter
+from addons.definition import DRA_GPUS, NODE_POOLS, UNQUEUED_GPU_POOL_PODS
 from addons.definition import PlatformConfig as ProfileView
-from profiles.base import FieldProblem
 
 # The DeviceClass of whole GPUs that the NVIDIA DRA driver publishes as GPU Operator v26.7.0 installs
 # it (manifests/state-dra-driver/0400_deviceclass-gpu.yaml 4; driver v0.5.0, values.yaml draDriver).
@@ -20,22 +17,27 @@ GPU_DEVICE_CLASS = "gpu.nvidia.com"
 DRA_GPU_RESOURCE = f"{GPU_DEVICE_CLASS}.deviceclass.resource.k8s.io/devices"
 
 
+def platform_facts(config: ProfileView) -> frozenset[str]:
+    """What the enabled add-ons' settings make true of the platform (AddonConfig.platform_facts)."""
+    return frozenset(fact for _, settings in config.addons for fact in settings.platform_facts())
+
+
 def karpenter_node_pools(config: ProfileView) -> bool:
     """The workloads layer creates Karpenter's node pools (its CPU pool, and its GPU pool outside DRA mode)."""
-    return karpenter.DEFINITION.enabled(config)
+    return NODE_POOLS in platform_facts(config)
 
 
 def karpenter_gpu_pool(config: ProfileView) -> bool:
     """The workloads layer creates Karpenter's GPU pool: with Karpenter, and not in DRA mode, where
-    the pinned Karpenter launches no node for a pod with ResourceClaims (`karpenter_dra_problems`):
+    the pinned Karpenter launches no node for a pod with ResourceClaims (addons/karpenter/profile_rules.py):
     DRA GPUs run on the managed GPU node groups."""
-    return karpenter.DEFINITION.enabled(config) and not dra_mode(config)
+    return karpenter_node_pools(config) and not dra_mode(config)
 
 
 def queued_gpu_pool(config: ProfileView) -> bool:
     """Karpenter's GPU pool is a flavour of the tenants' queues: when there is one, unless an add-on
     runs its own GPU pods there outside the queues (JupyterHub's GPU notebooks do)."""
-    return karpenter_gpu_pool(config) and not jupyterhub.DEFINITION.enabled(config)
+    return karpenter_gpu_pool(config) and UNQUEUED_GPU_POOL_PODS not in platform_facts(config)
 
 
 def gpu_capacity(config: ProfileView) -> int:
@@ -47,42 +49,9 @@ def gpu_capacity(config: ProfileView) -> int:
 
 def dra_mode(config: ProfileView) -> bool:
     """GPUs are allocated through DRA claims instead of the device plugin's extended resource."""
-    settings = gpu_operator.DEFINITION.settings(config)
-    return settings.enabled and settings.dra
+    return DRA_GPUS in platform_facts(config)
 
 
 def dra_claim_counts(config: ProfileView) -> tuple[int, ...]:
     """The GPU counts a ResourceClaimTemplate is made for in each GPU namespace (DRA mode only)."""
     return tuple(config.workloads.dra_gpu_counts) if dra_mode(config) else ()
-
-
-# Karpenter and ResourceClaims at the pin (1.14.1, kubernetes-sigs/karpenter and
-# aws/karpenter-provider-aws at tag v1.14.1):
-# - the option ignore-dra-requests defaults to true (pkg/operator/options/options.go 133; the chart's
-#   settings.ignoreDRARequests, charts/karpenter/values.yaml 217), and with it the scheduler refuses
-#   a pod with ResourceClaims, "not yet supported by Karpenter"
-#   (pkg/controllers/provisioning/scheduling/scheduler.go 583-586), permanently (537-540);
-# - with it false, a new NodeClaim is simulated with the devices its instance types'
-#   DynamicResources.ResourceSliceTemplates describe (scheduling/dra.go 69-75, 122-126;
-#   nodeclaim.go 180-187, 225-235: no instance type survives without them), and the AWS provider
-#   fills none (no DynamicResources or ResourceSliceTemplate anywhere in karpenter-provider-aws
-#   v1.14.1): no instance type offers a GPU device, so a DRA GPU pod never gets a node either way.
-def karpenter_dra_problems(config: ProfileView) -> Iterator[FieldProblem]:
-    """A GPU pool set in a DRA profile is refused: the platform makes none (Karpenter would never
-    launch its nodes for pods that claim GPUs), and settings that silently do nothing mislead."""
-    if karpenter_gpu_pool(config) or not karpenter.DEFINITION.enabled(config) or not dra_mode(config):
-        return
-    if "gpu_pool" in config.workloads.model_fields_set:
-        version = karpenter.DEFINITION.version(karpenter.DEFINITION.settings(config))
-        yield FieldProblem(
-            ("workloads", "gpu_pool"),
-            ", ".join(
-                f"{key}: {value}" for key, value in config.workloads.gpu_pool.model_dump(exclude_defaults=True).items()
-            )
-            or "the defaults",
-            f"Karpenter {version} launches no node for a pod with ResourceClaims "
-            "(ignoreDRARequests, and the AWS provider describes no DRA devices of any instance type): in DRA mode "
-            "GPUs run on cluster.gpu_node_groups and the platform makes no Karpenter GPU pool",
-            allowed="no workloads.gpu_pool in DRA mode, or addons.gpu_operator.dra: false (the device plugin, "
-            "whose nvidia.com/gpu Karpenter provisions for)",
-        )

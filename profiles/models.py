@@ -29,7 +29,7 @@ from profiles.built_images import built_image_problems, contributed
 from profiles.catalog import CATALOG
 from profiles.cluster import ClusterConfig
 from profiles.cuda import driver_problems, project_dockerfile_images
-from profiles.gpus import dra_mode, karpenter_dra_problems, karpenter_gpu_pool
+from profiles.gpus import dra_mode, karpenter_gpu_pool
 from profiles.limits import quantity_value
 from profiles.naming import RULES, NameSources, derived_names, name_problems
 from profiles.plain_data import text_problems
@@ -96,7 +96,6 @@ class PlatformConfig(Strict):
             self._tenant_people_are_not_admins,
             self._azs_in_region,
             self._tenant_quotas_fit_a_node,
-            lambda: karpenter_dra_problems(self),
             self._addon_rules_hold,
             self._driver_runs_the_images_cuda,
             lambda: built_image_problems(self),

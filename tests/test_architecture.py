@@ -113,14 +113,6 @@ def test_profiles_load_no_bindings() -> None:
 
 # What spans the add-ons without naming one: their definitions' shape, the catalog, the parts.
 ADDON_NEUTRAL = ("addons", "addons.definition", "addons.catalog", "addons.profile_rules", *ADDON_FRAMEWORK)
-# Modules outside addons/ that still name a particular add-on, and what of it. The layers, the
-# tenancy code, the operate commands and verify reach add-ons through addons/parts.py; what is
-# left is the profile's shared GPU facts. This list may only shrink (issue #43).
-NOT_YET_THROUGH_PARTS = {
-    # The profile's GPU facts that span add-ons (DRA mode, Karpenter's GPU pool and whether the
-    # queues hold it), read by add-on definitions that may not import each other.
-    "profiles.gpus": {"addons.gpu_operator", "addons.jupyterhub", "addons.karpenter"},
-}
 # Add-ons that still import another, and which (the same rule; may only shrink).
 NOT_YET_APART = {
     "addons.monitoring.rules": ["addons.gpu_operator", "addons.gpu_operator.gpu_health"],
@@ -135,14 +127,16 @@ def particular_addon(module: str) -> str | None:
 
 
 def test_only_addons_name_an_addon() -> None:
-    """Outside addons/, nothing imports a particular add-on (beyond the list that may only shrink)."""
+    """Outside addons/, nothing imports a particular add-on: the layers, the tenancy code, the
+    operate commands and verify reach add-ons through their parts (addons/parts.py), the profile
+    validator through their profile rules and the facts their settings declare."""
     found = {
         name: {target for target in sorted(GRAPH[name]) if particular_addon(target)}
         for name in MODULES
         if not name.startswith("addons")
     }
     found = {name: targets for name, targets in found.items() if targets}
-    assert found == NOT_YET_THROUGH_PARTS
+    assert found == {}
 
 
 def test_no_addon_imports_another() -> None:

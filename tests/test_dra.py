@@ -271,7 +271,7 @@ def test_the_dra_fixture_has_queues_that_count_gpu_devices(synthesized):
     assert flavors == {"default", "group-g6e-efa"}
 
 
-# Karpenter and DRA at the pin (profiles/gpus.py, karpenter_dra_problems, cites the sources).
+# Karpenter and DRA at the pin (addons/karpenter/profile_rules.py cites the sources).
 
 
 def test_a_gpu_pool_in_a_dra_profile_is_refused_naming_the_field_the_value_and_the_way_out(tmp_path):
@@ -313,7 +313,7 @@ def test_the_karpenter_dra_refusal_names_the_pinned_version():
     """The refusal (and its citations) are about the pinned Karpenter: a new pin must re-read them."""
     from addons.karpenter import DEFINITION as KARPENTER
 
-    source = (Path(__file__).resolve().parents[1] / "profiles" / "gpus.py").read_text()
+    source = (Path(__file__).resolve().parents[1] / "addons" / "karpenter" / "profile_rules.py").read_text()
     assert KARPENTER.pin.version == "1.14.1" and f"tag v{KARPENTER.pin.version}" in source
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from addons.definition import AddonDefinition, ReleaseConfig
+from addons.definition import DRA_GPUS, AddonDefinition, ReleaseConfig
 from profiles.versions import ChartRef
 
 
@@ -17,6 +17,9 @@ class GpuOperatorConfig(ReleaseConfig):
     """Minutes between GPU node health checks (GPU count, EFA devices, DCGM's health watches); a failing node is
     tainted platform/gpu-health=failed:NoSchedule until three complete checks in a row pass. null: no health check.
     """
+
+    def platform_facts(self) -> frozenset[str]:
+        return frozenset({DRA_GPUS}) if self.enabled and self.dra else frozenset()
 
 
 DEFINITION = AddonDefinition(

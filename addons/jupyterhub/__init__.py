@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from addons.definition import AddonDefinition, ReleaseConfig
+from addons.definition import UNQUEUED_GPU_POOL_PODS, AddonDefinition, ReleaseConfig
 from profiles.base import FieldProblem, HttpsUrl, K8sName, Strict, check_cidr
 from profiles.image_ref import ImageRef
 from profiles.limits import EBS_GP3_MAX_GIB, INT32_MAX
@@ -124,6 +124,10 @@ class JupyterHubConfig(ReleaseConfig):
                 allowed="one or more values of the username claim",
             )
         return self
+
+    def platform_facts(self) -> frozenset[str]:
+        # The GPU notebooks run on Karpenter's GPU pool, outside the tenants' queues.
+        return frozenset({UNQUEUED_GPU_POOL_PODS}) if self.enabled else frozenset()
 
 
 DEFINITION = AddonDefinition(

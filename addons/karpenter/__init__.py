@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from addons.definition import AddonDefinition, Minimum, PlatformConfig, ReleaseConfig
+from addons.definition import NODE_POOLS, AddonDefinition, Minimum, PlatformConfig, ReleaseConfig
 from profiles.capacity import CapacityBlock
 from profiles.versions import ChartRef
 
 
 class KarpenterConfig(ReleaseConfig):
     """Karpenter's settings: on or off, and its chart version."""
+
+    def platform_facts(self) -> frozenset[str]:
+        return frozenset({NODE_POOLS}) if self.enabled else frozenset()
 
 
 def uses_capacity_blocks(config: PlatformConfig) -> bool:
