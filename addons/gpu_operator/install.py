@@ -50,6 +50,16 @@ class Daemonsets(Values):
     tolerations: list[Toleration]
 
 
+class DraDriver(Values):
+    # GPU Operator v26.7.0 renders draDriver.computeDomains.enabled into the GPUCluster's
+    # spec.draDriver.computeDomains.enabled (deployments/gpu-operator/templates/gpucluster.yaml;
+    # api/nvidia/v1alpha1/gpucluster_types.go, DRADriverComputeDomainsSpec): the ComputeDomain
+    # controller and the compute-domain kubelet plugin of the DRA driver v0.5.0 it installs, which
+    # Multi-Node NVLink (GB200) jobs need. The chart's default is true; the platform says so itself
+    # so that a chart upgrade that changes the default cannot switch them off unseen.
+    compute_domains: Toggle
+
+
 class GpuOperatorValues(Values):
     driver: Toggle = Toggle(enabled=False)
     toolkit: Toggle = Toggle(enabled=False)
@@ -63,6 +73,7 @@ class GpuOperatorValues(Values):
     operator: Placement = Placement()
     cluster_policy: DeployCr | None = None
     gpu_cluster: DeployCr | None = None
+    dra_driver: DraDriver | None = None
 
 
 def gpu_operator_values(*, dra: bool, service_monitor: bool, shared_host_engine: bool) -> GpuOperatorValues:
@@ -77,6 +88,7 @@ def gpu_operator_values(*, dra: bool, service_monitor: bool, shared_host_engine:
         ),
         cluster_policy=DeployCr(deploy_cr=False) if dra else None,
         gpu_cluster=DeployCr(deploy_cr=True) if dra else None,
+        dra_driver=DraDriver(compute_domains=Toggle(enabled=True)) if dra else None,
     )
 
 
