@@ -12,6 +12,8 @@ import jsonschema
 import pytest
 
 from addons.gpu_operator.install import gpu_operator_values
+from components.k8s.compute_domains import CHANNEL_CLAIM_NAME, compute_domain, with_channel
+from components.k8s.gpus import container_claims, pod_claims
 from tests.k8s_validation import RECORDED_CRDS, validate_object
 
 GPUCLUSTER = ("nvidia.com/v1alpha1", "GPUCluster")
@@ -71,7 +73,7 @@ def test_fields_that_do_not_exist_at_the_pin_are_refused(dra_driver):
         validate_object(gpucluster(dra_driver), "1.34")
 
 
-def compute_domain(spec: dict[str, Any]) -> dict[str, Any]:
+def domain_with(spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "resource.nvidia.com/v1beta1",
         "kind": "ComputeDomain",
@@ -81,11 +83,9 @@ def compute_domain(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_compute_domain_needs_num_nodes_and_a_channel_template_name():
+    validate_object(domain_with({"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "job-channel"}}}), "1.34")
     validate_object(
-        compute_domain({"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "job-channel"}}}), "1.34"
-    )
-    validate_object(
-        compute_domain({"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "c"}, "allocationMode": "All"}}),
+        domain_with({"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "c"}, "allocationMode": "All"}}),
         "1.34",
     )
     for bad in (
@@ -95,4 +95,36 @@ def test_a_compute_domain_needs_num_nodes_and_a_channel_template_name():
         {"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "c"}}, "imexChannels": 1},
     ):
         with pytest.raises(jsonschema.ValidationError):
-            validate_object(compute_domain(bad), "1.34")
+            validate_object(domain_with(bad), "1.34")
+
+
+def worker_pod_spec() -> dict[str, Any]:
+    """A DRA worker as verify's NCCL MPIJob writes it (manifests/checks/nccl.py): a GPU claim."""
+    return {
+        "containers": [
+            {"name": "worker", "image": "example.com/nccl:1", "resources": {"claims": container_claims()}},
+        ],
+        "resourceClaims": pod_claims(4),
+    }
+
+
+def test_a_jobs_pods_claim_the_channel_its_compute_domain_makes():
+    domain = compute_domain("vision", "allreduce")
+    validate_object(domain, "1.34")
+    assert domain["metadata"] == {"name": "allreduce-compute-domain", "namespace": "vision"}
+    assert domain["spec"]["numNodes"] == 0  # deprecated; 0 is the pin's advice with DNS-named IMEX daemons
+    original = worker_pod_spec()
+    spec = with_channel(original, "allreduce")
+    assert original == worker_pod_spec(), "the caller's spec is not changed"
+    template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
+    claims = {claim["name"]: claim["resourceClaimTemplateName"] for claim in spec["resourceClaims"]}
+    assert claims == {"gpu": "gpu-4", CHANNEL_CLAIM_NAME: template}
+    assert spec["containers"][0]["resources"]["claims"] == [{"name": "gpu"}, {"name": CHANNEL_CLAIM_NAME}]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "w", "namespace": "vision"}, "spec": spec}
+    validate_object(pod, "1.34")
+
+
+def test_every_container_claims_the_channel_even_without_a_gpu_claim():
+    spec = with_channel({"containers": [{"name": "a", "image": "x:1"}, {"name": "b", "image": "x:1"}]}, "j")
+    assert [c["resources"]["claims"] for c in spec["containers"]] == [[{"name": CHANNEL_CLAIM_NAME}]] * 2
+    assert spec["resourceClaims"] == [{"name": CHANNEL_CLAIM_NAME, "resourceClaimTemplateName": "j-channel"}]
