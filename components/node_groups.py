@@ -50,13 +50,12 @@ from components.labels import (
 from components.user_data import gpu_node_user_data
 from profiles.capacity import CapacityBlock, OdcrCapacity
 from profiles.node_groups import GpuNodeGroupConfig, SystemNodeGroupConfig
-from profiles.versions import GPU_AMI_TYPE, SYSTEM_AMI_TYPE
+from profiles.versions import GPU_AMI_TYPES, SYSTEM_AMI_TYPE
 from profiles.vpc import is_zone_id
 
 
 @dataclass(frozen=True)
 class NodeGroupDefaults:
-    gpu_ami_type: str = GPU_AMI_TYPE
     system_ami_type: str = SYSTEM_AMI_TYPE
 
 
@@ -334,7 +333,7 @@ class GpuNodeGroup(Construct):
             node_group_name=cfg.name,
             node_role_arn=wiring.node_role_arn,
             subnet_ids=[props.subnet_id],
-            ami_type=DEFAULTS.gpu_ami_type,
+            ami_type=GPU_AMI_TYPES[cfg.catalog_entry.architecture],
             release_version=wiring.ami_release_version,
             version=wiring.kubernetes_version,
             instance_types=[cfg.instance_type],

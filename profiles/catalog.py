@@ -48,6 +48,9 @@ class GpuInstanceType:
     memory_gib: int  # EC2 MemoryInfo.SizeInMiB / 1024
     # Network card 0 of some types (p6-b300) carries ENA only; their EFA cards start at 1.
     first_efa_card: int = 0
+    # EC2 ProcessorInfo.SupportedArchitectures: it picks the node group's AMI type
+    # (profiles/versions.py, GPU_AMI_TYPES). Grace-based types (P6e-GB200) are arm64.
+    architecture: Literal["x86_64", "arm64"] = "x86_64"
 
     @property
     def efa_supported(self) -> bool:

@@ -87,6 +87,11 @@ CODEBUILD_IMAGE = "aws/codebuild/amazonlinux2-x86_64-standard:5.0"
 # container toolkit; EKS picks the release for the cluster's version at creation and on update.
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+# The NVIDIA variant for each CPU architecture of a GPU instance type: Grace-based types (P6e-GB200,
+# arm64) take the AL2023 ARM NVIDIA AMI (EKS User Guide, "Use P6e-GB200 UltraServers with Amazon
+# EKS" and "Use EKS-optimized accelerated AMIs for GPU instances"; docs/gb200.md). hashicorp/aws
+# 5.100.0 knows the AMI type (its aws_eks_node_group ami_type values).
+GPU_AMI_TYPES = {"x86_64": GPU_AMI_TYPE, "arm64": "AL2023_ARM_64_NVIDIA"}
 
 # hashicorp/http, which downloads release manifests at plan time (the MPI Operator).
 # renovate: datasource=terraform-provider depName=hashicorp/http
