@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-import profiles.cluster
+import profiles.node_groups
 from profiles import load_profile
 from profiles.catalog import CATALOG
 from profiles.versions import GPU_AMI_TYPES
@@ -28,7 +28,7 @@ def synthesized_ami_type(architecture: str, monkeypatch: pytest.MonkeyPatch) -> 
 
     (cfg,) = load_profile(str(FIXTURE_PROFILES / "capacity-block.yaml")).cluster.gpu_node_groups
     entry = dataclasses.replace(CATALOG[cfg.instance_type], architecture=architecture)
-    monkeypatch.setattr(profiles.cluster, "lookup", lambda name: entry)
+    monkeypatch.setattr(profiles.node_groups, "lookup", lambda name: entry)
     stack = TerraformStack(App(), "arch")
     GpuNodeGroup(
         stack,
