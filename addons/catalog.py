@@ -7,6 +7,8 @@ Adding an add-on: its package `addons/<key>/` (the definition in `__init__.py`, 
 
 from __future__ import annotations
 
+from importlib import import_module
+from types import ModuleType
 from typing import Any
 
 from addons import (
@@ -48,3 +50,14 @@ ARTIFACTS: dict[str, ReleaseArtifact] = {d.key: d.pin for d in DEFINITIONS if is
 ADDON_NAMESPACES: tuple[str, ...] = tuple(
     d.namespace for d in DEFINITIONS if d.creates_namespace and d.namespace_setting is None
 )
+
+
+def package_module(definition: AddonDefinition[Any], name: str) -> ModuleType | None:
+    """The add-on's optional module `addons/<key>/<name>.py` (None: the add-on has none). An import
+    error inside the module is raised, never taken for a missing module."""
+    try:
+        return import_module(f"addons.{definition.key}.{name}")
+    except ModuleNotFoundError as missing:
+        if missing.name != f"addons.{definition.key}.{name}":
+            raise
+        return None

@@ -5,10 +5,9 @@ loading them from profiles/ would be an import cycle)."""
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
 
-from addons.catalog import DEFINITIONS
+from addons.catalog import DEFINITIONS, package_module
 from addons.definition import AddonDefinition
 from addons.parts import AddonParts, Capacity
 from components.acceptance import AcceptanceCheck, MultiNodeSite
@@ -22,11 +21,8 @@ from profiles.workloads import TenantConfig
 
 def _parts(definition: AddonDefinition[Any]) -> AddonParts:
     """The add-on's `addons/<key>/parts.py` PARTS, or a part that contributes nothing."""
-    try:
-        module = import_module(f"addons.{definition.key}.parts")
-    except ModuleNotFoundError as missing:
-        if missing.name != f"addons.{definition.key}.parts":
-            raise
+    module = package_module(definition, "parts")
+    if module is None:
         return AddonParts(definition)
     parts = getattr(module, "PARTS", None)
     if not isinstance(parts, AddonParts) or parts.definition is not definition:

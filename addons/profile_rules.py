@@ -4,20 +4,16 @@ Read by the profile validator (profiles/models.py), so nothing here may import t
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
 
-from addons.catalog import DEFINITIONS
+from addons.catalog import DEFINITIONS, package_module
 from addons.definition import AddonDefinition, PlatformConfig, ProfileRules
 
 
 def _rules(definition: AddonDefinition[Any]) -> ProfileRules:
     """The add-on's `addons/<key>/profile_rules.py` RULES, or rules that add nothing."""
-    try:
-        module = import_module(f"addons.{definition.key}.profile_rules")
-    except ModuleNotFoundError as missing:
-        if missing.name != f"addons.{definition.key}.profile_rules":
-            raise
+    module = package_module(definition, "profile_rules")
+    if module is None:
         return ProfileRules()
     rules = getattr(module, "RULES", None)
     if not isinstance(rules, ProfileRules):
