@@ -4,7 +4,6 @@ for x86_64, its ARM variant for Grace-based (arm64) types such as P6e-GB200 (doc
 from __future__ import annotations
 
 import dataclasses
-import json
 from datetime import UTC, datetime
 
 import pytest
@@ -13,7 +12,7 @@ import profiles.node_groups
 from profiles import load_profile
 from profiles.catalog import CATALOG
 from profiles.versions import GPU_AMI_TYPES
-from tests.cases import FIXTURE_PROFILES
+from tests.test_capacity_blocks import BLOCK_PROFILE, synthesized_group
 
 
 def test_every_catalog_architecture_has_a_gpu_ami_type():
@@ -22,29 +21,11 @@ def test_every_catalog_architecture_has_a_gpu_ami_type():
 
 
 def synthesized_ami_type(architecture: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    from cdktf import App, TerraformStack, Testing
-
-    from components.node_groups import GpuNodeGroup, GpuNodeGroupProps, NodeGroupWiring
-
-    (cfg,) = load_profile(str(FIXTURE_PROFILES / "capacity-block.yaml")).cluster.gpu_node_groups
+    """The Capacity Block fixture's GPU node group, synthesized with its type's architecture set."""
+    (cfg,) = load_profile(str(BLOCK_PROFILE)).cluster.gpu_node_groups
     entry = dataclasses.replace(CATALOG[cfg.instance_type], architecture=architecture)
     monkeypatch.setattr(profiles.node_groups, "lookup", lambda name: entry)
-    stack = TerraformStack(App(), "arch")
-    GpuNodeGroup(
-        stack,
-        "gpu",
-        props=GpuNodeGroupProps(
-            wiring=NodeGroupWiring(
-                cluster_name="c", node_role_arn="arn:aws:iam::1:role/n", node_security_group_id="sg"
-            ),
-            subnet_id="subnet-1",
-            availability_zone="use1-az6",
-            config=cfg,
-            efa_security_group_id="sg-efa",
-            now=datetime(2099, 2, 28, tzinfo=UTC),
-        ),
-    )
-    (group,) = json.loads(Testing.synth(stack))["resource"]["aws_eks_node_group"].values()
+    (group,) = synthesized_group(datetime(2099, 2, 28, tzinfo=UTC))["aws_eks_node_group"].values()
     return group["ami_type"]
 
 
