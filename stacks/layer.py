@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from cdktf import (
     Fn,
@@ -19,6 +20,8 @@ from cdktf_cdktf_provider_kubernetes.provider import KubernetesProvider, Kuberne
 from constructs import Construct
 
 from components.expressions import matches
+from components.logical_ids import unique_id
+from components.rendered import RenderedJson, render_as_data
 from profiles import PlatformConfig
 from profiles.reserved_keys import platform_tags
 from stacks import API_TUNNEL_PATTERN, API_TUNNEL_VARIABLE
@@ -55,9 +58,30 @@ class LayerStack(TerraformStack):
             LocalBackend(self, path=f"{state.local_dir}/{layer}.tfstate")
 
     def publish(self, contract: object) -> None:
-        """Every published field of the layer's contract as a Terraform output."""
-        for name, value, how in terraform_outputs(contract):
-            TerraformOutput(self, name, value=value, sensitive=how.sensitive or None, description=how.description)
+        """Every published field of the layer's contract as a Terraform output (rendered as data in
+        one element, the JSON a TerraformOutput per field writes: components/rendered.py)."""
+        published = list(terraform_outputs(contract))
+        if not render_as_data():
+            for name, value, how in published:
+                TerraformOutput(self, name, value=value, sensitive=how.sensitive or None, description=how.description)
+            return
+        outputs: dict[str, dict[str, Any]] = {}
+        listed: dict[str, str] = {}  # construct id -> output name
+        for name, value, how in published:
+            output_id = unique_id([name])  # a TerraformOutput's name: its id, as cdktf cleans it
+            if output_id in outputs:  # as cdktf refuses two constructs of one id
+                raise ValueError(f"the {self.layer} layer publishes {name!r} twice")
+            outputs[output_id] = {
+                "value": value,
+                **({"description": how.description} if how.description is not None else {}),
+                **({"sensitive": True} if how.sensitive else {}),
+            }
+            listed[name] = output_id
+        if outputs:
+            # cdktf lists every TerraformOutput under "//" too (terraform-stack.js, toTerraform: the
+            # output's construct path to its name), which the cdktf CLI reads for `cdktf output`.
+            paths = {self.node.id: listed}
+            RenderedJson(self, "published-outputs", json={"output": outputs, "//": {"outputs": paths}})
 
     def use_aws_provider(self) -> AwsProvider:
         tags = {**platform_tags(self.config.name, self.layer), **self.config.tags}

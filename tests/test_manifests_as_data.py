@@ -1,5 +1,6 @@
-"""Kubernetes objects rendered as data (components/k8s/objects.py) are the JSON a `Manifest` per
-object writes, byte for byte, under the same addresses; only the construct tree is smaller."""
+"""Blocks rendered as data (components/rendered.py: Kubernetes objects, a layer's published outputs)
+are the JSON a construct per block writes (a `Manifest` per object, a `TerraformOutput` per output),
+byte for byte, under the same addresses; only the construct tree is smaller."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from cdktf_cdktf_provider_kubernetes.manifest import Manifest
 from constructs import Construct
 
 from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
-from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps, objects_as_data
+from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
 from components.logical_ids import unique_id
+from components.rendered import render_as_data
 from stacks import LAYERS
 from stacks.platform import synthesize
 from tests.cases import FIXTURES, SHIPPED, TEST_SECRETS
@@ -46,13 +48,13 @@ def test_logical_ids_are_cdktfs(path):
 def test_json_is_byte_identical_with_a_manifest_per_object(synthesized, profile):
     """The session's synthesis renders objects as data; the same profile with a `Manifest` per
     object writes the same bytes in every layer."""
-    assert objects_as_data()
+    assert render_as_data()
     folder = synthesized.folder(profile)
     config = synthesized.configs[profile]
     # The same depth below the output root as the session's, so the relative state paths match.
     plain_root = folder.parent.parent / f"{folder.parent.name}-plain"
-    with mock.patch.dict(os.environ, {**TEST_SECRETS, "GPU_PLATFORM_PLAIN_MANIFESTS": "1"}):
-        assert not objects_as_data()
+    with mock.patch.dict(os.environ, {**TEST_SECRETS, "GPU_PLATFORM_PLAIN_CONSTRUCTS": "1"}):
+        assert not render_as_data()
         synthesize(config, str(plain_root / profile), state_dir=plain_root / "state" / config.name)
     for layer in LAYERS:
         data_json = (folder / "stacks" / layer / "cdk.tf.json").read_bytes()

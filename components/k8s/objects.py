@@ -1,19 +1,16 @@
 """Apply a list of Kubernetes manifests through the kubernetes provider's `kubernetes_manifest`.
 
-A group's objects are rendered as data by one element, the same JSON byte for byte as one
-`Manifest` construct per object: each `Manifest` was a jsii round trip with its arguments
-type-checked (about 2.5 ms, some 100 per profile, and more Node work at synthesis). The element
-hands cdktf the resources' JSON (`manifest`, `depends_on`, `timeouts` and the `//` metadata, under
-the ids the constructs had) when the stack is synthesized. Only what another resource depends on
-gets a construct of its own: a bare element at the object's path, whose address is the object's.
-
-The HCL export keeps a `Manifest` per object (cdktf's HCL renderer needs real resources), and so
-does GPU_PLATFORM_PLAIN_MANIFESTS=1; tests/test_manifests_as_data.py compares the two ways' JSON.
+A group's objects are rendered as data by one element (components/rendered.py), the same JSON
+byte for byte as one `Manifest` construct per object: each `Manifest` was a jsii round trip with its
+arguments type-checked (about 2.5 ms, some 100 per profile, and more Node work at synthesis). The
+element hands cdktf the resources' JSON (`manifest`, `depends_on`, `timeouts` and the `//`
+metadata, under the ids the constructs had) when the stack is synthesized. Only what another
+resource depends on gets a construct of its own: a bare element at the object's path, whose
+address is the object's.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +21,7 @@ from constructs import Construct
 from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
 from components.logical_ids import unique_id
 from components.plan_deadline import PlanDeadline
+from components.rendered import RenderedJson, render_as_data
 
 RESOURCE_TYPE = "kubernetes_manifest"
 
@@ -33,15 +31,6 @@ def object_id(obj: dict[str, Any]) -> str:
     meta = obj["metadata"]
     parts = [obj["kind"].lower(), meta.get("namespace"), meta["name"]]
     return "-".join(part for part in parts if part)
-
-
-def objects_as_data() -> bool:
-    """Render objects as data, unless cdktf renders HCL (the same test cdktf's stack makes) or
-    GPU_PLATFORM_PLAIN_MANIFESTS=1 asks for a construct per object."""
-    return (
-        os.environ.get("SYNTH_HCL_OUTPUT") not in ("true", "1")
-        and os.environ.get("GPU_PLATFORM_PLAIN_MANIFESTS") != "1"
-    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,17 +66,6 @@ class _ObjectAddress(TerraformElement):
         self.address = address
 
 
-class _RenderedObjects(TerraformElement):
-    """The group's kubernetes_manifest resources as JSON, given to cdktf when it synthesizes."""
-
-    def __init__(self, scope: Construct, id_: str, *, resources: dict[str, dict[str, Any]]):
-        super().__init__(scope, id_)
-        self._resources = resources
-
-    def to_terraform(self) -> Any:
-        return {"resource": {RESOURCE_TYPE: self._resources}}
-
-
 class KubernetesObjects(Construct):
     """Exposes `objects` (the manifests) and `dependable(key)` / `dependables()` to wait for them."""
 
@@ -97,7 +75,7 @@ class KubernetesObjects(Construct):
         self._dependables: dict[str, ITerraformDependable] = {}
         self._addresses: dict[str, str] = {}
         self._deadline = _deadline(self, id_, props.plan_before)
-        if objects_as_data():
+        if render_as_data():
             self._render(props)
         else:
             self._construct(props)
@@ -150,7 +128,7 @@ class KubernetesObjects(Construct):
             resources[logical_id] = resource
             self._addresses[key] = f"{RESOURCE_TYPE}.{logical_id}"
         # An id no object has: object ids always join a kind and a name with "-".
-        _RenderedObjects(self, "objects", resources=resources)
+        RenderedJson(self, "objects", json={"resource": {RESOURCE_TYPE: resources}})
 
     @property
     def objects(self) -> list[dict[str, Any]]:
