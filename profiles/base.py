@@ -42,10 +42,11 @@ def raise_all(problems: Sequence[FieldProblem], *, title: str) -> None:
 
 
 class Strict(BaseModel):
-    # Field docstrings become the schema descriptions editors show. strict: a value is taken as YAML
-    # wrote it, never converted: a quoted "no" is text, not false; "3", 3.0 and true are not 3.
-    # Literal choices still take their strings; a time is parsed from text by its own field type.
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
+    # Field docstrings become the schema descriptions editors show (profiles/schema.py reads them,
+    # profiles/docstrings.py says why pydantic does not). strict: a value is taken as YAML wrote it,
+    # never converted: a quoted "no" is text, not false; "3", 3.0 and true are not 3. Literal
+    # choices still take their strings; a time is parsed from text by its own field type.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]

@@ -8,13 +8,11 @@ Binding-free: importing this module loads no provider bindings.
 
 from __future__ import annotations
 
-import ast
-import inspect
-import itertools
-import textwrap
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
+
+from profiles.docstrings import own_attribute_docstrings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,19 +75,7 @@ def addon_record(records: Mapping[str, AddonRecord], key: str, kind: type[Record
 def attribute_docstrings(cls: type) -> dict[str, str]:
     """Attribute -> the string literal written under it in the class body (one line, without the
     final period, as Terraform output descriptions read)."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    docs = {}
-    for item, following in itertools.pairwise(body):
-        if (
-            isinstance(item, ast.AnnAssign)
-            and isinstance(item.target, ast.Name)
-            and isinstance(following, ast.Expr)
-            and isinstance(following.value, ast.Constant)
-            and isinstance(following.value.value, str)
-        ):
-            docs[item.target.id] = " ".join(following.value.value.split()).removesuffix(".")
-    return docs
+    return {name: " ".join(doc.split()).removesuffix(".") for name, doc in own_attribute_docstrings(cls).items()}
 
 
 def terraform_outputs(contract: object) -> Iterator[tuple[str, Any, Output]]:

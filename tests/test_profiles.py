@@ -1287,10 +1287,10 @@ def test_profile_fields_are_documented_one_way():
 
 def test_the_public_endpoint_limit_is_the_one_documented():
     from profiles.cluster import MAX_PUBLIC_API_ADDRESSES, ClusterConfig
+    from profiles.docstrings import attribute_docstrings
 
     assert (
-        f"{MAX_PUBLIC_API_ADDRESSES} addresses"
-        in ClusterConfig.model_fields["endpoint_public_access_cidrs"].description
+        f"{MAX_PUBLIC_API_ADDRESSES} addresses" in attribute_docstrings(ClusterConfig)["endpoint_public_access_cidrs"]
     )
 
 
