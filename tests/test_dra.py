@@ -337,6 +337,6 @@ def test_in_dra_mode_efa_stays_with_the_device_plugin_beside_the_gpu_claims(synt
     assert workers, "the DRA fixture renders the multi-node MPIJob check"
     for pod in workers:
         (container,) = pod["containers"]
-        assert container["resources"]["limits"][EFA_RESOURCE] == str(group.catalog_entry.max_efa_interfaces)
+        assert container["resources"]["limits"][EFA_RESOURCE] == str(group.catalog_entry.efa_interfaces)
         assert "nvidia.com/gpu" not in container["resources"]["limits"]
         assert [claim["resourceClaimTemplateName"] for claim in pod["resourceClaims"]]

@@ -368,7 +368,7 @@ def test_the_tenant_guide_examples_are_valid_and_queued_by_default(synthesized):
     node = CATALOG["p5.48xlarge"]
     worker = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]
     limits = worker["template"]["spec"]["containers"][0]["resources"]["limits"]
-    assert (int(limits[GPU_RESOURCE]), int(limits[EFA_RESOURCE])) == (node.gpu_count, node.max_efa_interfaces)
+    assert (int(limits[GPU_RESOURCE]), int(limits[EFA_RESOURCE])) == (node.gpu_count, node.efa_interfaces)
     assert mpijob["spec"]["slotsPerWorker"] == node.gpu_count
     (launcher,) = mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
     mpirun = launcher["args"]  # after the wait for the workers, its command

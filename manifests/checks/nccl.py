@@ -143,7 +143,7 @@ def check_nccl(log: str, target: ValidationTarget) -> CheckResult:
             False,
             f"bus bandwidth at messages of 1 GiB and more is {busbw} GB/s, below "
             f"{minimum} GB/s, the threshold for {target.entry.name} "
-            f"(60% of {target.entry.network_gbps} Gbps)",
+            f"(60% of its {target.entry.efa_bandwidth_gbps} Gbps of EFA)",
         )
     return CheckResult(
         name,
