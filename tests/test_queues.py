@@ -324,7 +324,12 @@ def test_kueues_configuration_is_the_platforms(synthesized, profile):
         == f"{KUEUE.settings(synthesized.configs[profile]).pods_ready_timeout_minutes}m"
     )
     # DRA mode: Kueue counts the claims' devices of the GPU DeviceClass as the queues' nvidia.com/gpu.
-    mapped = {"deviceClassMappings": [{"name": GPU_RESOURCE, "deviceClassNames": [GPU_DEVICE_CLASS]}]}
+    mapped = {
+        "deviceClassMappings": [
+            {"name": GPU_RESOURCE, "deviceClassNames": [GPU_DEVICE_CLASS]},
+            {"name": "nvidia.com/imex-channel", "deviceClassNames": ["compute-domain-default-channel.nvidia.com"]},
+        ]
+    }
     dra = synthesized.configs[profile].addons.gpu_operator.dra
     assert configuration["resources"] == {"quotaCheckStrategy": "IgnoreUndeclared", **(mapped if dra else {})}
     assert set(configuration["integrations"]["frameworks"]) == set(FRAMEWORKS)
