@@ -13,6 +13,7 @@ import yaml
 from components.efa import efa_interface_layout
 from profiles.capacity import block_sizes
 from profiles.catalog import CATALOG
+from profiles.versions import GPU_AMI_TYPES
 from tests.cases import FIXTURES, SHIPPED
 from tests.synth_helpers import by_path, path_of, ref, resources, target
 
@@ -36,7 +37,7 @@ def gpu_node_groups(stack) -> dict[str, dict]:
     return {
         body["node_group_name"]: body
         for body in resources(stack, "aws_eks_node_group").values()
-        if body["ami_type"] == "AL2023_x86_64_NVIDIA"
+        if body["ami_type"] in GPU_AMI_TYPES.values()  # x86_64, or arm64 for Grace (P6e-GB200)
     }
 
 
@@ -157,6 +158,7 @@ def test_gpu_node_groups_carry_taint_ami_and_repair(synthesized, profile):
     assert set(groups) == {g.name for g in synthesized.configs[profile].cluster.gpu_node_groups}
     configs = {g.name: g for g in synthesized.configs[profile].cluster.gpu_node_groups}
     for name, group in groups.items():
+        assert group["ami_type"] == GPU_AMI_TYPES[configs[name].catalog_entry.architecture]
         assert group["taint"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
         assert group["node_repair_config"] == {"enabled": True}
         # The profile's size is applied on every deploy: nothing manages a GPU group's size but the profile
