@@ -24,7 +24,7 @@ def list_profiles() -> int:
         groups = (
             ", ".join(
                 f"{g.max_size} x {g.instance_type} ({g.catalog_entry.gpu_count} x {g.catalog_entry.gpu_model}, "
-                f"{g.catalog_entry.max_efa_interfaces if g.efa_enabled else 0} EFA)"
+                f"{g.catalog_entry.efa_interfaces if g.efa_enabled else 0} EFA)"
                 for g in config.cluster.gpu_node_groups
             )
             or "no GPU node group"

@@ -43,7 +43,7 @@ class ValidationTarget:
 
     @property
     def efa_interfaces(self) -> int:
-        return self.entry.max_efa_interfaces if self.group.efa_enabled else 0
+        return self.entry.efa_interfaces if self.group.efa_enabled else 0
 
 
 @dataclass(frozen=True)

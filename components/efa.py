@@ -23,16 +23,17 @@ class NetworkInterfaceSlot:
 
 
 def efa_interface_layout(entry: GpuInstanceType) -> list[NetworkInterfaceSlot]:
-    """One EFA interface on every EFA-capable network card, following EC2's current guidance:
+    """One EFA interface on each of the entry's EFA cards, following EC2's current guidance:
 
     - the primary interface (card 0, device 0) is `efa` (EFA with an IP), never `efa-only`;
     - every other EFA card gets an `efa-only` interface at device index 0;
-    - where card 0 carries ENA only (p6-b300), the primary is plain ENA and EFA starts at card 1.
+    - where card 0 takes no EFA interface (p6-b300's card 0 carries ENA only; P6e-GB200's EFA
+      cards are 1, 5, 9 and 13), the primary is plain ENA.
     """
     if not entry.efa_supported:
         return []
     slots = []
-    if entry.first_efa_card > 0:
+    if 0 not in entry.efa_network_cards:
         slots.append(NetworkInterfaceSlot(network_card_index=0, device_index=0, interface_type=None))
     for card in entry.efa_network_cards:
         primary = card == 0

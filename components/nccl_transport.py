@@ -185,3 +185,129 @@ def efa_network_problem(log: str, target: ValidationTarget) -> str | None:
     return efa_transport_problem(
         nccl_transport(log), efa_interfaces=target.efa_interfaces, instance_type=target.entry.name
     )
+
+
+# Multi-node NVLink (NCCL's MNNVL: the GPUs of one UltraServer reach each other's memory over NVLink
+# across nodes, through IMEX). The lines, at NCCL v2.27.5-1 (the nccl-tests image's; read in
+# NVIDIA/nccl at that tag), all printed under the default NCCL_DEBUG_SUBSYS:
+# - `comm <ptr> rank <r> nRanks <n> nNodes <k> localRanks <l> localRank <i> MNNVL <0|1>`: src/init.cc
+#   998 (INFO NCCL_INIT), one per communicator and rank: whether that communicator uses MNNVL;
+# - `MNNVL 1 cliqueId <hex> cliqueSize <n> cliqueRank <r>`: src/mnnvl.cc 83, once MNNVL is on: how
+#   many of the communicator's ranks share the rank's NVLink clique (its UltraServer's domain);
+# - `Channel <c>/<i> : <rank>[<dev>] -> <rank>[<dev>] via P2P/MNNVL...`: src/transport/p2p.cc 393
+#   (INFO NCCL_INIT|NCCL_P2P), a peer connection over fabric memory; `... [send] via NET/<net>/...`
+#   and `... [receive] via NET/<net>/...`: src/transport/net.cc 218, 222 and 264, a connection
+#   over the network (EFA through aws-ofi-nccl's Libfabric, or sockets);
+# - WARN `MNNVL (cliqueSize <n>) is available but not working on this system. Check the IMEX
+#   channel configuration (/dev/nvidia-caps-imex-channels). ...` (src/mnnvl.cc 63: fabric memory
+#   cannot be allocated, the pod has no IMEX channel) or `... Check the IMEX configuration
+#   (nvidia-imex-ctl -N). ...` (74: it cannot be exported or imported, the IMEX daemons are not
+#   connected); with NCCL_MNNVL_ENABLE=1 the communicator then fails (ncclSystemError).
+_COMM = re.compile(
+    _PREFIX + r"comm \S+ rank (?P<rank>\d+) nRanks (?P<ranks>\d+) nNodes (?P<nodes>\d+) localRanks \d+ "
+    r"localRank \d+ MNNVL (?P<mnnvl>\d+)"
+)
+_CLIQUE = re.compile(
+    _PREFIX + r"MNNVL 1 cliqueId (?P<clique>[0-9a-fA-F]+) cliqueSize (?P<size>\d+) cliqueRank (?P<rank>\d+)"
+)
+_P2P_MNNVL = re.compile(_PREFIX + r"Channel \d+/\d+ : \d+\[\d+\] -> \d+\[\d+\] via P2P/MNNVL")
+_NET_CHANNEL = re.compile(
+    _PREFIX + r"Channel \d+/\d+ : \d+\[\d+\] -> \d+\[\d+\] \[(?:send|receive)\] via NET/(?P<net>[^/\s]+)"
+)
+_MNNVL_BROKEN = re.compile(
+    r"NCCL WARN MNNVL \(cliqueSize (?P<size>\d+)\) is available but not working on this system\. "
+    r"Check the (?P<what>IMEX channel configuration|IMEX configuration)"
+)
+
+
+@dataclass(frozen=True)
+class CommSummary:
+    """One `comm ... MNNVL` line: a communicator as one rank saw it."""
+
+    rank: int
+    ranks: int
+    nodes: int
+    mnnvl: bool
+
+
+@dataclass(frozen=True)
+class MnnvlUse:
+    """What one run's NCCL_DEBUG=INFO log says about multi-node NVLink, every rank's lines together."""
+
+    comms: tuple[CommSummary, ...]
+    clique_sizes: tuple[int, ...]
+    """Every `MNNVL 1 cliqueId ... cliqueSize` line's size."""
+    p2p_mnnvl: int
+    """Peer connections over P2P/MNNVL."""
+    networks: tuple[str, ...]
+    """The network of every connection over NET/<net>, in log order."""
+    broken: tuple[str, ...]
+    """What the `MNNVL ... is available but not working` warnings say to check."""
+
+
+def mnnvl_use(log: str) -> MnnvlUse:
+    """Parse the multi-node NVLink lines of an NCCL_DEBUG=INFO log (any number of ranks)."""
+    return MnnvlUse(
+        comms=tuple(
+            CommSummary(int(m.group("rank")), int(m.group("ranks")), int(m.group("nodes")), m.group("mnnvl") == "1")
+            for m in _COMM.finditer(log)
+        ),
+        clique_sizes=tuple(int(m.group("size")) for m in _CLIQUE.finditer(log)),
+        p2p_mnnvl=len(_P2P_MNNVL.findall(log)),
+        networks=tuple(m.group("net") for m in _NET_CHANNEL.finditer(log)),
+        broken=tuple(m.group("what") for m in _MNNVL_BROKEN.finditer(log)),
+    )
+
+
+def mnnvl_problem(use: MnnvlUse) -> str | None:
+    """Why a multi-node run on a multi-node NVLink group did not go over NVLink between its nodes,
+    or None: every communicator that spans nodes on MNNVL, one clique holding all its ranks, no
+    connection over the network."""
+    return _mnnvl_not_on(use) or _mnnvl_not_everywhere(use)
+
+
+def _mnnvl_not_on(use: MnnvlUse) -> str | None:
+    if use.broken:
+        return (
+            f"NCCL found the GPUs on one NVLink fabric but could not use it (MNNVL ... is available but not "
+            f"working; check the {use.broken[0]}): the pods hold no IMEX channel (the job's ComputeDomain "
+            "channel claim) or the ComputeDomain's IMEX daemons are not ready"
+        )
+    if not use.comms:
+        return (
+            "NCCL printed no communicator summary (no `comm ... MNNVL` line): run with NCCL_DEBUG=INFO, or the "
+            "job failed before NCCL started"
+        )
+    spanning = [comm for comm in use.comms if comm.nodes > 1]
+    if not spanning:
+        return "every communicator stayed on one node (nNodes 1): nothing went between nodes"
+    without = [comm for comm in spanning if not comm.mnnvl]
+    if without:
+        return (
+            f"NCCL did not use multi-node NVLink (MNNVL 0 on {len(without)} of {len(spanning)} ranks' "
+            "communicators across nodes): NCCL_MNNVL_ENABLE=0, nodes outside one NVLink domain, or GPUs whose "
+            "fabric reports no cluster"
+        )
+    return None
+
+
+def _mnnvl_not_everywhere(use: MnnvlUse) -> str | None:
+    ranks = max(comm.ranks for comm in use.comms if comm.nodes > 1)
+    if not use.clique_sizes or min(use.clique_sizes) < ranks:
+        smallest = min(use.clique_sizes, default=0)
+        return (
+            f"a rank's NVLink clique holds {smallest} of the communicator's {ranks} ranks: the job's nodes are "
+            "not all in one NVLink domain (UltraServer)"
+        )
+    if use.networks:
+        return (
+            f"{len(use.networks)} connections went over the network (NET/{use.networks[0]}), not NVLink: ranks "
+            "outside one NVLink domain"
+        )
+    return None
+
+
+def mnnvl_summary(use: MnnvlUse) -> str:
+    """`multi-node NVLink (one clique of 8 ranks, 24 P2P/MNNVL connections)`: for a passing check's detail."""
+    size = min(use.clique_sizes, default=0)
+    return f"multi-node NVLink (one clique of {size} ranks, {use.p2p_mnnvl} P2P/MNNVL connections)"

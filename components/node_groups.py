@@ -185,6 +185,21 @@ def _catalog_precondition(scope: Construct, cfg: GpuNodeGroupConfig) -> Precondi
     entry = cfg.catalog_entry
     instance_type = DataAwsEc2InstanceType(scope, "instance-type", instance_type=cfg.instance_type)
     aws_efa_count = f"coalesce({instance_type.fqn}.efa_maximum_interfaces, 0)"
+    if entry.max_efa_interfaces is None:
+        # AWS documents which cards carry EFA, not the count (P6e-GB200): EC2 must allow the
+        # platform's interfaces, on a type with the documented number of network cards.
+        aws_cards = f"{instance_type.fqn}.maximum_network_cards"
+        return Precondition(
+            condition=expression(f"{aws_efa_count} >= {entry.efa_interfaces} && {aws_cards} == {entry.network_cards}"),
+            error_message=interpolated(
+                f"The GPU instance catalog gives {cfg.instance_type} {entry.efa_interfaces} EFA interfaces on "
+                f"{entry.network_cards} network cards, but EC2 reports at most ",
+                Expression(aws_efa_count),
+                " EFA interfaces and ",
+                Expression(aws_cards),
+                " network cards: fix profiles/catalog.py.",
+            ),
+        )
     return Precondition(
         condition=expression(f"{aws_efa_count} == {entry.max_efa_interfaces}"),
         error_message=interpolated(

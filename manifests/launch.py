@@ -16,7 +16,8 @@ at /root/.ssh, sshd on the workers). What the line carries, and why:
 - `-x`: the ranks are children of that SSH session, so they see neither the worker pod's env nor
   the image's ENV. Forwarded: libfabric's EFA settings (the worker pod's EFA_ENV), NCCL_DEBUG=INFO
   (verify judges the network NCCL chose by those lines), and the launcher's PATH and LD_LIBRARY_PATH
-  (the same image's: NCCL, aws-ofi-nccl and libfabric are found through LD_LIBRARY_PATH).
+  (the same image's: NCCL, aws-ofi-nccl and libfabric are found through LD_LIBRARY_PATH); on a
+  multi-node NVLink group also NCCL_MNNVL_ENABLE=1 (components/k8s/compute_domains.py).
 """
 
 from __future__ import annotations
@@ -37,15 +38,19 @@ NCCL_DEBUG = ("NCCL_DEBUG", "INFO")
 IMAGE_ENV_FORWARDED = ("LD_LIBRARY_PATH", "PATH")
 
 
-def forwarded_env() -> list[str]:
-    """mpirun's -x arguments: NAME=value where the ranks need a value, NAME for the launcher's own."""
-    values = [(env["name"], env["value"]) for env in EFA_ENV] + [NCCL_DEBUG]
+def forwarded_env(extra: Sequence[tuple[str, str]] = ()) -> list[str]:
+    """mpirun's -x arguments: NAME=value where the ranks need a value (`extra` too), NAME for the
+    launcher's own."""
+    values = [(env["name"], env["value"]) for env in EFA_ENV] + [NCCL_DEBUG, *extra]
     return [f"{name}={value}" for name, value in values] + list(IMAGE_ENV_FORWARDED)
 
 
-def mpirun(program: Sequence[str], *, nodes: int, ranks_per_node: int) -> list[str]:
-    """mpirun of `program`, `ranks_per_node` ranks on each of the MPI Operator's `nodes` workers."""
-    forwards = [arg for name in forwarded_env() for arg in ("-x", name)]
+def mpirun(
+    program: Sequence[str], *, nodes: int, ranks_per_node: int, env: Sequence[tuple[str, str]] = ()
+) -> list[str]:
+    """mpirun of `program`, `ranks_per_node` ranks on each of the MPI Operator's `nodes` workers;
+    `env`: more NAME=value for the ranks."""
+    forwards = [arg for name in forwarded_env(env) for arg in ("-x", name)]
     return [
         MPIRUN,
         "--allow-run-as-root",
@@ -62,7 +67,9 @@ def mpirun(program: Sequence[str], *, nodes: int, ranks_per_node: int) -> list[s
     ]
 
 
-def nccl_allreduce_launcher(*, nodes: int, gpus_per_node: int) -> list[str]:
+def nccl_allreduce_launcher(*, nodes: int, gpus_per_node: int, env: Sequence[tuple[str, str]] = ()) -> list[str]:
     """The NCCL MPIJob's launcher command: once every worker accepts SSH, all_reduce_perf with one
-    rank per GPU of every worker."""
-    return after_workers(mpirun([ALL_REDUCE_PERF, *ALL_REDUCE_SWEEP], nodes=nodes, ranks_per_node=gpus_per_node))
+    rank per GPU of every worker (`env`: more NAME=value for the ranks, e.g. NCCL_MNNVL_ENABLE)."""
+    return after_workers(
+        mpirun([ALL_REDUCE_PERF, *ALL_REDUCE_SWEEP], nodes=nodes, ranks_per_node=gpus_per_node, env=env)
+    )

@@ -5,6 +5,7 @@
 - container-test: the reference image from the build layer starts and runs;
 - nccl-allreduce: an MPIJob across two GPU nodes requesting every EFA interface of the type,
   huge pages and a memory-backed /dev/shm, submitted as the first tenant (see `tenant_check_namespace`);
+  on a multi-node NVLink group (P6e-GB200) with the job's ComputeDomain, whose channel it claims;
 - lustre-efa-check (when the FSx file system and the checked group are EFA-enabled): direct I/O
   through the first tenant's FSx volume on a GPU node, and how many bytes the node's EFA devices
   moved meanwhile;
@@ -31,7 +32,7 @@ from manifests.checks.lustre_efa import (
     lustre_efa_check_applies,
     lustre_efa_check_pod,
 )
-from manifests.checks.nccl import NCCL_JOB, NCCL_NODES, nccl_mpijob
+from manifests.checks.nccl import NCCL_JOB, NCCL_NODES, nccl_objects
 from manifests.checks.target import multi_node_site
 from profiles.models import PlatformConfig
 from profiles.versions import CUDA_IMAGE, NCCL_TESTS_IMAGE
@@ -119,7 +120,7 @@ def render(
         ]
     site = multi_node_site(config, target)
     if site and site.job_nodes >= NCCL_NODES:
-        files[f"{NCCL_JOB}.yaml"] = [nccl_mpijob(target, nccl_image, site.namespace)]
+        files[f"{NCCL_JOB}.yaml"] = nccl_objects(target, nccl_image, site.namespace)
     if lustre_efa_check_applies(config, target):
         files[f"{LUSTRE_EFA_CHECK}.yaml"] = [lustre_efa_check_pod(target, config.workloads.tenants[0].name)]
     # The add-ons' checks in install order: KubeRay's RayJob, Trainer's TrainJob, MLflow's tracking check.

@@ -19,6 +19,7 @@ import yaml
 
 from addons.contributions import addon_checks
 from components.acceptance import CheckResult, ValidationTarget, wait_for
+from components.k8s.compute_domains import COMPUTE_DOMAIN_KIND
 from components.k8s.mpi import MPIJOB_KIND
 from manifests.checks.gpu_smoke import check_gpu_smoke
 from manifests.checks.lustre_efa import LUSTRE_EFA_CHECK, check_lustre_efa, lustre_efa_check_applies
@@ -33,7 +34,8 @@ from profiles.versions import NCCL_TESTS_IMAGE
 
 # The platform's own validation objects that run to completion and are judged by their output
 # (an add-on's check names its own: AcceptanceCheck.run_once_kinds).
-RUN_ONCE_KINDS = ("Pod", MPIJOB_KIND)
+# A ComputeDomain is a job's own (components/k8s/compute_domains.py): each run of the job gets a new one.
+RUN_ONCE_KINDS = ("Pod", MPIJOB_KIND, COMPUTE_DOMAIN_KIND)
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,12 @@ class CapacityBlock(Strict):
     reservation_id: str | None = Field(None)
     """The Capacity Block's reservation id (cr-...)."""
     instance_count: int = Field(..., ge=1, le=EC2_MAX_RESERVATION_INSTANCES)
-    """Instances in the block; node group sizes stay within it."""
+    """Instances in the block; node group sizes stay within it. An UltraServer block holds the UltraServer's
+    instances (u-p6e-gb200x36: 9, u-p6e-gb200x72: 18)."""
+    ultraserver_type: str | None = Field(None, pattern=r"^u-[a-z0-9-]+x[0-9]+$")
+    """The block's UltraServer type (ultraserverType in aws ec2 describe-capacity-blocks), e.g. u-p6e-gb200x72: one
+    block is one UltraServer, whose instances share one NVLink domain. Required for types sold only as UltraServers
+    (p6e-gb200.36xlarge); unset for a block of single instances."""
     availability_zone: str = Field(...)
     """The AZ the block was bought in, named as cluster.vpc names its zones (zone ID or name)."""
     starts_at: UtcTime = Field(...)

@@ -5,7 +5,9 @@ lifecycle precondition on the EFA interface count), so a wrong entry fails `terr
 
 To add an instance type, append a `GpuInstanceType` to `_ENTRIES` with the values from
 `aws ec2 describe-instance-types --instance-types <type>` (GpuInfo, NetworkInfo.EfaInfo,
-NetworkInfo.MaximumNetworkCards, InstanceStorageInfo).
+NetworkInfo.MaximumNetworkCards, InstanceStorageInfo). A type missing from the DescribeInstanceTypes
+data recorded here (moto's, tests/test_catalog_against_ec2.py) is taken from AWS's documentation
+instead, and names the pages in `documented_at` (P6e-GB200: docs/gb200.md).
 """
 
 from __future__ import annotations
@@ -39,7 +41,10 @@ class GpuInstanceType:
     gpu_count: int
     gpu_model: GpuModel
     gpu_memory_gib: int  # per GPU
-    max_efa_interfaces: int  # EC2 MaximumEfaInterfaces; 0 = no EFA
+    # EC2 MaximumEfaInterfaces; 0 = no EFA. None: AWS's documentation gives no number, only which
+    # cards carry EFA (then `efa_cards` says which the platform uses, and the plan checks that EC2
+    # allows at least that many).
+    max_efa_interfaces: int | None
     network_cards: int  # EC2 MaximumNetworkCards
     network_gbps: int  # aggregate instance bandwidth ("up to" figures as their maximum)
     local_nvme_disks: int
@@ -51,21 +56,65 @@ class GpuInstanceType:
     # EC2 ProcessorInfo.SupportedArchitectures: it picks the node group's AMI type
     # (profiles/versions.py, GPU_AMI_TYPES). Grace-based types (P6e-GB200) are arm64.
     architecture: Literal["x86_64", "arm64"] = "x86_64"
+    # The network cards that take the platform's EFA interfaces where EC2's EFA guide prescribes
+    # them, instead of one on every EFA-capable card from first_efa_card (P6e-GB200: one EFA-only
+    # interface on one card of each GPU's pair). None: one per card, max_efa_interfaces of them.
+    efa_cards: tuple[int, ...] | None = None
+    # EFA bandwidth where EC2's guide gives it below the instance's network bandwidth (P6e-GB200:
+    # 1,600 of 3,200 Gbps). None: network_gbps.
+    efa_gbps: int | None = None
+    # EC2 UltraServer types of this instance type -> instances in one (one NVLink domain across
+    # them: multi-node NVLink through IMEX). Empty: NVLink stops at the node.
+    ultraservers: tuple[tuple[str, int], ...] = ()
+    # AWS pages the entry's facts were read from, for a type EC2's DescribeInstanceTypes data
+    # recorded here lacks (tests/test_catalog_against_ec2.py). Empty: that data has the type.
+    documented_at: tuple[str, ...] = ()
 
-    @property
-    def efa_supported(self) -> bool:
-        return self.max_efa_interfaces > 0
+    def __post_init__(self) -> None:
+        if self.max_efa_interfaces is None and self.efa_cards is None:
+            raise ValueError(f"{self.name}: without EC2's MaximumEfaInterfaces the EFA cards must be named")
+        cards = self.efa_network_cards
+        if self.max_efa_interfaces is not None and len(cards) > self.max_efa_interfaces:
+            raise ValueError(f"{self.name}: {len(cards)} EFA cards, EC2 allows {self.max_efa_interfaces}")
+        if any(card >= self.network_cards for card in cards) or len(set(cards)) != len(cards):
+            raise ValueError(f"{self.name}: EFA cards {cards} are not distinct cards of {self.network_cards}")
 
     @property
     def efa_network_cards(self) -> tuple[int, ...]:
         """Indices of the network cards that take one EFA interface each."""
+        if self.efa_cards is not None:
+            return self.efa_cards
+        assert self.max_efa_interfaces is not None  # __post_init__
         return tuple(range(self.first_efa_card, self.first_efa_card + self.max_efa_interfaces))
+
+    @property
+    def efa_interfaces(self) -> int:
+        """EFA interfaces the platform attaches to each node (and a pod taking the whole node requests)."""
+        return len(self.efa_network_cards)
+
+    @property
+    def efa_supported(self) -> bool:
+        return self.efa_interfaces > 0
+
+    @property
+    def efa_bandwidth_gbps(self) -> int:
+        return self.efa_gbps if self.efa_gbps is not None else self.network_gbps
+
+    @property
+    def ultraserver_sizes(self) -> dict[str, int]:
+        """UltraServer type -> its instances (empty: the type is sold as single instances)."""
+        return dict(self.ultraservers)
+
+    @property
+    def multi_node_nvlink(self) -> bool:
+        """NVLink reaches across nodes (the instances of one UltraServer): NCCL's MNNVL, through IMEX."""
+        return bool(self.ultraservers)
 
     @property
     def nccl_min_busbw_gbytes_per_s(self) -> float:
         """Lowest acceptable NCCL all-reduce bus bandwidth between two nodes over EFA: 60% of the
-        instance's network line rate in GB/s. Below it, EFA or NCCL's network plugin is misconfigured."""
-        return round(self.network_gbps / 8 * 0.6, 1)
+        instance's EFA line rate in GB/s. Below it, EFA or NCCL's network plugin is misconfigured."""
+        return round(self.efa_bandwidth_gbps / 8 * 0.6, 1)
 
     @property
     def family(self) -> str:
@@ -185,6 +234,41 @@ _ENTRIES: list[GpuInstanceType] = [
         network_gbps=6400,
         first_efa_card=1,
         memory_gib=4096,
+    ),
+    # Sold only as UltraServers, through Capacity Blocks; absent from the DescribeInstanceTypes data
+    # recorded here. Every fact from AWS's documentation (docs/gb200.md cites each one):
+    # - EC2 Instance Types, "Specifications for Amazon EC2 accelerated computing instances": 144 vCPUs
+    #   (144 cores, 1 thread each), 960 GiB, 4 x NVIDIA B200 GPU with 185 GiB each, NVIDIA Grace
+    #   (arm64), 3200 Gigabit, EFA, 17 network cards, 3 x 7500 GB NVMe SSD;
+    # - EC2 User Guide, "Maximize network bandwidth ... with multiple network cards", section "EFA
+    #   configuration for a P6e-GB200 instances": card 0 ENA only (100 Gbps); EFA-only on cards 1, 3,
+    #   ..., 15; each GPU reaches EFA through one pair of them ([1, 3], [5, 7], [9, 11], [13, 15]),
+    #   400 Gbps per GPU, 1,600 Gbps of EFA in all; the guide's configuration: ENA on card 0 and one
+    #   EFA-only interface on cards 1, 5, 9 and 13 (4 x 400 Gbps). EC2's MaximumEfaInterfaces itself
+    #   is published nowhere read: the plan checks it is at least 4;
+    # - EKS User Guide, "Use P6e-GB200 UltraServers with Amazon EKS": u-p6e-gb200x36 has 9 instances,
+    #   u-p6e-gb200x72 has 18.
+    GpuInstanceType(
+        name="p6e-gb200.36xlarge",
+        gpu_count=4,
+        gpu_model="B200",
+        gpu_memory_gib=185,
+        max_efa_interfaces=None,
+        efa_cards=(1, 5, 9, 13),
+        network_cards=17,
+        network_gbps=3200,
+        efa_gbps=1600,
+        local_nvme_disks=3,
+        local_nvme_disk_gb=7500,
+        vcpus=144,
+        memory_gib=960,
+        architecture="arm64",
+        ultraservers=(("u-p6e-gb200x36", 9), ("u-p6e-gb200x72", 18)),
+        documented_at=(
+            "https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html",
+            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html#efa-for-p6e",
+            "https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidia-ultraserver.html",
+        ),
     ),
     *_g_family(
         "g5",

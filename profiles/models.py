@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pydantic import Field, model_validator
 
 from addons.catalog import ADDON_NAMESPACES, DEFINITIONS
+from addons.gpu_operator import DEFINITION as GPU_OPERATOR
 from addons.profile_rules import enabled_rules
 from profiles.addons import AddonsConfig
 from profiles.aws_facts import zones
@@ -88,6 +89,7 @@ class PlatformConfig(Strict):
         stops at the first validator that raises)."""
         checks = (
             self._dra_needs_resource_api_v1,
+            self._multi_node_nvlink_needs_dra,
             self._components_support_kubernetes,
             self._charts_meet_minimums,
             self._associations_per_tenant_fit,
@@ -112,6 +114,24 @@ class PlatformConfig(Strict):
                 f"DRA GPU allocation needs resource.k8s.io/v1 (Kubernetes 1.34+); the cluster runs {version}",
                 allowed="cluster.kubernetes_version 1.34 or later, or dra: false",
             )
+
+    def _multi_node_nvlink_needs_dra(self) -> Iterator[FieldProblem]:
+        """UltraServer types (P6e-GB200) reach NVLink across nodes only through IMEX, which the platform
+        runs as the NVIDIA DRA driver's ComputeDomains (GPU Operator DRA mode, addons/gpu_operator); EKS
+        requires DRA for them (EKS User Guide, "Use P6e-GB200 UltraServers with Amazon EKS")."""
+        if dra_mode(self):
+            return
+        for group in self.cluster.gpu_node_groups:
+            if group.catalog_entry.multi_node_nvlink:
+                yield FieldProblem(
+                    ("addons", "gpu_operator"),
+                    GPU_OPERATOR.settings(self).model_dump(include={"enabled", "dra"}),
+                    f"node group {group.name} runs {group.instance_type}, whose UltraServer shares NVLink across "
+                    "nodes only through IMEX: the DRA driver's ComputeDomains, which GPU Operator installs in DRA "
+                    "mode (and EKS supports P6e-GB200 only with DRA)",
+                    allowed="addons.gpu_operator: {enabled: true, dra: true}",
+                )
+                return
 
     def _components_support_kubernetes(self) -> Iterator[FieldProblem]:
         """The compatibility matrices: every enabled add-on supports the cluster's version."""

@@ -101,6 +101,7 @@ class GpuNodeGroupConfig(Strict):
                 allowed=f"efa_enabled: false, or a size with EFA: {', '.join(with_efa) or 'none in this family'}",
             )
         check_sizes(self.min_size, self.desired_size, self.max_size)
+        check_ultraserver(self.instance_type, entry, self.capacity)
         if isinstance(self.capacity, CapacityBlock) and self.max_size > self.capacity.instance_count:
             raise FieldProblem(
                 "max_size",
@@ -138,3 +139,37 @@ class GpuNodeGroupConfig(Strict):
     def sizes_at(self, now: datetime) -> tuple[int, int, int]:
         """(min, desired, max) at `now`: a Capacity Block's group is at 0 outside its window."""
         return block_sizes(self.capacity, (self.min_size, self.desired_size, self.max_size), now)
+
+
+def check_ultraserver(instance_type: str, entry: GpuInstanceType, capacity: object) -> None:
+    """A type sold only as UltraServers (P6e-GB200: through Capacity Blocks, one block per UltraServer,
+    EC2 User Guide "How Capacity Blocks work"; EKS User Guide "Use P6e-GB200 UltraServers with Amazon
+    EKS") runs on a block of one of its UltraServer types, holding that UltraServer's instances."""
+    sizes = entry.ultraserver_sizes
+    kinds = " or ".join(f"{kind} ({count} instances)" for kind, count in sizes.items())
+    ultraserver = capacity.ultraserver_type if isinstance(capacity, CapacityBlock) else None
+    if sizes and ultraserver is None:
+        raise FieldProblem(
+            "capacity",
+            getattr(capacity, "type", capacity),
+            f"{instance_type} is sold only as UltraServers, through Capacity Blocks for ML",
+            allowed=f"capacity: {{type: capacity_block, ultraserver_type: {' or '.join(sizes)}, ...}}",
+        )
+    if ultraserver is None:
+        return
+    assert isinstance(capacity, CapacityBlock)
+    if ultraserver not in sizes:
+        raise FieldProblem(
+            ("capacity", "ultraserver_type"),
+            ultraserver,
+            f"not an UltraServer type of {instance_type}"
+            + ("" if sizes else ": it is sold as single instances, not UltraServers"),
+            allowed=kinds or "no ultraserver_type",
+        )
+    if capacity.instance_count != sizes[ultraserver]:
+        raise FieldProblem(
+            ("capacity", "instance_count"),
+            capacity.instance_count,
+            f"an UltraServer Capacity Block is one {ultraserver}, which has {sizes[ultraserver]} instances",
+            allowed=str(sizes[ultraserver]),
+        )

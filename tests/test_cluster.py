@@ -13,6 +13,7 @@ import yaml
 from components.efa import efa_interface_layout
 from profiles.capacity import block_sizes
 from profiles.catalog import CATALOG
+from profiles.versions import GPU_AMI_TYPES
 from tests.cases import FIXTURES, SHIPPED
 from tests.synth_helpers import by_path, path_of, ref, resources, target
 
@@ -36,7 +37,7 @@ def gpu_node_groups(stack) -> dict[str, dict]:
     return {
         body["node_group_name"]: body
         for body in resources(stack, "aws_eks_node_group").values()
-        if body["ami_type"] == "AL2023_x86_64_NVIDIA"
+        if body["ami_type"] in GPU_AMI_TYPES.values()  # x86_64, or arm64 for Grace (P6e-GB200)
     }
 
 
@@ -75,11 +76,24 @@ def test_p6_b300_keeps_card_zero_for_ena(synthesized):
     assert [(n["network_card_index"], n["interface_type"]) for n in nics[1:]] == [(c, "efa-only") for c in range(1, 17)]
 
 
+def test_p6e_gb200_takes_one_efa_only_interface_per_gpu_pair_of_cards():
+    """EC2's EFA guide for P6e-GB200: ENA on card 0, one EFA-only interface on one card of each GPU's
+    pair ([1, 3], [5, 7], [9, 11], [13, 15]): 4 x 400 Gbps."""
+    slots = efa_interface_layout(CATALOG["p6e-gb200.36xlarge"])
+    assert [(s.network_card_index, s.device_index, s.interface_type) for s in slots] == [
+        (0, 0, None),
+        (1, 0, "efa-only"),
+        (5, 0, "efa-only"),
+        (9, 0, "efa-only"),
+        (13, 0, "efa-only"),
+    ]
+
+
 def test_layout_function_for_every_catalog_entry():
     for entry in CATALOG.values():
         slots = efa_interface_layout(entry)
         efa = [s for s in slots if s.interface_type]
-        assert len(efa) == entry.max_efa_interfaces, entry.name
+        assert len(efa) == entry.efa_interfaces, entry.name
         assert all(s.network_card_index < entry.network_cards for s in slots), entry.name
         if slots:
             assert slots[0].network_card_index == 0 and slots[0].interface_type != "efa-only"
@@ -144,6 +158,7 @@ def test_gpu_node_groups_carry_taint_ami_and_repair(synthesized, profile):
     assert set(groups) == {g.name for g in synthesized.configs[profile].cluster.gpu_node_groups}
     configs = {g.name: g for g in synthesized.configs[profile].cluster.gpu_node_groups}
     for name, group in groups.items():
+        assert group["ami_type"] == GPU_AMI_TYPES[configs[name].catalog_entry.architecture]
         assert group["taint"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
         assert group["node_repair_config"] == {"enabled": True}
         # The profile's size is applied on every deploy: nothing manages a GPU group's size but the profile
@@ -253,10 +268,16 @@ def test_plan_time_catalog_check(synthesized, profile):
         condition, offered = template["lifecycle"]["precondition"]
         data_id, data = by_path(stack, "aws_ec2_instance_type", f"gpu-{name}/instance-type", section="data")
         assert data["instance_type"] == cfg.instance_type
-        assert condition["condition"] == (
-            f"${{coalesce(data.aws_ec2_instance_type.{data_id}.efa_maximum_interfaces, 0) == "
-            f"{CATALOG[cfg.instance_type].max_efa_interfaces}}}"
-        )
+        entry, data_ref = CATALOG[cfg.instance_type], f"data.aws_ec2_instance_type.{data_id}"
+        if entry.max_efa_interfaces is None:
+            # AWS documents the EFA cards, not EC2's maximum (P6e-GB200): at least those, on its cards.
+            expected = (
+                f"${{coalesce({data_ref}.efa_maximum_interfaces, 0) >= {entry.efa_interfaces} && "
+                f"{data_ref}.maximum_network_cards == {entry.network_cards}}}"
+            )
+        else:
+            expected = f"${{coalesce({data_ref}.efa_maximum_interfaces, 0) == {entry.max_efa_interfaces}}}"
+        assert condition["condition"] == expected
         assert cfg.instance_type in condition["error_message"]
         # And EC2 offers the type in the group's zone (tests/test_plan_checks.py plans both).
         zone_id, zone = by_path(stack, "aws_ec2_instance_type_offerings", f"gpu-{name}/offered-in-zone", section="data")

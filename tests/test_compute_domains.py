@@ -12,9 +12,20 @@ import jsonschema
 import pytest
 
 from addons.gpu_operator.install import gpu_operator_values
-from components.k8s.compute_domains import CHANNEL_CLAIM_NAME, compute_domain, with_channel
-from components.k8s.gpus import container_claims, pod_claims
+from addons.kueue import KueueConfig
+from addons.kueue.install import IMEX_CHANNEL_RESOURCE, manager_configuration
+from components.acceptance import ValidationTarget
+from components.k8s.compute_domains import CHANNEL_CLAIM_NAME, CHANNEL_DEVICE_CLASS, compute_domain, with_channel
+from components.k8s.gpus import claim_template, container_claims, pod_claims
+from manifests.checks.nccl import NCCL_JOB, check_nccl
+from manifests.render import render
+from profiles import load_profile
+from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
+from tests.cases import profile_source
 from tests.k8s_validation import RECORDED_CRDS, validate_object
+from tests.kueue_model import Inadmissible, dra_pod_set_requests
+from tests.test_nccl_transport import fixture as nccl_fixture
+from tests.test_verify import FIXTURES as VERIFY_FIXTURES
 
 GPUCLUSTER = ("nvidia.com/v1alpha1", "GPUCluster")
 
@@ -128,3 +139,89 @@ def test_every_container_claims_the_channel_even_without_a_gpu_claim():
     spec = with_channel({"containers": [{"name": "a", "image": "x:1"}, {"name": "b", "image": "x:1"}]}, "j")
     assert [c["resources"]["claims"] for c in spec["containers"]] == [[{"name": CHANNEL_CLAIM_NAME}]] * 2
     assert spec["resourceClaims"] == [{"name": CHANNEL_CLAIM_NAME, "resourceClaimTemplateName": "j-channel"}]
+
+
+# The platform's multi-node job on a P6e-GB200 group (the gb200 fixture): verify's NCCL MPIJob with its
+# own ComputeDomain, every worker claiming the domain's channel and NCCL told to use multi-node NVLink.
+
+
+def channel_template_the_controller_makes(domain: dict[str, Any]) -> dict[str, Any]:
+    """The ResourceClaimTemplate the ComputeDomain controller creates for a ComputeDomain, reduced to
+    what Kueue and the scheduler read: named by spec.channel.resourceClaimTemplate.name, in the
+    domain's namespace, one request `channel` of one device of the default-channel class
+    (kubernetes-sigs/dra-driver-nvidia-gpu templates/compute-domain-workload-claim-template.tmpl.yaml,
+    cmd/compute-domain-controller/resourceclaimtemplate.go; read at v25.8.1 and HEAD). Its opaque
+    channel config (domain ID, allocation mode) is left out."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {
+            "name": domain["spec"]["channel"]["resourceClaimTemplate"]["name"],
+            "namespace": domain["metadata"]["namespace"],
+        },
+        "spec": {
+            "spec": {
+                "devices": {"requests": [{"name": "channel", "exactly": {"deviceClassName": CHANNEL_DEVICE_CLASS}}]}
+            }
+        },
+    }
+
+
+def nccl_file(profile: str) -> list[dict[str, Any]]:
+    return render(load_profile(profile_source(profile)))[f"{NCCL_JOB}.yaml"]
+
+
+def test_the_gb200_multi_node_job_brings_its_compute_domain_and_claims_its_channel():
+    domain, job = nccl_file("gb200")
+    assert (domain["kind"], job["kind"]) == ("ComputeDomain", "MPIJob")
+    namespace = job["metadata"]["namespace"]
+    assert domain == compute_domain(namespace, NCCL_JOB)
+    for obj in (domain, job, channel_template_the_controller_makes(domain)):
+        validate_object(obj, "1.35")
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    claims = {c["name"]: c["resourceClaimTemplateName"] for c in worker["resourceClaims"]}
+    assert claims == {"gpu": "gpu-4", CHANNEL_CLAIM_NAME: domain["spec"]["channel"]["resourceClaimTemplate"]["name"]}
+    (container,) = worker["containers"]
+    assert container["resources"]["claims"] == [{"name": "gpu"}, {"name": CHANNEL_CLAIM_NAME}]
+    # Every EFA interface of the node, as on any EFA group: 4 on P6e-GB200 (cards 1, 5, 9, 13).
+    assert container["resources"]["limits"][EFA_RESOURCE] == "4"
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+    forwarded = [launcher[i + 1] for i, arg in enumerate(launcher) if arg == "-x"]
+    assert "NCCL_MNNVL_ENABLE=1" in forwarded and "NCCL_DEBUG=INFO" in forwarded
+
+
+def test_a_job_on_a_group_without_multi_node_nvlink_has_no_compute_domain():
+    objects = nccl_file("jark")  # DRA mode, g6e.48xlarge: NVLink stops at the node
+    assert [o["kind"] for o in objects] == ["MPIJob"]
+    worker = objects[0]["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert CHANNEL_CLAIM_NAME not in {c["name"] for c in worker["resourceClaims"]}
+    launcher = objects[0]["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+    assert not any("NCCL_MNNVL_ENABLE" in arg for arg in launcher)
+
+
+def test_kueue_admits_the_channel_claim_only_because_its_class_is_mapped():
+    """Kueue v0.19.2 refuses a Workload claiming a DeviceClass no mapping names (tests/kueue_model.py
+    cites pkg/dra/claims.go); the platform maps the channel class, and counts a worker's GPUs as ever."""
+    domain, job = nccl_file("gb200")
+    namespace = job["metadata"]["namespace"]
+    templates = {
+        t["metadata"]["name"]: t for t in (claim_template(namespace, 4), channel_template_the_controller_makes(domain))
+    }
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    mappings = manager_configuration(KueueConfig(), dra=True)["resources"]["deviceClassMappings"]
+    assert dra_pod_set_requests(worker, templates, mappings) == {GPU_RESOURCE: 4, IMEX_CHANNEL_RESOURCE: 1}
+    with pytest.raises(Inadmissible, match=f"DeviceClass {CHANNEL_DEVICE_CLASS} is not mapped"):
+        dra_pod_set_requests(worker, templates, [m for m in mappings if m["name"] == GPU_RESOURCE])
+
+
+def test_verify_judges_the_gb200_run_by_multi_node_nvlink():
+    target = ValidationTarget.for_profile(load_profile(profile_source("gb200")))
+    assert target is not None and target.entry.multi_node_nvlink
+    table = (VERIFY_FIXTURES / "nccl-good-p5.log").read_text()
+    table = table[table.index("# nThread") :]  # the results table; the MNNVL judge reads no threshold
+    healthy = check_nccl(nccl_fixture("nccl-tests-mnnvl-healthy-gb200.log") + table, target)
+    assert healthy.passed, healthy.detail
+    assert "multi-node NVLink (one clique of 8 ranks" in healthy.detail
+    # An EFA run, healthy as an EFA run, is not an NVLink run.
+    efa = check_nccl((VERIFY_FIXTURES / "nccl-good-p5.log").read_text(), target)
+    assert not efa.passed and "no `comm ... MNNVL` line" in efa.detail

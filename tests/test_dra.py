@@ -258,7 +258,12 @@ def test_the_dra_fixture_has_queues_that_count_gpu_devices(synthesized):
     config = synthesized.configs["jark"]
     assert KUEUE.enabled(config)
     mappings = kueue_configuration(synthesized, "jark")["resources"]["deviceClassMappings"]
-    assert mappings == [{"name": GPU_RESOURCE, "deviceClassNames": [GPU_DEVICE_CLASS]}]
+    assert mappings == [
+        {"name": GPU_RESOURCE, "deviceClassNames": [GPU_DEVICE_CLASS]},
+        # The ComputeDomains' IMEX channels, mapped (an unmapped class makes a Workload inadmissible)
+        # under a name no ClusterQueue declares (IgnoreUndeclared: counted against nothing).
+        {"name": "nvidia.com/imex-channel", "deviceClassNames": ["compute-domain-default-channel.nvidia.com"]},
+    ]
     objects = everything(synthesized, "jark")
     queues = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
     assert set(queues) == {tenant.name for tenant in config.workloads.tenants}
@@ -337,6 +342,6 @@ def test_in_dra_mode_efa_stays_with_the_device_plugin_beside_the_gpu_claims(synt
     assert workers, "the DRA fixture renders the multi-node MPIJob check"
     for pod in workers:
         (container,) = pod["containers"]
-        assert container["resources"]["limits"][EFA_RESOURCE] == str(group.catalog_entry.max_efa_interfaces)
+        assert container["resources"]["limits"][EFA_RESOURCE] == str(group.catalog_entry.efa_interfaces)
         assert "nvidia.com/gpu" not in container["resources"]["limits"]
         assert [claim["resourceClaimTemplateName"] for claim in pod["resourceClaims"]]

@@ -14,6 +14,9 @@ from components.nccl_transport import (
     NcclTransport,
     OfiSelection,
     efa_transport_problem,
+    mnnvl_problem,
+    mnnvl_summary,
+    mnnvl_use,
     nccl_transport,
     transport_summary,
 )
@@ -123,3 +126,50 @@ def test_nccls_internal_ib_is_a_fallback_too():
     problem = efa_transport_problem(transport, **P5)
     assert problem is not None and "fell back to its internal IB transport" in problem
     assert "aws-ofi-nccl never started" in problem
+
+
+# Multi-node NVLink (P6e-GB200): judged by the lines of NCCL v2.27.5-1 that components/nccl_transport.py
+# names; the healthy fixture, and each failure made from it the way NCCL would print it.
+MNNVL_LOG = "nccl-tests-mnnvl-healthy-gb200.log"
+
+
+def test_a_healthy_mnnvl_run_passes():
+    use = mnnvl_use(fixture(MNNVL_LOG))
+    assert len(use.comms) == 8 and all(comm.mnnvl and comm.nodes == 2 for comm in use.comms)
+    assert use.clique_sizes == (8,) * 8 and use.p2p_mnnvl == 16 and use.networks == () and use.broken == ()
+    assert mnnvl_problem(use) is None
+    assert mnnvl_summary(use) == "multi-node NVLink (one clique of 8 ranks, 16 P2P/MNNVL connections)"
+
+
+def test_mnnvl_off_fails():
+    # NCCL_MNNVL_ENABLE=0, or GPUs whose fabric reports no cluster: MNNVL 0, no clique line.
+    log = fixture(MNNVL_LOG).replace(" MNNVL 1\n", " MNNVL 0\n")
+    log = "\n".join(line for line in log.splitlines() if "MNNVL 1 cliqueId" not in line)
+    assert "did not use multi-node NVLink (MNNVL 0 on 8 of 8" in (mnnvl_problem(mnnvl_use(log)) or "")
+
+
+def test_a_pod_without_its_imex_channel_fails_naming_the_channel_claim():
+    warn = (
+        "\n[2099-02-28 12:00:00] nccl-allreduce-worker-1:5104:5104 [0] mnnvl.cc:63 NCCL WARN MNNVL (cliqueSize 8) "
+        "is available but not working on this system. Check the IMEX channel configuration "
+        "(/dev/nvidia-caps-imex-channels). Set NCCL_MNNVL_ENABLE=0 to ignore this issue.\n"
+    )
+    problem = mnnvl_problem(mnnvl_use(fixture(MNNVL_LOG) + warn)) or ""
+    assert "check the IMEX channel configuration" in problem and "ComputeDomain channel claim" in problem
+
+
+def test_nodes_in_two_nvlink_domains_fail():
+    # Four ranks in each of two cliques: NCCL connects the cliques over the network.
+    log = fixture(MNNVL_LOG).replace("cliqueSize 8", "cliqueSize 4")
+    log += "nccl-allreduce-worker-0:5103:5103 [3] NCCL INFO Channel 00/0 : 3[3] -> 4[0] [send] via NET/Libfabric/0\n"
+    assert "clique holds 4 of the communicator's 8 ranks" in (mnnvl_problem(mnnvl_use(log)) or "")
+    networked = fixture(MNNVL_LOG) + (
+        "nccl-allreduce-worker-0:5103:5103 [3] NCCL INFO Channel 00/0 : 3[3] -> 4[0] [send] via NET/Libfabric/0\n"
+    )
+    assert "1 connections went over the network (NET/Libfabric)" in (mnnvl_problem(mnnvl_use(networked)) or "")
+
+
+def test_a_log_without_communicator_lines_or_on_one_node_fails():
+    assert "no `comm ... MNNVL` line" in (mnnvl_problem(mnnvl_use("")) or "")
+    one_node = fixture(MNNVL_LOG).replace("nNodes 2", "nNodes 1")
+    assert "stayed on one node" in (mnnvl_problem(mnnvl_use(one_node)) or "")

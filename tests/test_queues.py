@@ -324,7 +324,12 @@ def test_kueues_configuration_is_the_platforms(synthesized, profile):
         == f"{KUEUE.settings(synthesized.configs[profile]).pods_ready_timeout_minutes}m"
     )
     # DRA mode: Kueue counts the claims' devices of the GPU DeviceClass as the queues' nvidia.com/gpu.
-    mapped = {"deviceClassMappings": [{"name": GPU_RESOURCE, "deviceClassNames": [GPU_DEVICE_CLASS]}]}
+    mapped = {
+        "deviceClassMappings": [
+            {"name": GPU_RESOURCE, "deviceClassNames": [GPU_DEVICE_CLASS]},
+            {"name": "nvidia.com/imex-channel", "deviceClassNames": ["compute-domain-default-channel.nvidia.com"]},
+        ]
+    }
     dra = synthesized.configs[profile].addons.gpu_operator.dra
     assert configuration["resources"] == {"quotaCheckStrategy": "IgnoreUndeclared", **(mapped if dra else {})}
     assert set(configuration["integrations"]["frameworks"]) == set(FRAMEWORKS)
@@ -368,7 +373,7 @@ def test_the_tenant_guide_examples_are_valid_and_queued_by_default(synthesized):
     node = CATALOG["p5.48xlarge"]
     worker = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]
     limits = worker["template"]["spec"]["containers"][0]["resources"]["limits"]
-    assert (int(limits[GPU_RESOURCE]), int(limits[EFA_RESOURCE])) == (node.gpu_count, node.max_efa_interfaces)
+    assert (int(limits[GPU_RESOURCE]), int(limits[EFA_RESOURCE])) == (node.gpu_count, node.efa_interfaces)
     assert mpijob["spec"]["slotsPerWorker"] == node.gpu_count
     (launcher,) = mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
     mpirun = launcher["args"]  # after the wait for the workers, its command

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from profiles import validate_profile
-from profiles.aws_facts import vcpus
+from profiles.aws_facts import instance_types, vcpus
 from profiles.catalog import CATALOG
 from profiles.quotas import QUOTA_CODES, family, quota_needs
 from tests.cases import SHIPPED, profile_config
@@ -15,6 +15,9 @@ from tests.test_profiles import mutated
 
 def test_the_catalog_and_ec2_agree_on_vcpus():
     for name, entry in CATALOG.items():
+        if entry.documented_at:  # read from AWS's documentation: the recorded data lacks the type
+            assert name not in instance_types(), name
+            continue
         assert entry.vcpus == vcpus(name), name
 
 

@@ -26,7 +26,8 @@ import yaml
 from addons.kueue import DEFINITION as KUEUE
 from addons.kueue.queues import queue_objects
 from components.acceptance import ValidationTarget
-from components.k8s.mpi import JOB_NAME_LABEL, JOB_ROLE_LABEL, LAUNCHER_ROLE, WORKER_ROLE
+from components.k8s.compute_domains import COMPUTE_DOMAIN_KIND
+from components.k8s.mpi import JOB_NAME_LABEL, JOB_ROLE_LABEL, LAUNCHER_ROLE, MPIJOB_KIND, WORKER_ROLE
 from components.k8s.tenant import SharedStorage, TenantProps, tenant_objects
 from manifests.checks.nccl import NCCL_JOB
 from manifests.launch import MPIRUN
@@ -40,6 +41,7 @@ from tests.kueue_model import Cohort, workload_requests
 from tests.netpol import Peer, allowed
 from tests.pod_security import baseline_problems
 from tests.synth_helpers import resources
+from tests.test_compute_domains import channel_template_the_controller_makes
 from tests.test_namespaces import created_namespaces
 from tests.test_profiles import changed
 from tests.test_queues import kueue_manages
@@ -62,8 +64,16 @@ def test_every_shipped_profile_runs_the_multi_node_check():
 
 
 def nccl_job(config) -> dict:
-    (job,) = render(config)[f"{NCCL_JOB}.yaml"]
+    (job,) = (o for o in render(config)[f"{NCCL_JOB}.yaml"] if o["kind"] == MPIJOB_KIND)
     return job
+
+
+def controller_templates(config) -> dict[str, dict]:
+    """The channel ResourceClaimTemplates the ComputeDomain controller makes for the check's
+    ComputeDomains (multi-node NVLink groups), as tests/test_compute_domains.py models them."""
+    domains = [o for o in render(config)[f"{NCCL_JOB}.yaml"] if o["kind"] == COMPUTE_DOMAIN_KIND]
+    made = [channel_template_the_controller_makes(domain) for domain in domains]
+    return {t["metadata"]["name"]: t for t in made}
 
 
 def pod(job: dict, role: str, index: int = 0) -> dict:
@@ -207,7 +217,7 @@ def admitted_by_the_queue(synthesized, profile: str, tenant: str, job: dict):
     pod_sets = [(spec["template"], spec.get("replicas", 1)) for spec in specs.values()]
     templates = {
         t["metadata"]["name"]: t for t in _tenant_objects(synthesized, profile, tenant, "ResourceClaimTemplate")
-    }
+    } | controller_templates(synthesized.configs[profile])
     requests = workload_requests(
         pod_sets,
         limit_ranges=_tenant_objects(synthesized, profile, tenant, "LimitRange"),

@@ -101,7 +101,7 @@ def test_a_runtime_per_gpu_group_with_the_whole_nodes_devices_and_the_tenants_vo
         limits = container["resources"]["limits"]
         assert limits[GPU_RESOURCE] == str(group.catalog_entry.gpu_count)
         if group.efa_enabled:
-            assert limits[EFA_RESOURCE] == str(group.catalog_entry.max_efa_interfaces)
+            assert limits[EFA_RESOURCE] == str(group.catalog_entry.efa_interfaces)
             assert {"name": "FI_PROVIDER", "value": "efa"} in container["env"]
         claims = {v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v}
         # The names every tenant namespace's claims have: each TrainJob mounts its own tenant's.

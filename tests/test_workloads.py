@@ -117,7 +117,7 @@ def test_nccl_job_requests_every_efa_interface(synthesized, profile, expected):
     instance_type = synthesized.configs[profile].cluster.gpu_node_groups[0].instance_type
     for section in ("requests", "limits"):
         resources_ = container["resources"][section]
-        assert resources_["vpc.amazonaws.com/efa"] == str(expected) == str(CATALOG[instance_type].max_efa_interfaces)
+        assert resources_["vpc.amazonaws.com/efa"] == str(expected) == str(CATALOG[instance_type].efa_interfaces)
         assert resources_["nvidia.com/gpu"] == str(CATALOG[instance_type].gpu_count)
         assert resources_["hugepages-2Mi"]
     assert {"name": "dshm", "mountPath": "/dev/shm"} in container["volumeMounts"]
@@ -350,7 +350,7 @@ def test_a_two_node_job_like_the_public_samples_is_admitted_without_an_oom_sized
     config = synthesized.configs[profile]
     group = max(config.cluster.gpu_node_groups, key=lambda g: (g.efa_enabled, g.catalog_entry.gpu_count))
     entry = group.catalog_entry
-    efa = entry.max_efa_interfaces if group.efa_enabled else 0
+    efa = entry.efa_interfaces if group.efa_enabled else 0
     for tenant in config.workloads.tenants:
         workers = [sample_worker(f"worker-{i}", entry.gpu_count, efa) for i in range(2)]
         admitted = admit(

@@ -49,7 +49,7 @@ def expectations(config: PlatformConfig) -> dict[str, Any]:
         "groups": {
             group.name: {
                 "gpus": group.catalog_entry.gpu_count,
-                "efa": group.catalog_entry.max_efa_interfaces if group.efa_enabled else 0,
+                "efa": group.catalog_entry.efa_interfaces if group.efa_enabled else 0,
             }
             for group in config.cluster.gpu_node_groups
         },

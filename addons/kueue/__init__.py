@@ -102,9 +102,9 @@ def flavors(config: PlatformConfig) -> tuple[Flavor, ...]:
                 name=f"group-{group.name}",
                 node_group=group.name,
                 gpus=group.desired_size * entry.gpu_count,
-                efa=group.desired_size * entry.max_efa_interfaces if efa else 0,
+                efa=group.desired_size * entry.efa_interfaces if efa else 0,
                 gpus_per_node=entry.gpu_count,
-                efa_per_node=entry.max_efa_interfaces if efa else 0,
+                efa_per_node=entry.efa_interfaces if efa else 0,
                 instance_types=(group.instance_type,),
             )
         )

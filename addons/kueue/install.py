@@ -19,6 +19,7 @@ from addons.kueue.dashboards import DASHBOARDS
 from addons.kueue.queues import TENANT_NAMESPACES
 from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath
 from components.helm.release import Values, render_yaml
+from components.k8s.compute_domains import CHANNEL_DEVICE_CLASS
 from components.k8s.namespaces import ingress_from_control_plane
 from components.labels import SYSTEM_NODES
 from profiles.catalog import GPU_RESOURCE
@@ -56,14 +57,24 @@ FRAMEWORKS = (
 # 601-604, 636-663). The queues then hold and report GPUs under the same name in both modes: the
 # ClusterQueues, the queue dashboard and the capacity-window alerts need no second form.
 DRA_GPU_MAPPING = {"name": GPU_RESOURCE, "deviceClassNames": [GPU_DEVICE_CLASS]}
+# Every claimed DeviceClass must be mapped, or the Workload is inadmissible ("DeviceClass ... is not
+# mapped in DRA configuration", v0.19.2 pkg/dra/claims.go 212-219): the IMEX channel a multi-node
+# NVLink job's pods claim from their ComputeDomain (components/k8s/compute_domains.py) too. No
+# ClusterQueue declares its name, and with quotaCheckStrategy IgnoreUndeclared (QuotaCheckStrategy,
+# Beta and on by default from 0.19, pkg/features/kube_features.go 871-874) an undeclared resource is
+# skipped, not refused (pkg/scheduler/flavorassigner/flavorassigner.go 278, 803-809): the channel is
+# mapped, and counted against nothing.
+IMEX_CHANNEL_RESOURCE = "nvidia.com/imex-channel"
+DRA_CHANNEL_MAPPING = {"name": IMEX_CHANNEL_RESOURCE, "deviceClassNames": [CHANNEL_DEVICE_CLASS]}
 
 
 def manager_configuration(settings: KueueConfig, *, dra: bool = False) -> dict[str, Any]:
     """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2), replacing the chart's default;
-    `dra`: GPUs are DRA claims of the GPU DeviceClass (GPU Operator DRA mode)."""
+    `dra`: GPUs are DRA claims of the GPU DeviceClass (GPU Operator DRA mode, which also runs the DRA
+    driver's ComputeDomains, whose channels multi-node NVLink jobs claim)."""
     resources: dict[str, Any] = {"quotaCheckStrategy": "IgnoreUndeclared"}
     if dra:
-        resources["deviceClassMappings"] = [DRA_GPU_MAPPING]
+        resources["deviceClassMappings"] = [DRA_GPU_MAPPING, DRA_CHANNEL_MAPPING]
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",

@@ -278,7 +278,7 @@ def torch_runtime(
     group: GpuNodeGroupConfig, settings: TrainerConfig, volumes: TenantVolumes, *, efa_image: str | None
 ) -> dict[str, Any]:
     entry = group.catalog_entry
-    gpus, efa = entry.gpu_count, entry.max_efa_interfaces if group.efa_enabled else 0
+    gpus, efa = entry.gpu_count, entry.efa_interfaces if group.efa_enabled else 0
     devices = {GPU_RESOURCE: str(gpus), **({EFA_RESOURCE: str(efa), "hugepages-2Mi": HUGEPAGES} if efa else {})}
     shm, shm_mount = shm_volume()
     pod_volumes, mounts = [shm], [shm_mount]

@@ -1,5 +1,7 @@
 """The multi-node NCCL check: nccl-tests' all_reduce_perf as an MPIJob, judged from its results
-table and the transport NCCL chose."""
+table and the transport NCCL chose: EFA between nodes, or on a multi-node NVLink group (P6e-GB200,
+one UltraServer) NVLink between nodes (NCCL's MNNVL), through the job's own ComputeDomain whose IMEX
+channel every worker claims."""
 
 from __future__ import annotations
 
@@ -9,12 +11,20 @@ from typing import Any
 
 from components.acceptance import CheckResult, CheckRun, MultiNodeSite, ValidationTarget, release, wait_for
 from components.k8s.check_pods import device_resources
+from components.k8s.compute_domains import MNNVL_ENABLE, compute_domain, with_channel
 from components.k8s.crds import MpiJob, MpiJobSpec, ObjectMeta, ReplicaSpec, RunPolicy
 from components.k8s.efa_pods import EFA_ENV, shm_volume
 from components.k8s.gpus import pod_claims
 from components.k8s.mpi import MPIJOB_KIND, launcher_selector
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
-from components.nccl_transport import efa_network_problem, nccl_transport, transport_summary
+from components.nccl_transport import (
+    efa_network_problem,
+    mnnvl_problem,
+    mnnvl_summary,
+    mnnvl_use,
+    nccl_transport,
+    transport_summary,
+)
 from manifests.launch import nccl_allreduce_launcher
 from operate.kubectl import Kubectl
 
@@ -33,10 +43,19 @@ NCCL_JOB = "nccl-allreduce"
 NCCL_NODES = 2
 
 
+def nccl_objects(target: ValidationTarget, image: str, namespace: str) -> list[dict[str, Any]]:
+    """The check's objects: on a multi-node NVLink group the job's ComputeDomain first (its
+    controller makes the channel template the workers claim), then the MPIJob."""
+    domain = [compute_domain(namespace, NCCL_JOB)] if target.entry.multi_node_nvlink else []
+    return [*domain, nccl_mpijob(target, image, namespace)]
+
+
 def nccl_mpijob(target: ValidationTarget, image: str, namespace: str) -> dict[str, Any]:
     """The all-reduce as a tenant writes it (docs/queues.md): no queue name (Kueue's defaulting gives
-    it the namespace's queue), the launcher on CPU only, each worker a whole node."""
+    it the namespace's queue), the launcher on CPU only, each worker a whole node. On a multi-node
+    NVLink group each worker also claims the job's IMEX channel, and NCCL must use MNNVL."""
     gpus, nodes = target.entry.gpu_count, NCCL_NODES
+    mnnvl = target.entry.multi_node_nvlink
     shm, shm_mount = shm_volume()
     launcher = {
         "spec": {
@@ -46,30 +65,31 @@ def nccl_mpijob(target: ValidationTarget, image: str, namespace: str) -> dict[st
                 {
                     "name": "launcher",
                     "image": image,
-                    "command": nccl_allreduce_launcher(nodes=nodes, gpus_per_node=gpus),
+                    "command": nccl_allreduce_launcher(
+                        nodes=nodes, gpus_per_node=gpus, env=[MNNVL_ENABLE] if mnnvl else []
+                    ),
                     "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
                 }
             ],
         }
     }
-    worker = {
-        "spec": {
-            "nodeSelector": {NODE_GROUP_LABEL: target.group.name},
-            "tolerations": [dict(GPU_TOLERATION)],
-            "containers": [
-                {
-                    "name": "worker",
-                    "image": image,
-                    "command": ["/usr/sbin/sshd", "-De"],
-                    "env": list(EFA_ENV),
-                    "resources": device_resources(target, gpus, all_efa=True),
-                    "volumeMounts": [shm_mount],
-                }
-            ],
-            "volumes": [shm],
-            **({"resourceClaims": pod_claims(gpus)} if target.dra else {}),
-        }
+    worker_spec: dict[str, Any] = {
+        "nodeSelector": {NODE_GROUP_LABEL: target.group.name},
+        "tolerations": [dict(GPU_TOLERATION)],
+        "containers": [
+            {
+                "name": "worker",
+                "image": image,
+                "command": ["/usr/sbin/sshd", "-De"],
+                "env": list(EFA_ENV),
+                "resources": device_resources(target, gpus, all_efa=True),
+                "volumeMounts": [shm_mount],
+            }
+        ],
+        "volumes": [shm],
+        **({"resourceClaims": pod_claims(gpus)} if target.dra else {}),
     }
+    worker = {"spec": with_channel(worker_spec, NCCL_JOB) if mnnvl else worker_spec}
     job = MpiJob(
         metadata=ObjectMeta(name=NCCL_JOB, namespace=namespace),
         spec=MpiJobSpec(
@@ -131,6 +151,8 @@ def check_nccl(log: str, target: ValidationTarget) -> CheckResult:
     judges the out-of-place bus bandwidth at the large messages against the instance's threshold."""
     name = "nccl-allreduce"
     rows = nccl_rows(log)
+    if target.entry.multi_node_nvlink:
+        return _check_mnnvl(name, log, rows)
     problem = efa_network_problem(log, target) or _table_problem(rows, log)
     if problem:
         return CheckResult(name, False, problem)
@@ -143,13 +165,30 @@ def check_nccl(log: str, target: ValidationTarget) -> CheckResult:
             False,
             f"bus bandwidth at messages of 1 GiB and more is {busbw} GB/s, below "
             f"{minimum} GB/s, the threshold for {target.entry.name} "
-            f"(60% of {target.entry.network_gbps} Gbps)",
+            f"(60% of its {target.entry.efa_bandwidth_gbps} Gbps of EFA)",
         )
     return CheckResult(
         name,
         True,
         f"bus bandwidth {busbw} GB/s at messages of 1 GiB and more over {transport_summary(nccl_transport(log))} "
         f"(threshold {minimum} GB/s)",
+    )
+
+
+def _check_mnnvl(name: str, log: str, rows: list[NcclRow]) -> CheckResult:
+    """Two nodes of one UltraServer: NCCL must go between them over NVLink (MNNVL), not the network.
+    The bus bandwidth is reported, not judged: no NVLink figure for P6e-GB200 was read from AWS or
+    NVIDIA (docs/gb200.md), and a threshold made up here would pass or fail on nothing."""
+    use = mnnvl_use(log)
+    problem = mnnvl_problem(use) or _table_problem(rows, log)
+    if problem:
+        return CheckResult(name, False, problem)
+    busbw = max(row.busbw_out_of_place for row in rows if row.size_bytes >= LARGE_MESSAGE_BYTES)
+    return CheckResult(
+        name,
+        True,
+        f"bus bandwidth {busbw} GB/s at messages of 1 GiB and more over {mnnvl_summary(use)} "
+        "(no threshold for NVLink: docs/gb200.md)",
     )
 
 
