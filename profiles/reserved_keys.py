@@ -13,7 +13,11 @@ Tags (the profile's `tags`, every AWS provider's default tags):
 - AWS reserves the aws: prefix (any case), https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html.
 - The platform's own default tags (platform_tags) and the keys it sets on resources itself: Name,
   and the discovery tags Kubernetes controllers read (karpenter.sh/discovery, kubernetes.io/...):
-  a default tag of that key on every resource would overwrite or mislead them.
+  a default tag of that key on every resource would overwrite or mislead them. Compared without
+  regard to case: IAM takes the tag keys of users and roles case-insensitively ("you cannot have
+  separate Department and department tag keys"; the later one replaces the first,
+  https://docs.aws.amazon.com/IAM/latest/UserGuide/id_tags.html#case-sensitivity), and every
+  layer's default tags reach its IAM roles, so `Platform` would replace the platform's `platform`.
 """
 
 from __future__ import annotations
@@ -60,8 +64,15 @@ def _node_labels(labels: dict[str, str]) -> dict[str, str]:
 
 
 def _tag_key(key: str) -> str:
-    if key in PLATFORM_TAG_KEYS:
+    own = next((platform for platform in PLATFORM_TAG_KEYS if platform.casefold() == key.casefold()), None)
+    if own == key:
         raise ValueError(f"tag key {key!r} is one the platform sets itself ({', '.join(PLATFORM_TAG_KEYS)})")
+    if own is not None:
+        raise ValueError(
+            f"tag key {key!r} is {own!r}, one the platform sets itself, in other letter case: IAM takes a role's tag "
+            f"keys without regard to case, so it would replace the platform's {own!r} "
+            f"(the platform's keys: {', '.join(PLATFORM_TAG_KEYS)})"
+        )
     if (prefix := next((p for p in RESERVED_TAG_PREFIXES if key.lower().startswith(p)), None)) is not None:
         raise ValueError(
             f"tag key {key!r}: the {prefix} prefix is reserved ({', '.join(RESERVED_TAG_PREFIXES)}: AWS's own, "

@@ -379,6 +379,11 @@ RESERVED_TAGS = [
     ("AWS:team", "the aws: prefix is reserved"),
     ("kubernetes.io/cluster/x", "the kubernetes.io/ prefix is reserved"),
     ("eks:cluster-name", "the eks: prefix is reserved"),
+    # IAM takes a role's tag keys without regard to case: these would replace the platform's own.
+    ("Platform", "is 'platform', one the platform sets itself, in other letter case"),
+    ("LAYER", "is 'layer', one the platform sets itself, in other letter case"),
+    ("name", "is 'Name', one the platform sets itself, in other letter case"),
+    ("Karpenter.sh/Discovery", "is 'karpenter.sh/discovery', one the platform sets itself, in other letter case"),
 ]
 
 
@@ -386,6 +391,17 @@ RESERVED_TAGS = [
 def test_reserved_and_platform_tag_keys_are_refused(tmp_path, capsys, key, words):
     line = refused(tmp_path, capsys, edited(BASE, "tags", {key: "x"}), f"tags.{key}")
     assert f"got {key!r}" in line and words in line, line
+
+
+def test_tag_keys_that_differ_only_in_case_are_refused(tmp_path, capsys):
+    line = refused(tmp_path, capsys, edited(BASE, "tags", {"Team": "ml", "team": "ops"}), "tags.team")
+    assert "got 'team'" in line and "differs from tag key 'Team' only in letter case" in line, line
+    assert "allowed: each tag key once, whatever its letter case" in line, line
+
+
+def test_tag_keys_of_ones_own_in_any_case_load():
+    tags = {"Team": "ml", "cost-center": "42", "PlatformOwner": "ops"}
+    assert validate_profile(edited(BASE, "tags", tags)).tags == tags
 
 
 def test_the_refused_tag_keys_are_the_ones_the_platform_sets():
