@@ -88,11 +88,6 @@ Region = Annotated[
     Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]$"),
     AfterValidator(_known_region),
 ]
-# Kubernetes label: optional DNS-subdomain prefix and a name of up to 63 characters; value up to 63.
-LabelKey = Annotated[
-    str, Field(pattern=r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-]
-LabelValue = Annotated[str, Field(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")]
 # An IPv4 CIDR block, e.g. 10.0.0.0/16 (checked by check_cidr where used).
 Cidr = str
 
@@ -172,10 +167,4 @@ PATTERN_WORDS: dict[str, str] = {
     r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$": "a Kubernetes quantity, e.g. 64, 500m or 256Gi",
     r"^[A-Za-z0-9 _.:/=+@-]+$": "ASCII letters, digits, spaces and _.:/=+@-",
     r"^[A-Za-z0-9 _.:/=+@-]*$": "ASCII letters, digits, spaces and _.:/=+@-",
-    r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$": (
-        "a Kubernetes label key: an optional DNS prefix and /, then up to 63 letters, digits and -_., "
-        "e.g. example.com/team"
-    ),
-    r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$": "a Kubernetes label value: up to 63 letters, digits "
-    "and -_., starting and ending alphanumeric",
 }

@@ -8,10 +8,11 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from profiles.aws_facts import instance_types
-from profiles.base import FieldProblem, LabelKey, LabelValue, Name, Strict, check_sizes, did_you_mean
+from profiles.base import FieldProblem, Name, Strict, check_sizes, did_you_mean
 from profiles.capacity import Capacity, CapacityBlock, OnDemandCapacity, block_sizes, check_reservation_placement
 from profiles.catalog import CATALOG, INSTANCE_TYPES, GpuInstanceType, lookup
 from profiles.limits import EBS_GP3_MAX_GIB, EKS_MAX_UNAVAILABLE_NODES, NodeCount
+from profiles.node_labels import LabelKey, LabelValue
 from profiles.reserved_keys import NodeLabels
 from profiles.unique import unique
 
@@ -71,8 +72,10 @@ class GpuNodeGroupConfig(Strict):
     existing_placement_group: str | None = Field(None)
     """Placement group that came with the reservation."""
     labels: Annotated[dict[LabelKey, LabelValue], NodeLabels] = Field(default_factory=dict)
-    """Extra Kubernetes node labels: not `role` or `platform/...` (the platform's own, which schedulers select on),
-    nor in kubernetes.io/ or k8s.io/ and their subdomains (Kubernetes' own; profiles/reserved_keys.py)."""
+    """Extra Kubernetes node labels, as EKS takes them: keys of at most 63 characters with any prefix (a DNS
+    subdomain, e.g. example.com/team), values of 1 to 63. Not `role` or `platform/...` (the platform's own, which
+    schedulers select on), nor a prefix ending in kubernetes.io, k8s.io or eks.amazonaws.com (EKS refuses them;
+    profiles/reserved_keys.py)."""
 
     max_unavailable: int = Field(1, ge=1, le=EKS_MAX_UNAVAILABLE_NODES)
     """Nodes replaced at once during an update."""

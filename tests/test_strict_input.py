@@ -355,6 +355,10 @@ RESERVED_LABELS = [
     ("resource.k8s.io/gpu", "resource.k8s.io/"),
     ("role", "the platform sets"),
     ("platform/gpu", "the platform sets"),
+    # EKS refuses any label containing kubernetes.io/, k8s.io/ or eks.amazonaws.com/.
+    ("eks.amazonaws.com/nodegroup", "eks.amazonaws.com/"),
+    ("x.eks.amazonaws.com/pool", "x.eks.amazonaws.com/"),
+    ("mykubernetes.io/team", "mykubernetes.io/"),
 ]
 
 
@@ -366,8 +370,36 @@ def test_reserved_node_labels_are_refused(tmp_path, capsys, key, words):
 
 
 def test_labels_of_ones_own_prefix_load():
-    labels = {"example.com/team": "ml", "team": "ml", "kubernetes.io.example.com/x": "y"}
+    labels = {
+        "example.com/team": "ml",
+        "team": "ml",
+        "kubernetes.io.example.com/x": "y",
+        "a" * 55 + ".io/x": "Z" * 63,  # 63 characters, EKS's most for a key
+        "Team_Name.v2": "a-b_c.d",
+    }
     assert validate_profile(edited(BASE, f"{GROUP}.labels", labels)).cluster.gpu_node_groups[0].labels == labels
+
+
+# Label syntax (profiles/node_labels.py): Kubernetes' forms, within EKS's 63 characters per key and value.
+LONG_KEY = "a" * 56 + ".io/team"  # 64 characters: a valid Kubernetes key EKS refuses
+BAD_LABELS = [
+    (LONG_KEY, "x", "bad key: a node label key of 64 characters; EKS takes 1 to 63"),
+    ("Example.com/team", "x", "bad key: not a Kubernetes label key: its prefix 'Example.com' is not a DNS"),
+    ("example..com/team", "x", "bad key: not a Kubernetes label key: its prefix 'example..com' is not a DNS"),
+    ("example.com/-team", "x", "bad key: not a Kubernetes label key: its name '-team' (after any prefix/)"),
+    ("a/b/c", "x", "bad key: not a Kubernetes label key: its prefix 'a/b' is not a DNS"),
+    ("team", "", "a node label value of 0 characters; EKS takes 1 to 63"),
+    ("team", "v" * 64, "a node label value of 64 characters; EKS takes 1 to 63"),
+    ("team", "ml team", "not a Kubernetes label value: letters, digits"),
+    ("team", "ml-", "not a Kubernetes label value: letters, digits"),
+]
+
+
+@pytest.mark.parametrize("key, value, words", BAD_LABELS, ids=[f"{k[:20]}={v[:8]}" for k, v, _ in BAD_LABELS])
+def test_node_labels_eks_refuses_are_refused(tmp_path, capsys, key, value, words):
+    line = refused(tmp_path, capsys, edited(BASE, f"{GROUP}.labels", {key: value}), f"{GROUP}.labels.{key}")
+    got = key if words.startswith("bad key") else value
+    assert words in line and f"got {got!r}" in line, line
 
 
 RESERVED_TAGS = [
