@@ -92,6 +92,24 @@ Region = Annotated[
 Cidr = str
 
 
+def quoted_version(choices: Sequence[str]) -> BeforeValidator:
+    """A version field's check that it was written as text: YAML reads an unquoted 1.30 as the number
+    1.3, so the version the user meant cannot be told from the number (it is never guessed)."""
+
+    def check(value: object) -> object:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            raise FieldProblem(
+                (),
+                value,
+                f"write the version in quotes: YAML reads an unquoted {value!r} as a number, and a number loses "
+                "a version's trailing zeros (1.30 becomes 1.3)",
+                allowed=", ".join(f"'{choice}'" for choice in choices) + ", in quotes",
+            )
+        return value
+
+    return BeforeValidator(check)
+
+
 def _quoted_account_id(value: object) -> object:
     if isinstance(value, int) and not isinstance(value, bool):
         raise ValueError(

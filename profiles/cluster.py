@@ -16,12 +16,14 @@ from profiles.base import (
     Strict,
     check_cidr,
     check_unique,
+    quoted_version,
 )
 from profiles.limits import INT32_MAX
 from profiles.node_groups import GpuNodeGroupConfig, SystemNodeGroupConfig
 from profiles.unique import unique
 from profiles.versions import (
     DEFAULT_KUBERNETES_VERSION,
+    KUBERNETES_VERSIONS,
     MANAGED_ADDON_MINIMUMS,
     KubernetesVersion,
     ManagedAddonName,
@@ -68,9 +70,10 @@ class PrivateApiAccess(Strict):
 
 
 class ClusterConfig(Strict):
-    kubernetes_version: KubernetesVersion = DEFAULT_KUBERNETES_VERSION
-    """EKS Kubernetes version. Default: the newest EKS version in standard support that every pinned component supports
-    (profiles/versions.py lists the compatibility tables).
+    kubernetes_version: Annotated[KubernetesVersion, quoted_version(KUBERNETES_VERSIONS)] = DEFAULT_KUBERNETES_VERSION
+    """EKS Kubernetes version, in quotes (e.g. '1.35': YAML reads an unquoted 1.30 as 1.3). Default: the newest EKS
+    version in standard support that every pinned component supports (profiles/versions.py lists the compatibility
+    tables).
     """
     vpc: VpcConfig
     """The VPC the cluster runs in."""

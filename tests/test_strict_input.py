@@ -117,6 +117,33 @@ def test_a_capacity_block_time_is_text_not_a_number(tmp_path, capsys):
     assert "got 1900000000" in line and "ISO 8601" in line, line
 
 
+# A version YAML reads as a number: refused with "quote it", never guessed (1.30 reads as 1.3).
+UNQUOTED_VERSIONS = [
+    ("cluster.kubernetes_version", "1.30", "got 1.3;", "allowed: '1.31', '1.32'"),
+    ("cluster.kubernetes_version", "1.35", "got 1.35;", "'1.35', '1.36', in quotes"),
+    ("cluster.kubernetes_version", "2", "got 2;", "in quotes"),
+    ("storage.fsx.lustre_version", "2.15", "got 2.15;", "allowed: '2.12', '2.15', in quotes"),
+]
+
+
+@pytest.mark.parametrize(
+    "field, written, got, allowed", UNQUOTED_VERSIONS, ids=[f"{f}={w}" for f, w, _, _ in UNQUOTED_VERSIONS]
+)
+def test_a_version_written_as_a_yaml_number_is_refused(tmp_path, capsys, field, written, got, allowed):
+    # The number goes into the file as a user types it (yaml.safe_dump would write 1.3 for 1.30).
+    text = yaml.safe_dump(edited(BASE, field, "VERSION_AS_TYPED"), sort_keys=False)
+    (tmp_path / "profile.yaml").write_text(text.replace("VERSION_AS_TYPED", written))
+    assert main.main(["validate", "--profile", str(tmp_path / "profile.yaml")]) == 2
+    line = next(line for line in capsys.readouterr().err.splitlines() if f"{field}: " in line)
+    assert "write the version in quotes" in line and got in line and allowed in line, line
+
+
+def test_a_quoted_version_loads():
+    doc = edited(edited(BASE, "cluster.kubernetes_version", "1.34"), "cluster.ami_release_version", "1.34.2-20251120")
+    config = validate_profile(edited(doc, "storage.fsx.lustre_version", "2.15"))
+    assert (config.cluster.kubernetes_version, config.storage.fsx.lustre_version) == ("1.34", "2.15")
+
+
 # b. ASCII only where AWS and Kubernetes take only ASCII. Python's re and pydantic's regex engine
 # both read \d, \w, \s and \b as Unicode classes: \d matches Arabic-Indic and fullwidth digits.
 SHORTHAND = re.compile(r"(?<!\\)(?:\\\\)*\\[dDwWsSbB]")
