@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_core import InitErrorDetails
 
 from profiles.limits import Int64Quantity
@@ -186,3 +187,11 @@ PATTERN_WORDS: dict[str, str] = {
     r"^[A-Za-z0-9 _.:/=+@-]+$": "ASCII letters, digits, spaces and _.:/=+@-",
     r"^[A-Za-z0-9 _.:/=+@-]*$": "ASCII letters, digits, spaces and _.:/=+@-",
 }
+
+
+def worded(pattern: str, words: str) -> FieldInfo:
+    """A field's pattern with the words a user reads when a value does not match it (PATTERN_WORDS):
+    for a type declared outside this module, e.g. Annotated[str, worded(r"^v[0-9]+$", "v and a number")]."""
+    PATTERN_WORDS[pattern] = words
+    info: FieldInfo = Field(pattern=pattern)
+    return info

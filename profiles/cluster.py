@@ -17,6 +17,7 @@ from profiles.base import (
     check_cidr,
     check_unique,
     quoted_version,
+    worded,
 )
 from profiles.limits import INT32_MAX
 from profiles.node_groups import GpuNodeGroupConfig, SystemNodeGroupConfig
@@ -40,7 +41,9 @@ MAX_PUBLIC_API_ADDRESSES = 65536  # a /16; endpoint_public_access_cidrs' docstri
 # amazon-eks-ami's bootstrap.sh TEN_RANGE check shows).
 SERVICE_CIDR_RANGES = tuple(ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 ControlPlaneLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
-AddonVersion = Annotated[str, Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")]
+AddonVersion = Annotated[
+    str, worded(r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$", "an EKS add-on version, e.g. v1.20.0-eksbuild.1")
+]
 AmiReleaseVersion = Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]{8}$")]
 
 

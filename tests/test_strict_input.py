@@ -18,6 +18,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 import main
 from addons import trainer
 from profiles import ProfileError, cuda, image_ref, limits, load_profile, naming, reserved_keys, validate_profile
+from profiles.base import PATTERN_WORDS
 from profiles.models import PlatformConfig
 from profiles.versions import CUDA_IMAGE
 
@@ -115,6 +116,33 @@ def test_a_capacity_block_time_is_text_not_a_number(tmp_path, capsys):
     doc = edited(BASE, "cluster.gpu_node_groups.0.capacity", block)
     line = refused(tmp_path, capsys, doc, "cluster.gpu_node_groups.0.capacity.starts_at")
     assert "got 1900000000" in line and "ISO 8601" in line, line
+
+
+def test_every_pattern_is_described_in_words():
+    """A value that does not match a field's pattern is answered with words, never the regex: every
+    pattern of the profile has its words (profiles.base.PATTERN_WORDS), and no words are left over."""
+    patterns = profile_patterns()
+    assert sorted(pattern for pattern in patterns if pattern not in PATTERN_WORDS) == []
+    assert sorted(pattern for pattern in PATTERN_WORDS if pattern not in patterns) == []
+
+
+WORDED = [
+    ("workloads.tenants", [{"name": "ml-team", "cpu_quota": "1.5"}], "workloads.tenants.0.cpu_quota", "whole cores"),
+    (
+        "build.reference_implementations",
+        {"nccl": {"repository_url": "https://example.com/r.git", "ref": "main branch"}},
+        "build.reference_implementations.nccl.ref",
+        "letters, digits and ._/-",
+    ),
+    ("cluster.addon_versions", {"vpc-cni": "1.20.0"}, "cluster.addon_versions.vpc-cni", "an EKS add-on version, e.g."),
+    ("addons.gpu_operator.chart_version", "latest", "addons.gpu_operator.chart_version", "a chart version: major"),
+]
+
+
+@pytest.mark.parametrize("field, value, where, words", WORDED, ids=[w for _, _, w, _ in WORDED])
+def test_a_pattern_mismatch_says_what_is_allowed_in_words(tmp_path, capsys, field, value, where, words):
+    line = refused(tmp_path, capsys, edited(BASE, field, value), where)
+    assert "not in the expected form" in line and f"allowed: {words}" in line and "^" not in line, line
 
 
 # A version YAML reads as a number: refused with "quote it", never guessed (1.30 reads as 1.3).
