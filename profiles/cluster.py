@@ -19,7 +19,7 @@ from profiles.base import (
     quoted_version,
     worded,
 )
-from profiles.limits import INT32_MAX
+from profiles.limits import EKS_DEFAULT_NODES_PER_MANAGED_NODE_GROUP, INT32_MAX
 from profiles.node_groups import GpuNodeGroupConfig, SystemNodeGroupConfig
 from profiles.unique import unique
 from profiles.versions import (
@@ -118,6 +118,11 @@ class ClusterConfig(Strict):
     """CPU nodes for the platform's controllers."""
     gpu_node_groups: list[GpuNodeGroupConfig] = Field(default_factory=list)
     """Managed GPU node groups; EFA-enabled ones get one EFA interface per EFA network card."""
+    managed_node_group_node_quota: int = Field(EKS_DEFAULT_NODES_PER_MANAGED_NODE_GROUP, ge=1, le=INT32_MAX)
+    """Your account's EKS service quota "Nodes per managed node group" in this region: EKS's default is 450 and it is
+    adjustable in Service Quotas (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html). Every
+    managed node group's max_size (the system group's and each GPU group's) is at most this; raise it here only
+    after the quota itself was raised."""
     gpu_node_warning_threshold: int = Field(16, ge=1, le=INT32_MAX)
     """Synthesis (so plan, deploy and verify), cost and quotas warn when the GPU node groups' max_size add up to more
     GPU nodes than this (a typo such as 100 for 10 would otherwise only show on the bill)."""
@@ -240,6 +245,22 @@ class ClusterConfig(Strict):
                     "security group, not by an address range that would also admit every pod and node there",
                     allowed="a network outside the VPC (a VPN's client range, a peered VPC), or list the host's "
                     "group under private_endpoint_access.security_groups",
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _groups_within_the_node_quota(self) -> ClusterConfig:
+        quota = self.managed_node_group_node_quota
+        groups: list[tuple[tuple[str | int, ...], int]] = [(("system_node_group",), self.system_node_group.max_size)]
+        groups += [(("gpu_node_groups", index), group.max_size) for index, group in enumerate(self.gpu_node_groups)]
+        for where, max_size in groups:
+            if max_size > quota:
+                raise FieldProblem(
+                    (*where, "max_size"),
+                    max_size,
+                    f"is above EKS's nodes per managed node group ({quota}, cluster.managed_node_group_node_quota)",
+                    allowed=f"at most {quota}, or raise the quota in Service Quotas and then "
+                    "cluster.managed_node_group_node_quota",
                 )
         return self
 

@@ -16,9 +16,12 @@ from pydantic import AfterValidator, Field
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 
-# EKS service quotas, "Nodes per managed node group": 450, not adjustable.
+# EKS service quotas, "Nodes per managed node group": 450 by default, adjustable (Service Quotas), so
+# the profile names its account's value (cluster.managed_node_group_node_quota).
 # https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html
-EKS_MAX_NODES_PER_MANAGED_NODE_GROUP = 450
+EKS_DEFAULT_NODES_PER_MANAGED_NODE_GROUP = 450
+# NodegroupScalingConfig's sizes are Integers (the quota bounds them below that).
+# https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupScalingConfig.html
 # NodegroupUpdateConfig.maxUnavailable: 1 to 100 nodes.
 # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html
 EKS_MAX_UNAVAILABLE_NODES = 100
@@ -54,8 +57,9 @@ GO_DURATION_MAX_MINUTES = INT64_MAX // _NANOSECONDS_PER_MINUTE
 GO_DURATION_MAX_HOURS = GO_DURATION_MAX_MINUTES // 60
 
 # Upper bounds only: a field gives its own lower bound (Field(..., ge=N)), which a lower bound here
-# would override. Sizes of EKS managed node groups (min, desired and max all within the quota):
-NodeCount = Annotated[int, Field(le=EKS_MAX_NODES_PER_MANAGED_NODE_GROUP)]
+# would override. Sizes of EKS managed node groups: the API's Integer here; max_size within the
+# profile's managed_node_group_node_quota (profiles/cluster.py), min and desired within max_size.
+NodeCount = Annotated[int, Field(le=INT32_MAX)]
 # A Kubernetes count (a quota's object count, a GPU count, a parallelism, seconds of a deadline):
 KubernetesCount = Annotated[int, Field(le=INT64_MAX)]
 

@@ -25,7 +25,7 @@ class SystemNodeGroupConfig(Strict):
     desired_size: NodeCount = Field(2, ge=1)
     """System nodes to start with."""
     max_size: NodeCount = Field(4, ge=1)
-    """Most system nodes (an EKS managed node group holds at most 450)."""
+    """Most system nodes (at most cluster.managed_node_group_node_quota, EKS's nodes per managed node group)."""
     disk_size_gib: int = Field(100, ge=20, le=EBS_GP3_MAX_GIB)
     """Encrypted gp3 root volume."""
 
@@ -59,7 +59,8 @@ class GpuNodeGroupConfig(Strict):
     its window). Lowering it removes nodes and their jobs. make pause scales it to 0 until the next resume or apply.
     """
     max_size: NodeCount = Field(2, ge=1)
-    """Most nodes the group scales to (an EKS managed node group holds at most 450)."""
+    """Most nodes the group scales to (at most cluster.managed_node_group_node_quota, EKS's nodes per managed node
+    group)."""
     root_volume_size_gib: int = Field(200, ge=50, le=EBS_GP3_MAX_GIB)
     """Encrypted gp3 root volume (images are large)."""
     capacity: Capacity = Field(default_factory=OnDemandCapacity)

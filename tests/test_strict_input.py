@@ -299,9 +299,12 @@ def test_every_whole_number_has_an_upper_bound_within_int64():
 
 GROUP = "cluster.gpu_node_groups.0"
 BEYOND = [
-    (f"{GROUP}.max_size", 451, "at most 450"),
-    (f"{GROUP}.desired_size", 10**20, "at most 450"),
-    ("cluster.system_node_group.max_size", 2**63, "at most 450"),
+    (f"{GROUP}.max_size", 451, "at most 450, or raise the quota"),
+    ("cluster.system_node_group.max_size", 451, "at most 450, or raise the quota"),
+    (f"{GROUP}.desired_size", 10**20, f"at most {2**31 - 1}"),
+    ("cluster.system_node_group.max_size", 2**63, f"at most {2**31 - 1}"),
+    ("cluster.managed_node_group_node_quota", 2**31, f"at most {2**31 - 1}"),
+    ("cluster.managed_node_group_node_quota", 0, "at least 1"),
     (f"{GROUP}.max_unavailable", 101, "at most 100"),
     (f"{GROUP}.root_volume_size_gib", 16385, "at most 16384"),
     ("cluster.system_node_group.disk_size_gib", 10**6, "at most 16384"),
@@ -321,6 +324,18 @@ BEYOND = [
 def test_numbers_beyond_the_services_limits_are_refused(tmp_path, capsys, field, value, allowed):
     line = refused(tmp_path, capsys, edited(BASE, field, value), field)
     assert f"got {value!r}"[:60] in line and allowed in line, line
+
+
+def test_the_node_bound_is_the_accounts_eks_quota(tmp_path, capsys):
+    """450 nodes per managed node group is EKS's adjustable default: a profile names a raised quota, and
+    the groups are bounded by the quota it names."""
+    line = refused(tmp_path, capsys, edited(BASE, f"{GROUP}.max_size", 451), f"{GROUP}.max_size")
+    assert "EKS's nodes per managed node group (450, cluster.managed_node_group_node_quota)" in line, line
+    raised = edited(edited(BASE, "cluster.managed_node_group_node_quota", 1000), f"{GROUP}.max_size", 1000)
+    assert validate_profile(raised).cluster.gpu_node_groups[0].max_size == 1000
+    lowered = edited(BASE, "cluster.managed_node_group_node_quota", 2)
+    line = refused(tmp_path, capsys, lowered, "cluster.system_node_group.max_size")
+    assert "got 3" in line and "allowed: at most 2" in line, line
 
 
 @pytest.mark.parametrize(
