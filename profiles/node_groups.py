@@ -8,13 +8,19 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from profiles.aws_facts import instance_types
-from profiles.base import FieldProblem, Name, Strict, check_sizes, did_you_mean
+from profiles.base import FieldProblem, Name, Strict, check_sizes, did_you_mean, worded
 from profiles.capacity import Capacity, CapacityBlock, OnDemandCapacity, block_sizes, check_reservation_placement
 from profiles.catalog import CATALOG, INSTANCE_TYPES, GpuInstanceType, lookup
 from profiles.limits import EBS_GP3_MAX_GIB, EKS_MAX_UNAVAILABLE_NODES, NodeCount
 from profiles.node_labels import LabelKey, LabelValue
 from profiles.reserved_keys import NodeLabels
 from profiles.unique import unique
+
+# EC2 CreatePlacementGroup GroupName, "Constraints: Up to 255 ASCII characters"
+# (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreatePlacementGroup.html); printable ones.
+PlacementGroupName = Annotated[
+    str, worded(r"^[ -~]{1,255}$", "1 to 255 printable ASCII characters (EC2's limit for a placement group name)")
+]
 
 
 class SystemNodeGroupConfig(Strict):
@@ -70,8 +76,8 @@ class GpuNodeGroupConfig(Strict):
     existing_placement_group. Default: cluster for on-demand capacity, none for reserved capacity (forcing a group
     onto a reservation bought without one fails to launch).
     """
-    existing_placement_group: str | None = Field(None)
-    """Placement group that came with the reservation."""
+    existing_placement_group: PlacementGroupName | None = Field(None)
+    """Placement group that came with the reservation: its name, up to 255 ASCII characters."""
     labels: Annotated[dict[LabelKey, LabelValue], NodeLabels] = Field(default_factory=dict)
     """Extra Kubernetes node labels, as EKS takes them: keys of at most 63 characters with any prefix (a DNS
     subdomain, e.g. example.com/team), values of 1 to 63. Not `role` or `platform/...` (the platform's own, which

@@ -545,6 +545,24 @@ def test_the_reservations_placement_group_needs_a_reservation(tmp_path, capsys):
     assert "got 'reservation'" in line and "no reservation" in line and "odcr or capacity_block" in line, line
 
 
+@pytest.mark.parametrize("name", ["é-training", "a" * 256, ""], ids=["not-ascii", "256-characters", "empty"])
+def test_a_placement_group_name_ec2_refuses_is_refused(tmp_path, capsys, name):
+    block = {"type": "odcr", "reservation_id": "cr-0123456789abcdef0", "availability_zone": ZONE}
+    doc = edited(edited(BASE, f"{GROUP}.capacity", block), f"{GROUP}.placement_group", "reservation")
+    line = refused(
+        tmp_path, capsys, edited(doc, f"{GROUP}.existing_placement_group", name), f"{GROUP}.existing_placement_group"
+    )
+    assert f"got {name!r}"[:30] in line and "allowed: 1 to 255 printable ASCII characters" in line, line
+
+
+def test_a_placement_group_name_of_255_ascii_characters_loads():
+    block = {"type": "odcr", "reservation_id": "cr-0123456789abcdef0", "availability_zone": ZONE}
+    doc = edited(edited(BASE, f"{GROUP}.capacity", block), f"{GROUP}.placement_group", "reservation")
+    name = "Training PG_1." + "x" * 241
+    group = validate_profile(edited(doc, f"{GROUP}.existing_placement_group", name)).cluster.gpu_node_groups[0]
+    assert group.existing_placement_group == name and len(name) == 255
+
+
 # h. One image-reference grammar (profiles/image_ref.py) for every image field, at load.
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 IMAGE_FORMS = [
