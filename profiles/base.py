@@ -13,7 +13,6 @@ from pydantic.fields import FieldInfo
 from pydantic_core import InitErrorDetails
 
 from profiles.limits import Int64Quantity
-from profiles.reserved_keys import ReservedTagKeys
 
 
 def did_you_mean(value: object, choices: Sequence[str]) -> str:
@@ -126,10 +125,6 @@ IamPrincipalArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:
 SecurityGroupId = Annotated[str, Field(pattern=r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")]
 
 
-# AWS tags: keys 1-128 characters, values up to 256; reserved keys and prefixes (aws:, the platform's
-# own) are refused (profiles/reserved_keys.py).
-TagKey = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9 _.:/=+@-]+$"), ReservedTagKeys]
-TagValue = Annotated[str, Field(max_length=256, pattern=r"^[A-Za-z0-9 _.:/=+@-]*$")]
 # A Kubernetes quantity: a number with an optional decimal or binary suffix (64, 500m, 256Gi).
 Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"), Int64Quantity]
 HttpsUrl = Annotated[str, Field(pattern=r"^https://[!-.0-~]+(/[!-~]*)?$")]
@@ -184,8 +179,6 @@ PATTERN_WORDS: dict[str, str] = {
     r"^(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)+$": "an absolute path without . or .. segments, e.g. /datasets",
     r"^([A-Za-z0-9_-][A-Za-z0-9_.-]*/)*$": "empty, or names ending in /, none starting with a dot, e.g. training/",
     r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$": "a Kubernetes quantity, e.g. 64, 500m or 256Gi",
-    r"^[A-Za-z0-9 _.:/=+@-]+$": "ASCII letters, digits, spaces and _.:/=+@-",
-    r"^[A-Za-z0-9 _.:/=+@-]*$": "ASCII letters, digits, spaces and _.:/=+@-",
 }
 
 

@@ -1,6 +1,11 @@
-"""The profile's `tags`: every layer's AWS provider sets them as default tags on each resource it
+r"""The profile's `tags`: every layer's AWS provider sets them as default tags on each resource it
 creates, IAM roles included.
 
+- AWS's tag pattern, the same in IAM, FSx, ELB, ACM, CloudWatch Logs and Resource Groups:
+  `[\p{L}\p{Z}\p{N}_.:/=+\-@]`, letters, separators and numbers of any script plus _.:/=+-@
+  (IAM Tag, https://docs.aws.amazon.com/IAM/latest/APIReference/API_Tag.html); keys of 1 to 128
+  characters, values of 0 to 256. So `owner: Jürgen Müller` is a tag; `$`, `{` and `%` never are, and
+  the profile's text check refuses the line and paragraph separators (Zl, Zp) and controls anyway.
 - Keys are compared without regard to case. IAM takes the tag keys of users and roles
   case-insensitively: "you cannot have separate Department and department tag keys", the later one
   replaces the first (https://docs.aws.amazon.com/IAM/latest/UserGuide/id_tags.html#case-sensitivity).
@@ -11,11 +16,38 @@ creates, IAM roles included.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field
 
-from profiles.base import FieldProblem, TagKey, TagValue
+from profiles.base import FieldProblem
+from profiles.reserved_keys import ReservedTagKeys
+
+TAG_KEY_MAX = 128
+TAG_VALUE_MAX = 256
+# Unicode's general categories of \p{L} (letters), \p{Z} (separators) and \p{N} (numbers), and the
+# symbols AWS's tag pattern adds to them.
+TAG_CATEGORIES = ("L", "Z", "N")
+TAG_SYMBOLS = "_.:/=+-@"
+TAG_CHARACTERS = "letters, numbers and spaces of any script and _ . : / = + - @"
+
+
+def _tag_text(text: str) -> str:
+    for char in text:
+        if unicodedata.category(char)[0] not in TAG_CATEGORIES and char not in TAG_SYMBOLS:
+            name = unicodedata.name(char, "")
+            raise ValueError(
+                f"the character {char!r} (U+{ord(char):04X}{' ' + name if name else ''}) is not one AWS takes in a "
+                f"tag: {TAG_CHARACTERS}"
+            )
+    return text
+
+
+# A tag key: 1 to 128 characters of AWS's tag pattern, not reserved (profiles/reserved_keys.py).
+TagKey = Annotated[str, Field(min_length=1, max_length=TAG_KEY_MAX), AfterValidator(_tag_text), ReservedTagKeys]
+# A tag value: 0 to 256 characters of the same pattern.
+TagValue = Annotated[str, Field(max_length=TAG_VALUE_MAX), AfterValidator(_tag_text)]
 
 
 def _one_key_per_case(tags: dict[str, str]) -> dict[str, str]:

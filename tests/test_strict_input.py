@@ -243,8 +243,6 @@ NOT_ASCII = [
         {"vpc-cni": "v1." + "2".translate(FULLWIDTH) + "0.0-eksbuild.1"},
         "cluster.addon_versions.vpc-cni",
     ),
-    ("tags.team", "チーム", "tags.team"),
-    ("tags", {"チーム": "ml"}, "tags.チーム"),
     (
         "workloads.tenants",
         [{"name": "ml-team", "cpu_quota": "3".translate(FULLWIDTH)}],
@@ -493,6 +491,37 @@ RESERVED_TAGS = [
 def test_reserved_and_platform_tag_keys_are_refused(tmp_path, capsys, key, words):
     line = refused(tmp_path, capsys, edited(BASE, "tags", {key: "x"}), f"tags.{key}")
     assert f"got {key!r}" in line and words in line, line
+
+
+# AWS's tag pattern [\p{L}\p{Z}\p{N}_.:/=+\-@]: letters, numbers and spaces of any script (profiles/tags.py).
+def test_tags_in_any_script_load():
+    tags = {
+        "owner": "Jürgen Müller",
+        "チーム": "機械学習",
+        "cost-center": "٤٢",
+        "note": "",
+        "path": "a/b:c=d+e-f@g_h.i",
+    }
+    assert validate_profile(edited(BASE, "tags", tags)).tags == tags
+
+
+BAD_TAGS = [
+    ({"owner": "a$b"}, "tags.owner", "'$' (U+0024 DOLLAR SIGN)"),
+    ({"owner": "50%"}, "tags.owner", "'%' (U+0025 PERCENT SIGN)"),
+    ({"owner": "a;b"}, "tags.owner", "';' (U+003B SEMICOLON)"),
+    ({"launch": "🚀"}, "tags.launch", "U+1F680 ROCKET"),
+    ({"team{x}": "ml"}, "tags.team{x}", "bad key: the character '{' (U+007B LEFT CURLY BRACKET)"),
+    ({"k" * 129: "v"}, "tags." + "k" * 129, "bad key: String should have at most 128 characters"),
+    ({"owner": "v" * 257}, "tags.owner", "String should have at most 256 characters"),
+]
+
+
+@pytest.mark.parametrize("tags, where, words", BAD_TAGS, ids=[w[:24] for _, w, _ in BAD_TAGS])
+def test_tags_aws_refuses_are_refused(tmp_path, capsys, tags, where, words):
+    line = refused(tmp_path, capsys, edited(BASE, "tags", tags), where)
+    got = next(iter(tags)) if words.startswith("bad key") else next(iter(tags.values()))
+    assert words in line and f"got {got!r}"[:40] in line, line
+    assert "bad key" in words or "is not one AWS takes in a tag: letters, numbers and spaces" in line or "256" in words
 
 
 def test_tag_keys_that_differ_only_in_case_are_refused(tmp_path, capsys):
