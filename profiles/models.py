@@ -58,7 +58,8 @@ class PlatformConfig(Strict):
     AWS provider takes no other account's credentials (allowed_account_ids), and plan, deploy and
     destroy stop before Terraform runs when the credentials are another account's. Unset: any."""
     tags: Tags = Field(default_factory=dict)
-    """Tags on every AWS resource (provider default tags). Keys differ in more than letter case (IAM takes a role's
+    """Tags on every AWS resource (provider default tags): at most 45, since AWS takes 50 per resource and the
+    platform sets up to 5 of its own on one. Keys differ in more than letter case (IAM takes a role's
     tag keys without regard to case) and are not the platform's own (platform, layer, Name, karpenter.sh/discovery)
     nor in the aws:, eks:, kubernetes.io/ or karpenter.sh/ prefixes."""
     state: StateConfig = Field(default_factory=StateConfig)

@@ -12,6 +12,13 @@ creates, IAM roles included.
   Two keys that differ only in case would be one tag on the platform's roles and two elsewhere, and
   each plan would change the role's tag back and forth.
 - Reserved keys and prefixes (aws:, the platform's own) are refused per key (profiles/reserved_keys.py).
+- A resource takes at most 50 user tags (EC2, "Tag restrictions",
+  https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html#tag-restrictions; IAM roles and
+  users 50 too, https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html; aws:
+  tags do not count). The profile's tags share them with the platform's on the most-tagged resource:
+  the default tags (platform, layer) and, on the private subnets, Name and the discovery tags
+  karpenter.sh/discovery and kubernetes.io/role/internal-elb (components/network.py). A test checks
+  the synthesized stacks hold no resource with more of the platform's own.
 """
 
 from __future__ import annotations
@@ -22,10 +29,15 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 
 from profiles.base import FieldProblem
-from profiles.reserved_keys import ReservedTagKeys
+from profiles.reserved_keys import ReservedTagKeys, platform_tags
 
 TAG_KEY_MAX = 128
 TAG_VALUE_MAX = 256
+AWS_MAX_TAGS_PER_RESOURCE = 50
+# The most tags the platform sets on one resource itself, besides its default tags (the private subnets').
+MOST_RESOURCE_TAGS = ("Name", "karpenter.sh/discovery", "kubernetes.io/role/internal-elb")
+PLATFORM_TAGS_PER_RESOURCE = (*platform_tags("", ""), *MOST_RESOURCE_TAGS)
+MAX_PROFILE_TAGS = AWS_MAX_TAGS_PER_RESOURCE - len(PLATFORM_TAGS_PER_RESOURCE)
 # Unicode's general categories of \p{L} (letters), \p{Z} (separators) and \p{N} (numbers), and the
 # symbols AWS's tag pattern adds to them.
 TAG_CATEGORIES = ("L", "Z", "N")
@@ -50,7 +62,17 @@ TagKey = Annotated[str, Field(min_length=1, max_length=TAG_KEY_MAX), AfterValida
 TagValue = Annotated[str, Field(max_length=TAG_VALUE_MAX), AfterValidator(_tag_text)]
 
 
-def _one_key_per_case(tags: dict[str, str]) -> dict[str, str]:
+def _checked_tags(tags: dict[str, str]) -> dict[str, str]:
+    if len(tags) > MAX_PROFILE_TAGS:
+        platform = len(PLATFORM_TAGS_PER_RESOURCE)
+        raise FieldProblem(
+            (),
+            f"{len(tags)} tags",
+            f"{len(tags)} tags and the {platform} the platform sets on one resource "
+            f"({', '.join(PLATFORM_TAGS_PER_RESOURCE)}) make {len(tags) + platform}; AWS takes at most "
+            f"{AWS_MAX_TAGS_PER_RESOURCE} tags per resource",
+            allowed=f"at most {MAX_PROFILE_TAGS} tags",
+        )
     first: dict[str, str] = {}
     for key in tags:
         folded = key.casefold()
@@ -66,5 +88,6 @@ def _one_key_per_case(tags: dict[str, str]) -> dict[str, str]:
     return tags
 
 
-# The profile's tags: each key a valid, unreserved tag key, no two the same but for letter case.
-Tags = Annotated[dict[TagKey, TagValue], AfterValidator(_one_key_per_case)]
+# The profile's tags: each key a valid, unreserved tag key, no two the same but for letter case, and
+# no more than a resource can hold besides the platform's own.
+Tags = Annotated[dict[TagKey, TagValue], AfterValidator(_checked_tags)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,17 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 import main
 from addons import trainer
-from profiles import ProfileError, cuda, image_ref, limits, load_profile, naming, reserved_keys, validate_profile
+from profiles import (
+    ProfileError,
+    cuda,
+    image_ref,
+    limits,
+    load_profile,
+    naming,
+    reserved_keys,
+    tags,
+    validate_profile,
+)
 from profiles.base import PATTERN_WORDS
 from profiles.models import PlatformConfig
 from profiles.versions import CUDA_IMAGE
@@ -522,6 +533,32 @@ def test_tags_aws_refuses_are_refused(tmp_path, capsys, tags, where, words):
     got = next(iter(tags)) if words.startswith("bad key") else next(iter(tags.values()))
     assert words in line and f"got {got!r}"[:40] in line, line
     assert "bad key" in words or "is not one AWS takes in a tag: letters, numbers and spaces" in line or "256" in words
+
+
+def test_more_tags_than_a_resource_holds_besides_the_platforms_are_refused(tmp_path, capsys):
+    most = {f"team-{index}": "x" for index in range(tags.MAX_PROFILE_TAGS)}
+    assert tags.MAX_PROFILE_TAGS == 45 and len(validate_profile(edited(BASE, "tags", most)).tags) == 45
+    line = refused(tmp_path, capsys, edited(BASE, "tags", {**most, "one-more": "x"}), "tags")
+    assert "got '46 tags'" in line and "46 tags and the 5 the platform sets on one resource" in line, line
+    assert "make 51; AWS takes at most 50 tags per resource" in line and "allowed: at most 45 tags" in line, line
+
+
+def test_no_synthesized_resource_carries_more_of_the_platforms_tags_than_counted():
+    """The count the profile's tags are held to: in every shipped stack, a resource's own tags plus the
+    provider's default tags, less the profile's, are never more than PLATFORM_TAGS_PER_RESOURCE."""
+    most = 0
+    for snapshot in sorted((PROFILES.parent / "tests" / "__snapshots__" / "test_snapshots").glob("*.json")):
+        profile = snapshot.name.split("[", 1)[1].rsplit("-", 1)[0]
+        own = set(yaml.safe_load((PROFILES / f"{profile}.yaml").read_text()).get("tags", {}))
+        stack = json.loads(snapshot.read_text())
+        (default,) = [provider["default_tags"][0]["tags"] for provider in stack["provider"]["aws"]]
+        assert set(default) - own == set(reserved_keys.platform_tags("", "")), snapshot.name
+        for resources in stack.get("resource", {}).values():
+            for body in resources.values():
+                resource_tags = body.get("tags") if isinstance(body.get("tags"), dict) else {}
+                platform = (set(default) | set(resource_tags)) - own
+                most = max(most, len([key for key in platform if not key.lower().startswith("aws:")]))
+    assert most == len(tags.PLATFORM_TAGS_PER_RESOURCE)
 
 
 def test_tag_keys_that_differ_only_in_case_are_refused(tmp_path, capsys):
