@@ -111,10 +111,17 @@ def quoted_version(choices: Sequence[str]) -> BeforeValidator:
 
 
 def _quoted_account_id(value: object) -> object:
-    if isinstance(value, int) and not isinstance(value, bool):
-        raise ValueError(
-            f"write the account ID in quotes ('{value:012d}'): YAML reads an unquoted one as a number, "
-            "and a number drops an ID's leading zeros"
+    # The ID meant cannot be told from the number, so none is suggested: a number drops an ID's leading
+    # zeros, and YAML 1.1 reads digits after a leading 0 (all of them 0-7) as an octal number, so an
+    # unquoted 012345670123 arrives as 1402433619; padding that would name another account.
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise FieldProblem(
+            (),
+            value,
+            "write the account ID in quotes: YAML read the unquoted digits as a number, which drops an ID's "
+            "leading zeros (and reads digits after a leading 0 as an octal number), so the ID cannot be told "
+            "from it",
+            allowed="the 12-digit account ID in quotes, exactly as AWS shows it",
         )
     return value
 
