@@ -26,9 +26,13 @@ EKS_DEFAULT_NODES_PER_MANAGED_NODE_GROUP = 450
 # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html
 EKS_MAX_UNAVAILABLE_NODES = 100
 
-# EBS gp3 volumes: 1 GiB to 16 TiB.
-# https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html
-EBS_GP3_MAX_GIB = 16384
+# EBS gp3 volumes: 1 to 65,536 GiB (64 TiB; 16 TiB before AWS raised gp3's size, IOPS and throughput
+# limits in 2025). The current EC2 API reference gives "gp3: 1 - 65,536 GiB" for CreateVolume's Size
+# (a PersistentVolume the EBS CSI driver creates) and for a launch template's or an instance's block
+# device (the node groups' root volumes); older SDK pages still print 16,384.
+# https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateVolume.html
+# https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_LaunchTemplateEbsBlockDeviceRequest.html
+EBS_GP3_MAX_GIB = 65536
 
 # FSx CreateFileSystem StorageCapacity: an Integer, 0 to 2147483647 GiB; FSx for Lustre's valid
 # steps per deployment type (1200, 2400, then multiples of 2400; EFA units) are checked in

@@ -315,8 +315,9 @@ BEYOND = [
     ("cluster.managed_node_group_node_quota", 2**31, f"at most {2**31 - 1}"),
     ("cluster.managed_node_group_node_quota", 0, "at least 1"),
     (f"{GROUP}.max_unavailable", 101, "at most 100"),
-    (f"{GROUP}.root_volume_size_gib", 16385, "at most 16384"),
-    ("cluster.system_node_group.disk_size_gib", 10**6, "at most 16384"),
+    (f"{GROUP}.root_volume_size_gib", 65537, "at most 65536"),
+    ("cluster.system_node_group.disk_size_gib", 10**6, "at most 65536"),
+    ("addons.monitoring.prometheus_storage_gib", 65537, "at most 65536"),
     ("storage.fsx.storage_capacity_gib", 2**31, f"at most {2**31 - 1}"),
     ("storage.fsx.storage_capacity_gib", 2**64, f"at most {2**31 - 1}"),
     ("storage.fsx.storage_capacity_gib", 1300, "1200, 2400 or a multiple of 2400"),
@@ -324,7 +325,7 @@ BEYOND = [
     ("storage.datasets_bucket.noncurrent_version_expiration_days", 2**31, f"at most {2**31 - 1}"),
     ("workloads.gpu_pool.gpu_limit", 2**63, f"at most {2**63 - 1}"),
     ("workloads.cpu_pool.consolidate_after_minutes", 2**62, f"at most {limits.GO_DURATION_MAX_MINUTES}"),
-    ("addons.jupyterhub.user_storage_gib", 16385, "at most 16384"),
+    ("addons.jupyterhub.user_storage_gib", 65537, "at most 65536"),
     ("addons.argo_workflows.quota_cpu", "9" * 30, f"at most {(2**63 - 1) // 1000} of its base unit"),
 ]
 
@@ -345,6 +346,11 @@ def test_the_node_bound_is_the_accounts_eks_quota(tmp_path, capsys):
     lowered = edited(BASE, "cluster.managed_node_group_node_quota", 2)
     line = refused(tmp_path, capsys, lowered, "cluster.system_node_group.max_size")
     assert "got 3" in line and "allowed: at most 2" in line, line
+
+
+def test_a_gp3_volume_of_64_tib_loads():
+    doc = edited(BASE, f"{GROUP}.root_volume_size_gib", 65536)
+    assert validate_profile(doc).cluster.gpu_node_groups[0].root_volume_size_gib == 65536 == limits.EBS_GP3_MAX_GIB
 
 
 @pytest.mark.parametrize(
