@@ -12,7 +12,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic.fields import FieldInfo
 from pydantic_core import InitErrorDetails
 
-from profiles.limits import Int64Quantity
+from profiles.limits import CpuBound, MemoryBound
 
 
 def did_you_mean(value: object, choices: Sequence[str]) -> str:
@@ -132,8 +132,6 @@ IamPrincipalArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:
 SecurityGroupId = Annotated[str, Field(pattern=r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")]
 
 
-# A Kubernetes quantity: a number with an optional decimal or binary suffix (64, 500m, 256Gi).
-Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"), Int64Quantity]
 HttpsUrl = Annotated[str, Field(pattern=r"^https://[!-.0-~]+(/[!-~]*)?$")]
 K8sName = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
 
@@ -185,13 +183,30 @@ PATTERN_WORDS: dict[str, str] = {
     "_.-, none starting with a dot, e.g. platform/state",
     r"^(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)+$": "an absolute path without . or .. segments, e.g. /datasets",
     r"^([A-Za-z0-9_-][A-Za-z0-9_.-]*/)*$": "empty, or names ending in /, none starting with a dot, e.g. training/",
-    r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$": "a Kubernetes quantity, e.g. 64, 500m or 256Gi",
 }
 
 
 def worded(pattern: str, words: str) -> FieldInfo:
-    """A field's pattern with the words a user reads when a value does not match it (PATTERN_WORDS):
-    for a type declared outside this module, e.g. Annotated[str, worded(r"^v[0-9]+$", "v and a number")]."""
+    """A field's pattern with the words a user reads when a value does not match it (PATTERN_WORDS),
+    declared where the type is, e.g. Annotated[str, worded(r"^v[0-9]+$", "v and a number")]."""
     PATTERN_WORDS[pattern] = words
     info: FieldInfo = Field(pattern=pattern)
     return info
+
+
+# Kubernetes quantities, each resource with its own grammar and bound (profiles/limits.py). CPU: cores
+# with at most three decimals, or whole thousandths (Kubernetes takes no finer CPU than 1m). Memory:
+# whole bytes, or a whole number of a decimal or binary unit (no m, which would be thousandths of a byte).
+CpuQuantity = Annotated[
+    str,
+    worded(r"^([0-9]+(\.[0-9]{1,3})?|[0-9]+m)$", "cores (up to 3 decimals) or thousandths, e.g. 64, 0.5 or 500m"),
+    CpuBound,
+]
+MemoryQuantity = Annotated[
+    str,
+    worded(
+        r"^[0-9]+(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$",
+        "whole bytes or a whole number of k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi or Ei, e.g. 256Gi",
+    ),
+    MemoryBound,
+]

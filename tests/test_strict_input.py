@@ -326,7 +326,9 @@ BEYOND = [
     ("workloads.gpu_pool.gpu_limit", 2**63, f"at most {2**63 - 1}"),
     ("workloads.cpu_pool.consolidate_after_minutes", 2**62, f"at most {limits.GO_DURATION_MAX_MINUTES}"),
     ("addons.jupyterhub.user_storage_gib", 65537, "at most 65536"),
-    ("addons.argo_workflows.quota_cpu", "9" * 30, f"at most {(2**63 - 1) // 1000} of its base unit"),
+    ("addons.argo_workflows.quota_cpu", "9" * 30, f"at most {(2**63 - 1) // 1000} cores"),
+    ("addons.argo_workflows.quota_memory", "8Ei", f"at most {2**63 - 1} bytes"),
+    ("addons.argo_workflows.quota_memory", "9" * 20, f"at most {2**63 - 1} bytes"),
 ]
 
 
@@ -364,6 +366,32 @@ def test_node_group_sizes_are_ordered(tmp_path, capsys, sizes, field):
         doc = edited(doc, f"{GROUP}.{name}", size)
     line = refused(tmp_path, capsys, doc, f"{GROUP}.{field}")
     assert f"got {sizes[('min_size', 'desired_size').index(field)]}" in line and "allowed: " in line, line
+
+
+# CPU is bounded in thousandths of a core, memory in bytes: each resource has its own grammar and bound.
+QUANTITIES = [
+    ("addons.argo_workflows.quota_memory", "500m", "whole bytes or a whole number of k, M, G"),
+    ("addons.argo_workflows.quota_memory", "1.5Gi", "whole bytes or a whole number of k, M, G"),
+    ("addons.argo_workflows.quota_cpu", "0.0005", "cores (up to 3 decimals) or thousandths"),
+    ("addons.argo_workflows.quota_cpu", "64Gi", "cores (up to 3 decimals) or thousandths"),
+    ("workloads.tenants.0.memory_quota", "2048gi", "whole bytes or a whole number of k, M, G"),
+]
+
+
+@pytest.mark.parametrize("field, value, allowed", QUANTITIES, ids=[f"{f}={v}" for f, v, _ in QUANTITIES])
+def test_each_quantity_has_its_resources_grammar(tmp_path, capsys, field, value, allowed):
+    doc = edited(BASE, "workloads.tenants", [{"name": "ml-team"}])
+    line = refused(tmp_path, capsys, edited(doc, field, value), field)
+    assert f"got {value!r}" in line and f"allowed: {allowed}" in line, line
+
+
+def test_memory_is_bounded_in_bytes_not_in_cpus_thousandths():
+    # 7Ei and 16Pi are within an int64 of bytes; as thousandths (CPU's bound) they were not.
+    doc = edited(BASE, "addons.argo_workflows", {"enabled": True, "quota_memory": "7Ei", "quota_cpu": "0.5"})
+    doc = edited(doc, "workloads.tenants", [{"name": "ml-team", "memory_quota": "16Pi", "cpu_quota": "64000m"}])
+    config = validate_profile(doc)
+    assert (config.addons.argo_workflows.quota_memory, config.workloads.tenants[0].memory_quota) == ("7Ei", "16Pi")
+    assert limits.exact_quantity("7Ei") <= limits.MAX_MEMORY_BYTES < limits.exact_quantity("8Ei")
 
 
 def test_a_kubernetes_quantity_beyond_int64_is_refused(tmp_path, capsys):
