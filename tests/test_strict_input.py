@@ -665,6 +665,8 @@ def test_a_placement_group_name_of_255_ascii_characters_loads():
 
 # h. One image-reference grammar (profiles/image_ref.py) for every image field, at load.
 DIGEST = "sha256:" + "0123456789abcdef" * 4
+SHA512 = "sha512:" + "0123456789abcdef" * 8
+LONGEST_PATH = "/".join(["a" * 63] * 4)  # 255 characters: the most a repository path holds
 IMAGE_FORMS = [
     ("registry.example.com:5000/team/img:tag", "registry.example.com:5000/team/img", "tag", None),
     ("localhost:5000/img:1.0", "localhost:5000/img", "1.0", None),
@@ -673,6 +675,12 @@ IMAGE_FORMS = [
     (f"img@{DIGEST}", "img", None, DIGEST),
     (f"registry.example.com:5000/img@{DIGEST}", "registry.example.com:5000/img", None, DIGEST),
     (f"nvcr.io/nvidia/pytorch:24.12-py3@{DIGEST}", "nvcr.io/nvidia/pytorch", "24.12-py3", DIGEST),
+    # The grammar's edges (distribution/reference regexp.go; OCI's registered digest algorithms).
+    ("[::1]:5000/repo:tag", "[::1]:5000/repo", "tag", None),
+    (f"[2001:db8::1]/team/img@{SHA512}", "[2001:db8::1]/team/img", None, SHA512),
+    ("127.0.0.1:5000/img:1", "127.0.0.1:5000/img", "1", None),
+    (f"img:{'t' * 128}", "img", "t" * 128, None),
+    (f"registry.example.com/{LONGEST_PATH}:1", f"registry.example.com/{LONGEST_PATH}", "1", None),
 ]
 
 
@@ -692,15 +700,25 @@ BAD_IMAGES = [
     (f"img@{DIGEST.upper()}", "not an image reference"),
     ("img:-bad", "not an image reference"),
     ("img::1", "not an image reference"),
+    ("my_registry.io/img:1.0", "the registry 'my_registry.io' is not a host name"),
+    ("[fe80::1%eth0]:5000/img:1.0", "is not a host name"),
+    ("[:::1]:5000/img:1.0", "the registry '[:::1]:5000' is not an IPv6 address in brackets"),
+    ("registry.example.com:65536/img:1.0", "has port 65536; a port is 1 to 65535"),
+    ("registry.example.com:/img:1.0", "has no port number after its ':'"),
+    (f"registry.example.com/{LONGEST_PATH}a:1", "the repository path is 256 characters; at most 255"),
+    (f"img@sha512:{'0123456789abcdef' * 4}", "a sha512 digest is 128 lowercase hex digits (64 characters given)"),
+    (f"img@md5:{'0123456789abcdef' * 2}", "the digest algorithm 'md5' is not sha256 or sha512"),
+    ("img:", "the tag '' is not 1 to 128"),
+    (f"img:{'t' * 129}", "is not 1 to 128 of A-Za-z0-9_.-"),
 ]
 IMAGE_FIELDS = ["addons.trainer.torch_image", "addons.jupyterhub.gpu_image", "addons.jupyterhub.cpu_image"]
 
 
 @pytest.mark.parametrize("field", IMAGE_FIELDS)
-@pytest.mark.parametrize("reference, words", BAD_IMAGES, ids=[bad for bad, _ in BAD_IMAGES])
+@pytest.mark.parametrize("reference, words", BAD_IMAGES, ids=[bad[:40] for bad, _ in BAD_IMAGES])
 def test_a_bad_or_unpinned_image_is_refused_at_load(tmp_path, capsys, field, reference, words):
     line = refused(tmp_path, capsys, edited(BASE, field, reference), field)
-    assert f"got {reference!r}"[:60] in line and words in line and "registry[:port]/repository:tag" in line, line
+    assert f"got {reference!r}"[:36] in line and words in line and "registry[:port]/repository:tag" in line, line
 
 
 def test_the_cuda_version_is_read_from_the_tag_not_the_digest():
