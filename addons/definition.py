@@ -16,14 +16,20 @@ from typing import Annotated, Generic, Protocol, TypeVar, cast
 
 from pydantic import Field
 
-from profiles.base import FieldProblem, Strict
+from profiles.base import FieldProblem, Strict, worded
 from profiles.build import BuildConfig
 from profiles.cluster import ClusterConfig
 from profiles.storage import StorageConfig
 from profiles.versions import ChartRef, ReleaseArtifact
 from profiles.workloads import WorkloadsConfig
 
-ChartVersion = Annotated[str, Field(pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.-]+)?$")]
+ChartVersion = Annotated[
+    str,
+    worded(
+        r"^v?[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.-]+)?$",
+        "a chart version: major.minor.patch, with an optional leading v and -prerelease or +build, e.g. 26.7.0",
+    ),
+]
 
 
 class AddonConfig(Strict):

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_core import InitErrorDetails
 
-from profiles.limits import Int64Quantity
-from profiles.reserved_keys import ReservedTagKeys
+from profiles.limits import CpuBound, MemoryBound
 
 
 def did_you_mean(value: object, choices: Sequence[str]) -> str:
@@ -89,20 +89,40 @@ Region = Annotated[
     Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]$"),
     AfterValidator(_known_region),
 ]
-# Kubernetes label: optional DNS-subdomain prefix and a name of up to 63 characters; value up to 63.
-LabelKey = Annotated[
-    str, Field(pattern=r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-]
-LabelValue = Annotated[str, Field(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")]
 # An IPv4 CIDR block, e.g. 10.0.0.0/16 (checked by check_cidr where used).
 Cidr = str
 
 
+def quoted_version(choices: Sequence[str]) -> BeforeValidator:
+    """A version field's check that it was written as text: YAML reads an unquoted 1.30 as the number
+    1.3, so the version the user meant cannot be told from the number (it is never guessed)."""
+
+    def check(value: object) -> object:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            raise FieldProblem(
+                (),
+                value,
+                f"write the version in quotes: YAML reads an unquoted {value!r} as a number, and a number loses "
+                "a version's trailing zeros (1.30 becomes 1.3)",
+                allowed=", ".join(f"'{choice}'" for choice in choices) + ", in quotes",
+            )
+        return value
+
+    return BeforeValidator(check)
+
+
 def _quoted_account_id(value: object) -> object:
-    if isinstance(value, int) and not isinstance(value, bool):
-        raise ValueError(
-            f"write the account ID in quotes ('{value:012d}'): YAML reads an unquoted one as a number, "
-            "and a number drops an ID's leading zeros"
+    # The ID meant cannot be told from the number, so none is suggested: a number drops an ID's leading
+    # zeros, and YAML 1.1 reads digits after a leading 0 (all of them 0-7) as an octal number, so an
+    # unquoted 012345670123 arrives as 1402433619; padding that would name another account.
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise FieldProblem(
+            (),
+            value,
+            "write the account ID in quotes: YAML read the unquoted digits as a number, which drops an ID's "
+            "leading zeros (and reads digits after a leading 0 as an octal number), so the ID cannot be told "
+            "from it",
+            allowed="the 12-digit account ID in quotes, exactly as AWS shows it",
         )
     return value
 
@@ -113,12 +133,6 @@ IamPrincipalArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:
 SecurityGroupId = Annotated[str, Field(pattern=r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")]
 
 
-# AWS tags: keys 1-128 characters, values up to 256; reserved keys and prefixes (aws:, the platform's
-# own) are refused (profiles/reserved_keys.py).
-TagKey = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9 _.:/=+@-]+$"), ReservedTagKeys]
-TagValue = Annotated[str, Field(max_length=256, pattern=r"^[A-Za-z0-9 _.:/=+@-]*$")]
-# A Kubernetes quantity: a number with an optional decimal or binary suffix (64, 500m, 256Gi).
-Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"), Int64Quantity]
 HttpsUrl = Annotated[str, Field(pattern=r"^https://[!-.0-~]+(/[!-~]*)?$")]
 K8sName = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
 
@@ -170,13 +184,30 @@ PATTERN_WORDS: dict[str, str] = {
     "_.-, none starting with a dot, e.g. platform/state",
     r"^(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)+$": "an absolute path without . or .. segments, e.g. /datasets",
     r"^([A-Za-z0-9_-][A-Za-z0-9_.-]*/)*$": "empty, or names ending in /, none starting with a dot, e.g. training/",
-    r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$": "a Kubernetes quantity, e.g. 64, 500m or 256Gi",
-    r"^[A-Za-z0-9 _.:/=+@-]+$": "ASCII letters, digits, spaces and _.:/=+@-",
-    r"^[A-Za-z0-9 _.:/=+@-]*$": "ASCII letters, digits, spaces and _.:/=+@-",
-    r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$": (
-        "a Kubernetes label key: an optional DNS prefix and /, then up to 63 letters, digits and -_., "
-        "e.g. example.com/team"
-    ),
-    r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$": "a Kubernetes label value: up to 63 letters, digits "
-    "and -_., starting and ending alphanumeric",
 }
+
+
+def worded(pattern: str, words: str) -> FieldInfo:
+    """A field's pattern with the words a user reads when a value does not match it (PATTERN_WORDS),
+    declared where the type is, e.g. Annotated[str, worded(r"^v[0-9]+$", "v and a number")]."""
+    PATTERN_WORDS[pattern] = words
+    info: FieldInfo = Field(pattern=pattern)
+    return info
+
+
+# Kubernetes quantities, each resource with its own grammar and bound (profiles/limits.py). CPU: cores
+# with at most three decimals, or whole thousandths (Kubernetes takes no finer CPU than 1m). Memory:
+# whole bytes, or a whole number of a decimal or binary unit (no m, which would be thousandths of a byte).
+CpuQuantity = Annotated[
+    str,
+    worded(r"^([0-9]+(\.[0-9]{1,3})?|[0-9]+m)$", "cores (up to 3 decimals) or thousandths, e.g. 64, 0.5 or 500m"),
+    CpuBound,
+]
+MemoryQuantity = Annotated[
+    str,
+    worded(
+        r"^[0-9]+(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$",
+        "whole bytes or a whole number of k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi or Ei, e.g. 256Gi",
+    ),
+    MemoryBound,
+]

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from profiles.base import FieldProblem, Strict
+from profiles.base import FieldProblem, Strict, worded
 
 REFERENCE_NAME = r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$"
+# A branch, tag or file path in a Git repository.
+GitPath = Annotated[
+    str, worded(r"^[A-Za-z0-9._/-]+$", "letters, digits and ._/-, e.g. main, release/v1.2 or docker/Dockerfile")
+]
 
 
 # Images this project builds from its own Dockerfiles (images/<name>/Dockerfile).
@@ -30,9 +34,9 @@ class ReferenceImplementation(Strict):
     """Build images/<project_image>/Dockerfile from this project (e.g. nccl-tests)."""
     repository_url: str | None = Field(None, pattern=r"^https://[!-~]+$")
     """Git repository the image is built from (with its Dockerfile)."""
-    ref: str = Field("main", pattern=r"^[A-Za-z0-9._/-]+$")
+    ref: GitPath = "main"
     """Branch or tag to build (repository_url)."""
-    dockerfile: str = Field("Dockerfile", pattern=r"^[A-Za-z0-9._/-]+$")
+    dockerfile: GitPath = "Dockerfile"
     """The Dockerfile's path in the repository (repository_url)."""
 
     @model_validator(mode="after")

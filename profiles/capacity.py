@@ -29,7 +29,7 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from profiles.base import FieldProblem, Strict
+from profiles.base import FieldProblem, Strict, worded
 from profiles.limits import EC2_MAX_RESERVATION_INSTANCES
 
 RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
@@ -54,6 +54,13 @@ def _iso_time(value: object) -> object:
 
 
 UtcTime = Annotated[datetime, BeforeValidator(_iso_time)]
+ResourceGroupArn = Annotated[
+    str,
+    worded(
+        r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:[0-9]{12}:group/[A-Za-z0-9_.-]+$",
+        "a resource group ARN, e.g. arn:aws:resource-groups:us-east-1:123456789012:group/training-reservations",
+    ),
+]
 
 
 class OnDemandCapacity(Strict):
@@ -69,9 +76,7 @@ class OdcrCapacity(Strict):
     """An On-Demand Capacity Reservation."""
     reservation_id: str | None = None
     """The reservation's id (cr-...); give this or resource_group_arn."""
-    resource_group_arn: str | None = Field(
-        None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:[0-9]{12}:group/[A-Za-z0-9_.-]+$"
-    )
+    resource_group_arn: ResourceGroupArn | None = None
     """ARN of a resource group of reservations; give this or reservation_id."""
     availability_zone: str = Field(...)
     """The AZ the reservation was made in, named as cluster.vpc names its zones (zone ID or name)."""

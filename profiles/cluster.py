@@ -16,12 +16,15 @@ from profiles.base import (
     Strict,
     check_cidr,
     check_unique,
+    quoted_version,
+    worded,
 )
-from profiles.limits import INT32_MAX
+from profiles.limits import EKS_DEFAULT_NODES_PER_MANAGED_NODE_GROUP, INT32_MAX
 from profiles.node_groups import GpuNodeGroupConfig, SystemNodeGroupConfig
 from profiles.unique import unique
 from profiles.versions import (
     DEFAULT_KUBERNETES_VERSION,
+    KUBERNETES_VERSIONS,
     MANAGED_ADDON_MINIMUMS,
     KubernetesVersion,
     ManagedAddonName,
@@ -38,7 +41,9 @@ MAX_PUBLIC_API_ADDRESSES = 65536  # a /16; endpoint_public_access_cidrs' docstri
 # amazon-eks-ami's bootstrap.sh TEN_RANGE check shows).
 SERVICE_CIDR_RANGES = tuple(ipaddress.IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 ControlPlaneLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
-AddonVersion = Annotated[str, Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")]
+AddonVersion = Annotated[
+    str, worded(r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$", "an EKS add-on version, e.g. v1.20.0-eksbuild.1")
+]
 AmiReleaseVersion = Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]{8}$")]
 
 
@@ -68,9 +73,10 @@ class PrivateApiAccess(Strict):
 
 
 class ClusterConfig(Strict):
-    kubernetes_version: KubernetesVersion = DEFAULT_KUBERNETES_VERSION
-    """EKS Kubernetes version. Default: the newest EKS version in standard support that every pinned component supports
-    (profiles/versions.py lists the compatibility tables).
+    kubernetes_version: Annotated[KubernetesVersion, quoted_version(KUBERNETES_VERSIONS)] = DEFAULT_KUBERNETES_VERSION
+    """EKS Kubernetes version, in quotes (e.g. '1.35': YAML reads an unquoted 1.30 as 1.3). Default: the newest EKS
+    version in standard support that every pinned component supports (profiles/versions.py lists the compatibility
+    tables).
     """
     vpc: VpcConfig
     """The VPC the cluster runs in."""
@@ -112,6 +118,11 @@ class ClusterConfig(Strict):
     """CPU nodes for the platform's controllers."""
     gpu_node_groups: list[GpuNodeGroupConfig] = Field(default_factory=list)
     """Managed GPU node groups; EFA-enabled ones get one EFA interface per EFA network card."""
+    managed_node_group_node_quota: int = Field(EKS_DEFAULT_NODES_PER_MANAGED_NODE_GROUP, ge=1, le=INT32_MAX)
+    """Your account's EKS service quota "Nodes per managed node group" in this region: EKS's default is 450 and it is
+    adjustable in Service Quotas (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html). Every
+    managed node group's max_size (the system group's and each GPU group's) is at most this; raise it here only
+    after the quota itself was raised."""
     gpu_node_warning_threshold: int = Field(16, ge=1, le=INT32_MAX)
     """Synthesis (so plan, deploy and verify), cost and quotas warn when the GPU node groups' max_size add up to more
     GPU nodes than this (a typo such as 100 for 10 would otherwise only show on the bill)."""
@@ -234,6 +245,22 @@ class ClusterConfig(Strict):
                     "security group, not by an address range that would also admit every pod and node there",
                     allowed="a network outside the VPC (a VPN's client range, a peered VPC), or list the host's "
                     "group under private_endpoint_access.security_groups",
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _groups_within_the_node_quota(self) -> ClusterConfig:
+        quota = self.managed_node_group_node_quota
+        groups: list[tuple[tuple[str | int, ...], int]] = [(("system_node_group",), self.system_node_group.max_size)]
+        groups += [(("gpu_node_groups", index), group.max_size) for index, group in enumerate(self.gpu_node_groups)]
+        for where, max_size in groups:
+            if max_size > quota:
+                raise FieldProblem(
+                    (*where, "max_size"),
+                    max_size,
+                    f"is above EKS's nodes per managed node group ({quota}, cluster.managed_node_group_node_quota)",
+                    allowed=f"at most {quota}, or raise the quota in Service Quotas and then "
+                    "cluster.managed_node_group_node_quota",
                 )
         return self
 

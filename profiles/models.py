@@ -24,7 +24,7 @@ from addons.gpu_operator import DEFINITION as GPU_OPERATOR
 from addons.profile_rules import enabled_rules
 from profiles.addons import AddonsConfig
 from profiles.aws_facts import zones
-from profiles.base import AccountId, FieldProblem, Name, Region, Strict, TagKey, TagValue, raise_all
+from profiles.base import AccountId, FieldProblem, Name, Region, Strict, raise_all
 from profiles.build import BuildConfig
 from profiles.built_images import built_image_problems, contributed
 from profiles.catalog import CATALOG
@@ -36,6 +36,7 @@ from profiles.naming import RULES, NameSources, derived_names, name_problems
 from profiles.plain_data import text_problems
 from profiles.state import StateConfig
 from profiles.storage import MAX_DATA_REPOSITORY_ASSOCIATIONS, StorageConfig
+from profiles.tags import Tags
 from profiles.versions import CUDA_IMAGE, version_tuple
 from profiles.vpc import is_zone_id
 from profiles.workloads import ACCESS_LEVELS, RESERVED_NAMESPACES, WorkloadsConfig
@@ -57,8 +58,11 @@ class PlatformConfig(Strict):
     """The AWS account the profile deploys to, e.g. '123456789012' (in quotes). Set, every layer's
     AWS provider takes no other account's credentials (allowed_account_ids), and plan, deploy and
     destroy stop before Terraform runs when the credentials are another account's. Unset: any."""
-    tags: dict[TagKey, TagValue] = Field(default_factory=dict)
-    """Tags on every AWS resource (provider default tags)."""
+    tags: Tags = Field(default_factory=dict)
+    """Tags on every AWS resource (provider default tags): at most 45, since AWS takes 50 per resource and the
+    platform sets up to 5 of its own on one. Keys differ in more than letter case (IAM takes a role's
+    tag keys without regard to case) and are not the platform's own (platform, layer, Name, karpenter.sh/discovery)
+    nor in the aws:, eks:, kubernetes.io/ or karpenter.sh/ prefixes."""
     state: StateConfig = Field(default_factory=StateConfig)
     """Where Terraform keeps each layer's state: local files (default) or an S3 bucket."""
     cluster: ClusterConfig

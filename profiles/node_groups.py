@@ -8,12 +8,19 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from profiles.aws_facts import instance_types
-from profiles.base import FieldProblem, LabelKey, LabelValue, Name, Strict, check_sizes, did_you_mean
+from profiles.base import FieldProblem, Name, Strict, check_sizes, did_you_mean, worded
 from profiles.capacity import Capacity, CapacityBlock, OnDemandCapacity, block_sizes, check_reservation_placement
 from profiles.catalog import CATALOG, INSTANCE_TYPES, GpuInstanceType, lookup
 from profiles.limits import EBS_GP3_MAX_GIB, EKS_MAX_UNAVAILABLE_NODES, NodeCount
+from profiles.node_labels import LabelKey, LabelValue
 from profiles.reserved_keys import NodeLabels
 from profiles.unique import unique
+
+# EC2 CreatePlacementGroup GroupName, "Constraints: Up to 255 ASCII characters"
+# (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreatePlacementGroup.html); printable ones.
+PlacementGroupName = Annotated[
+    str, worded(r"^[ -~]{1,255}$", "1 to 255 printable ASCII characters (EC2's limit for a placement group name)")
+]
 
 
 class SystemNodeGroupConfig(Strict):
@@ -24,7 +31,7 @@ class SystemNodeGroupConfig(Strict):
     desired_size: NodeCount = Field(2, ge=1)
     """System nodes to start with."""
     max_size: NodeCount = Field(4, ge=1)
-    """Most system nodes (an EKS managed node group holds at most 450)."""
+    """Most system nodes (at most cluster.managed_node_group_node_quota, EKS's nodes per managed node group)."""
     disk_size_gib: int = Field(100, ge=20, le=EBS_GP3_MAX_GIB)
     """Encrypted gp3 root volume."""
 
@@ -58,7 +65,8 @@ class GpuNodeGroupConfig(Strict):
     its window). Lowering it removes nodes and their jobs. make pause scales it to 0 until the next resume or apply.
     """
     max_size: NodeCount = Field(2, ge=1)
-    """Most nodes the group scales to (an EKS managed node group holds at most 450)."""
+    """Most nodes the group scales to (at most cluster.managed_node_group_node_quota, EKS's nodes per managed node
+    group)."""
     root_volume_size_gib: int = Field(200, ge=50, le=EBS_GP3_MAX_GIB)
     """Encrypted gp3 root volume (images are large)."""
     capacity: Capacity = Field(default_factory=OnDemandCapacity)
@@ -68,11 +76,13 @@ class GpuNodeGroupConfig(Strict):
     existing_placement_group. Default: cluster for on-demand capacity, none for reserved capacity (forcing a group
     onto a reservation bought without one fails to launch).
     """
-    existing_placement_group: str | None = Field(None)
-    """Placement group that came with the reservation."""
+    existing_placement_group: PlacementGroupName | None = Field(None)
+    """Placement group that came with the reservation: its name, up to 255 ASCII characters."""
     labels: Annotated[dict[LabelKey, LabelValue], NodeLabels] = Field(default_factory=dict)
-    """Extra Kubernetes node labels: not `role` or `platform/...` (the platform's own, which schedulers select on),
-    nor in kubernetes.io/ or k8s.io/ and their subdomains (Kubernetes' own; profiles/reserved_keys.py)."""
+    """Extra Kubernetes node labels, as EKS takes them: keys of at most 63 characters with any prefix (a DNS
+    subdomain, e.g. example.com/team), values of 1 to 63. Not `role` or `platform/...` (the platform's own, which
+    schedulers select on), nor a prefix ending in kubernetes.io, k8s.io or eks.amazonaws.com (EKS refuses them;
+    profiles/reserved_keys.py)."""
 
     max_unavailable: int = Field(1, ge=1, le=EKS_MAX_UNAVAILABLE_NODES)
     """Nodes replaced at once during an update."""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, model_validator
 
-from profiles.base import FieldProblem, Strict
+from profiles.base import FieldProblem, Strict, quoted_version
 from profiles.limits import (
     FSX_MAX_METADATA_IOPS,
     FSX_MAX_STORAGE_CAPACITY_GIB,
@@ -27,6 +27,7 @@ def data_bucket_name(platform_name: str, purpose: str, account_id: str) -> str:
 
 
 FsxDeploymentType = Literal["SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"]
+LustreVersion = Literal["2.12", "2.15"]
 THROUGHPUT_MBPS_PER_TIB: dict[str, tuple[int, ...]] = {
     "SCRATCH_2": (),
     "PERSISTENT_1": (50, 100, 200),
@@ -72,8 +73,8 @@ class FsxConfig(Strict):
     """Per-unit storage throughput; required for PERSISTENT types, not allowed for SCRATCH_2."""
     efa_enabled: bool = Field(False)
     """EFA-enabled file system (PERSISTENT_2 with Lustre 2.15 only)."""
-    lustre_version: Literal["2.12", "2.15"] = "2.15"
-    """Lustre version of the file system."""
+    lustre_version: Annotated[LustreVersion, quoted_version(get_args(LustreVersion))] = "2.15"
+    """Lustre version of the file system, in quotes (e.g. '2.15')."""
     data_compression: Literal["NONE", "LZ4"] = Field("LZ4")
     """LZ4 saves capacity and throughput on text data."""
     metadata_iops: int | None = Field(None, ge=0, le=FSX_MAX_METADATA_IOPS)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 KubernetesVersion = Literal["1.31", "1.32", "1.33", "1.34", "1.35", "1.36"]
-KUBERNETES_VERSIONS: tuple[KubernetesVersion, ...] = ("1.31", "1.32", "1.33", "1.34", "1.35", "1.36")
+KUBERNETES_VERSIONS: tuple[KubernetesVersion, ...] = get_args(KubernetesVersion)
 # End of EKS standard support per version (EKS's release calendar; then extended-support pricing).
 # 1.36 is accepted but not listed: it was not confirmed on EKS when these pins were reviewed.
 EKS_STANDARD_SUPPORT_ENDS: dict[str, str] = {

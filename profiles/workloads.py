@@ -6,10 +6,10 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from profiles.base import FieldProblem, IamPrincipalArn, K8sName, Strict, check_unique
+from profiles.base import FieldProblem, IamPrincipalArn, K8sName, MemoryQuantity, Strict, check_unique, worded
 from profiles.capacity import ReservationSelector, check_reserved_pool
 from profiles.catalog import CATALOG, INSTANCE_TYPES
-from profiles.limits import GO_DURATION_MAX_HOURS, GO_DURATION_MAX_MINUTES, Int64Quantity, KubernetesCount
+from profiles.limits import GO_DURATION_MAX_HOURS, GO_DURATION_MAX_MINUTES, CpuBound, KubernetesCount
 from profiles.unique import unique
 
 CapacityType = Literal["on-demand", "spot", "reserved"]
@@ -99,11 +99,13 @@ class TenantConfig(Strict):
     largest GPU node group: a smaller quota could never admit a job on that group. With Kueue, the ResourceQuota is
     at most what the tenant's queue can ever hold (its shares plus what it may borrow), where that is less.
     """
-    cpu_quota: Annotated[str, Int64Quantity] | None = Field(None, pattern=r"^[0-9]+m?$")
+    cpu_quota: (
+        Annotated[str, worded(r"^[0-9]+m?$", "whole cores or thousandths of a core, e.g. 192 or 500m"), CpuBound] | None
+    ) = None
     """Total CPU the tenant's pods may request, as a Kubernetes quantity (e.g. 192 or 500m). Unset: no CPU quota (CPU
     follows the GPUs). When set, at least one node's vCPUs of the largest GPU node group.
     """
-    memory_quota: Annotated[str, Int64Quantity] | None = Field(None, pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)$")
+    memory_quota: MemoryQuantity | None = None
     """Total memory the tenant's pods may request, as a Kubernetes quantity (e.g. 2048Gi). Unset: no memory quota. When
     set, at least one node's memory of the largest GPU node group.
     """

@@ -4,6 +4,7 @@ deploy and destroy stop before Terraform runs when the credentials are another a
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import main
 from operate.account import account_refusal
 from profiles import validate_profile
 from tests.test_profiles import assert_reported, mutated
@@ -33,7 +35,10 @@ def aws_answering(account: str | None, calls: list[list[str]] | None = None):
 @pytest.mark.parametrize(
     ("value", "words"),
     [
-        (12345678901, ["write the account ID in quotes ('012345678901')", "leading zeros"]),
+        (
+            12345678901,
+            ["write the account ID in quotes:", "leading zeros", "allowed: the 12-digit account ID in quotes"],
+        ),
         ("12345678901", ["not in the expected form", "12 digits"]),
         ("1234567890123", ["not in the expected form"]),
         ("١٢٣٤٥٦٧٨٩٠١٢", ["not in the expected form"]),  # Arabic-Indic digits, which \d admits
@@ -42,6 +47,19 @@ def aws_answering(account: str | None, calls: list[list[str]] | None = None):
 )
 def test_account_id_is_twelve_ascii_digits_in_quotes(value, words):
     assert_reported(mutated(account_id=value), "account_id", words)
+
+
+@pytest.mark.parametrize("written", ["012345670123", "123456789012", "12345678901", "1.2e+11"])
+def test_an_unquoted_account_id_is_refused_without_a_guess(tmp_path, capsys, written):
+    """YAML reads 012345670123 as the octal number 1402433619: padding it would name another account,
+    so the refusal asks for quotes and names no ID of its own."""
+    text = yaml.safe_dump(mutated(account_id="ACCOUNT_AS_TYPED"), sort_keys=False)
+    (tmp_path / "profile.yaml").write_text(text.replace("ACCOUNT_AS_TYPED", written))
+    assert main.main(["validate", "--profile", str(tmp_path / "profile.yaml")]) == 2
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "account_id: " in line]
+    read = yaml.safe_load(f"v: {written}")["v"]
+    assert "write the account ID in quotes" in line and f"got {read!r}" in line, line
+    assert re.findall(r"[0-9]{12}", line.replace(f"got {read!r}", "")) == [], line
 
 
 def test_account_id_is_optional_and_kept_as_written():

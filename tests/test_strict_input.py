@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,18 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 import main
 from addons import trainer
-from profiles import ProfileError, cuda, image_ref, limits, load_profile, naming, reserved_keys, validate_profile
+from profiles import (
+    ProfileError,
+    cuda,
+    image_ref,
+    limits,
+    load_profile,
+    naming,
+    reserved_keys,
+    tags,
+    validate_profile,
+)
+from profiles.base import PATTERN_WORDS
 from profiles.models import PlatformConfig
 from profiles.versions import CUDA_IMAGE
 
@@ -117,6 +129,60 @@ def test_a_capacity_block_time_is_text_not_a_number(tmp_path, capsys):
     assert "got 1900000000" in line and "ISO 8601" in line, line
 
 
+def test_every_pattern_is_described_in_words():
+    """A value that does not match a field's pattern is answered with words, never the regex: every
+    pattern of the profile has its words (profiles.base.PATTERN_WORDS), and no words are left over."""
+    patterns = profile_patterns()
+    assert sorted(pattern for pattern in patterns if pattern not in PATTERN_WORDS) == []
+    assert sorted(pattern for pattern in PATTERN_WORDS if pattern not in patterns) == []
+
+
+WORDED = [
+    ("workloads.tenants", [{"name": "ml-team", "cpu_quota": "1.5"}], "workloads.tenants.0.cpu_quota", "whole cores"),
+    (
+        "build.reference_implementations",
+        {"nccl": {"repository_url": "https://example.com/r.git", "ref": "main branch"}},
+        "build.reference_implementations.nccl.ref",
+        "letters, digits and ._/-",
+    ),
+    ("cluster.addon_versions", {"vpc-cni": "1.20.0"}, "cluster.addon_versions.vpc-cni", "an EKS add-on version, e.g."),
+    ("addons.gpu_operator.chart_version", "latest", "addons.gpu_operator.chart_version", "a chart version: major"),
+]
+
+
+@pytest.mark.parametrize("field, value, where, words", WORDED, ids=[w for _, _, w, _ in WORDED])
+def test_a_pattern_mismatch_says_what_is_allowed_in_words(tmp_path, capsys, field, value, where, words):
+    line = refused(tmp_path, capsys, edited(BASE, field, value), where)
+    assert "not in the expected form" in line and f"allowed: {words}" in line and "^" not in line, line
+
+
+# A version YAML reads as a number: refused with "quote it", never guessed (1.30 reads as 1.3).
+UNQUOTED_VERSIONS = [
+    ("cluster.kubernetes_version", "1.30", "got 1.3;", "allowed: '1.31', '1.32'"),
+    ("cluster.kubernetes_version", "1.35", "got 1.35;", "'1.35', '1.36', in quotes"),
+    ("cluster.kubernetes_version", "2", "got 2;", "in quotes"),
+    ("storage.fsx.lustre_version", "2.15", "got 2.15;", "allowed: '2.12', '2.15', in quotes"),
+]
+
+
+@pytest.mark.parametrize(
+    "field, written, got, allowed", UNQUOTED_VERSIONS, ids=[f"{f}={w}" for f, w, _, _ in UNQUOTED_VERSIONS]
+)
+def test_a_version_written_as_a_yaml_number_is_refused(tmp_path, capsys, field, written, got, allowed):
+    # The number goes into the file as a user types it (yaml.safe_dump would write 1.3 for 1.30).
+    text = yaml.safe_dump(edited(BASE, field, "VERSION_AS_TYPED"), sort_keys=False)
+    (tmp_path / "profile.yaml").write_text(text.replace("VERSION_AS_TYPED", written))
+    assert main.main(["validate", "--profile", str(tmp_path / "profile.yaml")]) == 2
+    line = next(line for line in capsys.readouterr().err.splitlines() if f"{field}: " in line)
+    assert "write the version in quotes" in line and got in line and allowed in line, line
+
+
+def test_a_quoted_version_loads():
+    doc = edited(edited(BASE, "cluster.kubernetes_version", "1.34"), "cluster.ami_release_version", "1.34.2-20251120")
+    config = validate_profile(edited(doc, "storage.fsx.lustre_version", "2.15"))
+    assert (config.cluster.kubernetes_version, config.storage.fsx.lustre_version) == ("1.34", "2.15")
+
+
 # b. ASCII only where AWS and Kubernetes take only ASCII. Python's re and pydantic's regex engine
 # both read \d, \w, \s and \b as Unicode classes: \d matches Arabic-Indic and fullwidth digits.
 SHORTHAND = re.compile(r"(?<!\\)(?:\\\\)*\\[dDwWsSbB]")
@@ -188,8 +254,6 @@ NOT_ASCII = [
         {"vpc-cni": "v1." + "2".translate(FULLWIDTH) + "0.0-eksbuild.1"},
         "cluster.addon_versions.vpc-cni",
     ),
-    ("tags.team", "チーム", "tags.team"),
-    ("tags", {"チーム": "ml"}, "tags.チーム"),
     (
         "workloads.tenants",
         [{"name": "ml-team", "cpu_quota": "3".translate(FULLWIDTH)}],
@@ -244,12 +308,16 @@ def test_every_whole_number_has_an_upper_bound_within_int64():
 
 GROUP = "cluster.gpu_node_groups.0"
 BEYOND = [
-    (f"{GROUP}.max_size", 451, "at most 450"),
-    (f"{GROUP}.desired_size", 10**20, "at most 450"),
-    ("cluster.system_node_group.max_size", 2**63, "at most 450"),
+    (f"{GROUP}.max_size", 451, "at most 450, or raise the quota"),
+    ("cluster.system_node_group.max_size", 451, "at most 450, or raise the quota"),
+    (f"{GROUP}.desired_size", 10**20, f"at most {2**31 - 1}"),
+    ("cluster.system_node_group.max_size", 2**63, f"at most {2**31 - 1}"),
+    ("cluster.managed_node_group_node_quota", 2**31, f"at most {2**31 - 1}"),
+    ("cluster.managed_node_group_node_quota", 0, "at least 1"),
     (f"{GROUP}.max_unavailable", 101, "at most 100"),
-    (f"{GROUP}.root_volume_size_gib", 16385, "at most 16384"),
-    ("cluster.system_node_group.disk_size_gib", 10**6, "at most 16384"),
+    (f"{GROUP}.root_volume_size_gib", 65537, "at most 65536"),
+    ("cluster.system_node_group.disk_size_gib", 10**6, "at most 65536"),
+    ("addons.monitoring.prometheus_storage_gib", 65537, "at most 65536"),
     ("storage.fsx.storage_capacity_gib", 2**31, f"at most {2**31 - 1}"),
     ("storage.fsx.storage_capacity_gib", 2**64, f"at most {2**31 - 1}"),
     ("storage.fsx.storage_capacity_gib", 1300, "1200, 2400 or a multiple of 2400"),
@@ -257,8 +325,10 @@ BEYOND = [
     ("storage.datasets_bucket.noncurrent_version_expiration_days", 2**31, f"at most {2**31 - 1}"),
     ("workloads.gpu_pool.gpu_limit", 2**63, f"at most {2**63 - 1}"),
     ("workloads.cpu_pool.consolidate_after_minutes", 2**62, f"at most {limits.GO_DURATION_MAX_MINUTES}"),
-    ("addons.jupyterhub.user_storage_gib", 16385, "at most 16384"),
-    ("addons.argo_workflows.quota_cpu", "9" * 30, f"at most {(2**63 - 1) // 1000} of its base unit"),
+    ("addons.jupyterhub.user_storage_gib", 65537, "at most 65536"),
+    ("addons.argo_workflows.quota_cpu", "9" * 30, f"at most {(2**63 - 1) // 1000} cores"),
+    ("addons.argo_workflows.quota_memory", "8Ei", f"at most {2**63 - 1} bytes"),
+    ("addons.argo_workflows.quota_memory", "9" * 20, f"at most {2**63 - 1} bytes"),
 ]
 
 
@@ -266,6 +336,23 @@ BEYOND = [
 def test_numbers_beyond_the_services_limits_are_refused(tmp_path, capsys, field, value, allowed):
     line = refused(tmp_path, capsys, edited(BASE, field, value), field)
     assert f"got {value!r}"[:60] in line and allowed in line, line
+
+
+def test_the_node_bound_is_the_accounts_eks_quota(tmp_path, capsys):
+    """450 nodes per managed node group is EKS's adjustable default: a profile names a raised quota, and
+    the groups are bounded by the quota it names."""
+    line = refused(tmp_path, capsys, edited(BASE, f"{GROUP}.max_size", 451), f"{GROUP}.max_size")
+    assert "EKS's nodes per managed node group (450, cluster.managed_node_group_node_quota)" in line, line
+    raised = edited(edited(BASE, "cluster.managed_node_group_node_quota", 1000), f"{GROUP}.max_size", 1000)
+    assert validate_profile(raised).cluster.gpu_node_groups[0].max_size == 1000
+    lowered = edited(BASE, "cluster.managed_node_group_node_quota", 2)
+    line = refused(tmp_path, capsys, lowered, "cluster.system_node_group.max_size")
+    assert "got 3" in line and "allowed: at most 2" in line, line
+
+
+def test_a_gp3_volume_of_64_tib_loads():
+    doc = edited(BASE, f"{GROUP}.root_volume_size_gib", 65536)
+    assert validate_profile(doc).cluster.gpu_node_groups[0].root_volume_size_gib == 65536 == limits.EBS_GP3_MAX_GIB
 
 
 @pytest.mark.parametrize(
@@ -279,6 +366,32 @@ def test_node_group_sizes_are_ordered(tmp_path, capsys, sizes, field):
         doc = edited(doc, f"{GROUP}.{name}", size)
     line = refused(tmp_path, capsys, doc, f"{GROUP}.{field}")
     assert f"got {sizes[('min_size', 'desired_size').index(field)]}" in line and "allowed: " in line, line
+
+
+# CPU is bounded in thousandths of a core, memory in bytes: each resource has its own grammar and bound.
+QUANTITIES = [
+    ("addons.argo_workflows.quota_memory", "500m", "whole bytes or a whole number of k, M, G"),
+    ("addons.argo_workflows.quota_memory", "1.5Gi", "whole bytes or a whole number of k, M, G"),
+    ("addons.argo_workflows.quota_cpu", "0.0005", "cores (up to 3 decimals) or thousandths"),
+    ("addons.argo_workflows.quota_cpu", "64Gi", "cores (up to 3 decimals) or thousandths"),
+    ("workloads.tenants.0.memory_quota", "2048gi", "whole bytes or a whole number of k, M, G"),
+]
+
+
+@pytest.mark.parametrize("field, value, allowed", QUANTITIES, ids=[f"{f}={v}" for f, v, _ in QUANTITIES])
+def test_each_quantity_has_its_resources_grammar(tmp_path, capsys, field, value, allowed):
+    doc = edited(BASE, "workloads.tenants", [{"name": "ml-team"}])
+    line = refused(tmp_path, capsys, edited(doc, field, value), field)
+    assert f"got {value!r}" in line and f"allowed: {allowed}" in line, line
+
+
+def test_memory_is_bounded_in_bytes_not_in_cpus_thousandths():
+    # 7Ei and 16Pi are within an int64 of bytes; as thousandths (CPU's bound) they were not.
+    doc = edited(BASE, "addons.argo_workflows", {"enabled": True, "quota_memory": "7Ei", "quota_cpu": "0.5"})
+    doc = edited(doc, "workloads.tenants", [{"name": "ml-team", "memory_quota": "16Pi", "cpu_quota": "64000m"}])
+    config = validate_profile(doc)
+    assert (config.addons.argo_workflows.quota_memory, config.workloads.tenants[0].memory_quota) == ("7Ei", "16Pi")
+    assert limits.exact_quantity("7Ei") <= limits.MAX_MEMORY_BYTES < limits.exact_quantity("8Ei")
 
 
 def test_a_kubernetes_quantity_beyond_int64_is_refused(tmp_path, capsys):
@@ -355,6 +468,10 @@ RESERVED_LABELS = [
     ("resource.k8s.io/gpu", "resource.k8s.io/"),
     ("role", "the platform sets"),
     ("platform/gpu", "the platform sets"),
+    # EKS refuses any label containing kubernetes.io/, k8s.io/ or eks.amazonaws.com/.
+    ("eks.amazonaws.com/nodegroup", "eks.amazonaws.com/"),
+    ("x.eks.amazonaws.com/pool", "x.eks.amazonaws.com/"),
+    ("mykubernetes.io/team", "mykubernetes.io/"),
 ]
 
 
@@ -366,8 +483,36 @@ def test_reserved_node_labels_are_refused(tmp_path, capsys, key, words):
 
 
 def test_labels_of_ones_own_prefix_load():
-    labels = {"example.com/team": "ml", "team": "ml", "kubernetes.io.example.com/x": "y"}
+    labels = {
+        "example.com/team": "ml",
+        "team": "ml",
+        "kubernetes.io.example.com/x": "y",
+        "a" * 55 + ".io/x": "Z" * 63,  # 63 characters, EKS's most for a key
+        "Team_Name.v2": "a-b_c.d",
+    }
     assert validate_profile(edited(BASE, f"{GROUP}.labels", labels)).cluster.gpu_node_groups[0].labels == labels
+
+
+# Label syntax (profiles/node_labels.py): Kubernetes' forms, within EKS's 63 characters per key and value.
+LONG_KEY = "a" * 56 + ".io/team"  # 64 characters: a valid Kubernetes key EKS refuses
+BAD_LABELS = [
+    (LONG_KEY, "x", "bad key: a node label key of 64 characters; EKS takes 1 to 63"),
+    ("Example.com/team", "x", "bad key: not a Kubernetes label key: its prefix 'Example.com' is not a DNS"),
+    ("example..com/team", "x", "bad key: not a Kubernetes label key: its prefix 'example..com' is not a DNS"),
+    ("example.com/-team", "x", "bad key: not a Kubernetes label key: its name '-team' (after any prefix/)"),
+    ("a/b/c", "x", "bad key: not a Kubernetes label key: its prefix 'a/b' is not a DNS"),
+    ("team", "", "a node label value of 0 characters; EKS takes 1 to 63"),
+    ("team", "v" * 64, "a node label value of 64 characters; EKS takes 1 to 63"),
+    ("team", "ml team", "not a Kubernetes label value: letters, digits"),
+    ("team", "ml-", "not a Kubernetes label value: letters, digits"),
+]
+
+
+@pytest.mark.parametrize("key, value, words", BAD_LABELS, ids=[f"{k[:20]}={v[:8]}" for k, v, _ in BAD_LABELS])
+def test_node_labels_eks_refuses_are_refused(tmp_path, capsys, key, value, words):
+    line = refused(tmp_path, capsys, edited(BASE, f"{GROUP}.labels", {key: value}), f"{GROUP}.labels.{key}")
+    got = key if words.startswith("bad key") else value
+    assert words in line and f"got {got!r}" in line, line
 
 
 RESERVED_TAGS = [
@@ -379,6 +524,11 @@ RESERVED_TAGS = [
     ("AWS:team", "the aws: prefix is reserved"),
     ("kubernetes.io/cluster/x", "the kubernetes.io/ prefix is reserved"),
     ("eks:cluster-name", "the eks: prefix is reserved"),
+    # IAM takes a role's tag keys without regard to case: these would replace the platform's own.
+    ("Platform", "is 'platform', one the platform sets itself, in other letter case"),
+    ("LAYER", "is 'layer', one the platform sets itself, in other letter case"),
+    ("name", "is 'Name', one the platform sets itself, in other letter case"),
+    ("Karpenter.sh/Discovery", "is 'karpenter.sh/discovery', one the platform sets itself, in other letter case"),
 ]
 
 
@@ -386,6 +536,74 @@ RESERVED_TAGS = [
 def test_reserved_and_platform_tag_keys_are_refused(tmp_path, capsys, key, words):
     line = refused(tmp_path, capsys, edited(BASE, "tags", {key: "x"}), f"tags.{key}")
     assert f"got {key!r}" in line and words in line, line
+
+
+# AWS's tag pattern [\p{L}\p{Z}\p{N}_.:/=+\-@]: letters, numbers and spaces of any script (profiles/tags.py).
+def test_tags_in_any_script_load():
+    tags = {
+        "owner": "Jürgen Müller",
+        "チーム": "機械学習",
+        "cost-center": "٤٢",
+        "note": "",
+        "path": "a/b:c=d+e-f@g_h.i",
+    }
+    assert validate_profile(edited(BASE, "tags", tags)).tags == tags
+
+
+BAD_TAGS = [
+    ({"owner": "a$b"}, "tags.owner", "'$' (U+0024 DOLLAR SIGN)"),
+    ({"owner": "50%"}, "tags.owner", "'%' (U+0025 PERCENT SIGN)"),
+    ({"owner": "a;b"}, "tags.owner", "';' (U+003B SEMICOLON)"),
+    ({"launch": "🚀"}, "tags.launch", "U+1F680 ROCKET"),
+    ({"team{x}": "ml"}, "tags.team{x}", "bad key: the character '{' (U+007B LEFT CURLY BRACKET)"),
+    ({"k" * 129: "v"}, "tags." + "k" * 129, "bad key: String should have at most 128 characters"),
+    ({"owner": "v" * 257}, "tags.owner", "String should have at most 256 characters"),
+]
+
+
+@pytest.mark.parametrize("tags, where, words", BAD_TAGS, ids=[w[:24] for _, w, _ in BAD_TAGS])
+def test_tags_aws_refuses_are_refused(tmp_path, capsys, tags, where, words):
+    line = refused(tmp_path, capsys, edited(BASE, "tags", tags), where)
+    got = next(iter(tags)) if words.startswith("bad key") else next(iter(tags.values()))
+    assert words in line and f"got {got!r}"[:40] in line, line
+    assert "bad key" in words or "is not one AWS takes in a tag: letters, numbers and spaces" in line or "256" in words
+
+
+def test_more_tags_than_a_resource_holds_besides_the_platforms_are_refused(tmp_path, capsys):
+    most = {f"team-{index}": "x" for index in range(tags.MAX_PROFILE_TAGS)}
+    assert tags.MAX_PROFILE_TAGS == 45 and len(validate_profile(edited(BASE, "tags", most)).tags) == 45
+    line = refused(tmp_path, capsys, edited(BASE, "tags", {**most, "one-more": "x"}), "tags")
+    assert "got '46 tags'" in line and "46 tags and the 5 the platform sets on one resource" in line, line
+    assert "make 51; AWS takes at most 50 tags per resource" in line and "allowed: at most 45 tags" in line, line
+
+
+def test_no_synthesized_resource_carries_more_of_the_platforms_tags_than_counted():
+    """The count the profile's tags are held to: in every shipped stack, a resource's own tags plus the
+    provider's default tags, less the profile's, are never more than PLATFORM_TAGS_PER_RESOURCE."""
+    most = 0
+    for snapshot in sorted((PROFILES.parent / "tests" / "__snapshots__" / "test_snapshots").glob("*.json")):
+        profile = snapshot.name.split("[", 1)[1].rsplit("-", 1)[0]
+        own = set(yaml.safe_load((PROFILES / f"{profile}.yaml").read_text()).get("tags", {}))
+        stack = json.loads(snapshot.read_text())
+        (default,) = [provider["default_tags"][0]["tags"] for provider in stack["provider"]["aws"]]
+        assert set(default) - own == set(reserved_keys.platform_tags("", "")), snapshot.name
+        for resources in stack.get("resource", {}).values():
+            for body in resources.values():
+                resource_tags = body.get("tags") if isinstance(body.get("tags"), dict) else {}
+                platform = (set(default) | set(resource_tags)) - own
+                most = max(most, len([key for key in platform if not key.lower().startswith("aws:")]))
+    assert most == len(tags.PLATFORM_TAGS_PER_RESOURCE)
+
+
+def test_tag_keys_that_differ_only_in_case_are_refused(tmp_path, capsys):
+    line = refused(tmp_path, capsys, edited(BASE, "tags", {"Team": "ml", "team": "ops"}), "tags.team")
+    assert "got 'team'" in line and "differs from tag key 'Team' only in letter case" in line, line
+    assert "allowed: each tag key once, whatever its letter case" in line, line
+
+
+def test_tag_keys_of_ones_own_in_any_case_load():
+    tags = {"Team": "ml", "cost-center": "42", "PlatformOwner": "ops"}
+    assert validate_profile(edited(BASE, "tags", tags)).tags == tags
 
 
 def test_the_refused_tag_keys_are_the_ones_the_platform_sets():
@@ -427,8 +645,28 @@ def test_the_reservations_placement_group_needs_a_reservation(tmp_path, capsys):
     assert "got 'reservation'" in line and "no reservation" in line and "odcr or capacity_block" in line, line
 
 
+@pytest.mark.parametrize("name", ["é-training", "a" * 256, ""], ids=["not-ascii", "256-characters", "empty"])
+def test_a_placement_group_name_ec2_refuses_is_refused(tmp_path, capsys, name):
+    block = {"type": "odcr", "reservation_id": "cr-0123456789abcdef0", "availability_zone": ZONE}
+    doc = edited(edited(BASE, f"{GROUP}.capacity", block), f"{GROUP}.placement_group", "reservation")
+    line = refused(
+        tmp_path, capsys, edited(doc, f"{GROUP}.existing_placement_group", name), f"{GROUP}.existing_placement_group"
+    )
+    assert f"got {name!r}"[:30] in line and "allowed: 1 to 255 printable ASCII characters" in line, line
+
+
+def test_a_placement_group_name_of_255_ascii_characters_loads():
+    block = {"type": "odcr", "reservation_id": "cr-0123456789abcdef0", "availability_zone": ZONE}
+    doc = edited(edited(BASE, f"{GROUP}.capacity", block), f"{GROUP}.placement_group", "reservation")
+    name = "Training PG_1." + "x" * 241
+    group = validate_profile(edited(doc, f"{GROUP}.existing_placement_group", name)).cluster.gpu_node_groups[0]
+    assert group.existing_placement_group == name and len(name) == 255
+
+
 # h. One image-reference grammar (profiles/image_ref.py) for every image field, at load.
 DIGEST = "sha256:" + "0123456789abcdef" * 4
+SHA512 = "sha512:" + "0123456789abcdef" * 8
+LONGEST_PATH = "/".join(["a" * 63] * 4)  # 255 characters: the most a repository path holds
 IMAGE_FORMS = [
     ("registry.example.com:5000/team/img:tag", "registry.example.com:5000/team/img", "tag", None),
     ("localhost:5000/img:1.0", "localhost:5000/img", "1.0", None),
@@ -437,6 +675,12 @@ IMAGE_FORMS = [
     (f"img@{DIGEST}", "img", None, DIGEST),
     (f"registry.example.com:5000/img@{DIGEST}", "registry.example.com:5000/img", None, DIGEST),
     (f"nvcr.io/nvidia/pytorch:24.12-py3@{DIGEST}", "nvcr.io/nvidia/pytorch", "24.12-py3", DIGEST),
+    # The grammar's edges (distribution/reference regexp.go; OCI's registered digest algorithms).
+    ("[::1]:5000/repo:tag", "[::1]:5000/repo", "tag", None),
+    (f"[2001:db8::1]/team/img@{SHA512}", "[2001:db8::1]/team/img", None, SHA512),
+    ("127.0.0.1:5000/img:1", "127.0.0.1:5000/img", "1", None),
+    (f"img:{'t' * 128}", "img", "t" * 128, None),
+    (f"registry.example.com/{LONGEST_PATH}:1", f"registry.example.com/{LONGEST_PATH}", "1", None),
 ]
 
 
@@ -456,15 +700,25 @@ BAD_IMAGES = [
     (f"img@{DIGEST.upper()}", "not an image reference"),
     ("img:-bad", "not an image reference"),
     ("img::1", "not an image reference"),
+    ("my_registry.io/img:1.0", "the registry 'my_registry.io' is not a host name"),
+    ("[fe80::1%eth0]:5000/img:1.0", "is not a host name"),
+    ("[:::1]:5000/img:1.0", "the registry '[:::1]:5000' is not an IPv6 address in brackets"),
+    ("registry.example.com:65536/img:1.0", "has port 65536; a port is 1 to 65535"),
+    ("registry.example.com:/img:1.0", "has no port number after its ':'"),
+    (f"registry.example.com/{LONGEST_PATH}a:1", "the repository path is 256 characters; at most 255"),
+    (f"img@sha512:{'0123456789abcdef' * 4}", "a sha512 digest is 128 lowercase hex digits (64 characters given)"),
+    (f"img@md5:{'0123456789abcdef' * 2}", "the digest algorithm 'md5' is not sha256 or sha512"),
+    ("img:", "the tag '' is not 1 to 128"),
+    (f"img:{'t' * 129}", "is not 1 to 128 of A-Za-z0-9_.-"),
 ]
 IMAGE_FIELDS = ["addons.trainer.torch_image", "addons.jupyterhub.gpu_image", "addons.jupyterhub.cpu_image"]
 
 
 @pytest.mark.parametrize("field", IMAGE_FIELDS)
-@pytest.mark.parametrize("reference, words", BAD_IMAGES, ids=[bad for bad, _ in BAD_IMAGES])
+@pytest.mark.parametrize("reference, words", BAD_IMAGES, ids=[bad[:40] for bad, _ in BAD_IMAGES])
 def test_a_bad_or_unpinned_image_is_refused_at_load(tmp_path, capsys, field, reference, words):
     line = refused(tmp_path, capsys, edited(BASE, field, reference), field)
-    assert f"got {reference!r}"[:60] in line and words in line and "registry[:port]/repository:tag" in line, line
+    assert f"got {reference!r}"[:36] in line and words in line and "registry[:port]/repository:tag" in line, line
 
 
 def test_the_cuda_version_is_read_from_the_tag_not_the_digest():

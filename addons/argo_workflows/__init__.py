@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from addons.definition import AddonDefinition, ReleaseConfig
-from profiles.base import K8sName, Quantity
+from profiles.base import CpuQuantity, K8sName, MemoryQuantity
 from profiles.limits import KubernetesCount
 from profiles.versions import ChartRef
 
@@ -19,9 +19,9 @@ class ArgoWorkflowsConfig(ReleaseConfig):
     """Workflows without a deadline get this one."""
     default_parallelism: KubernetesCount = Field(10, ge=1)
     """Pods a workflow runs at once unless it says otherwise."""
-    quota_cpu: Quantity = Field("64")
+    quota_cpu: CpuQuantity = Field("64")
     """ResourceQuota requests.cpu of the workflow namespace."""
-    quota_memory: Quantity = Field("256Gi")
+    quota_memory: MemoryQuantity = Field("256Gi")
     """ResourceQuota requests.memory of the workflow namespace."""
     quota_gpus: KubernetesCount = Field(8, ge=0)
     """ResourceQuota requests.nvidia.com/gpu of the workflow namespace."""

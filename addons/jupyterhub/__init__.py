@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from addons.definition import UNQUEUED_GPU_POOL_PODS, AddonDefinition, ReleaseConfig
-from profiles.base import FieldProblem, HttpsUrl, K8sName, Strict, check_cidr
+from profiles.base import FieldProblem, HttpsUrl, K8sName, Strict, check_cidr, worded
 from profiles.image_ref import ImageRef
 from profiles.limits import EBS_GP3_MAX_GIB, INT32_MAX
 from profiles.unique import unique
@@ -36,7 +36,13 @@ class OidcConfig(Strict):
     """A stable claim: sub never changes, unlike email."""
 
 
-AcmCertificateArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[0-9a-f-]+$")]
+AcmCertificateArn = Annotated[
+    str,
+    worded(
+        r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[0-9a-f-]+$",
+        "an ACM certificate ARN, e.g. arn:aws:acm:us-east-1:123456789012:certificate/0123abcd-4567-89ef-0123-4567",
+    ),
+]
 
 
 class JupyterHubExposure(Strict):

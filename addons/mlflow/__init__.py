@@ -7,13 +7,18 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from addons.definition import AddonDefinition, PlatformConfig, ReleaseConfig
-from profiles.base import FieldProblem, K8sName, Strict
+from profiles.base import FieldProblem, K8sName, Strict, worded
 from profiles.versions import ChartRef
 
 # RDS for PostgreSQL instance classes: burstable (t3, t4g) and general-purpose or memory-optimised
 # Graviton and Intel families.
 DbInstanceClass = Annotated[
-    str, Field(pattern=r"^db\.(t3|t4g|m5|m6g|m6i|m7g|m7i|r5|r6g|r6i|r7g|r7i)\.(micro|small|medium|large|[0-9]*xlarge)$")
+    str,
+    worded(
+        r"^db\.(t3|t4g|m5|m6g|m6i|m7g|m7i|r5|r6g|r6i|r7g|r7i)\.(micro|small|medium|large|[0-9]*xlarge)$",
+        "an RDS instance class: db., a family (t3, t4g, m5, m6g, m6i, m7g, m7i, r5, r6g, r6i, r7g, r7i), then micro, "
+        "small, medium, large or Nxlarge, e.g. db.m6i.large",
+    ),
 ]
 
 
