@@ -106,7 +106,9 @@ class CapacityBlock(Strict):
     instance_count: int = Field(..., ge=1, le=EC2_MAX_RESERVATION_INSTANCES)
     """Instances in the block; node group sizes stay within it. An UltraServer block holds the UltraServer's
     instances (u-p6e-gb200x36: 9, u-p6e-gb200x72: 18)."""
-    ultraserver_type: str | None = Field(None, pattern=r"^u-[a-z0-9-]+x[0-9]+$")
+    ultraserver_type: (
+        Annotated[str, worded(r"^u-[a-z0-9-]+x[0-9]+$", "an UltraServer type, e.g. u-p6e-gb200x72")] | None
+    ) = None
     """The block's UltraServer type (ultraserverType in aws ec2 describe-capacity-blocks), e.g. u-p6e-gb200x72: one
     block is one UltraServer, whose instances share one NVLink domain. Required for types sold only as UltraServers
     (p6e-gb200.36xlarge); unset for a block of single instances."""

@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from pydantic import Field, model_validator
 
 from addons.catalog import ADDON_NAMESPACES, DEFINITIONS
-from addons.gpu_operator import DEFINITION as GPU_OPERATOR
 from addons.profile_rules import enabled_rules
 from profiles.addons import AddonsConfig
 from profiles.aws_facts import zones
@@ -125,15 +124,15 @@ class PlatformConfig(Strict):
         requires DRA for them (EKS User Guide, "Use P6e-GB200 UltraServers with Amazon EKS")."""
         if dra_mode(self):
             return
-        for group in self.cluster.gpu_node_groups:
+        for index, group in enumerate(self.cluster.gpu_node_groups):
             if group.catalog_entry.multi_node_nvlink:
                 yield FieldProblem(
-                    ("addons", "gpu_operator"),
-                    GPU_OPERATOR.settings(self).model_dump(include={"enabled", "dra"}),
+                    ("cluster", "gpu_node_groups", index, "instance_type"),
+                    group.instance_type,
                     f"node group {group.name} runs {group.instance_type}, whose UltraServer shares NVLink across "
                     "nodes only through IMEX: the DRA driver's ComputeDomains, which GPU Operator installs in DRA "
                     "mode (and EKS supports P6e-GB200 only with DRA)",
-                    allowed="addons.gpu_operator: {enabled: true, dra: true}",
+                    allowed="with DRA mode on (addons.gpu_operator: {enabled: true, dra: true})",
                 )
                 return
 

@@ -48,9 +48,11 @@ def _described(definition: dict[str, Any], model: type[BaseModel]) -> None:
     """Each property of a model's schema without a description gets its field's docstring (as
     pydantic's `use_attribute_docstrings` would give it: profiles/docstrings.py says why not)."""
     docs = attribute_docstrings(model)
-    for name, spec in definition.get("properties", {}).items():
+    properties = definition.get("properties", {})
+    for name, spec in properties.items():
         if "description" not in spec and name in docs and name in model.model_fields:
-            spec["description"] = docs[name]
+            # Keys in pydantic's order (GenerateJsonSchema sorts them), so the file diffs cleanly.
+            properties[name] = dict(sorted({**spec, "description": docs[name]}.items()))
 
 
 def profile_schema() -> dict[str, Any]:

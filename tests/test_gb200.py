@@ -103,8 +103,8 @@ def test_gb200_needs_the_dra_drivers_compute_domains(gpu_operator):
     doc = changed(BASE, addons__gpu_operator=gpu_operator)
     reported(
         doc,
-        "addons.gpu_operator",
+        "cluster.gpu_node_groups.0.instance_type",
         "node group gb200-nvl36",
         "IMEX",
-        "allowed: addons.gpu_operator: {enabled: true, dra: true}",
+        "allowed: with DRA mode on (addons.gpu_operator: {enabled: true, dra: true})",
     )
