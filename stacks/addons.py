@@ -48,7 +48,7 @@ class AddonsStack(LayerStack):
         )
         enabled = [addon for addon in ADDONS if addon.enabled(config)]
         # Each add-on declares its own monitors; the monitoring add-on (installed first) creates them.
-        declared = [addon.monitors(addon.settings(config)) for addon in enabled]
+        declared = [addon.monitors(addon.settings(config), config) for addon in enabled]
         monitors = Monitors(
             service_monitors=tuple(sorted((m for d in declared for m in d.service_monitors), key=lambda m: m["name"])),
             pod_monitors=tuple(sorted((m for d in declared for m in d.pod_monitors), key=lambda m: m["name"])),

@@ -10,6 +10,7 @@ import yaml
 from addons.catalog import ARTIFACTS, CHARTS
 from addons.jupyterhub import JupyterHubExposure
 from addons.jupyterhub.install import proxy_values
+from addons.monitoring.install import ADDON_RULES
 from components.k8s.mpi import MPIJOB_API_VERSION, MPIJOB_KIND, launcher_selector
 from components.labels import EFA_LABEL, NODE_POOL_LABEL
 from manifests.render import render
@@ -128,9 +129,11 @@ def test_prometheus_selects_cluster_wide_and_carries_gpu_rules(synthesized):
         "ruleSelectorNilUsesHelmValues",
     ):
         assert spec[key] is False
+    # The GPU Operator declares its rules (its monitors hook); the monitoring add-on loads them.
     rules = {
         rule.get("record") or rule.get("alert"): rule
-        for group in monitoring["additionalPrometheusRulesMap"]["gpu-platform"]["groups"]
+        for group in monitoring["additionalPrometheusRulesMap"][ADDON_RULES]["groups"]
+        if group["name"] == "gpu-platform"
         for rule in group["rules"]
     }
     xid = rules["GpuXidCodeReported"]["expr"]

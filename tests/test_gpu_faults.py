@@ -82,7 +82,7 @@ def _codes(expr: str) -> list[int]:
 
 
 def test_the_fatal_xid_alert_pages_for_exactly_the_agents_fatal_xids():
-    from addons.monitoring.rules import GPU_RULES
+    from addons.gpu_operator.rules import GPU_RULES
 
     rules = {r.get("alert"): r for group in GPU_RULES["groups"] for r in group["rules"] if "alert" in r}
     critical = rules["GpuCriticalXid"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from addons.monitoring.rules import GPU_RULES
+from addons.gpu_operator.rules import GPU_RULES
 from addons.trainer.alerts import progress_rules
 from components.dashboards import metric_names
 
