@@ -48,6 +48,9 @@ def test_the_name_reader_finds_metrics_and_skips_functions_and_labels():
         "DCGM_FI_DEV_FB_USED",
         "DCGM_FI_DEV_FB_FREE",
     }
+    # label_replace's arguments and raw-string matchers are strings, not metrics.
+    assert metric_names('count by (node) (label_replace(up, "node", "$1", "Hostname", "(.+)"))') == {"up"}
+    assert metric_names("kube_node_labels{label_x=~`a\\.b|c`} * 8") == {"kube_node_labels"}
 
 
 def test_every_metric_a_rule_reads_is_provided_by_every_recorded_exporter_version():
