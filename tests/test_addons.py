@@ -142,8 +142,11 @@ def test_prometheus_selects_cluster_wide_and_carries_gpu_rules(synthesized):
         rules["gpu:framebuffer_used:ratio"]["expr"]
         == "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"
     )
+    # Pending GPU pods are counted through the GPU-count rule, which in device plugin mode reads the
+    # extended resource (tests/test_gpu_alerts_both_modes.py: DRA mode).
     pending = rules["namespace:gpu_requesting_pods_pending:count"]["expr"]
-    assert 'phase="Pending"' in pending and 'resource="nvidia_com_gpu"' in pending
+    assert 'phase="Pending"' in pending and "namespace_pod:gpus_requested:sum" in pending
+    assert 'resource="nvidia_com_gpu"' in rules["namespace_pod:gpus_requested:sum"]["expr"]
 
 
 def test_jupyterhub_allow_policy_and_secret_mount(synthesized):

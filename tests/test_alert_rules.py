@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from addons.gpu_operator.rules import GPU_RULES
+from addons.gpu_operator.rules import DRA_GPU_RULES, GPU_RULES
 from components.node_monitoring import CRITICAL_XIDS
 from tests.cases import IN_CI
 
@@ -57,8 +57,9 @@ def fired(alert: str, code: int, node: str = "gpu-node-1", gpu: str = "0", host_
     return {"exp_labels": {**rule["labels"], "gpu": gpu, host_label: node}, "exp_annotations": annotations}
 
 
-def run(promtool: str, tmp_path: Path, tests: list[dict]) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(GPU_RULES))
+def run(promtool: str, tmp_path: Path, tests: list[dict], rules: dict = GPU_RULES) -> subprocess.CompletedProcess[str]:
+    """promtool's unit tests of `rules` (a rule file; default: device plugin mode's GPU rules)."""
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
     (tmp_path / "tests.yaml").write_text(
         yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "30s", "tests": tests})
     )
@@ -67,8 +68,9 @@ def run(promtool: str, tmp_path: Path, tests: list[dict]) -> subprocess.Complete
     )
 
 
-def test_the_rules_load(promtool, tmp_path):
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(GPU_RULES))
+@pytest.mark.parametrize("rules", [GPU_RULES, DRA_GPU_RULES], ids=["device-plugin", "dra"])
+def test_the_rules_load(promtool, tmp_path, rules):
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
     checked = subprocess.run(
         [promtool, "check", "rules", str(tmp_path / "rules.yaml")], capture_output=True, text=True, timeout=60
     )
@@ -279,7 +281,7 @@ def rows(pod: str, values: str) -> dict:
 
 
 GPU_UUID = {"gpu": "0", "UUID": "GPU-1a2b", "Hostname": "gpu-node-1"}
-NODE = {"node": "gpu-node-1", "resource": "nvidia_com_gpu", "unit": "integer"}
+NODE = {"node": "gpu-node-1"}  # node:gpus_capacity:sum and node:gpus_allocatable:sum keep only the node
 GPU = {"gpu": "0", "Hostname": "gpu-node-1"}
 HARDWARE_CASES = [
     # (alert, input series, eval time, the alert it raises or None)

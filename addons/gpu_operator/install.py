@@ -17,6 +17,7 @@ from pydantic import Field
 from addons.definition import PROMETHEUS_RULES, alert_tuning
 from addons.gpu_operator import DEFINITION, GpuOperatorConfig
 from addons.gpu_operator.dashboards import DASHBOARDS
+from addons.gpu_operator.gpu_counts import INSTANCE_TYPE_LABEL
 from addons.gpu_operator.health_check import health_check_objects
 from addons.gpu_operator.rules import gpu_rules
 from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath, installed_providers
@@ -103,8 +104,20 @@ class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
 
     def monitors(self, settings: GpuOperatorConfig, config: PlatformConfig) -> Monitors:
         # The DCGM exporter's ServiceMonitor comes with the chart; the dashboards and the GPU rules
-        # read it, with kube-state-metrics' view of the GPU nodes and pods.
-        return Monitors(dashboards=DASHBOARDS, rule_groups=(gpu_rules(alert_tuning(config).idle_gpu_minutes),))
+        # read it, with kube-state-metrics' view of the GPU nodes and pods. The rules count GPUs the
+        # way the profile's pods get them (gpu_counts.py): in DRA mode from the claim templates
+        # the platform creates (a tenant's gpu-<n>; 1: the single-GPU claims of add-ons' own GPU
+        # pods, JupyterHub's notebook) and from each node's instance type label.
+        rules = gpu_rules(
+            dra=settings.dra,
+            idle_minutes=alert_tuning(config).idle_gpu_minutes,
+            claim_counts=(1, *config.workloads.dra_gpu_counts) if settings.dra else (),
+        )
+        return Monitors(
+            dashboards=DASHBOARDS,
+            rule_groups=(rules,),
+            node_labels=(INSTANCE_TYPE_LABEL,) if settings.dra else (),
+        )
 
     def runtime_paths(self, settings: GpuOperatorConfig) -> tuple[RuntimePath, ...]:
         # The operator and its operands talk to the API server only (NFD workers publish

@@ -1,16 +1,21 @@
 """The GPU Operator's Prometheus rules: GPU faults and idle GPUs, read from what the add-on installs
-(the DCGM exporter's series, the device plugin's allocatable, the health check's quarantine taint).
+(the DCGM exporter's series, the GPUs its nodes have and offer, the health check's quarantine taint).
 The add-on declares them through its monitors hook (install.py); the add-on that runs Prometheus
-loads them. Judged with promtool by tests/test_alert_rules.py."""
+loads them. GPUs are counted by the recording rules of gpu_counts.py, defined for the profile's mode
+(device plugin or DRA), so the alerts fire on the same faults in both. Judged with promtool by
+tests/test_alert_rules.py."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from addons.definition import DEFAULT_IDLE_GPU_MINUTES
 from addons.gpu_operator import DEFINITION
+from addons.gpu_operator.gpu_counts import NODE_ALLOCATABLE, NODE_CAPACITY, POD_REQUESTED, gpu_count_rules
 from addons.gpu_operator.gpu_health import QUARANTINE_KEY, REASON_ANNOTATION
 from components.node_monitoring import CRITICAL_XIDS
+from profiles.workloads import WorkloadsConfig
 
 GPU_OPERATOR_NAMESPACE = DEFINITION.namespace
 
@@ -24,14 +29,26 @@ GPU_OPERATOR_NAMESPACE = DEFINITION.namespace
 ON_GPU = "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}{{ $labels.hostname }} "
 # The series whose last XID is one the node monitoring agent treats as fatal.
 CRITICAL_XID = " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in CRITICAL_XIDS)
+# Why a node offers fewer GPUs than it has, in each mode (gpu_counts.py says where each count comes from).
+FEWER_GPUS = {
+    False: "The device plugin marked GPUs unhealthy and withdrew them from the node's allocatable. ",
+    True: "The node's DCGM exporter lists fewer GPUs than its instance type has: a GPU is lost (fallen off "
+    "the bus, or not found again after a reset). The DRA driver withdraws no unhealthy GPU at the pinned "
+    "version; the GPU health check quarantines the node for the same fault (GpuNodeQuarantined). ",
+}
 
 
-def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
-    """The GPU rule group (a PrometheusRule's `groups` entry); `idle_minutes` is how long an
-    allocated GPU may sit idle."""
+def gpu_rules(
+    *, dra: bool = False, idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES, claim_counts: Iterable[int] = ()
+) -> dict[str, Any]:
+    """The GPU rule group (a PrometheusRule's `groups` entry) for the mode (`dra`: GPUs are DRA
+    claims, `claim_counts` the GPU counts of the platform's claim templates); `idle_minutes` is how
+    long an allocated GPU may sit idle."""
     return {
         "name": "gpu-platform",
         "rules": [
+            # First: the alerts below read them in the same evaluation.
+            *gpu_count_rules(dra=dra, claim_counts=claim_counts),
             {
                 "record": "gpu:framebuffer_used:ratio",
                 "expr": "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)",
@@ -61,18 +78,19 @@ def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
                 },
             },
             {
-                # A GPU the device plugin reports unhealthy leaves the node's allocatable while
-                # its capacity stays: the node runs, but a job sized for the whole node no
-                # longer fits and the GPU is likely failing.
+                # A node offers fewer GPUs than it has: the node runs, but a job sized for the whole
+                # node no longer fits and a GPU is likely failing. Device plugin mode: the plugin
+                # withdrew a GPU it found unhealthy from allocatable, capacity stays. DRA mode: no
+                # component withdraws one at the pins, so the closest real signal stands in (the
+                # GPUs the exporter lists against the instance type's count; gpu_counts.py).
                 "alert": "GpuAllocatableDropped",
-                "expr": 'kube_node_status_capacity{resource="nvidia_com_gpu"} '
-                '- kube_node_status_allocatable{resource="nvidia_com_gpu"} > 0',
+                "expr": f"{NODE_CAPACITY} - {NODE_ALLOCATABLE} > 0",
                 "for": "5m",
                 "labels": {"severity": "critical"},
                 "annotations": {
                     "summary": "Node {{ $labels.node }} offers {{ $value }} GPU(s) fewer than it has",
-                    "description": "The device plugin marked GPUs unhealthy. Drain the node and let EKS "
-                    "repair it, or check nvidia-smi and the node monitoring agent's conditions.",
+                    "description": FEWER_GPUS[dra] + "Drain the node and let EKS repair it, or check "
+                    "nvidia-smi and the node monitoring agent's conditions.",
                 },
             },
             {
@@ -124,12 +142,11 @@ def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
                 },
             },
             {
+                # Pods waiting that ask for GPUs, in either mode (POD_REQUESTED).
                 "record": "namespace:gpu_requesting_pods_pending:count",
                 "expr": "count by (namespace) ("
                 'max by (namespace, pod) (kube_pod_status_phase{phase="Pending"} == 1) '
-                "and on (namespace, pod) "
-                "max by (namespace, pod) "
-                '(kube_pod_container_resource_requests{resource="nvidia_com_gpu"} > 0))',
+                f"and on (namespace, pod) ({POD_REQUESTED} > 0))",
             },
             {
                 # The exporter labels a GPU with the pod it is allocated to (the GPU Operator's
@@ -150,5 +167,7 @@ def gpu_rules(idle_minutes: int = DEFAULT_IDLE_GPU_MINUTES) -> dict[str, Any]:
     }
 
 
-# A rule file of the group with its defaults (what the tests judge with promtool).
+# Rule files of the group with its defaults in each mode (what the tests judge with promtool): DRA
+# mode with the claim templates of the profile's default (WorkloadsConfig.dra_gpu_counts).
 GPU_RULES = {"groups": [gpu_rules()]}
+DRA_GPU_RULES = {"groups": [gpu_rules(dra=True, claim_counts=WorkloadsConfig().dra_gpu_counts)]}

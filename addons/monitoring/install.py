@@ -127,6 +127,14 @@ class NodeExporterValues(Values):
     )
 
 
+class KubeStateMetricsValues(Values):
+    """kube-prometheus-stack's kube-state-metrics (chart 8.4.0, app v2.20.0): the Kubernetes labels
+    it copies onto its *_labels series (values.yaml metricLabelsAllowlist, rendered as
+    --metric-labels-allowlist; none by default)."""
+
+    metric_labels_allowlist: list[str]
+
+
 class MonitoringValues(Values):
     prometheus: PrometheusValues
     grafana: GrafanaValues
@@ -136,6 +144,7 @@ class MonitoringValues(Values):
     prometheus_node_exporter: NodeExporterValues = Field(
         default_factory=NodeExporterValues, alias="prometheus-node-exporter"
     )
+    kube_state_metrics: KubeStateMetricsValues | None = Field(None, alias="kube-state-metrics")
     # EKS runs the control plane out of the cluster's reach (no controller-manager, scheduler or
     # etcd endpoints to scrape) and kube-proxy serves its metrics on 127.0.0.1 only: their targets
     # would be down forever, and their Down alerts would fire forever.
@@ -154,6 +163,7 @@ def monitoring_values(
     monitors: tuple[dict[str, Any], ...] = (),
     pod_monitors: tuple[dict[str, Any], ...] = (),
     rule_groups: tuple[dict[str, Any], ...] = (),
+    node_labels: tuple[str, ...] = (),
     delivery: AlertDelivery,
     region: str,
     receiver: AlertReceiver | None = None,
@@ -187,6 +197,10 @@ def monitoring_values(
         ),
         # The rules the add-ons declare about their workloads and what they install (Monitors.rule_groups).
         additional_prometheus_rules_map={ADDON_RULES: {"groups": list(rule_groups)}} if rule_groups else {},
+        # The node labels the add-ons' rules read (Monitors.node_labels), and no others.
+        kube_state_metrics=KubeStateMetricsValues(metric_labels_allowlist=[f"nodes=[{','.join(node_labels)}]"])
+        if node_labels
+        else None,
         alertmanager=AlertmanagerValues(
             alertmanager_spec={
                 **({"secrets": [receiver.secret_name]} if receiver else {}),
@@ -313,6 +327,7 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
             monitors=ctx.monitors.service_monitors,
             pod_monitors=ctx.monitors.pod_monitors,
             rule_groups=ctx.monitors.rule_groups,
+            node_labels=ctx.monitors.node_labels,
             delivery=self._delivery(ctx),
             region=ctx.config.region,
             receiver=settings.alert_receiver,

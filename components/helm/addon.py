@@ -42,6 +42,9 @@ class Monitors:
     rule_groups: tuple[dict[str, Any], ...] = ()
     """Prometheus rule groups about the add-on's workloads and what it installs (a PrometheusRule's
     `groups` entries), loaded by the add-on that runs Prometheus."""
+    node_labels: tuple[str, ...] = ()
+    """Node labels its rules read from kube-state-metrics' kube_node_labels, which carries only the
+    labels it is told to (its --metric-labels-allowlist, set by the add-on that runs it)."""
 
 
 @dataclass(frozen=True, kw_only=True)
