@@ -136,8 +136,11 @@ def test_prometheus_selects_cluster_wide_and_carries_gpu_rules(synthesized):
         if group["name"] == "gpu-platform"
         for rule in group["rules"]
     }
+    # The last XID (a gauge, recorded once per GPU) is compared as it is, never as a rate.
     xid = rules["GpuXidCodeReported"]["expr"]
-    assert "DCGM_FI_DEV_XID_ERRORS" in xid and "increase(" not in xid and "rate(" not in xid
+    assert "gpu:xid_errors:last" in xid and "increase(" not in xid and "rate(" not in xid
+    last = rules["gpu:xid_errors:last"]["expr"]
+    assert "DCGM_FI_DEV_XID_ERRORS" in last and "increase(" not in last and "rate(" not in last
     assert (
         rules["gpu:framebuffer_used:ratio"]["expr"]
         == "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"

@@ -13,6 +13,7 @@ from addons.gpu_operator import DEFINITION
 from addons.gpu_operator.gpu_counts import NODE_ALLOCATABLE, NODE_CAPACITY, POD_REQUESTED
 from addons.gpu_operator.rules import DRA_GPU_RULES, GPU_RULES
 from components.dashboards import metric_names, queries
+from components.node_monitoring import CRITICAL_XIDS
 from tests import test_alert_rules
 from tests.test_alert_rules import run
 
@@ -191,6 +192,40 @@ def holders(mode: str) -> list[dict[str, str] | None]:
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("alert", "metric", "values", "value"),
+    [
+        ("GpuCriticalXid", "DCGM_FI_DEV_XID_ERRORS", f"{CRITICAL_XIDS[0]}x10", str(CRITICAL_XIDS[0])),
+        ("GpuXidCodeReported", "DCGM_FI_DEV_XID_ERRORS", "13x10", "13"),
+        ("GpuRowRemapFailed", "DCGM_FI_DEV_ROW_REMAP_FAILURE", "1x10", "1"),
+    ],
+)
+def test_a_fault_on_an_allocated_gpu_raises_one_alert_with_its_pod(
+    promtool, tmp_path, mode, alert, metric, values, value
+):
+    """In DRA mode the exporter reports an allocated GPU twice (its own admin claim and the pod's):
+    the alert still fires once, naming the pod that holds the GPU, as in device plugin mode."""
+    series = [dcgm(metric, 0, values, holder) for holder in holders(mode)]
+    rule = next(r for r in MODES[mode]["groups"][0]["rules"] if r.get("alert") == alert)
+    labels = {**gpu_labels(0), **holders(mode)[0]}
+    annotations = {
+        key: text.replace("{{ $labels.gpu }}", "0")
+        .replace("{{ $labels.Hostname }}", NODE)
+        .replace("{{ $labels.hostname }}", "")
+        .replace("{{ $value }}", value)
+        for key, text in rule["annotations"].items()
+    }
+    expected = {"exp_labels": {**rule["labels"], **labels}, "exp_annotations": annotations}
+    test = {
+        "interval": "30s",
+        "input_series": series,
+        "alert_rule_test": [{"eval_time": "5m", "alertname": alert, "exp_alerts": [expected]}],
+    }
+    result = run(promtool, tmp_path, [test], MODES[mode])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_an_idle_allocated_gpu_warns_once_in_both_modes(promtool, tmp_path, mode):
     series = [dcgm("DCGM_FI_DEV_GPU_UTIL", 0, "0x40", holder) for holder in holders(mode)]
     rule = next(r for r in MODES[mode]["groups"][0]["rules"] if r.get("alert") == "GpuAllocatedIdle")
@@ -236,3 +271,41 @@ def test_the_gpu_dashboards_count_gpus_through_the_rules():
     read = {name for model in DASHBOARDS for expr in queries(model) for name in metric_names(expr)}
     assert not read & MODE_SERIES
     assert {NODE_CAPACITY, NODE_ALLOCATABLE, POD_REQUESTED} <= read
+
+
+def per_node_queries() -> list[str]:
+    """The GPU fleet's panels that add up or average a node's GPUs."""
+    from addons.gpu_operator.dashboards import DASHBOARDS
+
+    return [
+        expr for model in DASHBOARDS for expr in queries(model) if expr.startswith(("sum by (Host", "avg by (Host"))
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("expr", per_node_queries())
+def test_per_node_panels_count_each_gpu_once_in_both_modes(promtool, tmp_path, mode, expr):
+    """Two GPUs, GPU 0 allocated to train-0 (in DRA mode also on the exporter's own series): the
+    node's sum or average is the same in both modes."""
+    (metric,) = metric_names(expr)
+    counter = "rate(" in expr
+    series = [
+        dcgm(metric, index, "0+60x10" if counter else f"{value}x10", holder)
+        for index, value in ((0, 100), (1, 50))
+        for holder in (holders(mode) if index == 0 else [EXPORTER])
+    ]
+    each = [1.0, 1.0] if counter else [100, 50]
+    expected = sum(each) if expr.startswith("sum") else sum(each) / len(each)
+    test = {
+        "interval": "1m",
+        "input_series": series,
+        "promql_expr_test": [
+            {"expr": expr, "eval_time": "8m", "exp_samples": [{"labels": f'{{Hostname="{NODE}"}}', "value": expected}]}
+        ],
+    }
+    result = run(promtool, tmp_path, [test], MODES[mode])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_fleet_has_per_node_panels():
+    assert len(per_node_queries()) >= 4

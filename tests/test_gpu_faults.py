@@ -78,7 +78,7 @@ def test_each_gpu_node_has_exactly_one_dcgm_host_engine(synthesized, profile):
 
 
 def _codes(expr: str) -> list[int]:
-    return [int(code) for code in re.findall(r"DCGM_FI_DEV_XID_ERRORS == (\d+)", expr)]
+    return [int(code) for code in re.findall(r"gpu:xid_errors:last == (\d+)", expr)]
 
 
 def test_the_fatal_xid_alert_pages_for_exactly_the_agents_fatal_xids():

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from addons.gpu_operator import DEFINITION
-from addons.gpu_operator.gpu_counts import NODE_ALLOCATABLE, NODE_CAPACITY, POD_REQUESTED
+from addons.gpu_operator.gpu_counts import GPU_IDENTITY, NODE_ALLOCATABLE, NODE_CAPACITY, POD_REQUESTED
 from components.dashboards import HOST, HOST_LEGEND, Chart, Query, Section, dashboard
 
 # A GPU allocated to a pod carries that pod's namespace; an unallocated one the exporter's own.
@@ -22,8 +22,10 @@ RUNNING = 'on (namespace, pod) group_left () (kube_pod_status_phase{phase="Runni
 
 
 def per_node(aggregation: str, expr: str) -> Query:
-    """One series per node, e.g. per_node("avg", "DCGM_FI_DEV_GPU_UTIL")."""
-    return Query(f"{aggregation} by ({HOST}) ({expr})", HOST_LEGEND)
+    """One series per node, e.g. per_node("avg", "DCGM_FI_DEV_GPU_UTIL"), over one series per GPU:
+    in DRA mode the exporter reports an allocated GPU twice (gpu_counts.py), which a plain sum or
+    average over the node would count twice."""
+    return Query(f"{aggregation} by ({HOST}) (max by ({GPU_IDENTITY}) ({expr}))", HOST_LEGEND)
 
 
 def per_gpu(expr: str, what: str = "") -> Query:

@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from addons.gpu_operator import DEFINITION
 from components.k8s.gpus import claim_template_name
 from profiles.catalog import CATALOG
 
@@ -62,6 +63,17 @@ INSTANCE_TYPE_SERIES_LABEL = "label_node_kubernetes_io_instance_type"
 HOST = "Hostname, hostname"
 # A GPU's identity in the exporter's series.
 GPU_IDENTITY = f"UUID, gpu, {HOST}"
+# The namespace whose pod a GPU's series carries when no workload holds it: the exporter's own (its
+# admin claim in DRA mode; the scrape target's labels under honorLabels in device plugin mode).
+EXPORTER_NAMESPACE = DEFINITION.namespace
+
+
+def one_per_gpu(metric: str) -> str:
+    """The exporter's series of `metric` once per GPU: the workload's where a pod holds the GPU, the
+    exporter's own otherwise. In device plugin mode each GPU has one series and this is that series;
+    in DRA mode it drops the exporter's copy of an allocated GPU, so an alert fires once per GPU
+    with the pod that holds it."""
+    return f'({metric}{{namespace!="{EXPORTER_NAMESPACE}"}} or on ({GPU_IDENTITY}) {metric})'
 
 
 def _node_from_host(expr: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from addons.definition import DEFAULT_IDLE_GPU_MINUTES
 from addons.gpu_operator import DEFINITION
-from addons.gpu_operator.gpu_counts import NODE_ALLOCATABLE, NODE_CAPACITY, POD_REQUESTED, gpu_count_rules
+from addons.gpu_operator.gpu_counts import NODE_ALLOCATABLE, NODE_CAPACITY, POD_REQUESTED, gpu_count_rules, one_per_gpu
 from addons.gpu_operator.gpu_health import QUARANTINE_KEY, REASON_ANNOTATION
 from components.node_monitoring import CRITICAL_XIDS
 from profiles.workloads import WorkloadsConfig
@@ -27,8 +27,11 @@ GPU_OPERATOR_NAMESPACE = DEFINITION.namespace
 # FB_USED / FB_FREE are MiB gauges; their ratio is 0..1. These rules assume one cluster per Prometheus.
 # What a GPU alert's summary opens with: the GPU and its node, under either exporter's host label.
 ON_GPU = "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}{{ $labels.hostname }} "
+# Each GPU's last XID, recorded once per GPU (gpu_counts.one_per_gpu: in DRA mode the exporter
+# reports an allocated GPU twice), with the labels of the pod that holds it.
+XID = "gpu:xid_errors:last"
 # The series whose last XID is one the node monitoring agent treats as fatal.
-CRITICAL_XID = " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in CRITICAL_XIDS)
+CRITICAL_XID = " or ".join(f"{XID} == {code}" for code in CRITICAL_XIDS)
 # Why a node offers fewer GPUs than it has, in each mode (gpu_counts.py says where each count comes from).
 FEWER_GPUS = {
     False: "The device plugin marked GPUs unhealthy and withdrew them from the node's allocatable. ",
@@ -53,6 +56,7 @@ def gpu_rules(
                 "record": "gpu:framebuffer_used:ratio",
                 "expr": "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)",
             },
+            {"record": XID, "expr": one_per_gpu("DCGM_FI_DEV_XID_ERRORS")},
             {
                 # The XIDs the EKS node monitoring agent treats as fatal (its node condition makes
                 # EKS repair the node): the same list, so the page and the repair agree.
@@ -68,7 +72,7 @@ def gpu_rules(
             },
             {
                 "alert": "GpuXidCodeReported",
-                "expr": f"DCGM_FI_DEV_XID_ERRORS != 0 unless ({CRITICAL_XID})",
+                "expr": f"{XID} != 0 unless ({CRITICAL_XID})",
                 "for": "1m",
                 "labels": {"severity": "warning"},
                 "annotations": {
@@ -111,7 +115,7 @@ def gpu_rules(
                 # Hopper, Ada and Ampere retire bad memory rows instead of pages: a failed
                 # remap means the GPU can no longer repair its memory (replace the node).
                 "alert": "GpuRowRemapFailed",
-                "expr": "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0",
+                "expr": f"{one_per_gpu('DCGM_FI_DEV_ROW_REMAP_FAILURE')} > 0",
                 "for": "0m",
                 "labels": {"severity": "critical"},
                 "annotations": {
