@@ -18,10 +18,11 @@ DRA mode. The device plugin is off and no node advertises nvidia.com/gpu. At the
   (components/k8s/gpus.py), so a pod's GPUs are the count in its template's name.
 - The NVIDIA DRA driver v0.5.0 (GPU Operator v26.7.0 values.yaml draDriver) withdraws no unhealthy
   GPU by default: its NVML device health check, which taints a device in the ResourceSlice, is the
-  alpha feature gate NVMLDeviceHealthCheck, off (NVIDIA/k8s-dra-driver-gpu pkg/featuregates/
-  featuregates.go, cmd/gpu-kubelet-plugin/device_health.go; draDriver.featureGates is {} in the
-  operator's values), and kube-state-metrics could not show a device taint anyway. There is no
-  "allocatable drops" signal in DRA mode.
+  alpha feature gate NVMLDeviceHealthCheck, off by default (NVIDIA/k8s-dra-driver-gpu pkg/featuregates/
+  featuregates.go and cmd/gpu-kubelet-plugin/device_health.go, read at main@22407113, 2026-05-15: the
+  v0.5.0 tag was not in the snapshot read; draDriver.featureGates is {} in the operator's values), and
+  kube-state-metrics could not show a device taint anyway. There is no "allocatable drops" signal in
+  DRA mode.
 - The closest real signal is the DCGM exporter: it lists every GPU it enumerated on its node, one
   series per GPU and field, labelled with the node (Hostname, hostname from NODE_NAME:
   internal/pkg/hostname/hostname.go) and the GPU's UUID. In DRA mode (KUBERNETES_ENABLE_DRA, set by
