@@ -42,6 +42,11 @@ class AddonConfig(Strict):
         them), so that none of them need name it."""
         return frozenset()
 
+    def alert_tuning(self) -> AlertTuning | None:
+        """The alert thresholds these settings hold, which other add-ons' rules read through
+        `alert_tuning(config)` (None: they hold none)."""
+        return None
+
 
 class ReleaseConfig(AddonConfig):
     """A Helm add-on's settings: on or off, and its chart version."""
@@ -51,6 +56,18 @@ class ReleaseConfig(AddonConfig):
 
 
 SettingsT = TypeVar("SettingsT", bound=AddonConfig)
+
+DEFAULT_IDLE_GPU_MINUTES = 30
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertTuning:
+    """Thresholds of the platform's alert rules that a profile sets, whichever add-on's settings hold
+    them (the monitoring add-on's, under `addons.monitoring`): an add-on's rule groups read them
+    through `alert_tuning(config)` instead of naming the add-on that owns the setting."""
+
+    idle_gpu_minutes: int = DEFAULT_IDLE_GPU_MINUTES
+    """How long a GPU allocated to a pod may do no work before GpuAllocatedIdle warns."""
 
 
 class PlatformConfig(Protocol):
@@ -90,6 +107,18 @@ UNQUEUED_GPU_POOL_PODS = "unqueued-gpu-pool-pods"
 """An add-on runs GPU pods of its own on the just-in-time GPU pool, outside the tenants' queues."""
 """The Prometheus operator's CRDs (PrometheusRule, ServiceMonitor, PodMonitor) exist and a
 Prometheus evaluates the rules and scrapes the monitors."""
+
+
+def alert_tuning(config: PlatformConfig) -> AlertTuning:
+    """The alert thresholds the enabled add-ons' settings hold (the defaults where none does)."""
+    held = [
+        tuning
+        for _, settings in config.addons
+        if isinstance(settings, AddonConfig) and settings.enabled and (tuning := settings.alert_tuning())
+    ]
+    if len(held) > 1:
+        raise ValueError("more than one add-on's settings hold the alert thresholds")
+    return held[0] if held else AlertTuning()
 
 
 def always(config: PlatformConfig) -> bool:

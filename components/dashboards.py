@@ -105,8 +105,9 @@ _KEYWORDS = {"by", "on", "and", "or", "unless", "without", "ignoring", "group_le
 
 def metric_names(expr: str) -> set[str]:
     """The metric names a PromQL expression reads: identifiers that are not functions, keywords,
-    label names (in matchers or in by/on/without/ignoring lists) or numbers."""
-    text = re.sub(r"\{[^}]*\}", " ", expr)  # label matchers
+    label names (in matchers or in by/on/without/ignoring lists), strings or numbers."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"|`[^`]*`', " ", expr)  # strings (label_replace's arguments)
+    text = re.sub(r"\{[^}]*\}", " ", text)  # label matchers
     text = re.sub(r"\[[^\]]*\]", " ", text)  # range and subquery selectors ([15m], [1h:5m])
     text = re.sub(r"\b(offset|@)\s+\S+", " ", text)  # modifiers
     text = re.sub(r"\b(by|on|without|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)  # label lists

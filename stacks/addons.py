@@ -48,12 +48,13 @@ class AddonsStack(LayerStack):
         )
         enabled = [addon for addon in ADDONS if addon.enabled(config)]
         # Each add-on declares its own monitors; the monitoring add-on (installed first) creates them.
-        declared = [addon.monitors(addon.settings(config)) for addon in enabled]
+        declared = [addon.monitors(addon.settings(config), config) for addon in enabled]
         monitors = Monitors(
             service_monitors=tuple(sorted((m for d in declared for m in d.service_monitors), key=lambda m: m["name"])),
             pod_monitors=tuple(sorted((m for d in declared for m in d.pod_monitors), key=lambda m: m["name"])),
             dashboards=tuple(sorted((b for d in declared for b in d.dashboards), key=lambda b: b["uid"])),
             rule_groups=tuple(sorted((g for d in declared for g in d.rule_groups), key=lambda g: g["name"])),
+            node_labels=tuple(sorted({label for d in declared for label in d.node_labels})),
         )
         installed: dict[str, InstalledAddon] = {}
         clients = client_access(config)

@@ -10,6 +10,7 @@ import yaml
 from addons.catalog import ARTIFACTS, CHARTS
 from addons.jupyterhub import JupyterHubExposure
 from addons.jupyterhub.install import proxy_values
+from addons.monitoring.install import ADDON_RULES
 from components.k8s.mpi import MPIJOB_API_VERSION, MPIJOB_KIND, launcher_selector
 from components.labels import EFA_LABEL, NODE_POOL_LABEL
 from manifests.render import render
@@ -128,19 +129,27 @@ def test_prometheus_selects_cluster_wide_and_carries_gpu_rules(synthesized):
         "ruleSelectorNilUsesHelmValues",
     ):
         assert spec[key] is False
+    # The GPU Operator declares its rules (its monitors hook); the monitoring add-on loads them.
     rules = {
         rule.get("record") or rule.get("alert"): rule
-        for group in monitoring["additionalPrometheusRulesMap"]["gpu-platform"]["groups"]
+        for group in monitoring["additionalPrometheusRulesMap"][ADDON_RULES]["groups"]
+        if group["name"] == "gpu-platform"
         for rule in group["rules"]
     }
+    # The last XID (a gauge, recorded once per GPU) is compared as it is, never as a rate.
     xid = rules["GpuXidCodeReported"]["expr"]
-    assert "DCGM_FI_DEV_XID_ERRORS" in xid and "increase(" not in xid and "rate(" not in xid
+    assert "gpu:xid_errors:last" in xid and "increase(" not in xid and "rate(" not in xid
+    last = rules["gpu:xid_errors:last"]["expr"]
+    assert "DCGM_FI_DEV_XID_ERRORS" in last and "increase(" not in last and "rate(" not in last
     assert (
         rules["gpu:framebuffer_used:ratio"]["expr"]
         == "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"
     )
+    # Pending GPU pods are counted through the GPU-count rule, which in device plugin mode reads the
+    # extended resource (tests/test_gpu_alerts_both_modes.py: DRA mode).
     pending = rules["namespace:gpu_requesting_pods_pending:count"]["expr"]
-    assert 'phase="Pending"' in pending and 'resource="nvidia_com_gpu"' in pending
+    assert 'phase="Pending"' in pending and "namespace_pod:gpus_requested:sum" in pending
+    assert 'resource="nvidia_com_gpu"' in rules["namespace_pod:gpus_requested:sum"]["expr"]
 
 
 def test_jupyterhub_allow_policy_and_secret_mount(synthesized):

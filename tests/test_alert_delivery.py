@@ -11,6 +11,7 @@ import subprocess
 import pytest
 import yaml
 
+from addons.gpu_operator.rules import GPU_RULES
 from addons.monitoring import ALERTMANAGER_SERVICE_ACCOUNT, alert_topic_name, alert_warnings, heartbeat_topic_name
 from addons.monitoring.alerting import (
     CRITICAL_RECEIVER,
@@ -20,7 +21,6 @@ from addons.monitoring.alerting import (
     WATCHDOG,
 )
 from addons.monitoring.notifications import HEARTBEAT_WINDOW_MINUTES, HEARTBEAT_WINDOWS, subscription_id
-from addons.monitoring.rules import GPU_RULES
 from profiles import ProfileError, validate_profile
 from tests.cases import FIXTURES, SHIPPED
 from tests.synth_helpers import resources

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from addons.gpu_operator.rules import GPU_RULES
 from addons.monitoring import AlertReceiver
 from addons.monitoring.alerting import (
     ALERTMANAGER_SECRETS,
@@ -21,7 +22,6 @@ from addons.monitoring.alerting import (
     alertmanager_config,
 )
 from addons.monitoring.install import ADDON, ALERTMANAGER_POD
-from addons.monitoring.rules import GPU_RULES
 from profiles import ProfileError, validate_profile
 from tests.netpol import Peer, allowed
 from tests.test_profiles import mutated

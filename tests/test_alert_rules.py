@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from addons.monitoring.rules import GPU_RULES
+from addons.gpu_operator.rules import DRA_GPU_RULES, GPU_RULES
 from components.node_monitoring import CRITICAL_XIDS
 from tests.cases import IN_CI
 
@@ -57,8 +57,9 @@ def fired(alert: str, code: int, node: str = "gpu-node-1", gpu: str = "0", host_
     return {"exp_labels": {**rule["labels"], "gpu": gpu, host_label: node}, "exp_annotations": annotations}
 
 
-def run(promtool: str, tmp_path: Path, tests: list[dict]) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(GPU_RULES))
+def run(promtool: str, tmp_path: Path, tests: list[dict], rules: dict = GPU_RULES) -> subprocess.CompletedProcess[str]:
+    """promtool's unit tests of `rules` (a rule file; default: device plugin mode's GPU rules)."""
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
     (tmp_path / "tests.yaml").write_text(
         yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "30s", "tests": tests})
     )
@@ -67,8 +68,9 @@ def run(promtool: str, tmp_path: Path, tests: list[dict]) -> subprocess.Complete
     )
 
 
-def test_the_rules_load(promtool, tmp_path):
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(GPU_RULES))
+@pytest.mark.parametrize("rules", [GPU_RULES, DRA_GPU_RULES], ids=["device-plugin", "dra"])
+def test_the_rules_load(promtool, tmp_path, rules):
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
     checked = subprocess.run(
         [promtool, "check", "rules", str(tmp_path / "rules.yaml")], capture_output=True, text=True, timeout=60
     )
@@ -195,26 +197,30 @@ def test_an_allocated_gpu_idle_past_the_limit_warns_with_its_pod(promtool, tmp_p
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def idle_rule(group: dict) -> dict:
+    return next(rule for rule in group["rules"] if rule.get("alert") == "GpuAllocatedIdle")
+
+
 def test_the_idle_limit_is_the_profiles(synthesized):
-    import yaml as _yaml
+    """The monitoring add-on's setting reaches the GPU Operator's rule (through the neutral alert
+    tuning, addons/definition.py), for a profile that changes it and in the synthesized release."""
+    from addons.gpu_operator.install import ADDON as GPU_OPERATOR
+    from addons.monitoring.install import ADDON_RULES
 
-    from addons.monitoring.rules import gpu_rules
-
-    rules = {r["alert"]: r for g in gpu_rules(45)["groups"] for r in g["rules"] if "alert" in r}
-    assert (
-        rules["GpuAllocatedIdle"]["for"] == "45m"
-        and "45 minutes" in rules["GpuAllocatedIdle"]["annotations"]["summary"]
-    )
+    config = synthesized.configs["gpu-validation"]
+    monitoring = config.addons.monitoring
+    longer = monitoring.model_copy(update={"idle_gpu_alert_minutes": 45})
+    changed = config.model_copy(update={"addons": config.addons.model_copy(update={"monitoring": longer})})
+    (group,) = GPU_OPERATOR.monitors(changed.addons.gpu_operator, changed).rule_groups
+    assert idle_rule(group)["for"] == "45m" and "45 minutes" in idle_rule(group)["annotations"]["summary"]
     release = next(
         body
         for body in synthesized.stack("gpu-validation", "addons")["resource"]["helm_release"].values()
         if body["name"] == "monitoring"
     )
-    values = _yaml.safe_load(release["values"][0])
-    (group,) = values["additionalPrometheusRulesMap"]["gpu-platform"]["groups"]
-    idle = next(r for r in group["rules"] if r.get("alert") == "GpuAllocatedIdle")
-    minutes = synthesized.configs["gpu-validation"].addons.monitoring.idle_gpu_alert_minutes
-    assert idle["for"] == f"{minutes}m"
+    values = yaml.safe_load(release["values"][0])
+    groups = {group["name"]: group for group in values["additionalPrometheusRulesMap"][ADDON_RULES]["groups"]}
+    assert idle_rule(groups["gpu-platform"])["for"] == f"{monitoring.idle_gpu_alert_minutes}m"
 
 
 @pytest.mark.parametrize("host_label", ["Hostname", "hostname"])
@@ -275,7 +281,7 @@ def rows(pod: str, values: str) -> dict:
 
 
 GPU_UUID = {"gpu": "0", "UUID": "GPU-1a2b", "Hostname": "gpu-node-1"}
-NODE = {"node": "gpu-node-1", "resource": "nvidia_com_gpu", "unit": "integer"}
+NODE = {"node": "gpu-node-1"}  # node:gpus_capacity:sum and node:gpus_allocatable:sum keep only the node
 GPU = {"gpu": "0", "Hostname": "gpu-node-1"}
 HARDWARE_CASES = [
     # (alert, input series, eval time, the alert it raises or None)

@@ -113,10 +113,6 @@ def test_profiles_load_no_bindings() -> None:
 
 # What spans the add-ons without naming one: their definitions' shape, the catalog, the parts.
 ADDON_NEUTRAL = ("addons", "addons.definition", "addons.catalog", "addons.profile_rules", *ADDON_FRAMEWORK)
-# Add-ons that still import another, and which (the same rule; may only shrink).
-NOT_YET_APART = {
-    "addons.monitoring.rules": ["addons.gpu_operator", "addons.gpu_operator.gpu_health"],
-}
 
 
 def particular_addon(module: str) -> str | None:
@@ -146,7 +142,7 @@ def test_no_addon_imports_another() -> None:
         for name in MODULES
         if (own := particular_addon(name))
     }
-    assert {name: targets for name, targets in crossing.items() if targets} == NOT_YET_APART
+    assert {name: targets for name, targets in crossing.items() if targets} == {}
 
 
 def test_the_addon_rule_sees_the_ways_to_import_one(tmp_path: Path) -> None:

@@ -12,13 +12,13 @@ import pytest
 import yaml
 
 from addons.gpu_operator.dashboards import DASHBOARDS as GPU_DASHBOARDS
+from addons.gpu_operator.rules import GPU_RULES
 from addons.karpenter import DEFINITION as KARPENTER
 from addons.karpenter.dashboards import DASHBOARDS as KARPENTER_DASHBOARDS
 from addons.kuberay import DEFINITION as KUBERAY
 from addons.kuberay.dashboards import DASHBOARDS as RAY_DASHBOARDS
 from addons.kueue.dashboards import DASHBOARDS as QUEUE_DASHBOARDS
 from addons.monitoring.dashboards import DASHBOARDS as EFA_DASHBOARDS
-from addons.monitoring.rules import GPU_RULES
 from components.dashboards import DASHBOARD_LABEL, metric_names, queries
 from tests.cases import SHIPPED, profiles_where
 from tests.synth_helpers import resources

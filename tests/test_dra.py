@@ -345,3 +345,39 @@ def test_in_dra_mode_efa_stays_with_the_device_plugin_beside_the_gpu_claims(synt
         assert container["resources"]["limits"][EFA_RESOURCE] == str(group.catalog_entry.efa_interfaces)
         assert "nvidia.com/gpu" not in container["resources"]["limits"]
         assert [claim["resourceClaimTemplateName"] for claim in pod["resourceClaims"]]
+
+
+def gpu_rule_records(synthesized, profile: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The monitoring release's values and the GPU rule group's recording rules (record -> expr)."""
+    from addons.monitoring.install import ADDON_RULES
+
+    (release,) = [
+        r for r in resources(synthesized.stack(profile, "addons"), "helm_release").values() if r["name"] == "monitoring"
+    ]
+    values = yaml.safe_load(release["values"][0])
+    (group,) = [g for g in values["additionalPrometheusRulesMap"][ADDON_RULES]["groups"] if g["name"] == "gpu-platform"]
+    return values, {rule["record"]: rule["expr"] for rule in group["rules"] if "record" in rule}
+
+
+def test_in_dra_mode_the_gpu_rules_count_claims_and_the_exporters_gpus(synthesized):
+    """The GPU Operator hands the monitoring add-on the DRA form of the GPU counts (its settings carry
+    `dra`), for the fixture's claim templates, and has kube-state-metrics export the instance type
+    label they read; nothing in the GPU rules reads nvidia.com/gpu."""
+    from addons.gpu_operator.gpu_counts import NODE_ALLOCATABLE, NODE_CAPACITY, POD_REQUESTED
+
+    config = synthesized.configs["jark"]
+    values, records = gpu_rule_records(synthesized, "jark")
+    assert values["kube-state-metrics"]["metricLabelsAllowlist"] == ["nodes=[node.kubernetes.io/instance-type]"]
+    for count in {1, *config.workloads.dra_gpu_counts}:
+        assert f'resourceclaim_template_name="gpu-{count}"}} * {count}' in records[POD_REQUESTED]
+    assert "kube_node_labels" in records[NODE_CAPACITY] and "DCGM_FI_DEV_GPU_UTIL" in records[NODE_ALLOCATABLE]
+    assert "nvidia_com_gpu" not in yaml.safe_dump(values["additionalPrometheusRulesMap"])
+
+
+def test_with_the_device_plugin_the_gpu_rules_count_the_extended_resource(synthesized):
+    from addons.gpu_operator.gpu_counts import NODE_ALLOCATABLE, NODE_CAPACITY, POD_REQUESTED
+
+    values, records = gpu_rule_records(synthesized, "gpu-validation")
+    assert "kube-state-metrics" not in values  # no node label is read: kube-state-metrics' defaults
+    for record in (NODE_CAPACITY, NODE_ALLOCATABLE, POD_REQUESTED):
+        assert 'resource="nvidia_com_gpu"' in records[record], record

@@ -78,11 +78,11 @@ def test_each_gpu_node_has_exactly_one_dcgm_host_engine(synthesized, profile):
 
 
 def _codes(expr: str) -> list[int]:
-    return [int(code) for code in re.findall(r"DCGM_FI_DEV_XID_ERRORS == (\d+)", expr)]
+    return [int(code) for code in re.findall(r"gpu:xid_errors:last == (\d+)", expr)]
 
 
 def test_the_fatal_xid_alert_pages_for_exactly_the_agents_fatal_xids():
-    from addons.monitoring.rules import GPU_RULES
+    from addons.gpu_operator.rules import GPU_RULES
 
     rules = {r.get("alert"): r for group in GPU_RULES["groups"] for r in group["rules"] if "alert" in r}
     critical = rules["GpuCriticalXid"]

@@ -7,23 +7,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from addons.monitoring.rules import GPU_RULES
+from addons.gpu_operator.rules import DRA_GPU_RULES, GPU_RULES
 from addons.trainer.alerts import progress_rules
 from components.dashboards import metric_names
 
 CONTRACT = json.loads((Path(__file__).parent / "fixtures" / "metrics" / "contract.json").read_text())
 
 
-# The platform's own rules and those the add-ons declare (the Trainer's progress alert).
-RULE_GROUPS = [*GPU_RULES["groups"], progress_rules()]
+# The add-ons' rule groups: the GPU Operator's in both modes (device plugin, DRA) and the Trainer's
+# progress alert.
+RULE_GROUPS = [*GPU_RULES["groups"], *DRA_GPU_RULES["groups"], progress_rules()]
 
 
-def rule_metrics() -> dict[str, set[str]]:
-    found = {}
-    for group in RULE_GROUPS:
-        for rule in group["rules"]:
-            found[rule.get("alert") or rule["record"]] = metric_names(rule["expr"])
-    return found
+def rule_metrics() -> list[tuple[str, set[str]]]:
+    return [
+        (rule.get("alert") or rule["record"], metric_names(rule["expr"]))
+        for group in RULE_GROUPS
+        for rule in group["rules"]
+    ]
 
 
 def provided() -> dict[str, set[str]]:
@@ -48,14 +49,17 @@ def test_the_name_reader_finds_metrics_and_skips_functions_and_labels():
         "DCGM_FI_DEV_FB_USED",
         "DCGM_FI_DEV_FB_FREE",
     }
+    # label_replace's arguments and raw-string matchers are strings, not metrics.
+    assert metric_names('count by (node) (label_replace(up, "node", "$1", "Hostname", "(.+)"))') == {"up"}
+    assert metric_names("kube_node_labels{label_x=~`a\\.b|c`} * 8") == {"kube_node_labels"}
 
 
 def test_every_metric_a_rule_reads_is_provided_by_every_recorded_exporter_version():
     recorded = provided()
     dcgm_versions = {f"dcgm-exporter {v}" for v in CONTRACT["dcgm-exporter"]["read_at"]}
     # A series the platform records itself is checked where it is recorded (its own rule here).
-    platform_records = {rule["record"] for group in GPU_RULES["groups"] for rule in group["rules"] if "record" in rule}
-    for rule, names in rule_metrics().items():
+    platform_records = {rule["record"] for group in RULE_GROUPS for rule in group["rules"] if "record" in rule}
+    for rule, names in rule_metrics():
         assert names, f"{rule}: no metric found in its expression"
         for name in names - platform_records:
             assert name in recorded, f"{rule} reads {name}, which no recorded exporter provides"
@@ -67,7 +71,7 @@ def test_every_metric_a_rule_reads_is_provided_by_every_recorded_exporter_versio
 def test_annotations_name_the_host_with_every_recorded_host_label():
     labels = {read["host_label"] for read in CONTRACT["dcgm-exporter"]["read_at"].values()}
     assert labels == {"Hostname", "hostname"}
-    for group in GPU_RULES["groups"]:
+    for group in RULE_GROUPS:
         for rule in group["rules"]:
             summary = rule.get("annotations", {}).get("summary", "")
             if "$labels.Hostname" in summary or "$labels.hostname" in summary:

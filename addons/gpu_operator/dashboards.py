@@ -2,7 +2,9 @@
 
 They read the DCGM exporter the GPU Operator runs (its counters at the pinned versions, and the
 pod and namespace of the pod each GPU is allocated to, kept by the ServiceMonitor's honorLabels),
-kube-state-metrics, and the platform's own recording rule for pending GPU pods.
+kube-state-metrics, and the GPU rules' recording rules: GPUs are counted only through those of
+gpu_counts.py (what a node has and offers, what a pod asks for), which are defined for the profile's
+mode, so every panel counts the same way with the device plugin and with DRA claims.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from addons.gpu_operator import DEFINITION
+from addons.gpu_operator.gpu_counts import GPU_IDENTITY, NODE_ALLOCATABLE, NODE_CAPACITY, POD_REQUESTED
 from components.dashboards import HOST, HOST_LEGEND, Chart, Query, Section, dashboard
 
 # A GPU allocated to a pod carries that pod's namespace; an unallocated one the exporter's own.
@@ -19,8 +22,10 @@ RUNNING = 'on (namespace, pod) group_left () (kube_pod_status_phase{phase="Runni
 
 
 def per_node(aggregation: str, expr: str) -> Query:
-    """One series per node, e.g. per_node("avg", "DCGM_FI_DEV_GPU_UTIL")."""
-    return Query(f"{aggregation} by ({HOST}) ({expr})", HOST_LEGEND)
+    """One series per node, e.g. per_node("avg", "DCGM_FI_DEV_GPU_UTIL"), over one series per GPU:
+    in DRA mode the exporter reports an allocated GPU twice (gpu_counts.py), which a plain sum or
+    average over the node would count twice."""
+    return Query(f"{aggregation} by ({HOST}) (max by ({GPU_IDENTITY}) ({expr}))", HOST_LEGEND)
 
 
 def per_gpu(expr: str, what: str = "") -> Query:
@@ -33,7 +38,7 @@ def fleet() -> dict[str, Any]:
         "gpu-fleet",
         "GPU fleet",
         "Every GPU node: utilisation, memory, power, temperature, and the faults that page (XIDs, memory row "
-        "remapping, GPUs the device plugin withdrew).",
+        "remapping, GPUs a node has but does not offer).",
         (
             Section(
                 "Work",
@@ -95,15 +100,11 @@ def fleet() -> dict[str, Any]:
                         ),
                     ),
                     Chart(
-                        "GPUs withdrawn by the device plugin",
-                        (
-                            Query(
-                                'kube_node_status_capacity{resource="nvidia_com_gpu"} '
-                                '- kube_node_status_allocatable{resource="nvidia_com_gpu"}',
-                                "{{node}}",
-                            ),
-                        ),
-                        description="Capacity minus allocatable: GPUs marked unhealthy (GpuAllocatableDropped pages).",
+                        "GPUs a node has but does not offer",
+                        (Query(f"{NODE_CAPACITY} - {NODE_ALLOCATABLE}", "{{node}}"),),
+                        description="With the device plugin, the GPUs it marked unhealthy; with DRA claims, the GPUs "
+                        "the node's DCGM exporter does not list against its instance type (GpuAllocatableDropped "
+                        "pages).",
                     ),
                     Chart(
                         "PCIe replays",
@@ -117,7 +118,7 @@ def fleet() -> dict[str, Any]:
 
 
 def tenants() -> dict[str, Any]:
-    requested = f'kube_pod_container_resource_requests{{resource="nvidia_com_gpu"}} * {RUNNING}'
+    requested = f"{POD_REQUESTED} * {RUNNING}"
     return dashboard(
         "gpu-tenants",
         "GPU use by tenant",

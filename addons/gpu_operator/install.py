@@ -14,14 +14,17 @@ from typing import Any
 from cdktf import ITerraformDependable
 from pydantic import Field
 
-from addons.definition import PROMETHEUS_RULES
+from addons.definition import PROMETHEUS_RULES, alert_tuning
 from addons.gpu_operator import DEFINITION, GpuOperatorConfig
 from addons.gpu_operator.dashboards import DASHBOARDS
+from addons.gpu_operator.gpu_counts import INSTANCE_TYPE_LABEL
 from addons.gpu_operator.health_check import health_check_objects
+from addons.gpu_operator.rules import gpu_rules
 from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath, installed_providers
 from components.helm.common import GPU_TOLERATIONS, Placement, Toggle, Toleration
 from components.helm.release import Values
 from components.node_monitoring import DCGM_REMOTE_HOSTENGINE_ENV, HOST_ENGINE
+from profiles import PlatformConfig
 
 
 class DeployCr(Values):
@@ -99,9 +102,22 @@ class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
     pod_security = "privileged"
     privileged_because = "the device plugin, DCGM exporter and feature discovery run privileged to reach the GPUs"
 
-    def monitors(self, settings: GpuOperatorConfig) -> Monitors:
-        # The DCGM exporter's ServiceMonitor comes with the chart; the dashboards read it.
-        return Monitors(dashboards=DASHBOARDS)
+    def monitors(self, settings: GpuOperatorConfig, config: PlatformConfig) -> Monitors:
+        # The DCGM exporter's ServiceMonitor comes with the chart; the dashboards and the GPU rules
+        # read it, with kube-state-metrics' view of the GPU nodes and pods. The rules count GPUs the
+        # way the profile's pods get them (gpu_counts.py): in DRA mode from the claim templates
+        # the platform creates (a tenant's gpu-<n>; 1: the single-GPU claims of add-ons' own GPU
+        # pods, JupyterHub's notebook) and from each node's instance type label.
+        rules = gpu_rules(
+            dra=settings.dra,
+            idle_minutes=alert_tuning(config).idle_gpu_minutes,
+            claim_counts=(1, *config.workloads.dra_gpu_counts) if settings.dra else (),
+        )
+        return Monitors(
+            dashboards=DASHBOARDS,
+            rule_groups=(rules,),
+            node_labels=(INSTANCE_TYPE_LABEL,) if settings.dra else (),
+        )
 
     def runtime_paths(self, settings: GpuOperatorConfig) -> tuple[RuntimePath, ...]:
         # The operator and its operands talk to the API server only (NFD workers publish

@@ -15,6 +15,7 @@ from components.helm.addon import AddonContext, Companions, HelmAddonSpec, Monit
 from components.helm.monitors import service_monitor
 from components.helm.release import Values
 from components.labels import SYSTEM_NODES
+from profiles import PlatformConfig
 from profiles.versions import version_tuple
 
 SERVICE_ACCOUNT = "karpenter"
@@ -82,7 +83,7 @@ class KarpenterAddon(HelmAddonSpec[KarpenterConfig]):
             region=ctx.config.region,
         )
 
-    def monitors(self, settings: KarpenterConfig) -> Monitors:
+    def monitors(self, settings: KarpenterConfig, config: PlatformConfig) -> Monitors:
         return Monitors(
             service_monitors=(service_monitor("karpenter", NAMESPACE, "karpenter", "http-metrics"),),
             dashboards=DASHBOARDS,

@@ -10,6 +10,7 @@ from addons.kuberay.dashboards import DASHBOARDS
 from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath
 from components.helm.common import Placement
 from components.helm.monitors import service_monitor
+from profiles import PlatformConfig
 
 # Ray's head and worker pods (KubeRay names their metrics container port `metrics`, 8080) in any
 # namespace: tenants admit the monitoring namespace's scrapes.
@@ -58,7 +59,7 @@ class KubeRayAddon(HelmAddonSpec[KubeRayConfig]):
             ),
         )
 
-    def monitors(self, settings: KubeRayConfig) -> Monitors:
+    def monitors(self, settings: KubeRayConfig, config: PlatformConfig) -> Monitors:
         # The operator's chart has its own ServiceMonitor option, but it would race the CRDs.
         operator = service_monitor("kuberay-operator", self.namespace, "kuberay-operator", "http")
         return Monitors(service_monitors=(operator,), pod_monitors=(RAY_POD_MONITOR,), dashboards=DASHBOARDS)

@@ -22,6 +22,7 @@ from components.helm.release import Values, render_yaml
 from components.k8s.compute_domains import CHANNEL_DEVICE_CLASS
 from components.k8s.namespaces import ingress_from_control_plane
 from components.labels import SYSTEM_NODES
+from profiles import PlatformConfig
 from profiles.catalog import GPU_RESOURCE
 from profiles.gpus import GPU_DEVICE_CLASS, dra_mode
 
@@ -182,7 +183,7 @@ class KueueAddon(HelmAddonSpec[KueueConfig]):
             ),
         )
 
-    def monitors(self, settings: KueueConfig) -> Monitors:
+    def monitors(self, settings: KueueConfig, config: PlatformConfig) -> Monitors:
         # The metrics endpoint is HTTPS behind Kubernetes authorization: Prometheus sends its
         # service account's token (its role may GET /metrics); the certificate is self-signed.
         return Monitors(

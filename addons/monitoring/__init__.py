@@ -7,7 +7,14 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from addons.definition import PROMETHEUS_RULES, AddonDefinition, PlatformConfig, ReleaseConfig
+from addons.definition import (
+    DEFAULT_IDLE_GPU_MINUTES,
+    PROMETHEUS_RULES,
+    AddonDefinition,
+    AlertTuning,
+    PlatformConfig,
+    ReleaseConfig,
+)
 from profiles.base import FieldProblem, K8sName, Strict
 from profiles.limits import EBS_GP3_MAX_GIB
 from profiles.naming import METRICS_NAMESPACE
@@ -44,7 +51,7 @@ class MonitoringConfig(ReleaseConfig):
     """How many days Prometheus keeps metrics."""
     prometheus_storage_gib: int = Field(50, ge=10, le=EBS_GP3_MAX_GIB)
     """Size of Prometheus' persistent volume, in GiB."""
-    idle_gpu_alert_minutes: int = Field(30, ge=5, le=1440)
+    idle_gpu_alert_minutes: int = Field(DEFAULT_IDLE_GPU_MINUTES, ge=5, le=1440)
     """Minutes a GPU allocated to a pod may do no work before GpuAllocatedIdle warns (labelled with the pod)."""
     alert_emails: list[str] = Field(default_factory=list)
     """Addresses subscribed by email to the platform's alert topic (SNS, <name>-alerts), where every critical alert
@@ -53,6 +60,11 @@ class MonitoringConfig(ReleaseConfig):
     alert_receiver: AlertReceiver | None = None
     """Slack or PagerDuty, in addition to the alert topic: critical alerts (a GPU's fatal XID, among others) go to
     both. Unset: the alert topic only."""
+
+    def alert_tuning(self) -> AlertTuning:
+        # The setting stays here (the profile's schema), and the GPU Operator's rule reads it
+        # through addons.definition.alert_tuning without naming this add-on.
+        return AlertTuning(idle_gpu_minutes=self.idle_gpu_alert_minutes)
 
     @model_validator(mode="after")
     def _emails(self) -> MonitoringConfig:

@@ -1,6 +1,6 @@
 """kube-prometheus-stack: Prometheus selecting monitors and rules cluster-wide, Grafana with an
-admin password that never appears in the JSON, the platform's rules (rules.py) and alert delivery (alerting.py,
-notifications.py)."""
+admin password that never appears in the JSON, the rule groups the enabled add-ons declare (the GPU
+Operator's GPU rules among them) and alert delivery (alerting.py, notifications.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from addons.monitoring.alerting import alertmanager_config
 from addons.monitoring.dashboards import DASHBOARDS
 from addons.monitoring.delivery import AlertDelivery
 from addons.monitoring.notifications import AlertTopics, AlertTopicsProps
-from addons.monitoring.rules import DEFAULT_IDLE_GPU_MINUTES, gpu_rules
 from components.dashboards import DASHBOARD_LABEL, dashboard_config_maps
 from components.expressions import expression
 from components.helm.addon import AddonContext, Companions, HelmAddonSpec, Monitors, RuntimePath
@@ -36,10 +35,11 @@ from components.k8s.namespaces import (
 )
 from components.k8s.security import NOBODY, non_root_container
 from components.labels import SYSTEM_NODES
+from profiles import PlatformConfig
 
 # The Prometheus operator's admission webhook (PrometheusRule checks) listens here.
 OPERATOR_WEBHOOK_PORT = 10250
-# The PrometheusRule (the chart's additionalPrometheusRulesMap key) of the rules other add-ons declare.
+# The PrometheusRule (the chart's additionalPrometheusRulesMap key) of the rules the add-ons declare.
 ADDON_RULES = "platform-addons"
 
 
@@ -127,6 +127,14 @@ class NodeExporterValues(Values):
     )
 
 
+class KubeStateMetricsValues(Values):
+    """kube-prometheus-stack's kube-state-metrics (chart 8.4.0, app v2.20.0): the Kubernetes labels
+    it copies onto its *_labels series (values.yaml metricLabelsAllowlist, rendered as
+    --metric-labels-allowlist; none by default)."""
+
+    metric_labels_allowlist: list[str]
+
+
 class MonitoringValues(Values):
     prometheus: PrometheusValues
     grafana: GrafanaValues
@@ -136,6 +144,7 @@ class MonitoringValues(Values):
     prometheus_node_exporter: NodeExporterValues = Field(
         default_factory=NodeExporterValues, alias="prometheus-node-exporter"
     )
+    kube_state_metrics: KubeStateMetricsValues | None = Field(None, alias="kube-state-metrics")
     # EKS runs the control plane out of the cluster's reach (no controller-manager, scheduler or
     # etcd endpoints to scrape) and kube-proxy serves its metrics on 127.0.0.1 only: their targets
     # would be down forever, and their Down alerts would fire forever.
@@ -154,10 +163,10 @@ def monitoring_values(
     monitors: tuple[dict[str, Any], ...] = (),
     pod_monitors: tuple[dict[str, Any], ...] = (),
     rule_groups: tuple[dict[str, Any], ...] = (),
+    node_labels: tuple[str, ...] = (),
     delivery: AlertDelivery,
     region: str,
     receiver: AlertReceiver | None = None,
-    idle_gpu_minutes: int = DEFAULT_IDLE_GPU_MINUTES,
 ) -> MonitoringValues:
     return MonitoringValues(
         prometheus=PrometheusValues(
@@ -186,11 +195,12 @@ def monitoring_values(
             admin=GrafanaAdmin(existing_secret=grafana_secret) if grafana_secret else None,
             sidecar=GrafanaSidecar(dashboards=DashboardSidecar(search_namespace=DEFINITION.namespace)),
         ),
-        additional_prometheus_rules_map={
-            "gpu-platform": gpu_rules(idle_gpu_minutes),
-            # The rules other add-ons declare about their workloads (Monitors.rule_groups).
-            **({ADDON_RULES: {"groups": list(rule_groups)}} if rule_groups else {}),
-        },
+        # The rules the add-ons declare about their workloads and what they install (Monitors.rule_groups).
+        additional_prometheus_rules_map={ADDON_RULES: {"groups": list(rule_groups)}} if rule_groups else {},
+        # The node labels the add-ons' rules read (Monitors.node_labels), and no others.
+        kube_state_metrics=KubeStateMetricsValues(metric_labels_allowlist=[f"nodes=[{','.join(node_labels)}]"])
+        if node_labels
+        else None,
         alertmanager=AlertmanagerValues(
             alertmanager_spec={
                 **({"secrets": [receiver.secret_name]} if receiver else {}),
@@ -214,7 +224,7 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
     timeout_seconds = 900
     pod_security = "privileged"
 
-    def monitors(self, settings: MonitoringConfig) -> Monitors:
+    def monitors(self, settings: MonitoringConfig, config: PlatformConfig) -> Monitors:
         return Monitors(dashboards=DASHBOARDS)
 
     def user_secrets(self, settings: MonitoringConfig) -> tuple[str, ...]:
@@ -317,10 +327,10 @@ class MonitoringAddon(HelmAddonSpec[MonitoringConfig]):
             monitors=ctx.monitors.service_monitors,
             pod_monitors=ctx.monitors.pod_monitors,
             rule_groups=ctx.monitors.rule_groups,
+            node_labels=ctx.monitors.node_labels,
             delivery=self._delivery(ctx),
             region=ctx.config.region,
             receiver=settings.alert_receiver,
-            idle_gpu_minutes=settings.idle_gpu_alert_minutes,
         )
 
     def companions(self, ctx: AddonContext, settings: MonitoringConfig) -> Companions:

@@ -15,6 +15,7 @@ from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, Runtime
 from components.helm.release import Values
 from components.k8s.namespaces import ingress_from_control_plane
 from components.labels import SYSTEM_NODES
+from profiles import PlatformConfig
 
 WEBHOOK_PORT = 9443
 
@@ -51,7 +52,7 @@ class TrainerAddon(HelmAddonSpec[TrainerConfig]):
             jobset=JobSet(controller=JobSetController(node_selector=dict(SYSTEM_NODES))),
         )
 
-    def monitors(self, settings: TrainerConfig) -> Monitors:
+    def monitors(self, settings: TrainerConfig, config: PlatformConfig) -> Monitors:
         # A training pod that stopped making progress (its liveness probe on the progress file fails).
         return Monitors(rule_groups=(progress_rules(),))
 

@@ -40,8 +40,11 @@ class Monitors:
     dashboards: tuple[dict[str, Any], ...] = ()
     """Grafana dashboard models (components/dashboards.py), provisioned by the add-on that runs Grafana."""
     rule_groups: tuple[dict[str, Any], ...] = ()
-    """Prometheus rule groups about the add-on's workloads (a PrometheusRule's `groups` entries),
-    loaded by the add-on that runs Prometheus."""
+    """Prometheus rule groups about the add-on's workloads and what it installs (a PrometheusRule's
+    `groups` entries), loaded by the add-on that runs Prometheus."""
+    node_labels: tuple[str, ...] = ()
+    """Node labels its rules read from kube-state-metrics' kube_node_labels, which carries only the
+    labels it is told to (its --metric-labels-allowlist, set by the add-on that runs it)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,8 +236,10 @@ class AddonSpec(Generic[AnySettingsT]):
         closed), read from its upstream source at the pin."""
         return ()
 
-    def monitors(self, settings: AnySettingsT) -> Monitors:
-        """The Prometheus monitors for the add-on's own pods."""
+    def monitors(self, settings: AnySettingsT, config: PlatformConfig) -> Monitors:
+        """The Prometheus monitors for the add-on's own pods, and its rule groups and dashboards;
+        `config` is the whole profile (thresholds other add-ons' settings hold come from
+        addons.definition.alert_tuning)."""
         return Monitors()
 
     def namespace_guard(self, ctx: AddonContext) -> NamespaceGuard:
