@@ -37,7 +37,7 @@ from profiles.plain_data import text_problems
 from profiles.state import StateConfig
 from profiles.storage import MAX_DATA_REPOSITORY_ASSOCIATIONS, StorageConfig
 from profiles.versions import CUDA_IMAGE, version_tuple
-from profiles.vpc import is_zone_id
+from profiles.vpc import is_local_zone, is_zone_id, local_zone_id_prefix, local_zone_region
 from profiles.workloads import ACCESS_LEVELS, RESERVED_NAMESPACES, WorkloadsConfig
 
 # The namespace the validation manifests (manifests/render.py) run in.
@@ -97,6 +97,7 @@ class PlatformConfig(Strict):
             self._names_do_not_collide,
             self._tenant_people_are_not_admins,
             self._azs_in_region,
+            self._lustre_over_efa_stays_in_one_zone,
             self._tenant_quotas_fit_a_node,
             self._addon_rules_hold,
             self._driver_runs_the_images_cuda,
@@ -332,14 +333,62 @@ class PlatformConfig(Strict):
         ids = sorted(set(known.values()))
         for index, zone in enumerate(self.cluster.vpc.availability_zones):
             where = ("cluster", "vpc", "availability_zones", index)
+            # EKS places its control plane's interfaces in these subnets, and none in a Local Zone's
+            # (EKS User Guide, "Launch low-latency EKS clusters with AWS Local Zones").
+            local = ""
+            if is_local_zone(zone):
+                local = "; a Local Zone takes the GPU subnet only: cluster.vpc.gpu_local_zone"
             if is_zone_id(zone):
                 if ids and zone not in ids:  # a region not recorded: the plan's offering check still runs
-                    yield FieldProblem(where, zone, f"not a zone ID of region {self.region}", allowed=", ".join(ids))
+                    yield FieldProblem(
+                        where, zone, f"not a zone ID of region {self.region}{local}", allowed=", ".join(ids)
+                    )
             elif not re.fullmatch(rf"{re.escape(self.region)}[a-z]", zone) or (known and zone not in known):
                 names = ", ".join(known) if known else f"{self.region}a, {self.region}b, ..."
                 yield FieldProblem(
                     where,
                     zone,
-                    f"not an availability zone of region {self.region}",
+                    f"not an availability zone of region {self.region}{local}",
                     allowed=f"{names} (or, all of them so, zone IDs: {', '.join(ids)})" if ids else names,
                 )
+        yield from self._local_zone_in_region(ids)
+
+    def _local_zone_in_region(self, ids: list[str]) -> Iterator[FieldProblem]:
+        """The GPU Local Zone is one of the profile's region: its name starts with the region
+        (us-east-1-dfw-2a), its ID with the prefix of the region's zone IDs (use1-dfw2-az1). Which
+        Local Zones exist and which the account opted in to, the plan checks (components/network.py)."""
+        zone = self.cluster.vpc.gpu_local_zone
+        if zone is None:
+            return
+        prefixes = sorted({zone_id.split("-")[0] for zone_id in ids})
+        if is_zone_id(zone):
+            if prefixes and local_zone_id_prefix(zone) not in prefixes:
+                yield FieldProblem(
+                    ("cluster", "vpc", "gpu_local_zone"),
+                    zone,
+                    f"not a Local Zone of region {self.region}",
+                    allowed=f"the ID of one of its Local Zones, {prefixes[0]}-<location><n>-az<n> "
+                    f"(e.g. {prefixes[0]}-dfw2-az1 in us-east-1)",
+                )
+        elif local_zone_region(zone) != self.region:
+            yield FieldProblem(
+                ("cluster", "vpc", "gpu_local_zone"),
+                zone,
+                f"not a Local Zone of region {self.region}",
+                allowed=f"the name of one of its Local Zones, {self.region}-<location>-<n><letter> "
+                "(e.g. us-east-1-dfw-2a in us-east-1)",
+            )
+
+    def _lustre_over_efa_stays_in_one_zone(self) -> Iterator[FieldProblem]:
+        """EFA does not reach across zones (AWS ParallelCluster User Guide, "Elastic Fabric Adapter":
+        EFA "isn't supported over different availability zones"), and the file system stays in the
+        region's GPU availability zone while the GPU nodes run in the Local Zone."""
+        fsx, zone = self.storage.fsx, self.cluster.vpc.gpu_local_zone
+        if zone is not None and fsx.enabled and fsx.efa_enabled:
+            yield FieldProblem(
+                ("storage", "fsx", "efa_enabled"),
+                True,
+                f"the GPU nodes run in the Local Zone {zone} and the file system in "
+                f"{self.cluster.vpc.gpu_az}: Lustre over EFA would cross zones, which EFA does not",
+                allowed="efa_enabled: false (Lustre over TCP), or no cluster.vpc.gpu_local_zone",
+            )
