@@ -30,7 +30,7 @@ from profiles.built_images import built_image_problems, contributed
 from profiles.catalog import CATALOG
 from profiles.cluster import ClusterConfig
 from profiles.cuda import driver_problems, project_dockerfile_images
-from profiles.gpus import dra_mode, karpenter_gpu_pool
+from profiles.gpus import dra_claim_counts, dra_mode, karpenter_gpu_pool
 from profiles.limits import quantity_value
 from profiles.naming import RULES, NameSources, derived_names, name_problems
 from profiles.plain_data import text_problems
@@ -89,6 +89,7 @@ class PlatformConfig(Strict):
         stops at the first validator that raises)."""
         checks = (
             self._dra_needs_resource_api_v1,
+            self._dra_claims_take_whole_nodes,
             self._multi_node_nvlink_needs_dra,
             self._components_support_kubernetes,
             self._charts_meet_minimums,
@@ -115,6 +116,26 @@ class PlatformConfig(Strict):
                 f"DRA GPU allocation needs resource.k8s.io/v1 (Kubernetes 1.34+); the cluster runs {version}",
                 allowed="cluster.kubernetes_version 1.34 or later, or dra: false",
             )
+
+    def _dra_claims_take_whole_nodes(self) -> Iterator[FieldProblem]:
+        """In DRA mode a pod gets GPUs only through a tenant's ResourceClaimTemplates, one per count
+        of workloads.dra_gpu_counts (gpu-<n>, components/k8s/tenant.py): without the count of a GPU
+        group's nodes no pod can claim a whole node there (a multi-node job's workers take whole
+        nodes; a P6e-GB200 node has 4 GPUs, the default counts are 1 and 8)."""
+        counts = dra_claim_counts(self)
+        if not counts:
+            return
+        for group in self.cluster.gpu_node_groups:
+            per_node = group.catalog_entry.gpu_count
+            if per_node not in counts:
+                yield FieldProblem(
+                    ("workloads", "dra_gpu_counts"),
+                    list(counts),
+                    f"node group {group.name} has {per_node} GPUs per node ({group.instance_type}) and "
+                    f"workloads.dra_gpu_counts has no {per_node}: there would be no gpu-{per_node} claim "
+                    "template, so no pod could claim a whole node of the group",
+                    allowed=f"counts that include {per_node}, e.g. {sorted({*counts, per_node})}",
+                )
 
     def _multi_node_nvlink_needs_dra(self) -> Iterator[FieldProblem]:
         """UltraServer types (P6e-GB200) reach NVLink across nodes only through IMEX, which the platform
