@@ -271,3 +271,24 @@ def test_the_efa_group_stays_in_the_local_zone_subnet(synthesized):
     assert len(interfaces) == 5 and all(efa_sg in nic["security_groups"] for nic in interfaces)
     assert all("subnet_id" not in nic for nic in interfaces)
     assert "placement" not in template  # the Capacity Block brings its own placement (or none)
+
+
+def test_the_emulated_deploy_applies_no_local_zone_which_the_emulator_does_not_know():
+    """The emulated deploy (tests/emulator) applies profiles against moto, whose EC2 model (5.2.5)
+    knows no Local Zone: DescribeAvailabilityZones lists none, so the plan's zone check finds nothing,
+    and CreateSubnet refuses the zone. No emulated profile has one; when moto learns Local Zones this
+    test says so, and the gb200 fixture could join the emulated profiles."""
+    import boto3
+    from botocore.exceptions import ClientError
+    from moto import mock_aws
+
+    from tests.cases import EMULATED_PROFILES, profile_config
+
+    assert all(profile_config(name).cluster.vpc.gpu_local_zone is None for name in EMULATED_PROFILES)
+    with mock_aws():
+        ec2 = boto3.client("ec2", region_name="us-east-1")
+        zones = ec2.describe_availability_zones(AllAvailabilityZones=True)["AvailabilityZones"]
+        assert {zone["ZoneType"] for zone in zones} == {"availability-zone"}
+        vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        with pytest.raises(ClientError, match="InvalidParameterValue"):
+            ec2.create_subnet(VpcId=vpc, CidrBlock=local_zone_cidr("10.0.0.0/16"), AvailabilityZoneId=DALLAS_ID)
