@@ -14,7 +14,6 @@ them and are reported together.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from pydantic import Field, model_validator
@@ -23,7 +22,6 @@ from addons.catalog import ADDON_NAMESPACES, DEFINITIONS
 from addons.gpu_operator import DEFINITION as GPU_OPERATOR
 from addons.profile_rules import enabled_rules
 from profiles.addons import AddonsConfig
-from profiles.aws_facts import zones
 from profiles.base import AccountId, FieldProblem, Name, Region, Strict, TagKey, TagValue, raise_all
 from profiles.build import BuildConfig
 from profiles.built_images import built_image_problems, contributed
@@ -37,8 +35,8 @@ from profiles.plain_data import text_problems
 from profiles.state import StateConfig
 from profiles.storage import MAX_DATA_REPOSITORY_ASSOCIATIONS, StorageConfig
 from profiles.versions import CUDA_IMAGE, version_tuple
-from profiles.vpc import is_local_zone, is_zone_id, local_zone_id_prefix, local_zone_region
 from profiles.workloads import ACCESS_LEVELS, RESERVED_NAMESPACES, WorkloadsConfig
+from profiles.zones import lustre_over_efa_problems, zone_problems
 
 # The namespace the validation manifests (manifests/render.py) run in.
 VALIDATION_NAMESPACE = "gpu-validation"
@@ -97,8 +95,8 @@ class PlatformConfig(Strict):
             self._derived_names_are_valid,
             self._names_do_not_collide,
             self._tenant_people_are_not_admins,
-            self._azs_in_region,
-            self._lustre_over_efa_stays_in_one_zone,
+            lambda: zone_problems(self.region, self.cluster.vpc),
+            lambda: lustre_over_efa_problems(self.cluster.vpc, self.storage.fsx),
             self._tenant_quotas_fit_a_node,
             self._addon_rules_hold,
             self._driver_runs_the_images_cuda,
@@ -345,71 +343,4 @@ class PlatformConfig(Strict):
         if models:
             yield from driver_problems(
                 self.cluster.ami_release_version, self.cluster.kubernetes_version, self.gpu_images(), models
-            )
-
-    def _azs_in_region(self) -> Iterator[FieldProblem]:
-        # Zone names map to different physical zones in each account (the zone IDs do not); the
-        # recorded zones say which names and IDs a region has, not which of them an account can use.
-        known = zones(self.region)
-        ids = sorted(set(known.values()))
-        for index, zone in enumerate(self.cluster.vpc.availability_zones):
-            where = ("cluster", "vpc", "availability_zones", index)
-            # EKS places its control plane's interfaces in these subnets, and none in a Local Zone's
-            # (EKS User Guide, "Launch low-latency EKS clusters with AWS Local Zones").
-            local = ""
-            if is_local_zone(zone):
-                local = "; a Local Zone takes the GPU subnet only: cluster.vpc.gpu_local_zone"
-            if is_zone_id(zone):
-                if ids and zone not in ids:  # a region not recorded: the plan's offering check still runs
-                    yield FieldProblem(
-                        where, zone, f"not a zone ID of region {self.region}{local}", allowed=", ".join(ids)
-                    )
-            elif not re.fullmatch(rf"{re.escape(self.region)}[a-z]", zone) or (known and zone not in known):
-                names = ", ".join(known) if known else f"{self.region}a, {self.region}b, ..."
-                yield FieldProblem(
-                    where,
-                    zone,
-                    f"not an availability zone of region {self.region}{local}",
-                    allowed=f"{names} (or, all of them so, zone IDs: {', '.join(ids)})" if ids else names,
-                )
-        yield from self._local_zone_in_region(ids)
-
-    def _local_zone_in_region(self, ids: list[str]) -> Iterator[FieldProblem]:
-        """The GPU Local Zone is one of the profile's region: its name starts with the region
-        (us-east-1-dfw-2a), its ID with the prefix of the region's zone IDs (use1-dfw2-az1). Which
-        Local Zones exist and which the account opted in to, the plan checks (components/network.py)."""
-        zone = self.cluster.vpc.gpu_local_zone
-        if zone is None:
-            return
-        prefixes = sorted({zone_id.split("-")[0] for zone_id in ids})
-        if is_zone_id(zone):
-            if prefixes and local_zone_id_prefix(zone) not in prefixes:
-                yield FieldProblem(
-                    ("cluster", "vpc", "gpu_local_zone"),
-                    zone,
-                    f"not a Local Zone of region {self.region}",
-                    allowed=f"the ID of one of its Local Zones, {prefixes[0]}-<location><n>-az<n> "
-                    f"(e.g. {prefixes[0]}-dfw2-az1 in us-east-1)",
-                )
-        elif local_zone_region(zone) != self.region:
-            yield FieldProblem(
-                ("cluster", "vpc", "gpu_local_zone"),
-                zone,
-                f"not a Local Zone of region {self.region}",
-                allowed=f"the name of one of its Local Zones, {self.region}-<location>-<n><letter> "
-                "(e.g. us-east-1-dfw-2a in us-east-1)",
-            )
-
-    def _lustre_over_efa_stays_in_one_zone(self) -> Iterator[FieldProblem]:
-        """EFA does not reach across zones (AWS ParallelCluster User Guide, "Elastic Fabric Adapter":
-        EFA "isn't supported over different availability zones"), and the file system stays in the
-        region's GPU availability zone while the GPU nodes run in the Local Zone."""
-        fsx, zone = self.storage.fsx, self.cluster.vpc.gpu_local_zone
-        if zone is not None and fsx.enabled and fsx.efa_enabled:
-            yield FieldProblem(
-                ("storage", "fsx", "efa_enabled"),
-                True,
-                f"the GPU nodes run in the Local Zone {zone} and the file system in "
-                f"{self.cluster.vpc.gpu_az}: Lustre over EFA would cross zones, which EFA does not",
-                allowed="efa_enabled: false (Lustre over TCP), or no cluster.vpc.gpu_local_zone",
             )
