@@ -1,4 +1,24 @@
-"""VPC over several AZs: private subnets for nodes, public subnets for NAT and load balancers."""
+"""VPC over several AZs: private subnets for nodes, public subnets for NAT and load balancers; and,
+for GPU capacity delivered in a Local Zone, one private subnet there.
+
+A Local Zone subnet (AWS facts, each read from AWS's documentation):
+- the account must have opted in to the zone's group first (Amazon VPC User Guide, "Subnets in AWS
+  Local Zones", https://docs.aws.amazon.com/vpc/latest/userguide/Extend_VPCs.html; opt in with
+  `aws ec2 modify-availability-zone-group`, EC2 API Reference, ModifyAvailabilityZoneGroup); the
+  plan checks it with DescribeAvailabilityZones (zoneType local-zone, optInStatus opted-in; EC2 API
+  Reference, AvailabilityZone);
+- it follows the same routing rules as an AZ's subnet: route tables, security groups, network ACLs
+  (same VPC page; AWS Local Zones User Guide, "How Local Zones work");
+- NAT gateways exist only in some Local Zones (Local Zones User Guide, "NAT gateway connection in
+  Local Zones", which defers to the Local Zones features list), and a NAT gateway's Elastic IP must be
+  of its zone's network border group (EC2 API Reference, CreateNatGateway). Its default route
+  therefore goes to a NAT gateway of the region, which works in every Local Zone;
+- EKS places no interface of its control plane in a Local Zone subnet, so the cluster is never
+  given one (EKS User Guide, "Launch low-latency EKS clusters with AWS Local Zones",
+  awsdocs/amazon-eks-user-guide latest/ug/integrations/local-zones.adoc); managed node groups may
+  run there (same page). The subnet carries no load-balancer or Karpenter discovery tag: only the
+  GPU node groups are placed in it, by id.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +26,8 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Literal
 
+from cdktf import Precondition, TerraformResourceLifecycle
+from cdktf_cdktf_provider_aws.data_aws_availability_zone import DataAwsAvailabilityZone
 from cdktf_cdktf_provider_aws.default_security_group import DefaultSecurityGroup
 from cdktf_cdktf_provider_aws.eip import Eip
 from cdktf_cdktf_provider_aws.internet_gateway import InternetGateway
@@ -19,7 +41,17 @@ from cdktf_cdktf_provider_aws.vpc_endpoint import VpcEndpoint
 from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
+from components.expressions import Expression, expression, interpolated, string_literal
 from profiles.vpc import is_zone_id
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalZoneSubnetProps:
+    zone: str
+    """The Local Zone, named as the VPC's zones are (zone ID or name)."""
+    egress_zone: str
+    """One of the VPC's AZs: its NAT gateway (the shared one with a single NAT gateway) takes the
+    Local Zone subnet's default route."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +66,13 @@ class NetworkProps:
     """One shared NAT gateway, or one per AZ."""
     region: str
     """The VPC's region (for the S3 gateway endpoint)."""
+    local_zone: LocalZoneSubnetProps | None = None
+    """A private subnet in a Local Zone for the GPU node groups; None: no Local Zone subnet."""
+
+
+# Which of the VPC's 8 blocks the Local Zone's private subnet takes: blocks 0..3 are the AZs'
+# private subnets (at most 4 AZs), block 7 holds the public ones (subnet_layout).
+LOCAL_ZONE_BLOCK = 4
 
 
 def subnet_layout(cidr: str, az_count: int) -> tuple[list[str], list[str]]:
@@ -46,8 +85,14 @@ def subnet_layout(cidr: str, az_count: int) -> tuple[list[str], list[str]]:
     return private, public
 
 
+def local_zone_cidr(cidr: str) -> str:
+    """The Local Zone subnet's CIDR: a private-sized block of its own, apart from every AZ's."""
+    return str(list(ipaddress.IPv4Network(cidr).subnets(prefixlen_diff=3))[LOCAL_ZONE_BLOCK])
+
+
 class Network(Construct):
-    """Exposes `vpc_id`, `private_subnet_ids` and `public_subnet_ids` (both keyed by AZ)."""
+    """Exposes `vpc_id`, `private_subnet_ids` and `public_subnet_ids` (both keyed by AZ), and
+    `local_zone_subnet_id` (None without a Local Zone)."""
 
     def __init__(self, scope: Construct, id_: str, *, props: NetworkProps):
         super().__init__(scope, id_)
@@ -75,6 +120,8 @@ class Network(Construct):
         self._public_subnet_ids: dict[str, str] = {}
         private_route_tables: list[RouteTable] = []
         nat_ids: list[str] = []
+        # The NAT gateway each AZ's private subnet routes to (its own, or the shared one).
+        nat_by_zone: dict[str, str] = {}
         # A zone ID places the subnet in the same physical zone in every account; a name, in the
         # zone this account maps it to.
         by_id = all(is_zone_id(zone) for zone in props.availability_zones)
@@ -115,6 +162,7 @@ class Network(Construct):
                     depends_on=[igw],
                 )
                 nat_ids.append(nat.id)
+            nat_by_zone[zone] = nat_ids[-1]
             route_table = RouteTable(
                 self, f"private-{zone}-rt", vpc_id=vpc.id, tags={"Name": f"{props.name}-private-{zone}"}
             )
@@ -128,7 +176,21 @@ class Network(Construct):
             RouteTableAssociation(self, f"private-{zone}-rta", subnet_id=private.id, route_table_id=route_table.id)
             private_route_tables.append(route_table)
 
-        # The S3 gateway endpoint is free and keeps image layers and datasets off the NAT.
+        self._local_zone_subnet_id: str | None = None
+        if props.local_zone is not None:
+            local = props.local_zone
+            table = self._local_zone_subnet(
+                vpc_id=vpc.id,
+                local=local,
+                cidr=local_zone_cidr(props.cidr),
+                by_id=by_id,
+                nat_id=nat_by_zone[local.egress_zone],
+                name=props.name,
+            )
+            private_route_tables.append(table)
+
+        # The S3 gateway endpoint is free and keeps image layers and datasets off the NAT. A Local
+        # Zone subnet's route table is one of the VPC's like any other (routing rules above).
         VpcEndpoint(
             self,
             "s3",
@@ -138,6 +200,60 @@ class Network(Construct):
             route_table_ids=[table.id for table in private_route_tables],
             tags={"Name": f"{props.name}-s3"},
         )
+
+    def _local_zone_subnet(
+        self, *, vpc_id: str, local: LocalZoneSubnetProps, cidr: str, by_id: bool, nat_id: str, name: str
+    ) -> RouteTable:
+        """The Local Zone's private subnet, checked at plan time to be an opted-in Local Zone, with a
+        route table whose default route goes to `nat_id`, a NAT gateway of the region."""
+        zone = local.zone
+        found = DataAwsAvailabilityZone(
+            self,
+            f"local-{zone}-zone",
+            all_availability_zones=True,  # a zone not opted in is found too, to say so
+            zone_id=zone if by_id else None,
+            name=None if by_id else zone,
+        )
+        subnet = Subnet(
+            self,
+            f"local-{zone}",
+            vpc_id=vpc_id,
+            cidr_block=cidr,
+            availability_zone=None if by_id else zone,
+            availability_zone_id=zone if by_id else None,
+            tags={"Name": f"{name}-private-{zone}"},
+            lifecycle=TerraformResourceLifecycle(
+                precondition=[
+                    Precondition(
+                        condition=expression(
+                            f"{found.fqn}.zone_type == {string_literal('local-zone')} && "
+                            f"{found.fqn}.opt_in_status == {string_literal('opted-in')}"
+                        ),
+                        error_message=interpolated(
+                            f"cluster.vpc.gpu_local_zone {zone} is a ",
+                            Expression(f"{found.fqn}.zone_type"),
+                            " whose opt-in status in this account is ",
+                            Expression(f"{found.fqn}.opt_in_status"),
+                            ": it must be a Local Zone this account opted in to "
+                            "(aws ec2 modify-availability-zone-group --group-name ",
+                            Expression(f"{found.fqn}.group_name"),
+                            " --opt-in-status opted-in).",
+                        ),
+                    )
+                ]
+            ),
+        )
+        table = RouteTable(self, f"local-{zone}-rt", vpc_id=vpc_id, tags={"Name": f"{name}-private-{zone}"})
+        Route(
+            self,
+            f"local-{zone}-default",
+            route_table_id=table.id,
+            destination_cidr_block="0.0.0.0/0",
+            nat_gateway_id=nat_id,
+        )
+        RouteTableAssociation(self, f"local-{zone}-rta", subnet_id=subnet.id, route_table_id=table.id)
+        self._local_zone_subnet_id = subnet.id
+        return table
 
     @property
     def vpc_id(self) -> str:
@@ -158,6 +274,11 @@ class Network(Construct):
     def public_subnet_ids(self) -> dict[str, str]:
         """AZ -> public subnet id."""
         return self._public_subnet_ids
+
+    @property
+    def local_zone_subnet_id(self) -> str | None:
+        """The Local Zone's private subnet id; None without a Local Zone."""
+        return self._local_zone_subnet_id
 
 
 def admit_https(

@@ -169,7 +169,10 @@ class GpuNodeGroupProps:
     subnet_id: str
     """One private subnet: EFA does not cross AZs."""
     availability_zone: str
-    """The subnet's availability zone as the profile names it (a zone name in this account, or a zone ID)."""
+    """The subnet's availability zone (or Local Zone) as the profile names it (a zone name in this account, or a
+    zone ID)."""
+    zone_setting: str = "cluster.vpc.gpu_availability_zone"
+    """The profile field that names that zone, for the plan's messages."""
     config: GpuNodeGroupConfig
     """The group's validated profile settings."""
     efa_security_group_id: str | None
@@ -211,7 +214,7 @@ def _catalog_precondition(scope: Construct, cfg: GpuNodeGroupConfig) -> Precondi
     )
 
 
-def _offered_precondition(scope: Construct, cfg: GpuNodeGroupConfig, zone: str) -> Precondition:
+def _offered_precondition(scope: Construct, cfg: GpuNodeGroupConfig, zone: str, setting: str) -> Precondition:
     """Plan-time check that EC2 offers the type in the group's zone. Offerings differ per account
     (and zone names map to different physical zones in each), so no profile-time table can know;
     the message lists the zones of this account that do offer it, named as the profile names them."""
@@ -238,7 +241,7 @@ def _offered_precondition(scope: Construct, cfg: GpuNodeGroupConfig, zone: str) 
                 f'length({zones}) > 0 ? join(", ", sort(distinct({zones}))) : '
                 + string_literal("no zone of this region; choose another region")
             ),
-            ". Set cluster.vpc.gpu_availability_zone (or the capacity's zone) to one of them.",
+            f". Set {setting} (or the capacity's zone) to one of them.",
         ),
     )
 
@@ -331,7 +334,7 @@ class GpuNodeGroup(Construct):
             lifecycle=TerraformResourceLifecycle(
                 precondition=[
                     _catalog_precondition(self, cfg),
-                    _offered_precondition(self, cfg, props.availability_zone),
+                    _offered_precondition(self, cfg, props.availability_zone, props.zone_setting),
                 ]
             ),
         )

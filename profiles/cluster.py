@@ -30,7 +30,7 @@ from profiles.versions import (
     ManagedAddonName,
     version_tuple,
 )
-from profiles.vpc import PRIVATE_RANGES, VpcConfig, other_form_hint
+from profiles.vpc import PRIVATE_RANGES, VpcConfig, is_local_zone, other_form_hint
 
 # A public API endpoint may be open to at most this many addresses (a /16): a company's egress or
 # VPN ranges fit; more is the internet in effect (0.0.0.0/1 plus 128.0.0.0/1 is all of it).
@@ -267,19 +267,37 @@ class ClusterConfig(Strict):
     @model_validator(mode="after")
     def _groups(self) -> ClusterConfig:
         check_unique([group.name for group in self.gpu_node_groups], field="gpu_node_groups", what="GPU node group")
+        vpc = self.vpc
         for index, group in enumerate(self.gpu_node_groups):
             capacity_az = getattr(group.capacity, "availability_zone", None)
-            if capacity_az is not None and capacity_az != self.vpc.gpu_az:
-                where = (
-                    "cluster.vpc.gpu_availability_zone"
-                    if self.vpc.gpu_availability_zone
-                    else "the first of cluster.vpc.availability_zones, the GPU zone by default"
+            if capacity_az is not None and capacity_az != vpc.gpu_node_zone:
+                kind = "Local Zone" if vpc.gpu_local_zone else "availability zone"
+                if vpc.gpu_local_zone:
+                    where = "cluster.vpc.gpu_local_zone"
+                elif vpc.gpu_availability_zone:
+                    where = "cluster.vpc.gpu_availability_zone"
+                else:
+                    where = "the first of cluster.vpc.availability_zones, the GPU zone by default"
+                # A block in a Local Zone (P6e-GB200 UltraServers: the Dallas Local Zone) needs the
+                # GPU subnet there.
+                local = (
+                    "; it is a Local Zone: set cluster.vpc.gpu_local_zone to it"
+                    if is_local_zone(capacity_az) and vpc.gpu_local_zone is None
+                    else ""
                 )
                 raise FieldProblem(
                     ("gpu_node_groups", index, "capacity", "availability_zone"),
                     capacity_az,
-                    "reserved capacity must be in the GPU availability zone"
-                    + other_form_hint(capacity_az, self.vpc.availability_zones),
-                    allowed=f"{self.vpc.gpu_az} ({where})",
+                    f"reserved capacity must be in the GPU {kind}, where the GPU node groups run"
+                    + other_form_hint(capacity_az, vpc.availability_zones)
+                    + local,
+                    allowed=f"{vpc.gpu_node_zone} ({where})",
                 )
+        if vpc.gpu_local_zone is not None and not self.gpu_node_groups:
+            raise FieldProblem(
+                ("vpc", "gpu_local_zone"),
+                vpc.gpu_local_zone,
+                "the Local Zone subnet is for GPU node groups, and the profile has none",
+                allowed="unset, or GPU node groups under cluster.gpu_node_groups",
+            )
         return self

@@ -14,7 +14,6 @@ them and are reported together.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from pydantic import Field, model_validator
@@ -22,14 +21,13 @@ from pydantic import Field, model_validator
 from addons.catalog import ADDON_NAMESPACES, DEFINITIONS
 from addons.profile_rules import enabled_rules
 from profiles.addons import AddonsConfig
-from profiles.aws_facts import zones
 from profiles.base import AccountId, FieldProblem, Name, Region, Strict, raise_all
 from profiles.build import BuildConfig
 from profiles.built_images import built_image_problems, contributed
 from profiles.catalog import CATALOG
 from profiles.cluster import ClusterConfig
 from profiles.cuda import driver_problems, project_dockerfile_images
-from profiles.gpus import dra_mode, karpenter_gpu_pool
+from profiles.gpus import dra_claim_counts, dra_mode, karpenter_gpu_pool
 from profiles.limits import quantity_value
 from profiles.naming import RULES, NameSources, derived_names, name_problems
 from profiles.plain_data import text_problems
@@ -37,8 +35,8 @@ from profiles.state import StateConfig
 from profiles.storage import MAX_DATA_REPOSITORY_ASSOCIATIONS, StorageConfig
 from profiles.tags import Tags
 from profiles.versions import CUDA_IMAGE, version_tuple
-from profiles.vpc import is_zone_id
 from profiles.workloads import ACCESS_LEVELS, RESERVED_NAMESPACES, WorkloadsConfig
+from profiles.zones import lustre_over_efa_problems, zone_problems
 
 # The namespace the validation manifests (manifests/render.py) run in.
 VALIDATION_NAMESPACE = "gpu-validation"
@@ -92,6 +90,7 @@ class PlatformConfig(Strict):
         stops at the first validator that raises)."""
         checks = (
             self._dra_needs_resource_api_v1,
+            self._dra_claims_take_whole_nodes,
             self._multi_node_nvlink_needs_dra,
             self._components_support_kubernetes,
             self._charts_meet_minimums,
@@ -99,7 +98,8 @@ class PlatformConfig(Strict):
             self._derived_names_are_valid,
             self._names_do_not_collide,
             self._tenant_people_are_not_admins,
-            self._azs_in_region,
+            lambda: zone_problems(self.region, self.cluster.vpc),
+            lambda: lustre_over_efa_problems(self.cluster.vpc, self.storage.fsx),
             self._tenant_quotas_fit_a_node,
             self._addon_rules_hold,
             self._driver_runs_the_images_cuda,
@@ -117,6 +117,26 @@ class PlatformConfig(Strict):
                 f"DRA GPU allocation needs resource.k8s.io/v1 (Kubernetes 1.34+); the cluster runs {version}",
                 allowed="cluster.kubernetes_version 1.34 or later, or dra: false",
             )
+
+    def _dra_claims_take_whole_nodes(self) -> Iterator[FieldProblem]:
+        """In DRA mode a pod gets GPUs only through a tenant's ResourceClaimTemplates, one per count
+        of workloads.dra_gpu_counts (gpu-<n>, components/k8s/tenant.py): without the count of a GPU
+        group's nodes no pod can claim a whole node there (a multi-node job's workers take whole
+        nodes; a P6e-GB200 node has 4 GPUs, the default counts are 1 and 8)."""
+        counts = dra_claim_counts(self)
+        if not counts:
+            return
+        for group in self.cluster.gpu_node_groups:
+            per_node = group.catalog_entry.gpu_count
+            if per_node not in counts:
+                yield FieldProblem(
+                    ("workloads", "dra_gpu_counts"),
+                    list(counts),
+                    f"node group {group.name} has {per_node} GPUs per node ({group.instance_type}) and "
+                    f"workloads.dra_gpu_counts has no {per_node}: there would be no gpu-{per_node} claim "
+                    "template, so no pod could claim a whole node of the group",
+                    allowed=f"counts that include {per_node}, e.g. {sorted({*counts, per_node})}",
+                )
 
     def _multi_node_nvlink_needs_dra(self) -> Iterator[FieldProblem]:
         """UltraServer types (P6e-GB200) reach NVLink across nodes only through IMEX, which the platform
@@ -327,22 +347,3 @@ class PlatformConfig(Strict):
             yield from driver_problems(
                 self.cluster.ami_release_version, self.cluster.kubernetes_version, self.gpu_images(), models
             )
-
-    def _azs_in_region(self) -> Iterator[FieldProblem]:
-        # Zone names map to different physical zones in each account (the zone IDs do not); the
-        # recorded zones say which names and IDs a region has, not which of them an account can use.
-        known = zones(self.region)
-        ids = sorted(set(known.values()))
-        for index, zone in enumerate(self.cluster.vpc.availability_zones):
-            where = ("cluster", "vpc", "availability_zones", index)
-            if is_zone_id(zone):
-                if ids and zone not in ids:  # a region not recorded: the plan's offering check still runs
-                    yield FieldProblem(where, zone, f"not a zone ID of region {self.region}", allowed=", ".join(ids))
-            elif not re.fullmatch(rf"{re.escape(self.region)}[a-z]", zone) or (known and zone not in known):
-                names = ", ".join(known) if known else f"{self.region}a, {self.region}b, ..."
-                yield FieldProblem(
-                    where,
-                    zone,
-                    f"not an availability zone of region {self.region}",
-                    allowed=f"{names} (or, all of them so, zone IDs: {', '.join(ids)})" if ids else names,
-                )

@@ -27,6 +27,35 @@ def is_zone_id(zone: str) -> bool:
     return ZONE_ID.fullmatch(zone) is not None
 
 
+# A Local Zone is named <parent region>-<location>-<n><letter> (us-east-1-dfw-2a) and its ID is
+# <parent region's ID prefix>-<location><n>-az<n> (use1-dfw2-az1); its group (what an account opts in
+# to) is the name without the letter (us-east-1-dfw-2). AWS Local Zones User Guide, "Available Local
+# Zones", https://docs.aws.amazon.com/local-zones/latest/ug/available-local-zones.html; EC2 API
+# Reference, AvailabilityZone (groupName, zoneType local-zone),
+# https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_AvailabilityZone.html. Wavelength Zones
+# (us-east-1-wl1-bos-wlz-1, use1-wl1-bos-wlz1) have other shapes and are not Local Zones.
+LOCAL_ZONE_NAME = re.compile(r"^(?P<region>[a-z]{2}(-[a-z]+)+-[0-9]+)-(?P<location>[a-z]+)-[0-9]+[a-z]$")
+LOCAL_ZONE_ID = re.compile(r"^(?P<prefix>[a-z]{2,}[0-9]+)-(?P<location>[a-z]+)[0-9]+-az[0-9]+$")
+
+
+def local_zone_region(zone: str) -> str | None:
+    """The parent region a Local Zone name names (us-east-1 for us-east-1-dfw-2a); None for anything
+    else. A Local Zone ID names its region only by the region's zone-ID prefix (use1)."""
+    found = LOCAL_ZONE_NAME.fullmatch(zone)
+    return found["region"] if found else None
+
+
+def local_zone_id_prefix(zone: str) -> str | None:
+    """The zone-ID prefix of the region a Local Zone ID belongs to (use1 for use1-dfw2-az1)."""
+    found = LOCAL_ZONE_ID.fullmatch(zone)
+    return found["prefix"] if found else None
+
+
+def is_local_zone(zone: str) -> bool:
+    """Whether `zone` has the shape of a Local Zone's name or ID (not a Wavelength Zone's or an AZ's)."""
+    return local_zone_region(zone) is not None or local_zone_id_prefix(zone) is not None
+
+
 def zone_form(zones: list[str]) -> str:
     """How these zones are named, for a message: 'zone IDs' or 'zone names'."""
     return "zone IDs" if zones and is_zone_id(zones[0]) else "zone names"
@@ -51,7 +80,17 @@ class VpcConfig(Strict):
     """
     gpu_availability_zone: str | None = Field(None)
     """AZ of the GPU subnet (EFA does not cross AZs), one of availability_zones, named the same way. Default: the
-    first AZ."""
+    first AZ. With gpu_local_zone, the GPU node groups run in the Local Zone instead and this zone keeps what stays in
+    the region: the FSx for Lustre file system and the NAT gateway the Local Zone's traffic leaves by (its parent zone
+    is the nearest)."""
+    gpu_local_zone: str | None = Field(None)
+    """A Local Zone of the profile's region for the GPU subnet, e.g. use1-dfw2-az1 (us-east-1-dfw-2a, Dallas: where
+    P6e-GB200 UltraServer Capacity Blocks are delivered), named as availability_zones are (zone ID or name). Set, every
+    GPU node group runs in a private subnet in that Local Zone, which routes to a NAT gateway in the region; the EKS
+    control plane, the system nodes and the interface endpoints stay in availability_zones (EKS places no interface in a
+    Local Zone subnet). The account must have opted in to the zone's group (aws ec2 modify-availability-zone-group
+    --group-name us-east-1-dfw-2 --opt-in-status opted-in); the plan checks it. Default: none, the GPU subnet is in
+    gpu_availability_zone."""
     nat_gateways: Literal["single", "per_az"] = Field("single")
     """One shared NAT gateway (cheap) or one per AZ (survives an AZ outage)."""
     allow_public_cidr: bool = Field(False)
@@ -87,6 +126,31 @@ class VpcConfig(Strict):
         return zones
 
     @model_validator(mode="after")
+    def _gpu_local_zone(self) -> VpcConfig:
+        zone = self.gpu_local_zone
+        if zone is None:
+            return self
+        if zone in self.availability_zones or not is_local_zone(zone):
+            raise FieldProblem(
+                "gpu_local_zone",
+                zone,
+                "is one of availability_zones, not a Local Zone"
+                if zone in self.availability_zones
+                else "not the name or ID of a Local Zone",
+                allowed="a Local Zone of the region, e.g. use1-dfw2-az1 or us-east-1-dfw-2a, or unset "
+                "(the GPU subnet is then in gpu_availability_zone)",
+            )
+        if is_zone_id(zone) != self.zone_ids:
+            raise FieldProblem(
+                "gpu_local_zone",
+                zone,
+                f"cluster.vpc.availability_zones uses {zone_form(self.availability_zones)}: name the Local Zone "
+                "the same way",
+                allowed="its zone ID, e.g. use1-dfw2-az1" if self.zone_ids else "its zone name, e.g. us-east-1-dfw-2a",
+            )
+        return self
+
+    @model_validator(mode="after")
     def _gpu_az_in_vpc(self) -> VpcConfig:
         if self.gpu_availability_zone is not None and self.gpu_availability_zone not in self.availability_zones:
             raise FieldProblem(
@@ -115,7 +179,14 @@ class VpcConfig(Strict):
 
     @property
     def gpu_az(self) -> str:
+        """The GPU availability zone: the GPU subnet's, or with a Local Zone, the region's zone that keeps the
+        file system and the NAT gateway the Local Zone leaves by."""
         return self.gpu_availability_zone or self.availability_zones[0]
+
+    @property
+    def gpu_node_zone(self) -> str:
+        """Where the GPU node groups run (and their reserved capacity must be): the Local Zone, else the GPU AZ."""
+        return self.gpu_local_zone or self.gpu_az
 
     @property
     def zone_ids(self) -> bool:

@@ -19,7 +19,7 @@ from components.iam import (
     policy_document,
 )
 from components.managed_addon import AddonIdentity, ManagedAddon, ManagedAddonProps
-from components.network import Network, NetworkProps
+from components.network import LocalZoneSubnetProps, Network, NetworkProps
 from components.node_groups import (
     GpuNodeGroup,
     GpuNodeGroupProps,
@@ -63,10 +63,20 @@ class ClusterStack(LayerStack):
                 availability_zones=tuple(vpc.availability_zones),
                 nat_gateways=vpc.nat_gateways,
                 region=config.region,
+                local_zone=(
+                    LocalZoneSubnetProps(zone=vpc.gpu_local_zone, egress_zone=vpc.gpu_az)
+                    if vpc.gpu_local_zone
+                    else None
+                ),
             ),
         )
+        # The control plane, the system nodes and the interface endpoints use the AZs' private
+        # subnets only: EKS places no interface in a Local Zone subnet (components/network.py).
         private_subnets = tuple(network.private_subnet_ids.values())
+        # The file system's subnet (the storage layer): in the GPU AZ, also with a Local Zone.
         gpu_subnet_id = network.private_subnet_ids[vpc.gpu_az]
+        # Where the GPU node groups run: the Local Zone's subnet, else the GPU AZ's.
+        gpu_node_subnet_id = network.local_zone_subnet_id or gpu_subnet_id
 
         control_plane = EksControlPlane(
             self,
@@ -152,8 +162,9 @@ class ClusterStack(LayerStack):
                 f"gpu-{group.name}",
                 props=GpuNodeGroupProps(
                     wiring=wiring,
-                    subnet_id=gpu_subnet_id,
-                    availability_zone=vpc.gpu_az,
+                    subnet_id=gpu_node_subnet_id,
+                    availability_zone=vpc.gpu_node_zone,
+                    zone_setting=f"cluster.vpc.{'gpu_local_zone' if vpc.gpu_local_zone else 'gpu_availability_zone'}",
                     config=group,
                     efa_security_group_id=efa_sg.id if efa_sg else None,
                     lustre_over_efa=config.storage.fsx.enabled and config.storage.fsx.efa_enabled,
@@ -171,6 +182,7 @@ class ClusterStack(LayerStack):
             vpc_cidr=vpc.cidr,
             private_subnet_ids=list(private_subnets),
             gpu_subnet_id=gpu_subnet_id,
+            gpu_local_zone_subnet_id=network.local_zone_subnet_id,
             node_security_group_id=node_sg,
             efa_security_group_id=efa_sg.id if efa_sg else None,
             node_role_arn=node_role.arn,

@@ -111,6 +111,9 @@ class ClusterOutputs:
     """The VPC's CIDR (plain text from the profile: NetworkPolicies name it at synthesis)."""
     private_subnet_ids: list[str] = published(description="Private subnets, one per availability zone")
     gpu_subnet_id: str = published(description="The private subnet of the GPU availability zone (EFA stays in one AZ)")
+    gpu_local_zone_subnet_id: str | None = published(
+        description="The private subnet in cluster.vpc.gpu_local_zone the GPU node groups run in (none without one)"
+    )
     node_security_group_id: str = published(description="The EKS cluster security group every node carries")
     efa_security_group_id: str | None = published(
         description="The security group EFA interfaces carry (all traffic among themselves)"

@@ -49,6 +49,7 @@ def example_cluster_outputs(**changes: object) -> ClusterOutputs:
         "vpc_cidr": "10.0.0.0/16",
         "private_subnet_ids": ["subnet-0a", "subnet-0b"],
         "gpu_subnet_id": "subnet-0a",
+        "gpu_local_zone_subnet_id": None,
         "node_security_group_id": "sg-0nodes",
         "efa_security_group_id": None,
         "node_role_arn": "arn:aws:iam::111122223333:role/example-nodes",

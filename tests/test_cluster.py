@@ -129,16 +129,19 @@ def test_efa_security_group_references_only_itself(synthesized, profile):
 @pytest.mark.parametrize("profile", ALL)
 def test_gpu_nodes_only_in_the_one_private_gpu_subnet(synthesized, profile):
     stack = cluster(synthesized, profile)
-    gpu_az = synthesized.configs[profile].cluster.vpc.gpu_az
-    subnet_id = by_path(stack, "aws_subnet", f"network/private-{gpu_az}")[0]
+    vpc = synthesized.configs[profile].cluster.vpc
+    zone = vpc.gpu_node_zone  # the GPU AZ, or the Local Zone (tests/test_local_zones.py)
+    prefix = "local" if vpc.gpu_local_zone else "private"
+    subnet_id = by_path(stack, "aws_subnet", f"network/{prefix}-{zone}")[0]
     for name, group in gpu_node_groups(stack).items():
         assert group["subnet_ids"] == [ref("aws_subnet", subnet_id)], name
     subnet = resources(stack, "aws_subnet")[subnet_id]
-    placed_by = "availability_zone_id" if synthesized.configs[profile].cluster.vpc.zone_ids else "availability_zone"
-    assert subnet[placed_by] == gpu_az and not subnet.get("map_public_ip_on_launch")
-    assert subnet["tags"]["kubernetes.io/role/internal-elb"] == "1"
+    placed_by = "availability_zone_id" if vpc.zone_ids else "availability_zone"
+    assert subnet[placed_by] == zone and not subnet.get("map_public_ip_on_launch")
+    # Internal load balancers may use an AZ's GPU subnet; the Local Zone's holds the GPU nodes only.
+    assert subnet["tags"].get("kubernetes.io/role/internal-elb") == (None if vpc.gpu_local_zone else "1")
     # Its default route goes to a NAT gateway, never the internet gateway.
-    routes = [r for r in resources(stack, "aws_route").values() if f"private-{gpu_az}-default" in path_of(r)]
+    routes = [r for r in resources(stack, "aws_route").values() if f"{prefix}-{zone}-default" in path_of(r)]
     assert len(routes) == 1 and "nat_gateway_id" in routes[0] and "gateway_id" not in routes[0]
 
 
@@ -283,7 +286,7 @@ def test_plan_time_catalog_check(synthesized, profile):
         zone_id, zone = by_path(stack, "aws_ec2_instance_type_offerings", f"gpu-{name}/offered-in-zone", section="data")
         assert {f["name"]: f["values"] for f in zone["filter"]} == {
             "instance-type": [cfg.instance_type],
-            "location": [synthesized.configs[profile].cluster.vpc.gpu_az],
+            "location": [synthesized.configs[profile].cluster.vpc.gpu_node_zone],  # a Local Zone if set
         }
         assert offered["condition"] == (
             f'${{contains(data.aws_ec2_instance_type_offerings.{zone_id}.instance_types, "{cfg.instance_type}")}}'

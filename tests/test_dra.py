@@ -314,6 +314,66 @@ def test_a_gpu_pool_in_a_dra_profile_is_refused_naming_the_field_the_value_and_t
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("fixture", "counts", "group", "per_node"),
+    [("jark", [1, 4], "g6e-efa", 8), ("gb200", [1, 8], "gb200-nvl36", 4), ("gb200", None, "gb200-nvl36", 4)],
+    ids=["g6e-without-8", "gb200-without-4", "gb200-with-the-default"],
+)
+def test_dra_counts_without_a_whole_node_are_refused_naming_the_count_and_the_group(
+    tmp_path, fixture, counts, group, per_node
+):
+    """In DRA mode a pod gets GPUs only from its namespace's gpu-<n> claim templates, one per
+    workloads.dra_gpu_counts: every GPU group's per-node GPU count must be one of them, or no pod
+    (no multi-node job's worker) could claim a whole node there. Refused with exit 2."""
+    import subprocess
+    import sys
+
+    from profiles import ProfileError, validate_profile
+    from profiles.loader import parse_profile_text
+    from tests.cases import FIXTURE_PROFILES
+
+    # As the loader reads it (a Capacity Block's times stay text).
+    doc = parse_profile_text((FIXTURE_PROFILES / f"{fixture}.yaml").read_bytes(), fixture)
+    if counts is None:  # the default, [1, 8]
+        del doc["workloads"]["dra_gpu_counts"]
+    else:
+        doc["workloads"]["dra_gpu_counts"] = counts
+    with pytest.raises(ProfileError) as error:
+        validate_profile(doc)
+    (problem,) = error.value.problems
+    assert problem.startswith(f"workloads.dra_gpu_counts: node group {group} has {per_node} GPUs per node"), problem
+    assert f"has no {per_node}: there would be no gpu-{per_node} claim template" in problem
+    assert f"(got {counts or [1, 8]}; allowed: counts that include {per_node}" in problem
+    # With the whole node's count it loads; with the device plugin the counts are not used.
+    validate_profile({**doc, "workloads": {**doc["workloads"], "dra_gpu_counts": [*(counts or [1, 8]), per_node]}})
+    if fixture == "jark":
+        validate_profile({**doc, "addons": {**doc["addons"], "gpu_operator": {"dra": False}}})
+    profile = tmp_path / "dra-counts.yaml"
+    profile.write_text(yaml.safe_dump(doc))
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, str(root / "main.py"), "synth", "--profile", str(profile), "--outdir", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    assert f"workloads.dra_gpu_counts: node group {group}" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_dra_fixture_claims_whole_nodes_of_every_group():
+    from profiles.gpus import dra_claim_counts
+    from tests.cases import ALL_PROFILES, profile_config
+
+    dra = [name for name in ALL_PROFILES if dra_claim_counts(profile_config(name))]
+    assert sorted(dra) == ["gb200", "jark"]
+    for name in dra:
+        config = profile_config(name)
+        assert {g.catalog_entry.gpu_count for g in config.cluster.gpu_node_groups} <= set(dra_claim_counts(config))
+
+
 def test_the_karpenter_dra_refusal_names_the_pinned_version():
     """The refusal (and its citations) are about the pinned Karpenter: a new pin must re-read them."""
     from addons.karpenter import DEFINITION as KARPENTER

@@ -187,3 +187,45 @@ run "{name}" {{
     output = " ".join((result.stdout + result.stderr).split())
     assert 'run "the_admin"... fail' in output
     assert f"{admin} deployed this cluster first and already has an access entry" in output
+
+
+def test_a_local_zone_the_account_did_not_opt_in_to_fails_the_plan_with_the_opt_in_command(
+    synthesized, terraform, tmp_path
+):
+    """The gb200 fixture's GPU subnet is in the Dallas Local Zone (tests/test_local_zones.py): the
+    plan reads the zone (DescribeAvailabilityZones, all zones) and stops unless it is a Local Zone
+    this account opted in to, naming the zone group to opt in to."""
+    stack = synthesized.stack("gb200", "cluster")
+    (group,) = synthesized.configs["gb200"].cluster.gpu_node_groups
+    entry = CATALOG[group.instance_type]
+    zone_id, _ = by_path(stack, "aws_availability_zone", "network/local-use1-dfw2-az1-zone", section="data")
+    type_id, _ = by_path(stack, "aws_ec2_instance_type", f"gpu-{group.name}/instance-type", section="data")
+
+    def run(name: str, zone_type: str, opt_in: str) -> str:
+        return f"""
+run "{name}" {{
+  command = plan
+  override_data {{
+    target = data.aws_ec2_instance_type.{type_id}
+    values = {{ efa_maximum_interfaces = {entry.efa_interfaces}, maximum_network_cards = {entry.network_cards} }}
+  }}
+  override_data {{
+    target = data.aws_availability_zone.{zone_id}
+    values = {{ zone_type = "{zone_type}", opt_in_status = "{opt_in}", group_name = "us-east-1-dfw-2" }}
+  }}
+}}
+"""
+
+    result = terraform.test(stack, MOCKS + run("opted_in", "local-zone", "opted-in"), tmp_path / "ok")
+    output = " ".join((result.stdout + result.stderr).split())
+    assert 'run "opted_in"... pass' in output, output[-3000:]
+    result = terraform.test(stack, MOCKS + run("not_opted_in", "local-zone", "not-opted-in"), tmp_path / "no")
+    output = " ".join((result.stdout + result.stderr).split())
+    assert 'run "not_opted_in"... fail' in output, output[-3000:]
+    assert (
+        "cluster.vpc.gpu_local_zone use1-dfw2-az1 is a local-zone whose opt-in status in this account is "
+        "not-opted-in: it must be a Local Zone this account opted in to (aws ec2 modify-availability-zone-group "
+        "--group-name us-east-1-dfw-2 --opt-in-status opted-in)."
+    ) in output
+    result = terraform.test(stack, MOCKS + run("an_az", "availability-zone", "opt-in-not-required"), tmp_path / "az")
+    assert 'run "an_az"... fail' in " ".join((result.stdout + result.stderr).split())

@@ -32,7 +32,7 @@ def cluster_output_for(synthesized, profile, reference: str) -> str:
 
 
 def fsx_profiles():
-    return [p for p in ALL if p != "odcr"]
+    return [p for p in ALL if profile_config(p).storage.fsx.enabled]
 
 
 @pytest.mark.parametrize("profile", fsx_profiles())

@@ -232,12 +232,12 @@ def admitted_by_the_queue(synthesized, profile: str, tenant: str, job: dict):
     return workload, preempted
 
 
-@pytest.mark.parametrize("counts", [[1, 8], [1, 4]])
+@pytest.mark.parametrize("counts", [[1, 8], [8, 2]])
 def test_in_dra_mode_the_job_claims_what_its_namespace_offers(counts):
     """In DRA mode a worker claims a whole node's GPUs through a ResourceClaimTemplate, which must
     exist in the namespace the job runs in. The tenant's namespace has one per `dra_gpu_counts`
-    (made by the workloads layer's tenant objects); without a whole node's count there (g6e.48xlarge
-    has 8 GPUs), the check keeps to the validation namespace, which brings its own."""
+    (made by the workloads layer's tenant objects), which always hold a whole node's count
+    (g6e.48xlarge has 8 GPUs): a profile without it is refused (tests/test_dra.py)."""
     doc = yaml.safe_load((FIXTURE_PROFILES / "jark.yaml").read_text())
     doc = changed(doc, cluster__gpu_node_groups__0__desired_size=2, workloads__dra_gpu_counts=counts)
     config = validate_profile(doc)

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from addons.contributions import tenant_gpu_ceiling, tenant_gpu_quota
 from components.acceptance import MultiNodeSite, ValidationTarget
-from profiles.gpus import dra_claim_counts
 from profiles.models import VALIDATION_NAMESPACE, PlatformConfig
 
 NAMESPACE = VALIDATION_NAMESPACE
 
 
-def tenant_check_namespace(config: PlatformConfig, target: ValidationTarget) -> str:
+def tenant_check_namespace(config: PlatformConfig) -> str:
     """Where the multi-node checks run: the first tenant's namespace, so they meet what a tenant's
     first job meets (its Pod Security level, ResourceQuota, LimitRange, NetworkPolicies and, with
     Kueue, its queue). The validation namespace only where no tenant could run them: a profile
-    without tenants, or DRA mode where the tenants have no claim template for a whole node."""
+    without tenants. (In DRA mode every tenant has a claim template for a whole node of every GPU
+    group: a profile whose workloads.dra_gpu_counts lack one is refused, profiles/models.py.)"""
     tenants = config.workloads.tenants
-    if not tenants or (target.dra and target.entry.gpu_count not in dra_claim_counts(config)):
+    if not tenants:
         return NAMESPACE
     return tenants[0].name
 
@@ -40,5 +40,5 @@ def multi_node_site(config: PlatformConfig, target: ValidationTarget | None) -> 
     """Where the multi-node checks run, with as many of the group's nodes as a job there can get."""
     if target is None:
         return None
-    namespace = tenant_check_namespace(config, target)
+    namespace = tenant_check_namespace(config)
     return MultiNodeSite(target, namespace, tenant_job_nodes(config, target, namespace))
