@@ -30,6 +30,7 @@ from profiles import (
     validate_profile,
 )
 from profiles.base import PATTERN_WORDS
+from profiles.problems import show
 from profiles.models import PlatformConfig
 from profiles.versions import CUDA_IMAGE
 
@@ -750,3 +751,43 @@ def test_every_image_field_uses_the_grammar():
 def test_the_platforms_own_image_pins_follow_the_grammar():
     for reference in (CUDA_IMAGE, trainer.PUBLIC_TORCH_IMAGE):
         assert image_ref.parse_image_reference(reference).tag, reference
+
+
+# IAM principal ARNs (profiles/base.py IamPrincipalArn): the forms IAM's API and EKS's access
+# entries take, in the commercial partition the platform writes for.
+ROLE = "arn:aws:iam::123456789012:role/"
+BAD_PRINCIPALS = [
+    ("arn:aws-cn:iam::123456789012:role/admins", "in the aws-cn partition"),
+    ("arn:aws-us-gov:iam::123456789012:user/bob", "in the aws-us-gov partition"),
+    ("arn:awsfoo:iam::123456789012:role/admins", "'awsfoo' is not an AWS partition"),
+    (ROLE + "/x", "(no empty part, no / at the end)"),
+    (ROLE + "team//x", "(no empty part, no / at the end)"),
+    (ROLE + "x/", "(no empty part, no / at the end)"),
+    (ROLE + "/x/", "(no empty part, no / at the end)"),
+    (ROLE, "(no empty part, no / at the end)"),
+    (ROLE + "a" * 65, "is 65 characters"),
+    (ROLE + "team/" + "u" * 65, "is 65 characters"),
+    (ROLE + "p/" * 256 + "x", "the path is 513 characters"),
+    ("arn:aws:sts::123456789012:assumed-role/a/s", "an IAM role or user ARN"),
+]
+
+
+@pytest.mark.parametrize("arn, words", BAD_PRINCIPALS, ids=[f"{a[:40]}..{len(a)}" for a, _ in BAD_PRINCIPALS])
+@pytest.mark.parametrize("field", ["cluster.admin_principal_arns", "workloads.tenants.0.viewers"])
+def test_a_principal_arn_aws_refuses_is_refused(tmp_path, capsys, field, arn, words):
+    doc = edited(BASE, field, [arn])
+    if field.startswith("workloads"):
+        doc = edited(BASE, "workloads.tenants", [{"name": "team-a", "viewers": [arn]}])
+    line = refused(tmp_path, capsys, doc, f"{field}.0")
+    assert words in line and f"got {show(arn)}" in line and "allowed: " in line, line
+
+
+def test_principal_arns_iam_takes_load():
+    arns = [
+        ROLE + "a" * 64,
+        ROLE + "aws-reserved/sso.amazonaws.com/AWSReservedSSO_ML_0a1b2c3d4e5f6a7b",
+        "arn:aws:iam::123456789012:user/team/bob+ci=x,y.z@example-1_",
+        ROLE + "p/" * 254 + "x",  # a path of 510 characters
+    ]
+    config = validate_profile(edited(BASE, "cluster.admin_principal_arns", arns))
+    assert config.cluster.admin_principal_arns == arns
