@@ -181,8 +181,8 @@ def _principal_lengths(value: str) -> str:
 
 IamPrincipalArn = Annotated[
     str,
-    BeforeValidator(_principal_partition),
     Field(pattern=r"^arn:aws:iam::[0-9]{12}:(role|user)(/[A-Za-z0-9_+=,.@-]+)+$"),
+    BeforeValidator(_principal_partition),  # runs first: names the partition before the pattern
     AfterValidator(_principal_lengths),
 ]
 SecurityGroupId = Annotated[str, Field(pattern=r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")]
