@@ -30,8 +30,8 @@ from profiles import (
     validate_profile,
 )
 from profiles.base import PATTERN_WORDS
-from profiles.problems import show
 from profiles.models import PlatformConfig
+from profiles.problems import show
 from profiles.versions import CUDA_IMAGE
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
@@ -473,14 +473,27 @@ RESERVED_LABELS = [
     ("eks.amazonaws.com/nodegroup", "eks.amazonaws.com/"),
     ("x.eks.amazonaws.com/pool", "x.eks.amazonaws.com/"),
     ("mykubernetes.io/team", "mykubernetes.io/"),
+    # Labels other components on the GPU nodes set or read (profiles/reserved_keys.py).
+    ("karpenter.sh/nodepool", "Karpenter's labels"),
+    ("karpenter.sh/capacity-type", "Karpenter's labels"),
+    ("x.karpenter.sh/pool", "Karpenter's labels"),
+    ("karpenter.k8s.aws/instance-gpu-count", "AWS's (karpenter.k8s.aws, topology.k8s.aws) labels"),
+    ("topology.k8s.aws/zone-id", "AWS's (karpenter.k8s.aws, topology.k8s.aws) labels"),
+    ("nvidia.com/gpu.present", "NVIDIA's GPU Operator"),
+    ("nvidia.com/gpu.deploy.driver", "NVIDIA's GPU Operator"),
+    ("nvidia.com/gpu.deploy.device-plugin", "NVIDIA's GPU Operator"),
+    ("nvidia.com/gpu.product", "NVIDIA's GPU Operator"),
+    ("nvidia.com/cuda.driver.major", "NVIDIA's GPU Operator"),
+    ("nvidia.com/mig.strategy", "NVIDIA's GPU Operator"),
+    ("nvidia.com/gpu-driver-upgrade-state", "NVIDIA's GPU Operator"),
 ]
 
 
 @pytest.mark.parametrize("key, words", RESERVED_LABELS, ids=[key for key, _ in RESERVED_LABELS])
 def test_reserved_node_labels_are_refused(tmp_path, capsys, key, words):
-    doc = edited(BASE, f"{GROUP}.labels", {key: "x"})
-    line = refused(tmp_path, capsys, doc, f"{GROUP}.labels")
-    assert key in line and words in line, line
+    doc = edited(BASE, f"{GROUP}.labels", {"example.com/team": "ml", key: "x"})
+    line = refused(tmp_path, capsys, doc, f"{GROUP}.labels.{key}")
+    assert words in line and f"got {key!r}" in line and "allowed: " in line, line
 
 
 def test_labels_of_ones_own_prefix_load():
@@ -490,6 +503,10 @@ def test_labels_of_ones_own_prefix_load():
         "kubernetes.io.example.com/x": "y",
         "a" * 55 + ".io/x": "Z" * 63,  # 63 characters, EKS's most for a key
         "Team_Name.v2": "a-b_c.d",
+        "nvidia.com/mig.config": "all-1g.10gb",  # the GPU Operator's input, an administrator's choice
+        "nvidia.com/team": "ml",
+        "notkarpenter.sh/x": "y",
+        "k8s.aws.example.com/x": "y",
     }
     assert validate_profile(edited(BASE, f"{GROUP}.labels", labels)).cluster.gpu_node_groups[0].labels == labels
 
