@@ -808,3 +808,41 @@ def test_principal_arns_iam_takes_load():
     ]
     config = validate_profile(edited(BASE, "cluster.admin_principal_arns", arns))
     assert config.cluster.admin_principal_arns == arns
+
+
+# A repository build's ref: a name git takes (git check-ref-format) whose image tag (the ref, '/'
+# made '-') the tag grammar takes (profiles/build.py).
+BAD_REFS = [
+    ("-x", "it begins with '-'"),
+    ("a..b", "it contains '..'"),
+    ("..", "it contains '..'"),
+    ("a//b", "an empty part ('//')"),
+    ("/main", "it begins or ends with '/'"),
+    ("main/", "it begins or ends with '/'"),
+    (".hidden", "a part begins with '.'"),
+    ("release/.x", "a part begins with '.'"),
+    ("main.lock", "a part ends with '.lock'"),
+    ("main.", "it ends with '.'"),
+    ("r" * 129, "the image is tagged with the ref, '/' made '-', and the tag"),
+    ("v/" * 64 + "x", "the image is tagged with the ref"),  # 129 characters once '/' is '-'
+    ("_" + "a" * 199, "the image is tagged with the ref"),
+]
+
+
+@pytest.mark.parametrize("ref, words", BAD_REFS, ids=[f"{r[:12]}..{len(r)}" for r, _ in BAD_REFS])
+def test_a_ref_git_or_the_registry_refuses_is_refused(tmp_path, capsys, ref, words):
+    doc = edited(
+        BASE, "build.reference_implementations.nccl", {"repository_url": "https://example.com/r.git", "ref": ref}
+    )
+    line = refused(tmp_path, capsys, doc, "build.reference_implementations.nccl.ref")
+    assert words in line and f"got {show(ref)}" in line and "allowed: " in line, line
+
+
+def test_refs_git_and_the_registry_take_load():
+    from stacks.build import image_tag
+
+    refs = ["main", "release/v1.2", "v2.0.1", "_x", "r" * 128, "feature/a-b_c.d"]
+    for ref in refs:
+        doc = edited(BASE, "build.reference_implementations.r", {"repository_url": "https://e.com/r", "ref": ref})
+        spec = validate_profile(doc).build.reference_implementations["r"]
+        assert image_tag(spec) == ref.replace("/", "-") and image_ref.tag_problem(image_tag(spec)) is None
