@@ -129,7 +129,62 @@ def _quoted_account_id(value: object) -> object:
 
 # A 12-digit AWS account ID, in ASCII digits only (\d would admit other scripts' digits).
 AccountId = Annotated[str, BeforeValidator(_quoted_account_id), Field(pattern=r"^[0-9]{12}$")]
-IamPrincipalArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9_+=,.@/-]+$")]
+# An IAM role or user ARN, arn:aws:iam::<account>:role|user/<path/><name>, as IAM's API takes it
+# (Role and User data types, https://docs.aws.amazon.com/IAM/latest/APIReference/API_Role.html and
+# API_User.html; "IAM identifiers", https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html;
+# "IAM and AWS STS quotas", https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html):
+# a name of 1 to 64 of [A-Za-z0-9_+=,.@-]; a path `/` or `/.../` of at most 512 characters whose
+# parts are never empty (so no `//` and no `/` at the end, which would leave the name empty); an
+# ARN of at most 2048. The partition is aws only: the platform writes ARNs and endpoints for the
+# commercial partition (partition_of, _known_region), and an access entry's principal must be in
+# its cluster's partition. An STS assumed-role ARN is no access entry principal (EKS takes the role).
+IAM_NAME_MAX = 64
+IAM_PATH_MAX = 512
+ARN_MAX = 2048
+_KNOWN_PARTITIONS = {*OTHER_PARTITIONS.values(), "aws-iso-e", "aws-iso-f", "aws-eusc"}
+
+
+def _principal_partition(value: object) -> object:
+    partition = (
+        value.split(":")[1] if isinstance(value, str) and value.startswith("arn:") and ":" in value[4:] else None
+    )
+    if partition is None or partition == "aws":
+        return value
+    allowed = "an ARN in the aws partition, arn:aws:iam::<account>:role/<name> or arn:aws:iam::<account>:user/<name>"
+    if partition in _KNOWN_PARTITIONS:
+        message = (
+            f"the ARN is in the {partition} partition; the platform's cluster is in the commercial aws partition "
+            "(its region is a commercial one), whose access entries take principals of that partition only"
+        )
+    else:
+        message = f"{partition!r} is not an AWS partition (aws, aws-cn, aws-us-gov, ...)"
+    raise FieldProblem((), value, message, allowed=allowed)
+
+
+def _principal_lengths(value: str) -> str:
+    resource = value.split(":", 5)[5]  # role/<path/>name
+    _, _, rest = resource.partition("/")
+    inner, _, name = rest.rpartition("/")
+    path = f"/{inner}/" if inner else "/"
+    if len(name) > IAM_NAME_MAX:
+        raise FieldProblem(
+            (), value, f"the name {name!r} is {len(name)} characters", allowed=f"an IAM name of 1 to {IAM_NAME_MAX}"
+        )
+    if len(path) > IAM_PATH_MAX:
+        raise FieldProblem(
+            (), value, f"the path is {len(path)} characters", allowed=f"a path of at most {IAM_PATH_MAX}"
+        )
+    if len(value) > ARN_MAX:
+        raise FieldProblem((), value, f"the ARN is {len(value)} characters", allowed=f"at most {ARN_MAX}")
+    return value
+
+
+IamPrincipalArn = Annotated[
+    str,
+    Field(pattern=r"^arn:aws:iam::[0-9]{12}:(role|user)(/[A-Za-z0-9_+=,.@-]+)+$"),
+    BeforeValidator(_principal_partition),  # runs first: names the partition before the pattern
+    AfterValidator(_principal_lengths),
+]
 SecurityGroupId = Annotated[str, Field(pattern=r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")]
 
 
@@ -175,7 +230,9 @@ PATTERN_WORDS: dict[str, str] = {
     "hyphens, e.g. ml-team",
     r"^https://[!-.0-~]+(/[!-~]*)?$": "an https:// URL in ASCII (a Unicode host in its xn-- form)",
     r"^https://[!-~]+$": "an https:// URL in ASCII (a Unicode host in its xn-- form)",
-    r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9_+=,.@/-]+$": "an IAM role or user ARN, "
+    r"^arn:aws:iam::[0-9]{12}:(role|user)(/[A-Za-z0-9_+=,.@-]+)+$": "an IAM role or user ARN: "
+    "arn:aws:iam::, the 12-digit account, :role/ or :user/, an optional path of /-separated parts, then the name, "
+    "each part letters, digits and _+=,.@- (no empty part, no / at the end), "
     "e.g. arn:aws:iam::123456789012:role/admins",
     r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$": "a security group ID, e.g. sg-0123456789abcdef0",
     r"^[0-9]{12}$": "an AWS account ID: 12 digits, in quotes, e.g. '123456789012'",

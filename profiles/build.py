@@ -6,15 +6,66 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from profiles.base import FieldProblem, Strict, worded
+from profiles.image_ref import tag_problem
 
 REFERENCE_NAME = r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$"
 # A branch, tag or file path in a Git repository.
 GitPath = Annotated[
     str, worded(r"^[A-Za-z0-9._/-]+$", "letters, digits and ._/-, e.g. main, release/v1.2 or docker/Dockerfile")
 ]
+
+
+def ref_image_tag(ref: str) -> str:
+    """The image tag a repository build is pushed as: its ref, '/' made '-' (stacks/build.py image_tag)."""
+    return ref.replace("/", "-")
+
+
+def _git_ref(ref: str) -> str:
+    """A branch or tag name git takes (git-check-ref-format, https://git-scm.com/docs/git-check-ref-format:
+    no component beginning with '.' or ending in '.lock', no '..', no leading, trailing or doubled
+    '/', no trailing '.'; GitPath's characters already leave out the control characters, space,
+    ~ ^ : ? * [ \\ and @{ it refuses), not beginning with '-' (git refuses such a branch name, and
+    `git clone --branch` would read it as an option), whose image tag (ref_image_tag) the
+    distribution tag grammar takes (profiles/image_ref.py: at most 128 characters, beginning with a
+    letter, digit or _)."""
+    components = ref.split("/")
+    problem = (
+        "it begins with '-'"
+        if ref.startswith("-")
+        else "it contains '..'"
+        if ".." in ref
+        else "it begins or ends with '/' or has an empty part ('//')"
+        if "" in components
+        else "a part begins with '.'"
+        if any(part.startswith(".") for part in components)
+        else "a part ends with '.lock'"
+        if any(part.endswith(".lock") for part in components)
+        else "it ends with '.'"
+        if ref.endswith(".")
+        else None
+    )
+    if problem is not None:
+        raise FieldProblem(
+            (),
+            ref,
+            f"not a git branch or tag name: {problem} (git check-ref-format)",
+            allowed="/-separated parts of letters, digits and ._-, none empty, none starting with '.' or "
+            "ending in '.lock', no '..', not starting with '-', e.g. main or release/v1.2",
+        )
+    if (problem := tag_problem(ref_image_tag(ref))) is not None:
+        raise FieldProblem(
+            (),
+            ref,
+            f"the image is tagged with the ref, '/' made '-', and {problem}",
+            allowed="a ref of at most 128 characters beginning with a letter, digit or _",
+        )
+    return ref
+
+
+GitRef = Annotated[GitPath, AfterValidator(_git_ref)]
 
 
 # Images this project builds from its own Dockerfiles (images/<name>/Dockerfile).
@@ -34,7 +85,7 @@ class ReferenceImplementation(Strict):
     """Build images/<project_image>/Dockerfile from this project (e.g. nccl-tests)."""
     repository_url: str | None = Field(None, pattern=r"^https://[!-~]+$")
     """Git repository the image is built from (with its Dockerfile)."""
-    ref: GitPath = "main"
+    ref: GitRef = "main"
     """Branch or tag to build (repository_url)."""
     dockerfile: GitPath = "Dockerfile"
     """The Dockerfile's path in the repository (repository_url)."""

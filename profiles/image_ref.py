@@ -122,3 +122,8 @@ def _pinned(reference: str) -> str:
 
 # An image reference a profile sets: pinned by tag, digest or both.
 ImageRef = Annotated[str, AfterValidator(_pinned)]
+
+
+def tag_problem(tag: str) -> str | None:
+    """What is wrong with `tag` as an image tag (the grammar above), or None."""
+    return _tag_problem(tag)

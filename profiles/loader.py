@@ -6,12 +6,14 @@ Every user error becomes a `ProfileError` whose `problems` are printable lines o
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from profiles import yaml_core
 from profiles.base import did_you_mean
 from profiles.models import PlatformConfig
 from profiles.problems import describe, show
@@ -80,7 +82,8 @@ def resolve(name_or_path: str) -> Path:
 # The YAML core schema's types (YAML 1.2): all a profile holds. Every other tag is refused, written
 # (`!!binary`, `!!set`, `!!timestamp`, `!!python/...`, a custom `!foo`) or implied (a `<<` merge key).
 CORE_TAGS = {f"tag:yaml.org,2002:{kind}" for kind in ("str", "int", "float", "bool", "null", "seq", "map")}
-_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+# The tag a plain scalar gets when YAML 1.1 and 1.2 read it differently (profiles/yaml_core.py).
+AMBIGUOUS = "tag:profiles.invalid,2026:yaml-1.1-or-1.2"
 
 
 class RefusedYaml(yaml.MarkedYAMLError):
@@ -111,7 +114,17 @@ class _ProfileLoader(yaml.SafeLoader):
         self._root = node
         return super().construct_document(node)
 
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        # A plain scalar YAML 1.1 and 1.2 read as different values, or a number in a form a profile
+        # never writes: marked, to be refused once the field it stands at is known.
+        if kind is yaml.ScalarNode and implicit[0] and yaml_core.ambiguity(value) is not None:
+            return AMBIGUOUS
+        return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+
     def construct_object(self, node: Any, deep: bool = False) -> Any:
+        if node.tag == AMBIGUOUS:
+            message, allowed = yaml_core.ambiguity(node.value) or ("", "")
+            raise RefusedYaml(None, None, _refused(self, node, message, allowed), node.start_mark)
         if node.tag not in CORE_TAGS:
             raise RefusedYaml(None, None, _refusal(node, _path_to(self._root, node)), node.start_mark)
         return super().construct_object(node, deep=deep)
@@ -189,11 +202,50 @@ def _path_to(root: yaml.Node | None, target: yaml.Node) -> str:
     return ""
 
 
-# SafeLoader's implicit resolvers without the timestamp one (a copy: the class attribute is shared).
-_ProfileLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
+# Plain scalars resolve by the YAML 1.2 core schema (profiles/yaml_core.py), not SafeLoader's YAML 1.1
+# one: no timestamps (unquoted dates and times stay text), no yes/no/on/off, octal 010, 0x, 0b, 1_000
+# or base-60 1:30. The merge `<<` and value `=` keys still resolve, to be refused by name.
+_ProfileLoader.yaml_implicit_resolvers = {}
+for _tag, _pattern, _first in (
+    ("bool", yaml_core.BOOL, "tTfF"),
+    ("int", yaml_core.INT, "-+0123456789"),
+    ("float", yaml_core.FLOAT, "-+.0123456789"),
+    ("null", yaml_core.NULL, ["~", "n", "N", ""]),
+    ("merge", re.compile("<<"), "<"),
+    ("value", re.compile("="), "="),
+):
+    _ProfileLoader.add_implicit_resolver(yaml_core.CORE + _tag, re.compile(rf"^(?:{_pattern.pattern})$"), list(_first))
+
+
+def _explicit(kind: str, pattern: re.Pattern[str], allowed: str) -> Any:
+    """The constructor of the core tag !!<kind>, for its implicit and its explicit uses: a value
+    outside the YAML 1.2 core form of its tag (`!!int 2.0`, `!!bool maybe`, `!!null '1234'`) is
+    refused, naming the field and line, where SafeLoader would raise a Python error or drop it."""
+    base = _ProfileLoader.yaml_constructors[yaml_core.CORE + kind]
+
+    def construct(loader: _ProfileLoader, node: Any) -> Any:
+        value = loader.construct_scalar(node)  # a ConstructorError for a tagged list or mapping
+        if pattern.fullmatch(value) and not (kind == "int" and len(value) > yaml_core.MAX_DIGITS):
+            return base(loader, node)
+        message = f"{_short_tag(node.tag)} {show(value)} is not a value of that tag in YAML 1.2's core schema"
+        raise RefusedYaml(None, None, _refused(loader, node, message, allowed), node.start_mark)
+
+    return construct
+
+
+def _refused(loader: _ProfileLoader, node: yaml.Node, message: str, allowed: str) -> str:
+    where = f"line {node.start_mark.line + 1}, column {node.start_mark.column + 1}"
+    path = _path_to(loader._root, node) or "<profile>"
+    return f"{path}: {message}, on {where} (got {show(node.value)}; allowed: {allowed})"
+
+
+for _kind, _core_pattern, _allowed in (
+    ("int", yaml_core.DECIMAL, "a whole number in decimal, e.g. !!int 10"),
+    ("float", yaml_core.FLOAT, "a number, e.g. !!float 1.5"),
+    ("bool", yaml_core.BOOL, "true or false"),
+    ("null", yaml_core.NULL, "nothing, ~ or null: a null holds no text"),
+):
+    _ProfileLoader.add_constructor(yaml_core.CORE + _kind, _explicit(_kind, _core_pattern, _allowed))
 
 
 def _count_alias_expansion(document: Any, budget: int = MAX_NODES) -> None:

@@ -12,7 +12,7 @@ from components.image_pipeline import ImagePipeline, ImagePipelineProps
 from components.images import project_image_tag
 from components.s3 import SecureBucket, SecureBucketProps
 from profiles import PlatformConfig
-from profiles.build import ReferenceImplementation
+from profiles.build import ReferenceImplementation, ref_image_tag
 from profiles.built_images import build_implementations
 from profiles.storage import BucketLifecycle
 from stacks.contracts import BuildOutputs
@@ -79,7 +79,7 @@ class BuildStack(LayerStack):
 
 def image_tag(spec: ReferenceImplementation) -> str:
     """A project image: its pinned versions and Dockerfile hash; a repository: its ref."""
-    return project_image_tag(spec.project_image) if spec.project_image else spec.ref.replace("/", "-")
+    return project_image_tag(spec.project_image) if spec.project_image else ref_image_tag(spec.ref)
 
 
 def build_command(

@@ -15,6 +15,7 @@ import yaml
 import main
 from operate.account import account_refusal
 from profiles import validate_profile
+from profiles.yaml_core import dump_profile
 from tests.test_profiles import assert_reported, mutated
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +50,7 @@ def test_account_id_is_twelve_ascii_digits_in_quotes(value, words):
     assert_reported(mutated(account_id=value), "account_id", words)
 
 
-@pytest.mark.parametrize("written", ["012345670123", "123456789012", "12345678901", "1.2e+11"])
+@pytest.mark.parametrize("written", ["123456789012", "12345678901", "1.2e+11"])
 def test_an_unquoted_account_id_is_refused_without_a_guess(tmp_path, capsys, written):
     """YAML reads 012345670123 as the octal number 1402433619: padding it would name another account,
     so the refusal asks for quotes and names no ID of its own."""
@@ -60,6 +61,17 @@ def test_an_unquoted_account_id_is_refused_without_a_guess(tmp_path, capsys, wri
     read = yaml.safe_load(f"v: {written}")["v"]
     assert "write the account ID in quotes" in line and f"got {read!r}" in line, line
     assert re.findall(r"[0-9]{12}", line.replace(f"got {read!r}", "")) == [], line
+
+
+def test_an_unquoted_account_id_with_a_leading_zero_is_refused_as_yaml_reads_it_two_ways(tmp_path, capsys):
+    """YAML 1.1 reads 012345670123 as the octal number 1402433619, YAML 1.2 as 12345670123: the loader
+    refuses it before any field, and the way out it names is the ID as typed, in quotes."""
+    text = yaml.safe_dump(mutated(account_id="ACCOUNT_AS_TYPED"), sort_keys=False)
+    (tmp_path / "profile.yaml").write_text(text.replace("ACCOUNT_AS_TYPED", "012345670123"))
+    assert main.main(["validate", "--profile", str(tmp_path / "profile.yaml")]) == 2
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "account_id: " in line]
+    assert "reads 012345670123 as the number 1402433619, YAML 1.2 as 12345670123" in line, line
+    assert "'012345670123' in quotes for text" in line, line
 
 
 def test_account_id_is_optional_and_kept_as_written():
@@ -92,7 +104,7 @@ def test_make_plan_deploy_destroy_exit_2_before_anything_is_synthesized(tmp_path
     document = yaml.safe_load((ROOT / "profiles" / "gpu-validation.yaml").read_text())
     document |= {"name": "bound", "account_id": ACCOUNT}
     profile = tmp_path / "bound.yaml"
-    profile.write_text(yaml.safe_dump(document))
+    profile.write_text(dump_profile(document))
     monkeypatch.setattr(main.common, "STATE_ROOT", tmp_path / "state")
     monkeypatch.setattr(cluster_access, "run_aws", aws_answering("210987654321"))
 
@@ -121,7 +133,7 @@ def test_the_commands_that_act_on_the_live_platform_stop_for_another_account(tmp
     document = yaml.safe_load((ROOT / "profiles" / "gpu-validation.yaml").read_text())
     document |= {"name": "bound", "account_id": ACCOUNT}
     profile = tmp_path / "bound.yaml"
-    profile.write_text(yaml.safe_dump(document))
+    profile.write_text(dump_profile(document))
     calls: list[list[str]] = []
     monkeypatch.setattr(main.common, "STATE_ROOT", tmp_path / "state")
     monkeypatch.setattr(cluster_access, "run_aws", aws_answering("210987654321", calls))

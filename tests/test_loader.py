@@ -135,3 +135,98 @@ def test_a_date_in_a_text_field_is_refused_as_the_text_it_is(tmp_path):
     assert any(p.startswith("name: not in the expected form (got '2026-01-01';") for p in error.value.problems), (
         error.value.problems
     )
+
+
+# Plain scalars resolve by YAML 1.2's core schema; a form YAML 1.1 (PyYAML, and so many tools) reads
+# as another value is refused with both readings and how to write it (profiles/yaml_core.py).
+# Each case: (YAML under `cluster.system_node_group:` or the top, the path, words in the refusal).
+YAML11_FORMS = [
+    ("octal", "max_size: 010", "reads 010 as the number 8, YAML 1.2 as 10", "10, without the leading zero"),
+    ("leading-zero-9", "max_size: 09", "YAML 1.2 as 9", "9, without the leading zero"),
+    ("negative-octal", "max_size: -010", "reads -010 as the number -8", "-10, without the leading zero"),
+    ("sexagesimal", "max_size: 1:0", "reads 1:0 as the number 60, YAML 1.2 as the text '1:0'", "60, in plain decimal"),
+    ("hex", "max_size: 0x2", "a number in hexadecimal", "2, or '0x2' in quotes"),
+    ("octal-1.2", "max_size: 0o7", "a number in octal, which YAML 1.2 reads as 7", "7, or '0o7' in quotes"),
+    ("binary", "max_size: 0b10", "reads 0b10 as the number 2", "2, in plain decimal"),
+    ("underscore", "max_size: 1_0", "reads 1_0 as the number 10", "10, in plain decimal"),
+    ("plus", "max_size: +2", "a number with a + sign", "2, without the sign"),
+    ("plus-float", "max_size: +2.5", "a number with a + sign", "2.5, without the sign"),
+    ("float-underscore", "max_size: 1_0.5", "reads 1_0.5 as the number 10.5", "10.5, in plain decimal"),
+    ("float-sexagesimal", "max_size: 1:30.5", "reads 1:30.5 as the number 90.5", "90.5, in plain decimal"),
+    ("exponent-1.2", "max_size: 1e3", "reads 1e3 as the text '1e3', YAML 1.2 as the number 1000.0", "1000.0"),
+    ("huge", "max_size: " + "9" * 5000, "a number of 5000 characters", "a number of at most 19 digits"),
+    ("off", "protect_from_destroy: off", "reads off as false, YAML 1.2 as the text 'off'", "false for true/false"),
+    ("NO", "protect_from_destroy: NO", "reads NO as false", "false for true/false, or 'NO' in quotes"),
+    ("On", "protect_from_destroy: On", "reads On as true", "true for true/false"),
+    ("yes", "protect_from_destroy: yes", "reads yes as true", "true for true/false"),
+    ("key", "tags:\n  on: x", "reads on as true", "true for true/false, or 'on' in quotes for text"),
+]
+
+
+@pytest.mark.parametrize("name, line, reading, allowed", YAML11_FORMS, ids=[c[0] for c in YAML11_FORMS])
+def test_yaml_1_1_forms_are_refused_with_both_readings(tmp_path, name, line, reading, allowed):
+    top = line.startswith(("protect_from_destroy", "tags"))
+    text = (
+        ("storage:\n  " + line if line.startswith("protect") else line)
+        if top
+        else "cluster:\n  system_node_group:\n    " + line
+    )
+    path = {"protect_from_destroy": "storage.protect_from_destroy", "tags": "tags.on"}.get(
+        line.split(":")[0], "cluster.system_node_group.max_size"
+    )
+    profile = tmp_path / f"{name}.yaml"
+    profile.write_text("name: yaml-forms\nregion: us-east-1\n" + text + "\n")
+    with pytest.raises(ProfileError) as error:
+        load_profile(str(profile))
+    [problem] = error.value.problems
+    assert problem.startswith(f"{path}: ") and reading in problem and f"allowed: {allowed}" in problem, problem
+    assert "on line " in problem, problem
+
+
+def test_yaml_1_2_core_plain_values_load():
+    from profiles.loader import parse_profile_text
+
+    text = b"a: [1, -3, 0, -0, 10, true, True, TRUE, false, False, FALSE, null, Null, NULL, ~, 0.5, .5, 1., 1.5e+3]\nb:"
+    assert parse_profile_text(text, "t") == {
+        "a": [1, -3, 0, 0, 10, True, True, True, False, False, False, None, None, None, None, 0.5, 0.5, 1.0, 1500.0],
+        "b": None,
+    }
+    # Quoted, each form is the text it reads as.
+    quoted = b"a: ['010', '1:0', '0x2', 'off', 'yes', '+2']"
+    assert parse_profile_text(quoted, "t")["a"] == ["010", "1:0", "0x2", "off", "yes", "+2"]
+
+
+# An explicit core tag on a value outside its YAML 1.2 form: a refusal naming field and line, never
+# a Python error (SafeLoader raised ValueError, KeyError, IndexError) or a dropped value (!!null).
+BAD_CORE_TAGS = [
+    ("int-float", "max_size: !!int 2.0", "!!int '2.0' is not a value of that tag"),
+    ("int-empty", "max_size: !!int ''", "!!int '' is not a value of that tag"),
+    ("int-octal", "max_size: !!int 010", "!!int '010' is not a value of that tag"),
+    ("int-sexagesimal", "max_size: !!int 1:0", "!!int '1:0' is not a value of that tag"),
+    ("int-huge", "max_size: !!int " + "9" * 5000, "is not a value of that tag"),
+    ("float-text", "max_size: !!float abc", "!!float 'abc' is not a value of that tag"),
+    ("float-underscore", "max_size: !!float 1_0", "!!float '1_0' is not a value of that tag"),
+    ("bool-maybe", "max_size: !!bool maybe", "!!bool 'maybe' is not a value of that tag"),
+    ("bool-yes", "max_size: !!bool yes", "!!bool 'yes' is not a value of that tag"),
+    ("null-text", "max_size: !!null '1234'", "!!null '1234' is not a value of that tag"),
+]
+
+
+@pytest.mark.parametrize("name, line, words", BAD_CORE_TAGS, ids=[c[0] for c in BAD_CORE_TAGS])
+def test_a_core_tag_on_a_value_outside_its_form_is_refused(tmp_path, name, line, words):
+    profile = tmp_path / f"{name}.yaml"
+    profile.write_text("name: tags\nregion: us-east-1\ncluster:\n  system_node_group:\n    " + line + "\n")
+    with pytest.raises(ProfileError) as error:
+        load_profile(str(profile))
+    [problem] = error.value.problems
+    assert problem.startswith("cluster.system_node_group.max_size: ") and words in problem, problem
+    assert "on line 5," in problem and "allowed: " in problem, problem
+
+
+def test_an_account_id_tagged_null_is_refused_not_dropped(tmp_path):
+    profile = tmp_path / "null-account.yaml"
+    profile.write_text("name: tags\nregion: us-east-1\naccount_id: !!null '123456789012'\n")
+    with pytest.raises(ProfileError) as error:
+        load_profile(str(profile))
+    [problem] = error.value.problems
+    assert problem.startswith("account_id: !!null '123456789012' is not a value of that tag"), problem

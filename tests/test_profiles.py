@@ -225,12 +225,12 @@ BAD_INPUT = [
     ({"workloads__tenants": [{"name": "mount-s3"}]}, "workloads.tenants.0.name", ["'mount-s3'", "other components"]),
     (
         {"cluster__gpu_node_groups__0__labels": {"role": "mine"}},
-        "cluster.gpu_node_groups.0.labels",
+        "cluster.gpu_node_groups.0.labels.role",
         ["'role' is a label the platform sets"],
     ),
     (
         {"cluster__gpu_node_groups__0__labels": {"platform/efa": "false"}},
-        "cluster.gpu_node_groups.0.labels",
+        "cluster.gpu_node_groups.0.labels.platform/efa",
         ["'platform/efa' is a label the platform sets"],
     ),
     (

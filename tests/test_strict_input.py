@@ -31,6 +31,7 @@ from profiles import (
 )
 from profiles.base import PATTERN_WORDS
 from profiles.models import PlatformConfig
+from profiles.problems import show
 from profiles.versions import CUDA_IMAGE
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
@@ -472,14 +473,27 @@ RESERVED_LABELS = [
     ("eks.amazonaws.com/nodegroup", "eks.amazonaws.com/"),
     ("x.eks.amazonaws.com/pool", "x.eks.amazonaws.com/"),
     ("mykubernetes.io/team", "mykubernetes.io/"),
+    # Labels other components on the GPU nodes set or read (profiles/reserved_keys.py).
+    ("karpenter.sh/nodepool", "Karpenter's labels"),
+    ("karpenter.sh/capacity-type", "Karpenter's labels"),
+    ("x.karpenter.sh/pool", "Karpenter's labels"),
+    ("karpenter.k8s.aws/instance-gpu-count", "AWS's (karpenter.k8s.aws, topology.k8s.aws) labels"),
+    ("topology.k8s.aws/zone-id", "AWS's (karpenter.k8s.aws, topology.k8s.aws) labels"),
+    ("nvidia.com/gpu.present", "NVIDIA's GPU Operator"),
+    ("nvidia.com/gpu.deploy.driver", "NVIDIA's GPU Operator"),
+    ("nvidia.com/gpu.deploy.device-plugin", "NVIDIA's GPU Operator"),
+    ("nvidia.com/gpu.product", "NVIDIA's GPU Operator"),
+    ("nvidia.com/cuda.driver.major", "NVIDIA's GPU Operator"),
+    ("nvidia.com/mig.strategy", "NVIDIA's GPU Operator"),
+    ("nvidia.com/gpu-driver-upgrade-state", "NVIDIA's GPU Operator"),
 ]
 
 
 @pytest.mark.parametrize("key, words", RESERVED_LABELS, ids=[key for key, _ in RESERVED_LABELS])
 def test_reserved_node_labels_are_refused(tmp_path, capsys, key, words):
-    doc = edited(BASE, f"{GROUP}.labels", {key: "x"})
-    line = refused(tmp_path, capsys, doc, f"{GROUP}.labels")
-    assert key in line and words in line, line
+    doc = edited(BASE, f"{GROUP}.labels", {"example.com/team": "ml", key: "x"})
+    line = refused(tmp_path, capsys, doc, f"{GROUP}.labels.{key}")
+    assert words in line and f"got {key!r}" in line and "allowed: " in line, line
 
 
 def test_labels_of_ones_own_prefix_load():
@@ -489,6 +503,10 @@ def test_labels_of_ones_own_prefix_load():
         "kubernetes.io.example.com/x": "y",
         "a" * 55 + ".io/x": "Z" * 63,  # 63 characters, EKS's most for a key
         "Team_Name.v2": "a-b_c.d",
+        "nvidia.com/mig.config": "all-1g.10gb",  # the GPU Operator's input, an administrator's choice
+        "nvidia.com/team": "ml",
+        "notkarpenter.sh/x": "y",
+        "k8s.aws.example.com/x": "y",
     }
     assert validate_profile(edited(BASE, f"{GROUP}.labels", labels)).cluster.gpu_node_groups[0].labels == labels
 
@@ -750,3 +768,81 @@ def test_every_image_field_uses_the_grammar():
 def test_the_platforms_own_image_pins_follow_the_grammar():
     for reference in (CUDA_IMAGE, trainer.PUBLIC_TORCH_IMAGE):
         assert image_ref.parse_image_reference(reference).tag, reference
+
+
+# IAM principal ARNs (profiles/base.py IamPrincipalArn): the forms IAM's API and EKS's access
+# entries take, in the commercial partition the platform writes for.
+ROLE = "arn:aws:iam::123456789012:role/"
+BAD_PRINCIPALS = [
+    ("arn:aws-cn:iam::123456789012:role/admins", "in the aws-cn partition"),
+    ("arn:aws-us-gov:iam::123456789012:user/bob", "in the aws-us-gov partition"),
+    ("arn:awsfoo:iam::123456789012:role/admins", "'awsfoo' is not an AWS partition"),
+    (ROLE + "/x", "(no empty part, no / at the end)"),
+    (ROLE + "team//x", "(no empty part, no / at the end)"),
+    (ROLE + "x/", "(no empty part, no / at the end)"),
+    (ROLE + "/x/", "(no empty part, no / at the end)"),
+    (ROLE, "(no empty part, no / at the end)"),
+    (ROLE + "a" * 65, "is 65 characters"),
+    (ROLE + "team/" + "u" * 65, "is 65 characters"),
+    (ROLE + "p/" * 256 + "x", "the path is 513 characters"),
+    ("arn:aws:sts::123456789012:assumed-role/a/s", "an IAM role or user ARN"),
+]
+
+
+@pytest.mark.parametrize("arn, words", BAD_PRINCIPALS, ids=[f"{a[:40]}..{len(a)}" for a, _ in BAD_PRINCIPALS])
+@pytest.mark.parametrize("field", ["cluster.admin_principal_arns", "workloads.tenants.0.viewers"])
+def test_a_principal_arn_aws_refuses_is_refused(tmp_path, capsys, field, arn, words):
+    doc = edited(BASE, field, [arn])
+    if field.startswith("workloads"):
+        doc = edited(BASE, "workloads.tenants", [{"name": "team-a", "viewers": [arn]}])
+    line = refused(tmp_path, capsys, doc, f"{field}.0")
+    assert words in line and f"got {show(arn)}" in line and "allowed: " in line, line
+
+
+def test_principal_arns_iam_takes_load():
+    arns = [
+        ROLE + "a" * 64,
+        ROLE + "aws-reserved/sso.amazonaws.com/AWSReservedSSO_ML_0a1b2c3d4e5f6a7b",
+        "arn:aws:iam::123456789012:user/team/bob+ci=x,y.z@example-1_",
+        ROLE + "p/" * 254 + "x",  # a path of 510 characters
+    ]
+    config = validate_profile(edited(BASE, "cluster.admin_principal_arns", arns))
+    assert config.cluster.admin_principal_arns == arns
+
+
+# A repository build's ref: a name git takes (git check-ref-format) whose image tag (the ref, '/'
+# made '-') the tag grammar takes (profiles/build.py).
+BAD_REFS = [
+    ("-x", "it begins with '-'"),
+    ("a..b", "it contains '..'"),
+    ("..", "it contains '..'"),
+    ("a//b", "an empty part ('//')"),
+    ("/main", "it begins or ends with '/'"),
+    ("main/", "it begins or ends with '/'"),
+    (".hidden", "a part begins with '.'"),
+    ("release/.x", "a part begins with '.'"),
+    ("main.lock", "a part ends with '.lock'"),
+    ("main.", "it ends with '.'"),
+    ("r" * 129, "the image is tagged with the ref, '/' made '-', and the tag"),
+    ("v/" * 64 + "x", "the image is tagged with the ref"),  # 129 characters once '/' is '-'
+    ("_" + "a" * 199, "the image is tagged with the ref"),
+]
+
+
+@pytest.mark.parametrize("ref, words", BAD_REFS, ids=[f"{r[:12]}..{len(r)}" for r, _ in BAD_REFS])
+def test_a_ref_git_or_the_registry_refuses_is_refused(tmp_path, capsys, ref, words):
+    doc = edited(
+        BASE, "build.reference_implementations.nccl", {"repository_url": "https://example.com/r.git", "ref": ref}
+    )
+    line = refused(tmp_path, capsys, doc, "build.reference_implementations.nccl.ref")
+    assert words in line and f"got {show(ref)}" in line and "allowed: " in line, line
+
+
+def test_refs_git_and_the_registry_take_load():
+    from stacks.build import image_tag
+
+    refs = ["main", "release/v1.2", "v2.0.1", "_x", "r" * 128, "feature/a-b_c.d"]
+    for ref in refs:
+        doc = edited(BASE, "build.reference_implementations.r", {"repository_url": "https://e.com/r", "ref": ref})
+        spec = validate_profile(doc).build.reference_implementations["r"]
+        assert image_tag(spec) == ref.replace("/", "-") and image_ref.tag_problem(image_tag(spec)) is None
