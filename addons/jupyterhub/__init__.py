@@ -47,7 +47,10 @@ HubUsername = Annotated[
 # Helm's `tpl`: these fields reach the chart only as hub.config.GenericOAuthenticator (install.py),
 # which z2jh 4.x writes into the hub Secret as data (jupyterhub/templates/hub/secret.yaml:
 # `values.yaml: {{ $values | toYaml | b64enc | quote }}`), never through `tpl`; and the patterns
-# above admit no `{` in scopes, claims or usernames. `{{` is therefore not refused globally.
+# above admit no `{` in scopes, claims or usernames. In chart 4.4.0 `tpl` renders only hub.command,
+# hub.args (templates/hub/deployment.yaml 101, 108) and proxy.chp.extraCommandLineFlags
+# (templates/proxy/deployment.yaml 107), which the add-on never sets (install.py); so `{{` in
+# profile text cannot reach `tpl`, and is not refused globally.
 
 
 class OidcConfig(Strict):
