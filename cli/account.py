@@ -53,7 +53,7 @@ def command_quotas(config: PlatformConfig, args: argparse.Namespace) -> int:
     )
     if not args.check:
         return 0
-    if (stopped := common.refuse_other_account(config, "check the quotas of")) is not None:
+    if (stopped := common.refuse_other_account(config, "check the quotas of", record=False)) is not None:
         return stopped
     from operate.capacity import account_check
     from operate.cluster_access import run_aws

@@ -45,16 +45,33 @@ def ask_for_name(question: str, name: str) -> bool:
     return input(f"{question} It cannot be undone. Type the profile name ({name}) to confirm: ").strip() == name
 
 
-def refuse_other_account(config: PlatformConfig, command: str) -> int | None:
+def refuse_other_account(config: PlatformConfig, command: str, *, record: bool = True) -> int | None:
     """The exit status that stops `command` when the credentials are not of the profile's
-    account_id (2) or cannot be read while it has one (1), after saying why; None: go on. Every
-    command that plans, changes or reads the live platform asks first (operate/account.py): with
-    another account's credentials a pause would scale, and verify would run jobs on, another
-    account's cluster of the same name."""
+    account_id, or (without one) of the account and region its state recorded (2), or cannot be
+    read (1), after saying why; None: go on. Every command that plans, changes or reads the live
+    platform asks first (operate/account.py): with another account's credentials a pause would
+    scale, and verify would run jobs on, another account's cluster of the same name. `record`:
+    the first such command records the binding (not `quotas --check`, which uses no state)."""
     from operate import cluster_access
     from operate.account import account_refusal
+    from operate.state_claim import Binding, bind_local, bind_s3
 
-    refusal = account_refusal(config, command, cluster_access.run_aws)
+    def binding(account: str) -> Binding | str | None:
+        if config.state.bucket is None:
+            return bind_local(STATE_ROOT / config.name, account, config.region, record=record)
+        state_region = config.state.region or config.region
+        return bind_s3(
+            config.state.bucket,
+            config.state.key_prefix,
+            state_region,
+            config.name,
+            account=account,
+            region=config.region,
+            record=record,
+            aws=cluster_access.run_aws,
+        )
+
+    refusal = account_refusal(config, command, cluster_access.run_aws, binding)
     if refusal is None:
         return None
     tell(refusal.message)

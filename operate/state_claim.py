@@ -10,7 +10,10 @@ cannot be claimed by a copy at all (profiles/loader.py refuses it).
 
 from __future__ import annotations
 
+import json
+import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from operate.cluster_access import AwsCli
@@ -77,3 +80,79 @@ def claim_s3(bucket: str, key_prefix: str, region: str, name: str, identity: str
         if written.returncode != 0:
             return f"cannot write the profile claim {where}: {written.stderr.strip()}"
     return None
+
+
+# The account and region the profile's state was first used with (issue 44 item 4): recorded by the
+# first command that asks AWS whose credentials these are, next to the profile claim, so a profile
+# without account_id is bound too. JSON: {"account_id": "...", "region": "..."}.
+LOCAL_BINDING = ".account-binding"
+S3_BINDING = "account-binding"
+
+
+@dataclass(frozen=True)
+class Binding:
+    account_id: str
+    region: str
+    where: str
+
+
+def _parse_binding(text: str, where: str) -> Binding | str:
+    try:
+        data = json.loads(text)
+        account, region = data["account_id"], data["region"]
+    except (ValueError, KeyError, TypeError):
+        return f"the account binding {where} is not in the expected form: delete it to record it again"
+    if not (isinstance(account, str) and isinstance(region, str)):
+        return f"the account binding {where} is not in the expected form: delete it to record it again"
+    return Binding(account, region, where)
+
+
+def _binding_text(account: str, region: str) -> str:
+    return json.dumps({"account_id": account, "region": region}) + "\n"
+
+
+def bind_local(state_dir: Path, account: str, region: str, *, record: bool) -> Binding | str | None:
+    """The binding recorded in state/<name>/ (a reason when it cannot be read); with `record`, the
+    first call writes (account, region) there, owner-only like the states, and returns it."""
+    marker = state_dir / LOCAL_BINDING
+    if marker.is_file():
+        return _parse_binding(marker.read_text(), str(marker))
+    if not record:
+        return None
+    state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    state_dir.chmod(0o700)
+    # Created 0600 from the first byte (os.open's mode), not tightened after the write.
+    descriptor = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(_binding_text(account, region))
+    marker.chmod(0o600)
+    return Binding(account, region, str(marker))
+
+
+def bind_s3(
+    bucket: str, key_prefix: str, state_region: str, name: str, *, account: str, region: str, record: bool, aws: AwsCli
+) -> Binding | str | None:
+    """As bind_local, in s3://<bucket>/<key_prefix>/<name>/account-binding (a conditional first write)."""
+    key = f"{key_prefix}/{name}/{S3_BINDING}"
+    where = f"s3://{bucket}/{key}"
+    with tempfile.TemporaryDirectory() as scratch:
+        local = Path(scratch) / S3_BINDING
+        read = aws(["s3api", "get-object", "--bucket", bucket, "--key", key, "--region", state_region, str(local)])
+        if read.returncode == 0:
+            return _parse_binding(local.read_text(), where)
+        if "NoSuchKey" not in read.stderr and "Not Found" not in read.stderr:
+            return f"cannot read the account binding {where}: {read.stderr.strip()}"
+        if not record:
+            return None
+        local.write_text(_binding_text(account, region))
+        put = ["s3api", "put-object", "--bucket", bucket, "--key", key, "--region", state_region, "--body", str(local)]
+        written = aws([*put, "--if-none-match", "*"])
+        if written.returncode != 0 and "Unknown options" in written.stderr:  # an AWS CLI from before 2024
+            written = aws(put)
+        if written.returncode != 0 and "PreconditionFailed" in written.stderr:  # recorded meanwhile: read it
+            return bind_s3(
+                bucket, key_prefix, state_region, name, account=account, region=region, record=record, aws=aws
+            )
+        if written.returncode != 0:
+            return f"cannot write the account binding {where}: {written.stderr.strip()}"
+    return Binding(account, region, where)

@@ -24,7 +24,7 @@ from profiles.base import FieldProblem
 T = TypeVar("T", bound=Hashable)
 
 
-def unique(*, ignore_case: bool = False) -> AfterValidator:
+def unique(*, ignore_case: bool = False, why: str = "AWS takes each once") -> AfterValidator:
     """A list validator refusing the second of two equal items (equal ignoring case, if asked)."""
 
     def check(items: Sequence[T]) -> Sequence[T]:
@@ -37,7 +37,7 @@ def unique(*, ignore_case: bool = False) -> AfterValidator:
                 raise FieldProblem(
                     (index,),
                     item,
-                    f"repeats item {first[key]}{spelled}: AWS takes each once",
+                    f"repeats item {first[key]}{spelled}: {why}",
                     allowed="each value once",
                 )
             first[key] = index

@@ -165,3 +165,121 @@ def test_every_aws_provider_of_every_layer_allows_only_the_profiles_account(tmp_
         stack = json.loads((tmp_path / "out" / "stacks" / layer / "cdk.tf.json").read_text())
         providers = stack["provider"]["aws"]
         assert providers and all(p["allowed_account_ids"] == [ACCOUNT] for p in providers), layer
+
+
+def _unbound_profile(tmp_path: Path, region: str = "us-west-2") -> Path:
+    document = yaml.safe_load((ROOT / "profiles" / "gpu-validation.yaml").read_text())
+    document |= {"name": "unbound", "region": region}
+    document["cluster"]["vpc"]["availability_zones"] = [f"{region}a", f"{region}b"]
+    document.pop("account_id", None)
+    profile = tmp_path / "unbound.yaml"
+    profile.write_text(yaml.safe_dump(document))
+    return profile
+
+
+def test_a_profile_without_account_id_is_bound_by_its_first_plan(tmp_path, monkeypatch, capsys):
+    """Issue 44 item 4 without account_id: the first plan records the credentials' account and the
+    profile's region in state/<name>/.account-binding (0600); a plan with another account's
+    credentials, or after the profile's region changed, exits 2 before anything is synthesized;
+    the same account and region pass."""
+    from operate import cluster_access
+
+    if shutil.which("terraform") is None:
+        pytest.skip("SKIPPING: terraform is not on PATH (the commands require it first)")
+    monkeypatch.setattr(main.common, "STATE_ROOT", tmp_path / "state")
+    synthesized: list[str] = []
+
+    class Planned(Exception):
+        pass
+
+    def synthesize(*_, **__):
+        synthesized.append("synth")
+        raise Planned  # stands for Terraform: the test stops here
+
+    monkeypatch.setattr(main.common, "synthesize_profile", synthesize)
+    profile = _unbound_profile(tmp_path)
+    argv = ["plan", "--profile", str(profile), "--outdir", str(tmp_path / "out")]
+
+    monkeypatch.setattr(cluster_access, "run_aws", aws_answering(ACCOUNT))
+    with pytest.raises(Planned):
+        main.main(argv)
+    marker = tmp_path / "state" / "unbound" / ".account-binding"
+    assert json.loads(marker.read_text()) == {"account_id": ACCOUNT, "region": "us-west-2"}
+    assert marker.stat().st_mode & 0o777 == 0o600
+    assert synthesized == ["synth"]
+
+    monkeypatch.setattr(cluster_access, "run_aws", aws_answering("210987654321"))
+    capsys.readouterr()
+    assert main.main(argv) == 2
+    error = " ".join(capsys.readouterr().err.split())
+    assert f"bound to account {ACCOUNT}" in error and "belong to account 210987654321" in error
+    assert "set account_id: '210987654321'" in error and f"Use credentials of account {ACCOUNT}" in error
+    assert synthesized == ["synth"], "planned with another account's credentials"
+
+    monkeypatch.setattr(cluster_access, "run_aws", aws_answering(ACCOUNT))
+    with pytest.raises(Planned):
+        main.main(argv)
+    assert synthesized == ["synth", "synth"]
+
+    moved = _unbound_profile(tmp_path, region="eu-west-1")
+    assert main.main(["plan", "--profile", str(moved), "--outdir", str(tmp_path / "out")]) == 2
+    error = " ".join(capsys.readouterr().err.split())
+    assert "region: its state is bound to region us-west-2" in error and "now says eu-west-1" in error
+    assert synthesized == ["synth", "synth"]
+    assert json.loads(marker.read_text()) == {"account_id": ACCOUNT, "region": "us-west-2"}
+
+
+def test_unreadable_credentials_stop_an_unbound_profile_with_1_and_record_nothing(tmp_path, monkeypatch, capsys):
+    from operate import cluster_access
+
+    monkeypatch.setattr(main.common, "STATE_ROOT", tmp_path / "state")
+    monkeypatch.setattr(cluster_access, "run_aws", aws_answering(None))
+    monkeypatch.setattr(main.common, "synthesize_profile", lambda *_: pytest.fail("synthesized"))
+    argv = ["pause", "--yes", "--profile", str(_unbound_profile(tmp_path)), "--outdir", str(tmp_path / "out")]
+    assert main.main(argv) == 1
+    assert "could not be read: Unable to locate credentials" in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "state" / "unbound" / ".account-binding").exists()
+
+
+def test_quotas_check_compares_with_the_binding_but_records_none(tmp_path, monkeypatch):
+    from operate import capacity, cluster_access
+    from operate.capacity import AccountCheck
+
+    monkeypatch.setattr(main.common, "STATE_ROOT", tmp_path / "state")
+    monkeypatch.setattr(cluster_access, "run_aws", aws_answering(ACCOUNT))
+    monkeypatch.setattr(capacity, "account_check", lambda *_: AccountCheck())
+    argv = ["quotas", "--check", "--profile", str(_unbound_profile(tmp_path))]
+    assert main.main(argv) == 0
+    assert not (tmp_path / "state" / "unbound" / ".account-binding").exists()
+
+
+def test_offline_commands_do_not_ask_aws(tmp_path, monkeypatch):
+    from operate import cluster_access
+
+    monkeypatch.setattr(main.common, "STATE_ROOT", tmp_path / "state")
+    monkeypatch.setattr(cluster_access, "run_aws", lambda args: pytest.fail(f"asked AWS: {args}"))
+    assert main.main(["quotas", "--profile", str(_unbound_profile(tmp_path))]) == 0
+    assert not (tmp_path / "state" / "unbound" / ".account-binding").exists()
+
+
+def test_the_s3_binding_is_written_once_and_read_back():
+    from operate.state_claim import Binding, bind_s3
+
+    stored: dict[str, str] = {}
+
+    def aws(args: list[str]) -> subprocess.CompletedProcess[str]:
+        key = args[args.index("--key") + 1]
+        if args[1] == "get-object":
+            if key not in stored:
+                return subprocess.CompletedProcess(args, 254, "", "An error occurred (NoSuchKey)")
+            Path(args[-1]).write_text(stored[key])
+            return subprocess.CompletedProcess(args, 0, "", "")
+        stored[key] = Path(args[args.index("--body") + 1]).read_text()
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+    where = "s3://b/p/n/account-binding"
+    ask = {"account": ACCOUNT, "region": "us-west-2", "aws": aws}
+    assert bind_s3("b", "p", "us-east-1", "n", record=False, **ask) is None and not stored  # type: ignore[arg-type]
+    assert bind_s3("b", "p", "us-east-1", "n", record=True, **ask) == Binding(ACCOUNT, "us-west-2", where)  # type: ignore[arg-type]
+    other = bind_s3("b", "p", "us-east-1", "n", account="210987654321", region="eu-west-1", record=True, aws=aws)
+    assert other == Binding(ACCOUNT, "us-west-2", where)

@@ -214,7 +214,10 @@ def test_accepted_odd_text_stays_data_in_json_and_hcl():
     odd = ["EOF", "user$", "%", "o'neil", "`id`"]
     doc = copy.deepcopy(next(d for d in _bases() if d.get("addons", {}).get("jupyterhub", {}).get("enabled")))
     jupyterhub = doc["addons"]["jupyterhub"]
-    jupyterhub["allowed_users"] = odd
+    # Usernames are ASCII names now (addons/jupyterhub); an OAuth client id still takes any VSCHAR
+    # but space (RFC 6749 A.1), so the odd text rides there, and EOF in the allow-list.
+    jupyterhub["allowed_users"] = ["EOF"]
+    jupyterhub["oidc"]["client_id"] = "".join(odd[1:])
     config = validate_profile(doc)
     with tempfile.TemporaryDirectory() as scratch:
         synthesize(config, f"{scratch}/out", state_dir=Path(scratch) / "state")

@@ -71,6 +71,15 @@ sys.exit(2 if command == "plan" else 0)
 """
 
 
+@pytest.fixture(autouse=True)
+def _no_account_binding(monkeypatch):
+    """These tests drive the operator with fake tools and no AWS CLI; the account binding, which
+    asks AWS first, has its own tests (tests/test_account_binding.py)."""
+    import main
+
+    monkeypatch.setattr(main.common, "refuse_other_account", lambda *_, **__: None)
+
+
 @pytest.fixture
 def fake_terraform(tmp_path):
     binary = tmp_path / "terraform"

@@ -846,3 +846,46 @@ def test_refs_git_and_the_registry_take_load():
         doc = edited(BASE, "build.reference_implementations.r", {"repository_url": "https://e.com/r", "ref": ref})
         spec = validate_profile(doc).build.reference_implementations["r"]
         assert image_tag(spec) == ref.replace("/", "-") and image_ref.tag_problem(image_tag(spec)) is None
+
+
+HUB_OIDC = {
+    "client_id": "1example23456789",
+    "callback_url": "https://hub.example.com/hub/oauth_callback",
+    "authorize_url": "https://auth.example.com/oauth2/authorize",
+    "token_url": "https://auth.example.com/oauth2/token",
+    "userdata_url": "https://auth.example.com/oauth2/userInfo",
+}
+HUB = edited(edited(BASE, "addons.jupyterhub.oidc", HUB_OIDC), "addons.jupyterhub.allowed_users", ["alice"])
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field", "words"),
+    [
+        ("addons.jupyterhub.oidc.username_claim", "", "addons.jupyterhub.oidc.username_claim", "a claim name"),
+        ("addons.jupyterhub.oidc.username_claim", "e mail", "addons.jupyterhub.oidc.username_claim", "a claim name"),
+        ("addons.jupyterhub.oidc.client_id", " ", "addons.jupyterhub.oidc.client_id", "without spaces"),
+        ("addons.jupyterhub.oidc.client_id", "x" * 256, "addons.jupyterhub.oidc.client_id", "1-255 printable"),
+        ("addons.jupyterhub.oidc.scopes", [""], "addons.jupyterhub.oidc.scopes.0", "an OAuth scope"),
+        ("addons.jupyterhub.oidc.scopes", ["$(id)"], "addons.jupyterhub.oidc.scopes.0", "an OAuth scope"),
+        ("addons.jupyterhub.oidc.scopes", ["openid", "openid"], "addons.jupyterhub.oidc.scopes.1", "requested once"),
+        ("addons.jupyterhub.allowed_users", ["alice", "alice"], "addons.jupyterhub.allowed_users.1", "repeats item 0"),
+        ("addons.jupyterhub.allowed_users", ["alice", "Alice"], "addons.jupyterhub.allowed_users.1", "lowercases"),
+        ("addons.jupyterhub.allowed_users", ["a" * 100_000], "addons.jupyterhub.allowed_users.0", "1-128 ASCII"),
+        ("addons.jupyterhub.allowed_users", ["\u0430lice"], "addons.jupyterhub.allowed_users.0", "a username"),
+        ("addons.jupyterhub.allowed_users", [""], "addons.jupyterhub.allowed_users.0", "a username"),
+    ],
+)
+def test_jupyterhub_oidc_and_allow_list_text_is_bounded(tmp_path, capsys, path, value, field, words):
+    """Issue 44 item 2 for JupyterHub: ASCII patterns with lengths (RFC 6749 A.1 client-id, 3.3
+    scope-token), no repeats, each refusal exits 2 naming the field."""
+    assert validate_profile(HUB).addons.jupyterhub.allowed_users == ["alice"]
+    line = refused(tmp_path, capsys, edited(HUB, path, value), field)
+    assert words in line, line
+
+
+def test_jupyterhub_accepts_real_oidc_values():
+    doc = edited(HUB, "addons.jupyterhub.oidc.scopes", ["openid", "aws.cognito.signin.user.admin", "api/read"])
+    doc = edited(doc, "addons.jupyterhub.oidc.username_claim", "cognito:username")
+    doc = edited(doc, "addons.jupyterhub.allowed_users", ["alice@example.com", "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"])
+    hub = validate_profile(doc).addons.jupyterhub
+    assert hub.oidc is not None and hub.oidc.username_claim == "cognito:username"

@@ -189,10 +189,11 @@ def test_the_plan_role_denies_the_secret_states_explicitly():
 
 def test_the_plan_role_reads_exactly_what_the_planned_layers_read(synthesized):
     """Each planned layer's own state and lock, the states it reads through remote state (from the
-    synthesized stacks of a profile with an S3 backend), and the profile's claim: nothing more."""
+    synthesized stacks of a profile with an S3 backend), the profile's claim and its account
+    binding (operate/state_claim.py): nothing more."""
     config = synthesized.configs["s3-state"]
     prefix = f"{config.state.key_prefix}/{config.name}/"
-    needed = {STATE_OBJECT.format("profile-source")}
+    needed = {STATE_OBJECT.format("profile-source"), STATE_OBJECT.format("account-binding")}
     for layer in select_layers("aws"):
         stack = synthesized.stack("s3-state", layer)
         own = stack["terraform"]["backend"]["s3"]["key"]

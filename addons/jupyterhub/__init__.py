@@ -13,12 +13,51 @@ from profiles.limits import EBS_GP3_MAX_GIB, INT32_MAX
 from profiles.unique import unique
 from profiles.versions import ChartRef
 
+# OAuth client id: RFC 6749 appendix A.1, client-id = *VSCHAR (%x20-7E); a space is refused too (no
+# provider issues one, and ' ' is a typo), with a bound (Cognito's is 1-128, Entra's a GUID).
+OAuthClientId = Annotated[
+    str, worded(r"^[!-~]{1,255}$", "1-255 printable ASCII characters without spaces, e.g. 1example23456789")
+]
+# Scope tokens: RFC 6749 section 3.3, scope-token = 1*NQCHAR (%x21 / %x23-5B / %x5D-7E). Taken here as
+# the subset OIDC and Cognito use: openid, profile, email, aws.cognito.signin.user.admin,
+# resource-server scopes such as https://api.example.com/read (no shell or template characters).
+OAuthScope = Annotated[
+    str,
+    worded(
+        r"^[A-Za-z0-9_.:/+-]{1,128}$",
+        "an OAuth scope: 1-128 ASCII letters, digits and _ . : / + -, e.g. openid",
+    ),
+]
+# An ID token / userinfo claim name: ASCII, e.g. sub, email, preferred_username, cognito:username.
+ClaimName = Annotated[
+    str, worded(r"^[A-Za-z0-9_.:-]{1,128}$", "a claim name: 1-128 ASCII letters, digits and _ . : -, e.g. sub")
+]
+# A username JupyterHub allows: the username claim's value. JupyterHub lowercases it by default
+# (Authenticator.normalize_username) and KubeSpawner escapes it into pod and PVC names; ASCII only
+# (a Cyrillic a, U+0430, would pass for a Latin one), bounded: a sub (UUID), an email or a short name.
+HubUsername = Annotated[
+    str,
+    worded(
+        r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$",
+        "a username: 1-128 ASCII letters, digits and . _ @ + -, starting alphanumeric, e.g. alice@example.com",
+    ),
+]
+
+
+# Helm's `tpl`: these fields reach the chart only as hub.config.GenericOAuthenticator (install.py),
+# which z2jh 4.x writes into the hub Secret as data (jupyterhub/templates/hub/secret.yaml:
+# `values.yaml: {{ $values | toYaml | b64enc | quote }}`), never through `tpl`; and the patterns
+# above admit no `{` in scopes, claims or usernames. In chart 4.4.0 `tpl` renders only hub.command,
+# hub.args (templates/hub/deployment.yaml 101, 108) and proxy.chp.extraCommandLineFlags
+# (templates/proxy/deployment.yaml 107), which the add-on never sets (install.py); so `{{` in
+# profile text cannot reach `tpl`, and is not refused globally.
+
 
 class OidcConfig(Strict):
     """An OIDC client for JupyterHub (e.g. a Cognito app client). The client secret is never in the
     profile: it is read from a Secret mounted into the hub at /run/secrets/oidc."""
 
-    client_id: str = Field(..., min_length=1)
+    client_id: OAuthClientId
     """The OAuth client id registered with the identity provider."""
     client_secret_name: K8sName = Field("jupyterhub-oidc")
     """Secret with key client-secret, in the hub namespace."""
@@ -30,9 +69,11 @@ class OidcConfig(Strict):
     """The identity provider's token endpoint (https)."""
     userdata_url: HttpsUrl
     """The identity provider's user-info endpoint (https)."""
-    scopes: list[str] = Field(["openid", "profile", "email"], min_length=1)
+    scopes: Annotated[list[OAuthScope], unique(why="a scope is requested once")] = Field(
+        ["openid", "profile", "email"], min_length=1, max_length=50
+    )
     """OAuth scopes requested at sign-in."""
-    username_claim: str = Field("sub")
+    username_claim: ClaimName = Field("sub")
     """A stable claim: sub never changes, unlike email."""
 
 
@@ -95,7 +136,10 @@ class JupyterHubConfig(ReleaseConfig):
     """Install JupyterHub (off by default; needs oidc and allowed_users)."""
     oidc: OidcConfig | None = None
     """The OpenID Connect identity provider users sign in with; required when enabled."""
-    allowed_users: list[str] = Field(default_factory=list)
+    allowed_users: Annotated[
+        list[HubUsername],
+        unique(ignore_case=True, why="JupyterHub lowercases usernames, so both name one user"),
+    ] = Field(default_factory=list, max_length=10000)
     """Values of the username claim allowed to log in."""
     cpu_image: ImageRef = Field("quay.io/jupyter/scipy-notebook:2025-12-01")
     """Pinned CPU notebook image."""
