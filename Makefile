@@ -140,7 +140,9 @@ hcl: $(STAMP)  ## write the stacks as HCL (leaving cdktf)
 # does one in an exported MAKEFLAGS or GNUMAKEFLAGS: make gives those the origin "command line"
 # too, so the approval must also be a word of this make's own command line (its parent's argv,
 # from /proc or ps: the shell of $(shell) is make's child). Without either, nothing is approved.
-MAKE_COMMAND_LINE := $(shell { tr '\0' '\n' < /proc/$$PPID/cmdline || ps -o args= -p $$PPID; } 2>/dev/null)
+# One word per argument: blanks inside an argument become \037 first, so that a word inside
+# another argument ("PROFILE=x AUTO_APPROVE=1") is never taken for an argument of its own.
+MAKE_COMMAND_LINE := $(shell { tr ' \t\n\0' '\037\037\037 ' < /proc/$$PPID/cmdline || ps -o args= -p $$PPID; } 2>/dev/null)
 typed = $(and $(filter command line,$(origin $(1))),$(filter $(1)=%,$(MAKE_COMMAND_LINE)))
 APPROVE = $(if $(and $(call typed,AUTO_APPROVE),$(filter 1 true,$(AUTO_APPROVE))),--yes)
 # SKIP_QUOTA_CHECK=1: deploy even when the account's quotas or reservations cannot be read (warned).

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from cli import common
 from profiles import ProfileError, available_profiles, load_profile
+from profiles.base import NAME_PATTERN, PATTERN_WORDS
 from profiles.loader import resolve
 from profiles.schema import SCHEMA_PATH, profile_schema
 
@@ -39,6 +40,14 @@ def copy_profile(source: str, target: Path) -> int:
     if target.suffix not in (".yaml", ".yml") or target.exists():
         print(f"{target}: give the path of a new .yaml file (it must not exist yet)", file=sys.stderr)
         return common.EXIT_USER_ERROR
+    # The file's name becomes the profile's `name`: refuse one that cannot be, before writing anything.
+    if not re.fullmatch(NAME_PATTERN, target.stem):
+        print(
+            f"{target}: the file name {target.stem!r} becomes the profile's name, which must be "
+            f"{PATTERN_WORDS[NAME_PATTERN]} (e.g. my-profiles/team-vision.yaml); nothing was written",
+            file=sys.stderr,
+        )
+        return common.EXIT_USER_ERROR
     schema = os.path.relpath(SCHEMA_PATH, target.resolve().parent)
     text = resolve(source).read_text()
     text = re.sub(
@@ -54,8 +63,9 @@ def copy_profile(source: str, target: Path) -> int:
     target.write_text(text)
     try:
         load_profile(str(target))
-    except ProfileError as error:  # e.g. a file name that is not a valid profile name
-        print(f"wrote {target} from {source}; before using it:\n{error.render()}", file=sys.stderr)
+    except ProfileError as error:  # nothing half-made is left behind
+        target.unlink()
+        print(f"{target}: the copy of {source} does not load, so it was not kept:\n{error.render()}", file=sys.stderr)
         return common.EXIT_USER_ERROR
     print(f"wrote {target} from {source} (name: {target.stem}); edit it, then `make synth PROFILE={target}`")
     return 0

@@ -49,7 +49,8 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")]
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 
 
 # Regions outside the commercial partition, by name prefix: their ARNs (arn:aws-us-gov:...), VPC
@@ -223,7 +224,7 @@ def check_unique(names: Sequence[str], *, field: str, what: str) -> None:
 
 # Plain words for the patterns above: users see these, never the regular expressions.
 PATTERN_WORDS: dict[str, str] = {
-    r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$": "2-32 lowercase letters, digits and hyphens, starting with a letter "
+    NAME_PATTERN: "2-32 lowercase letters, digits and hyphens, starting with a letter "
     "and ending alphanumeric, e.g. gpu-platform",
     r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]$": "an AWS region, e.g. us-east-1",
     r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$": "a Kubernetes name: up to 63 lowercase letters, digits and inner "

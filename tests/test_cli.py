@@ -204,7 +204,9 @@ def test_new_profile_is_a_valid_copy_whose_schema_line_works_where_it_lives(tmp_
     assert copied.name == "team-vision" and copied.tags["profile"] == "team-vision"
     assert copied.cluster.gpu_node_groups == load_profile("p5-training").cluster.gpu_node_groups
     assert main.main(["new-profile", str(target)]) == 2, "an existing file is never overwritten"
-    assert main.main(["new-profile", str(tmp_path / "Not_A_Name.yaml")]) == 2
+    for bad_name in ("Not_A_Name", "x"):  # the file name becomes the profile's name: refused, nothing written
+        assert main.main(["new-profile", str(tmp_path / f"{bad_name}.yaml")]) == 2
+        assert not (tmp_path / f"{bad_name}.yaml").exists()
 
 
 def test_manifests_never_deletes_what_it_did_not_write(tmp_path):
@@ -331,3 +333,22 @@ def test_confirm_delete_data_comes_from_the_make_command_line_only():
         env={**os.environ, "CONFIRM_DELETE_DATA": "gpu-validation"},
     )
     assert "--delete-data" in exported.stdout and "--confirm-delete-data" not in exported.stdout
+
+
+def test_approval_is_a_whole_argument_of_the_make_command_line():
+    """An AUTO_APPROVE=1 that MAKEFLAGS carries approves only when the make command line has it as an
+    argument of its own, not as words inside another argument's value."""
+    import os
+
+    env = {**os.environ, "MAKEFLAGS": "AUTO_APPROVE=1"}
+    env.pop("AUTO_APPROVE", None)
+    inside = subprocess.run(
+        ["make", "-n", "deploy", "PROFILE=gpu-validation AUTO_APPROVE=1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert "main.py" in inside.stdout and "--yes" not in inside.stdout
+    assert "--yes" in make_dry_run("deploy", "AUTO_APPROVE=1")
