@@ -58,28 +58,42 @@ def claim_local(state_dir: Path, name: str, identity: str) -> str | None:
     return None
 
 
+def _s3_write_once(
+    bucket: str, key: str, region: str, text: str | None, *, what: str, aws: AwsCli
+) -> tuple[str | None, str | None]:
+    """Read s3://<bucket>/<key>; where it is absent, write `text` there (None: only read) with a
+    conditional write, so that the first writer wins. Returns what the object already held (None:
+    it was absent) and the problem that stopped it (None: none)."""
+    where = f"s3://{bucket}/{key}"
+    with tempfile.TemporaryDirectory() as scratch:
+        local = Path(scratch) / Path(key).name
+        read = aws(["s3api", "get-object", "--bucket", bucket, "--key", key, "--region", region, str(local)])
+        if read.returncode == 0:
+            return local.read_text(), None
+        if "NoSuchKey" not in read.stderr and "Not Found" not in read.stderr:
+            return None, f"cannot read the {what} {where}: {read.stderr.strip()}"
+        if text is None:
+            return None, None
+        local.write_text(text)
+        put = ["s3api", "put-object", "--bucket", bucket, "--key", key, "--region", region, "--body", str(local)]
+        written = aws([*put, "--if-none-match", "*"])  # a conditional write: the first one wins
+        if written.returncode != 0 and "Unknown options" in written.stderr:  # an AWS CLI from before 2024
+            written = aws(put)
+        if written.returncode != 0 and "PreconditionFailed" in written.stderr:  # written meanwhile: read it
+            return _s3_write_once(bucket, key, region, text, what=what, aws=aws)
+        if written.returncode != 0:
+            return None, f"cannot write the {what} {where}: {written.stderr.strip()}"
+    return None, None
+
+
 def claim_s3(bucket: str, key_prefix: str, region: str, name: str, identity: str, *, aws: AwsCli) -> str | None:
     """Claim <key_prefix>/<name>/ in the state bucket for `identity`; the reason it cannot, or None."""
     key = f"{key_prefix}/{name}/{S3_MARKER}"
-    where = f"s3://{bucket}/{key}"
-    with tempfile.TemporaryDirectory() as scratch:
-        local = Path(scratch) / S3_MARKER
-        read = aws(["s3api", "get-object", "--bucket", bucket, "--key", key, "--region", region, str(local)])
-        if read.returncode == 0:
-            owner = local.read_text().strip()
-            return None if _same_profile(owner, identity) else _clash(name, identity, owner, where)
-        if "NoSuchKey" not in read.stderr and "Not Found" not in read.stderr:
-            return f"cannot read the profile claim {where}: {read.stderr.strip()}"
-        local.write_text(identity + "\n")
-        put = ["s3api", "put-object", "--bucket", bucket, "--key", key, "--region", region, "--body", str(local)]
-        written = aws([*put, "--if-none-match", "*"])  # a conditional write: the first claim wins
-        if written.returncode != 0 and "Unknown options" in written.stderr:  # an AWS CLI from before 2024
-            written = aws(put)
-        if written.returncode != 0 and "PreconditionFailed" in written.stderr:  # claimed meanwhile: read it
-            return claim_s3(bucket, key_prefix, region, name, identity, aws=aws)
-        if written.returncode != 0:
-            return f"cannot write the profile claim {where}: {written.stderr.strip()}"
-    return None
+    held, problem = _s3_write_once(bucket, key, region, identity + "\n", what="profile claim", aws=aws)
+    if problem or held is None:
+        return problem
+    owner = held.strip()
+    return None if _same_profile(owner, identity) else _clash(name, identity, owner, f"s3://{bucket}/{key}")
 
 
 # The account and region the profile's state was first used with (issue 44 item 4): recorded by the
@@ -135,24 +149,10 @@ def bind_s3(
     """As bind_local, in s3://<bucket>/<key_prefix>/<name>/account-binding (a conditional first write)."""
     key = f"{key_prefix}/{name}/{S3_BINDING}"
     where = f"s3://{bucket}/{key}"
-    with tempfile.TemporaryDirectory() as scratch:
-        local = Path(scratch) / S3_BINDING
-        read = aws(["s3api", "get-object", "--bucket", bucket, "--key", key, "--region", state_region, str(local)])
-        if read.returncode == 0:
-            return _parse_binding(local.read_text(), where)
-        if "NoSuchKey" not in read.stderr and "Not Found" not in read.stderr:
-            return f"cannot read the account binding {where}: {read.stderr.strip()}"
-        if not record:
-            return None
-        local.write_text(_binding_text(account, region))
-        put = ["s3api", "put-object", "--bucket", bucket, "--key", key, "--region", state_region, "--body", str(local)]
-        written = aws([*put, "--if-none-match", "*"])
-        if written.returncode != 0 and "Unknown options" in written.stderr:  # an AWS CLI from before 2024
-            written = aws(put)
-        if written.returncode != 0 and "PreconditionFailed" in written.stderr:  # recorded meanwhile: read it
-            return bind_s3(
-                bucket, key_prefix, state_region, name, account=account, region=region, record=record, aws=aws
-            )
-        if written.returncode != 0:
-            return f"cannot write the account binding {where}: {written.stderr.strip()}"
-    return Binding(account, region, where)
+    text = _binding_text(account, region) if record else None
+    held, problem = _s3_write_once(bucket, key, state_region, text, what="account binding", aws=aws)
+    if problem:
+        return problem
+    if held is not None:
+        return _parse_binding(held, where)
+    return Binding(account, region, where) if record else None
