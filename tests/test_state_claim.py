@@ -52,6 +52,24 @@ def test_the_s3_claim_is_shared_by_everyone_using_the_bucket():
     assert clash is not None and "s3://b/gpu-platform/team-a/profile-source" in clash
 
 
+def test_a_claim_written_meanwhile_by_another_file_wins():
+    """Two first uses at once: the conditional write of the second fails (PreconditionFailed), which
+    then reads the first one's claim and stops on the clash instead of overwriting it."""
+
+    class Raced(Bucket):
+        def __call__(self, args: list[str]) -> subprocess.CompletedProcess[str]:
+            key = args[args.index("--key") + 1]
+            if args[1] == "put-object" and key not in self.objects:
+                self.objects[key] = "elsewhere/b.yaml\n"  # the other writer got there first
+                return subprocess.CompletedProcess(args, 254, "", "An error occurred (PreconditionFailed)")
+            return super().__call__(args)
+
+    bucket = Raced()
+    clash = claim_s3("b", "gpu-platform", "us-west-2", "team-a", "my-profiles/a.yaml", aws=bucket)
+    assert clash is not None and "elsewhere/b.yaml" in clash
+    assert bucket.objects == {"gpu-platform/team-a/profile-source": "elsewhere/b.yaml\n"}
+
+
 def test_an_unreadable_claim_stops_with_the_reason():
     def denied(args: list[str]) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(args, 254, "", "An error occurred (AccessDenied)")
