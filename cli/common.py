@@ -71,6 +71,10 @@ def refuse_other_account(config: PlatformConfig, command: str, *, record: bool =
             aws=cluster_access.run_aws,
         )
 
+    if not record and config.account_id is None and not isinstance(binding(""), Binding):
+        # Read-only (`quotas --check`) and nothing recorded to compare with: it goes on without asking
+        # whose the credentials are, so an account it cannot read is reported per quota, as before.
+        return None
     refusal = account_refusal(config, command, cluster_access.run_aws, binding)
     if refusal is None:
         return None
