@@ -4,6 +4,8 @@ DRA driver's device class in every namespace that uses them, and quotas count th
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,17 @@ import yaml
 from components.k8s.gpus import GPU_DEVICE_CLASS
 from manifests.render import render
 from tests.synth_helpers import resources
+
+
+def synth_in_a_process(doc: dict[str, Any], profile: Path) -> subprocess.CompletedProcess[str]:
+    """`main.py synth` of the profile `doc`, written to `profile`, as a user runs it."""
+    profile.write_text(yaml.safe_dump(doc))
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, str(root / "main.py"), "synth", "--profile", str(profile)]
+    return subprocess.run(
+        [*command, "--outdir", str(profile.parent / "out")], capture_output=True, text=True, cwd=root, timeout=120
+    )
+
 
 DRA_QUOTA = f"{GPU_DEVICE_CLASS}.deviceclass.resource.k8s.io/devices"
 
@@ -282,9 +295,6 @@ def test_the_dra_fixture_has_queues_that_count_gpu_devices(synthesized):
 def test_a_gpu_pool_in_a_dra_profile_is_refused_naming_the_field_the_value_and_the_way_out(tmp_path):
     """The pinned Karpenter never launches a node for a pod with ResourceClaims, so DRA mode makes
     no GPU pool; a profile that sets one is refused (exit 2) instead of being silently ignored."""
-    import subprocess
-    import sys
-
     from profiles import ProfileError, validate_profile
     from tests.cases import FIXTURE_PROFILES
 
@@ -300,16 +310,7 @@ def test_a_gpu_pool_in_a_dra_profile_is_refused_naming_the_field_the_value_and_t
     validate_profile({**doc, "addons": {**doc["addons"], "gpu_operator": {"dra": False}}})
     off = {"karpenter": {"enabled": False}, "jupyterhub": {"enabled": False}}
     validate_profile({**doc, "addons": {**doc["addons"], **off}})
-    profile = tmp_path / "dra-pool.yaml"
-    profile.write_text(yaml.safe_dump(doc))
-    root = Path(__file__).resolve().parents[1]
-    result = subprocess.run(
-        [sys.executable, str(root / "main.py"), "synth", "--profile", str(profile), "--outdir", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        timeout=120,
-    )
+    result = synth_in_a_process(doc, tmp_path / "dra-pool.yaml")
     assert result.returncode == 2 and "workloads.gpu_pool: Karpenter 1.14.1" in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -325,9 +326,6 @@ def test_dra_counts_without_a_whole_node_are_refused_naming_the_count_and_the_gr
     """In DRA mode a pod gets GPUs only from its namespace's gpu-<n> claim templates, one per
     workloads.dra_gpu_counts: every GPU group's per-node GPU count must be one of them, or no pod
     (no multi-node job's worker) could claim a whole node there. Refused with exit 2."""
-    import subprocess
-    import sys
-
     from profiles import ProfileError, validate_profile
     from profiles.loader import parse_profile_text
     from tests.cases import FIXTURE_PROFILES
@@ -348,16 +346,7 @@ def test_dra_counts_without_a_whole_node_are_refused_naming_the_count_and_the_gr
     validate_profile({**doc, "workloads": {**doc["workloads"], "dra_gpu_counts": [*(counts or [1, 8]), per_node]}})
     if fixture == "jark":
         validate_profile({**doc, "addons": {**doc["addons"], "gpu_operator": {"dra": False}}})
-    profile = tmp_path / "dra-counts.yaml"
-    profile.write_text(yaml.safe_dump(doc))
-    root = Path(__file__).resolve().parents[1]
-    result = subprocess.run(
-        [sys.executable, str(root / "main.py"), "synth", "--profile", str(profile), "--outdir", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        timeout=120,
-    )
+    result = synth_in_a_process(doc, tmp_path / "dra-counts.yaml")
     assert result.returncode == 2, result.stderr
     assert f"workloads.dra_gpu_counts: node group {group}" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()
