@@ -7,6 +7,10 @@ JSON their constructs would write, byte for byte, under the same names; cdktf re
 inside when it synthesizes the stack. tests/test_manifests_as_data.py compares both ways' JSON for
 every profile.
 
+A layer whose Kubernetes side is all rendered this way (provider, objects, StorageClass, Jobs)
+never imports the kubernetes provider's bindings, so Node never loads that provider's assembly
+(about half a second of every synthesis: benchmarks/LOG.md, session 14).
+
 The HCL export keeps a construct per block (cdktf's HCL renderer needs them), and so does
 GPU_PLATFORM_PLAIN_CONSTRUCTS=1.
 """
@@ -16,8 +20,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from cdktf import TerraformElement
+from cdktf import ITerraformDependable, TerraformElement, TerraformResource
 from constructs import Construct
+
+from components.logical_ids import unique_id
 
 
 def render_as_data() -> bool:
@@ -39,3 +45,56 @@ class RenderedJson(TerraformElement):
 
     def to_terraform(self) -> Any:
         return self._json
+
+
+class AddressedElement(TerraformElement):
+    """An element at a resource's own construct path: its `fqn` is that resource's address (cdktf
+    names an element `<type>.<logical id of its path>`), so it can be depended on, and `address`
+    holds the same address in Python for blocks rendered as data."""
+
+    def __init__(self, scope: Construct, id_: str, *, terraform_type: str, address: str):
+        super().__init__(scope, id_, terraform_type)
+        self.address = address
+
+
+class RenderedResource(AddressedElement):
+    """One resource rendered as data, written as its construct would write it: `body` (Terraform's
+    arguments and meta-arguments, tokens allowed) and cdktf's `//` metadata. `overrides` names the
+    arguments the construct would have set through `add_override`, which cdktf lists in the
+    stack's metadata."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        terraform_type: str,
+        body: dict[str, Any],
+        overrides: tuple[str, ...] = (),
+    ):
+        path = f"{scope.node.path}/{id_}"
+        logical_id = unique_id(path.split("/")[1:])  # the layer stacks are the App's children
+        super().__init__(scope, id_, terraform_type=terraform_type, address=f"{terraform_type}.{logical_id}")
+        metadata = {"metadata": {"path": path, "uniqueId": logical_id}}
+        self._json: dict[str, Any] = {"resource": {terraform_type: {logical_id: {**body, "//": metadata}}}}
+        if overrides:
+            self._json["//"] = {"metadata": {"overrides": {terraform_type: list(overrides)}}}
+
+    def to_terraform(self) -> Any:
+        return self._json
+
+
+def dependency_addresses(dependables: tuple[ITerraformDependable, ...]) -> list[str]:
+    """`depends_on` as a construct writes it: bare addresses, not interpolations (cdktf resolves a dependable's
+    `fqn` with braces suppressed there, lib/tfExpression.js `dependable`; the `fqn` token itself
+    would be written with them). A rendered block's address is known here; a resource construct's
+    is its type and logical id."""
+    addresses = []
+    for dependable in dependables:
+        if isinstance(dependable, AddressedElement):
+            addresses.append(dependable.address)
+        elif isinstance(dependable, TerraformResource):
+            addresses.append(f"{dependable.terraform_resource_type}.{dependable.friendly_unique_id}")
+        else:
+            raise TypeError(f"a rendered block depends only on resources, not on {dependable!r}")
+    return addresses

@@ -3,18 +3,16 @@ StorageClass their volumes use."""
 
 from __future__ import annotations
 
-from cdktf_cdktf_provider_kubernetes.storage_class_v1 import StorageClassV1, StorageClassV1Metadata
 from constructs import Construct
 
 from addons.contributions import client_access, provided
 from addons.registry import ADDONS
 from components.helm.addon import AddonContext, InstalledAddon, Monitors
 from components.k8s.namespaces import ApiServerAddresses
+from components.k8s.storage_class import STORAGE_CLASS, default_storage_class
 from profiles import PlatformConfig
 from stacks.contracts import AddonsOutputs, BuildOutputs, ClusterOutputs, StorageOutputs
 from stacks.layer import LayerStack, StateLocation
-
-STORAGE_CLASS = "gp3"
 
 
 class AddonsStack(LayerStack):
@@ -34,18 +32,7 @@ class AddonsStack(LayerStack):
         self.use_kubernetes_providers(cluster, helm=True)
 
         # EKS clusters have no default StorageClass: Prometheus and notebook volumes need one.
-        storage_class = StorageClassV1(
-            self,
-            "gp3",
-            metadata=StorageClassV1Metadata(
-                name=STORAGE_CLASS, annotations={"storageclass.kubernetes.io/is-default-class": "true"}
-            ),
-            storage_provisioner="ebs.csi.aws.com",
-            volume_binding_mode="WaitForFirstConsumer",
-            allow_volume_expansion=True,
-            reclaim_policy="Delete",
-            parameters={"type": "gp3", "encrypted": "true"},
-        )
+        storage_class = default_storage_class(self)
         enabled = [addon for addon in ADDONS if addon.enabled(config)]
         # Each add-on declares its own monitors; the monitoring add-on (installed first) creates them.
         declared = [addon.monitors(addon.settings(config), config) for addon in enabled]

@@ -16,10 +16,10 @@ from cdktf import (
 )
 from cdktf_cdktf_provider_aws.provider import AwsProvider, AwsProviderDefaultTags
 from cdktf_cdktf_provider_helm.provider import HelmProvider, HelmProviderKubernetes, HelmProviderKubernetesExec
-from cdktf_cdktf_provider_kubernetes.provider import KubernetesProvider, KubernetesProviderExec
 from constructs import Construct
 
 from components.expressions import matches
+from components.k8s.provider import KubernetesConnection, kubernetes_provider
 from components.logical_ids import unique_id
 from components.rendered import RenderedJson, render_as_data
 from profiles import PlatformConfig
@@ -121,13 +121,17 @@ class LayerStack(TerraformStack):
         ca = Fn.base64decode(cluster.certificate_authority)
         get_token = ["eks", "get-token", "--cluster-name", cluster.cluster_name, "--region", cluster.region]
         api_version = "client.authentication.k8s.io/v1beta1"
-        KubernetesProvider(
+        kubernetes_provider(
             self,
             "kubernetes",
-            host=host,
-            tls_server_name=server_name,
-            cluster_ca_certificate=ca,
-            exec=[KubernetesProviderExec(api_version=api_version, command="aws", args=get_token)],
+            connection=KubernetesConnection(
+                host=host,
+                tls_server_name=server_name,
+                cluster_ca_certificate=ca,
+                exec_api_version=api_version,
+                exec_command="aws",
+                exec_args=tuple(get_token),
+            ),
         )
         if helm:
             HelmProvider(

@@ -7,11 +7,11 @@ namespace itself, with its Pod Security labels and NetworkPolicies."""
 from __future__ import annotations
 
 from cdktf import TerraformDataSource, TerraformStack
-from cdktf_cdktf_provider_kubernetes.manifest import Manifest
 
 from addons.mpi_operator import DEFINITION, MpiOperatorConfig
 from components.expressions import Expression, expression, quoted_template, string_literal
 from components.helm.addon import AddonContext, AddonSpec, InstalledAddon, RuntimePath
+from components.k8s.for_each import ObjectsForEachProps, objects_for_each
 from profiles.versions import HTTP_PROVIDER_VERSION, ReleaseArtifact
 
 
@@ -56,13 +56,18 @@ class MpiOperatorAddon(AddonSpec[MpiOperatorConfig]):
         )
         namespace = self.guarded_namespace(ctx)
         documents = f"provider::kubernetes::manifest_decode_multi({download.fqn}.response_body)"
-        objects = Manifest(ctx.scope, "mpi-operator", manifest={}, depends_on=[*namespace])
         key = quoted_template(Expression("doc.kind"), "/", Expression("doc.metadata.name"))
-        objects.add_override(
-            "for_each",
-            expression(f"{{ for doc in {documents} : {key} => doc if doc.kind != {string_literal('Namespace')} }}"),
+        objects = objects_for_each(
+            ctx.scope,
+            "mpi-operator",
+            props=ObjectsForEachProps(
+                for_each=expression(
+                    f"{{ for doc in {documents} : {key} => doc if doc.kind != {string_literal('Namespace')} }}"
+                ),
+                manifest=expression("each.value"),
+                depends_on=namespace,
+            ),
         )
-        objects.add_override("manifest", expression("each.value"))
         return InstalledAddon(name=self.release_name, ready=(objects,))
 
 

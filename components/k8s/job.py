@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdktf import Fn, ITerraformDependable, Token
-from cdktf_cdktf_provider_kubernetes.manifest import Manifest
 from constructs import Construct
+
+from components.rendered import RenderedResource, dependency_addresses, render_as_data
 
 # The API server fills these in when it admits a Job (the selector, and the controller-uid and
 # job-name labels of its pod template: kubernetes batch/v1 Job defaulting); kubernetes_manifest
@@ -61,18 +62,30 @@ class CompletedJob(Construct):
         super().__init__(scope, id_)
         job = dict(props.job)
         job["metadata"] = {**job["metadata"], "name": job_name(props.name, job, resolved_later=props.resolved_later)}
-        self._resource = Manifest(
-            self,
-            props.name,
-            manifest=job,
-            computed_fields=JOB_COMPUTED_FIELDS,
-            # Complete=True only after the pod exited 0 (a failed Job never gets it: the apply then
-            # fails at the timeout, with the Job and its pods left to read).
-            wait={"condition": [{"type": "Complete", "status": "True"}]},
-            timeouts={"create": f"{props.timeout_minutes}m", "update": f"{props.timeout_minutes}m"},
-            depends_on=list(props.depends_on) or None,
-        )
+        # Complete=True only after the pod exited 0 (a failed Job never gets it: the apply then
+        # fails at the timeout, with the Job and its pods left to read).
+        wait = {"condition": [{"type": "Complete", "status": "True"}]}
+        timeouts = {"create": f"{props.timeout_minutes}m", "update": f"{props.timeout_minutes}m"}
+        self._resource: ITerraformDependable
+        if render_as_data():  # the kubernetes_manifest as its construct writes it (components/rendered.py)
+            body: dict[str, Any] = {"computed_fields": JOB_COMPUTED_FIELDS, "manifest": job, "timeouts": timeouts}
+            if props.depends_on:
+                body["depends_on"] = dependency_addresses(props.depends_on)
+            body["wait"] = wait
+            self._resource = RenderedResource(self, props.name, terraform_type="kubernetes_manifest", body=body)
+        else:
+            from cdktf_cdktf_provider_kubernetes.manifest import Manifest
+
+            self._resource = Manifest(
+                self,
+                props.name,
+                manifest=job,
+                computed_fields=JOB_COMPUTED_FIELDS,
+                wait=wait,
+                timeouts=timeouts,
+                depends_on=list(props.depends_on) or None,
+            )
 
     @property
-    def resource(self) -> Manifest:
+    def resource(self) -> ITerraformDependable:
         return self._resource

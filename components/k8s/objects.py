@@ -14,14 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdktf import ITerraformDependable, Precondition, TerraformElement, TerraformLocal, TerraformResourceLifecycle
-from cdktf_cdktf_provider_kubernetes.manifest import Manifest, ManifestFieldManager, ManifestTimeouts
+from cdktf import ITerraformDependable, Precondition, TerraformLocal, TerraformResourceLifecycle
 from constructs import Construct
 
 from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
 from components.logical_ids import unique_id
 from components.plan_deadline import PlanDeadline
-from components.rendered import RenderedJson, render_as_data
+from components.rendered import AddressedElement, RenderedJson, render_as_data
 
 RESOURCE_TYPE = "kubernetes_manifest"
 
@@ -57,15 +56,6 @@ def _deadline(scope: Construct, id_: str, deadline: PlanDeadline | None) -> tupl
     return name, PlanDeadline.condition(f"local.{name}"), deadline.why
 
 
-class _ObjectAddress(TerraformElement):
-    """A stand-in for one rendered object, to depend on: an element at the object's construct path
-    has the object's logical id, so its `fqn` is the object's address. It renders nothing."""
-
-    def __init__(self, scope: Construct, key: str, *, address: str):
-        super().__init__(scope, key, RESOURCE_TYPE)
-        self.address = address
-
-
 class KubernetesObjects(Construct):
     """Exposes `objects` (the manifests) and `dependable(key)` / `dependables()` to wait for them."""
 
@@ -81,6 +71,10 @@ class KubernetesObjects(Construct):
             self._construct(props)
 
     def _construct(self, props: KubernetesObjectsProps) -> None:
+        # Imported here: the bindings load the kubernetes provider's assembly into Node, which the
+        # rendered way never needs (components/rendered.py).
+        from cdktf_cdktf_provider_kubernetes.manifest import Manifest, ManifestFieldManager, ManifestTimeouts
+
         lifecycle = None
         if self._deadline:
             _, condition, why = self._deadline
@@ -140,7 +134,10 @@ class KubernetesObjects(Construct):
         if key not in self._dependables:
             if key not in self._addresses:
                 raise KeyError(f"{self.node.id} has no object {key!r}")
-            self._dependables[key] = _ObjectAddress(self, key, address=self._addresses[key])
+            # An element at the object's construct path has the object's address: it renders nothing.
+            self._dependables[key] = AddressedElement(
+                self, key, terraform_type=RESOURCE_TYPE, address=self._addresses[key]
+            )
         return self._dependables[key]
 
     def dependables(self) -> tuple[ITerraformDependable, ...]:
@@ -149,8 +146,8 @@ class KubernetesObjects(Construct):
 
 
 def _address_of(dependable: ITerraformDependable) -> str:
-    """The address of another group's object: rendered objects can wait only for those, whose
+    """The address of another rendered block: rendered objects can wait only for those, whose
     addresses are known here; Terraform's other resources have theirs only in Node."""
-    if not isinstance(dependable, _ObjectAddress):
-        raise TypeError(f"Kubernetes objects rendered as data wait only for other groups' objects, not {dependable!r}")
+    if not isinstance(dependable, AddressedElement):
+        raise TypeError(f"Kubernetes objects rendered as data wait only for other rendered blocks, not {dependable!r}")
     return dependable.address
