@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,13 +59,14 @@ class ClusterCheckRun:
     def sleep(self, seconds: float) -> None:
         self.sleeper(seconds)
 
-    def apply(self, check: str) -> CheckResult | None:
-        return self.apply_file(f"{check}.yaml")
+    def apply(self, check: str, kinds: Collection[str] = ()) -> CheckResult | None:
+        return self.apply_file(f"{check}.yaml", kinds)
 
-    def apply_file(self, file_name: str) -> CheckResult | None:
+    def apply_file(self, file_name: str, kinds: Collection[str] = ()) -> CheckResult | None:
+        objects = [obj for obj in self.files[file_name] if not kinds or obj["kind"] in kinds]
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / file_name
-            path.write_text(yaml.safe_dump_all(self.files[file_name], sort_keys=False))
+            path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
             applied = self.run_kubectl(["apply", "-f", str(path)])
         return (
             None
