@@ -46,7 +46,7 @@ NCCL_NODES = 2
 def nccl_objects(target: ValidationTarget, image: str, namespace: str) -> list[dict[str, Any]]:
     """The check's objects: on a multi-node NVLink group the job's ComputeDomain first (its
     controller makes the channel template the workers claim), then the MPIJob."""
-    domain = [compute_domain(namespace, NCCL_JOB)] if target.entry.multi_node_nvlink else []
+    domain = [compute_domain(namespace, NCCL_JOB, NCCL_NODES)] if target.entry.multi_node_nvlink else []
     return [*domain, nccl_mpijob(target, image, namespace)]
 
 
