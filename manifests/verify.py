@@ -36,6 +36,12 @@ from profiles.versions import NCCL_TESTS_IMAGE
 # (an add-on's check names its own: AcceptanceCheck.run_once_kinds).
 # A ComputeDomain is a job's own (components/k8s/compute_domains.py): each run of the job gets a new one.
 RUN_ONCE_KINDS = ("Pod", MPIJOB_KIND, COMPUTE_DOMAIN_KIND)
+# Deleted without waiting: the DRA driver's controller keeps its finalizer on a ComputeDomain until
+# the domain's channel template is gone (components/k8s/compute_domains.py), for as long as that
+# controller takes (`kubectl delete --wait` would wait up to a week, and with a stuck controller
+# verify would hang). The check that applies it again waits for both, bounded
+# (manifests/checks/compute_domain.py), after the single-node checks have run meanwhile.
+DELETED_IN_THE_BACKGROUND = (COMPUTE_DOMAIN_KIND,)
 
 
 @dataclass(frozen=True)
@@ -117,9 +123,12 @@ def run_checks(
     # waits below would read the previous run's logs. Remove them first, so every check is new.
     run_once = {f"{check.name}.yaml": check.run_once_kinds for check in checks}
     for file_name, objects in files.items():
-        for obj in objects:
+        # Last first: a file lists an object after what it needs (the MPIJob after the ComputeDomain
+        # whose channel its workers claim), so each object goes before what it needs.
+        for obj in reversed(objects):
             if obj["kind"] in run_once.get(file_name, RUN_ONCE_KINDS):
                 meta = obj["metadata"]
+                wait = obj["kind"] not in DELETED_IN_THE_BACKGROUND
                 kubectl(
                     [
                         "delete",
@@ -127,7 +136,7 @@ def run_checks(
                         meta["namespace"],
                         f"{obj['kind'].lower()}/{meta['name']}",
                         "--ignore-not-found",
-                        "--wait=true",
+                        f"--wait={'true' if wait else 'false'}",
                     ]
                 )
 

@@ -11,7 +11,8 @@ Aug 2026), which agree on all of this: the v0.5.0 tag is not in it. Line numbers
   spec.channel.resourceClaimTemplate.name names, in the ComputeDomain's namespace
   (cmd/compute-domain-controller/computedomain.go 368), with a finalizer of its own
   (templates/compute-domain-workload-claim-template.tmpl.yaml 6-7). A job's pods claim that
-  template; until it exists Kueue cannot count the claim. On deletion the controller deletes the template,
+  template; until it exists Kueue cannot count the claim (verify applies the ComputeDomain first and
+  waits for it: manifests/checks/compute_domain.py). On deletion the controller deletes the template,
   takes its finalizer off and waits until it is gone before it takes the ComputeDomain's own
   finalizer off (computedomain.go 317-349): a ComputeDomain that is gone has no template left.
 - An IMEX daemon runs on each node where a pod's channel claim is being prepared. The kubelet plugin
@@ -32,7 +33,8 @@ Aug 2026), which agree on all of this: the v0.5.0 tag is not in it. Line numbers
   numNodes 0, as the driver recommends, status.status says Ready before any daemon has started.
 
 So the job-scoped domain sets numNodes to the job's node count: Ready then means that every node of
-the job runs an IMEX daemon and each is ready. What keeps the NCCL launcher from starting mpirun before a peer's
+the job runs an IMEX daemon and each is ready, which verify waits for before it judges the run and
+reports when it does not come. What keeps the NCCL launcher from starting mpirun before a peer's
 daemon is ready is the chain above: a worker's sshd starts only once its own node's daemon is ready,
 and the launcher runs mpirun only once every worker of the hostfile accepts SSH
 (components/k8s/mpi.py; under Kueue the MPI Operator's WaitForWorkersReady does not hold), the
