@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -91,9 +90,10 @@ class CheckRun(Protocol):
         such tag: its build has not run), or None when it can or nobody can tell."""
         ...
 
-    def apply(self, check: str) -> CheckResult | None:
+    def apply(self, check: str, kinds: Collection[str] = ()) -> CheckResult | None:
         """Apply the named check's validation objects (a check that takes whole nodes, applied at
-        its turn): None when kubectl took them, else the failed result."""
+        its turn), only those of `kinds` where given (a check that applies its objects in steps):
+        None when kubectl took them, else the failed result."""
         ...
 
     def pod_log(self, pod: str, namespace: str) -> tuple[bool, str]:
@@ -162,15 +162,18 @@ def poll_until(
     run: CheckRun, namespace: str, obj: str, *, jsonpath: str, done: set[str], timeout_minutes: int
 ) -> str | None:
     """Read one field of an object until it holds one of `done` (returned), at most the timeout
-    (None). For a field with more than one end state, which `kubectl wait` cannot wait for."""
-    deadline = time.monotonic() + timeout_minutes * 60
+    (None). For a field with more than one end state, which `kubectl wait` cannot wait for, or an
+    object that does not exist yet (kubectl get then prints nothing). The timeout counts the run's
+    sleeps between reads, so a test's run, which sleeps on a model's clock, times out too."""
+    slept = 0
     while True:
         value = run.kubectl(["get", "-n", namespace, obj, "-o", f"jsonpath={jsonpath}"]).stdout.strip()
         if value in done:
             return value
-        if time.monotonic() >= deadline:
+        if slept >= timeout_minutes * 60:
             return None
         run.sleep(POLL_SECONDS)
+        slept += POLL_SECONDS
 
 
 def release(run: CheckRun, namespace: str, obj: str) -> None:

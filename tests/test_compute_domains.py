@@ -17,7 +17,7 @@ from addons.kueue.install import IMEX_CHANNEL_RESOURCE, manager_configuration
 from components.acceptance import ValidationTarget
 from components.k8s.compute_domains import CHANNEL_CLAIM_NAME, CHANNEL_DEVICE_CLASS, compute_domain, with_channel
 from components.k8s.gpus import claim_template, container_claims, pod_claims
-from manifests.checks.nccl import NCCL_JOB, check_nccl
+from manifests.checks.nccl import NCCL_JOB, NCCL_NODES, check_nccl
 from manifests.render import render
 from profiles import load_profile
 from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
@@ -120,10 +120,12 @@ def worker_pod_spec() -> dict[str, Any]:
 
 
 def test_a_jobs_pods_claim_the_channel_its_compute_domain_makes():
-    domain = compute_domain("vision", "allreduce")
+    domain = compute_domain("vision", "allreduce", 2)
     validate_object(domain, "1.34")
     assert domain["metadata"] == {"name": "allreduce-compute-domain", "namespace": "vision"}
-    assert domain["spec"]["numNodes"] == 0  # deprecated; 0 is the pin's advice with DNS-named IMEX daemons
+    # The job's node count, so that status.status says Ready only once each node's IMEX daemon is
+    # (components/k8s/compute_domains.py); it holds no pod with the default feature gates.
+    assert domain["spec"]["numNodes"] == 2
     original = worker_pod_spec()
     spec = with_channel(original, "allreduce")
     assert original == worker_pod_spec(), "the caller's spec is not changed"
@@ -175,7 +177,8 @@ def test_the_gb200_multi_node_job_brings_its_compute_domain_and_claims_its_chann
     domain, job = nccl_file("gb200")
     assert (domain["kind"], job["kind"]) == ("ComputeDomain", "MPIJob")
     namespace = job["metadata"]["namespace"]
-    assert domain == compute_domain(namespace, NCCL_JOB)
+    assert domain == compute_domain(namespace, NCCL_JOB, NCCL_NODES)
+    assert domain["spec"]["numNodes"] == job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == NCCL_NODES
     for obj in (domain, job, channel_template_the_controller_makes(domain)):
         validate_object(obj, "1.35")
     worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -127,11 +128,18 @@ def grafana_search(exclude: tuple[str, ...] = ()) -> list[dict]:
     ]
 
 
-class FakeKubectl:
-    """Answers kubectl calls with recorded outputs; remembers what was applied."""
+# A model of objects that change over time (tests/compute_domain_model.py): it answers the kubectl
+# calls that concern its objects, None to the rest.
+Cluster = Callable[[list[str]], "subprocess.CompletedProcess[str] | None"]
 
-    def __init__(self, nccl_log: str, trainjob_log: str | None = None):
+
+class FakeKubectl:
+    """Answers kubectl calls with recorded outputs, or from a cluster model where one is given;
+    remembers what was applied."""
+
+    def __init__(self, nccl_log: str, trainjob_log: str | None = None, cluster: Cluster | None = None):
         self.nccl_log = nccl_log
+        self.cluster = cluster
         self.trainjob_log = torchrun_log() if trainjob_log is None else trainjob_log
         self.applied: list[str] = []
         self.calls: list[list[str]] = []
@@ -142,8 +150,16 @@ class FakeKubectl:
     grafana_missing: tuple[str, ...] = ()
 
     def __call__(self, args: list[str]) -> subprocess.CompletedProcess:
-        out = ""
         self.calls.append(args)
+        answered = self.cluster(args) if self.cluster is not None else None
+        if answered is None:
+            return self.recorded(args)
+        if args[0] == "apply":
+            self.applied.append(Path(args[2]).name)
+        return answered
+
+    def recorded(self, args: list[str]) -> subprocess.CompletedProcess:
+        out = ""
         if args[:2] == ["get", "configmap"] and "grafana_dashboard=1" in args:
             out = json.dumps(dashboard_configmaps())
         elif args[0] == "exec" and "deploy/monitoring-grafana" in args:

@@ -25,6 +25,7 @@ from components.nccl_transport import (
     nccl_transport,
     transport_summary,
 )
+from manifests.checks.compute_domain import domain_ready, release_domain, start_domain
 from manifests.launch import nccl_allreduce_launcher
 from operate.kubectl import Kubectl
 
@@ -46,7 +47,7 @@ NCCL_NODES = 2
 def nccl_objects(target: ValidationTarget, image: str, namespace: str) -> list[dict[str, Any]]:
     """The check's objects: on a multi-node NVLink group the job's ComputeDomain first (its
     controller makes the channel template the workers claim), then the MPIJob."""
-    domain = [compute_domain(namespace, NCCL_JOB)] if target.entry.multi_node_nvlink else []
+    domain = [compute_domain(namespace, NCCL_JOB, NCCL_NODES)] if target.entry.multi_node_nvlink else []
     return [*domain, nccl_mpijob(target, image, namespace)]
 
 
@@ -193,15 +194,33 @@ def _check_mnnvl(name: str, log: str, rows: list[NcclRow]) -> CheckResult:
 
 
 def nccl_result(run: CheckRun, site: MultiNodeSite, kubectl: Kubectl) -> CheckResult:
-    """Run the NCCL MPIJob (as the first tenant, where there is one) and judge its launcher's log."""
+    """Run the NCCL MPIJob (as the first tenant, where there is one) and judge its launcher's log. On
+    a multi-node NVLink group the job's ComputeDomain goes first, and the run is judged only once
+    the domain has a ready IMEX daemon on each of the job's nodes (manifests/checks/compute_domain.py)."""
     if site.job_nodes < NCCL_NODES:
         return site.too_few_nodes(NCCL_JOB, "NCCL job", NCCL_NODES)
-    if failed := run.apply(NCCL_JOB):
+    namespace, mnnvl = site.namespace, site.target.entry.multi_node_nvlink
+    if mnnvl and (failed := start_domain(run, namespace, NCCL_JOB, NCCL_JOB)):
         return failed
-    namespace, job = site.namespace, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}"
+    if failed := run.apply(NCCL_JOB, kinds=(MPIJOB_KIND,)):
+        if mnnvl:
+            release_domain(run, namespace, NCCL_JOB)
+        return failed
+    job = f"{MPIJOB_KIND.lower()}/{NCCL_JOB}"
+    if mnnvl and (failed := domain_ready(run, namespace, NCCL_JOB, NCCL_JOB, NCCL_NODES)):
+        _release(run, namespace, mnnvl)
+        return failed
     waited = wait_for(kubectl, namespace, job, "condition=Succeeded", run.timeout_minutes)
     logs = kubectl(["logs", "-n", namespace, "-l", launcher_selector(NCCL_JOB), "--tail=-1"])
     if waited.returncode != 0:
-        release(run, namespace, job)
+        _release(run, namespace, mnnvl)
         return CheckResult(NCCL_JOB, False, f"the MPIJob in {namespace} did not succeed: {waited.stderr.strip()}")
     return check_nccl(logs.stdout, site.target)
+
+
+def _release(run: CheckRun, namespace: str, mnnvl: bool) -> None:
+    """A failed run's job, and its ComputeDomain where it has one: the job first, its workers hold
+    the domain's channel."""
+    release(run, namespace, f"{MPIJOB_KIND.lower()}/{NCCL_JOB}")
+    if mnnvl:
+        release_domain(run, namespace, NCCL_JOB)
