@@ -53,6 +53,10 @@ NEVER = math.inf
 DAEMON_STARTUP_SECONDS = 20.0
 # Kueue's requeue of an inadmissible Workload (its backoff starts at seconds and grows).
 KUEUE_BACKOFF_SECONDS = 60.0
+# The label (and finalizer) the controller puts on what it makes for a domain, the domain's uid as
+# value (cmd/compute-domain-controller/computedomain.go 50-52).
+DOMAIN_LABEL = "resource.nvidia.com/computeDomain"
+DOMAIN_UID = "cd-uid-1"
 
 
 @dataclass
@@ -169,9 +173,10 @@ class DomainCluster:
             if there is None:
                 kind = "resourceclaimtemplates.resource.k8s.io"
                 return answer(args, 1, "", f'Error from server (NotFound): {kind} "{self.template_name}" not found')
-            return answer(args, 0, self.template_name)
+            return answer(args, 0, printed(args, self.template_object()))
         if args[:2] == ["get", "-n"] and args[3] == domain:
-            return answer(args, 0, self.domain_json())
+            there = self.domain_object()
+            return answer(args, 0, printed(args, there)) if there else answer(args, 1, "", "NotFound")
         return None
 
     def apply(self, args: list[str], path: Path) -> subprocess.CompletedProcess[str] | None:
@@ -267,19 +272,44 @@ class DomainCluster:
         assert until == "jsonpath={.status.status}=Ready", until
         return self.status_at(at) == "Ready"
 
-    def domain_json(self) -> str:
+    def domain_object(self) -> dict[str, Any] | None:
         domain = self.domain_at(self.now)
         if domain is None:
-            return ""
+            return None
         nodes = [
             {"name": name, "ipAddress": "10.0.0.1", "cliqueID": "c.1", "status": "Ready" if ready else "NotReady"}
             for name, ready in self.daemons_at(self.now)
         ]
-        return json.dumps(
-            {
-                "kind": COMPUTE_DOMAIN_KIND,
-                "metadata": {"name": self.domain_name, "namespace": self.namespace, "uid": "cd-uid-1"},
-                "spec": domain.spec,
-                "status": {"status": self.status_at(self.now), "nodes": nodes},
-            }
-        )
+        return {
+            "kind": COMPUTE_DOMAIN_KIND,
+            "metadata": {"name": self.domain_name, "namespace": self.namespace, "uid": DOMAIN_UID},
+            "spec": domain.spec,
+            "status": {"status": self.status_at(self.now), "nodes": nodes},
+        }
+
+    def template_object(self) -> dict[str, Any]:
+        """The channel template as the controller makes it (templates/
+        compute-domain-workload-claim-template.tmpl.yaml: its own uid, the domain's uid as a label)."""
+        return {
+            "kind": "ResourceClaimTemplate",
+            "metadata": {
+                "name": self.template_name,
+                "namespace": self.namespace,
+                "uid": "rct-uid-1",
+                "labels": {DOMAIN_LABEL: DOMAIN_UID, "resource.nvidia.com/computeDomainTarget": "Workload"},
+                "finalizers": [DOMAIN_LABEL],
+            },
+        }
+
+
+def printed(args: list[str], obj: dict[str, Any]) -> str:
+    """What `kubectl get ... -o json` or `-o jsonpath={.a.b}` prints of `obj` (a missing field: nothing)."""
+    output = args[args.index("-o") + 1]
+    if output == "json":
+        return json.dumps(obj)
+    path = output.removeprefix("jsonpath=")
+    assert path.startswith("{.") and path.endswith("}") and "[" not in path, path
+    value: Any = obj
+    for key in path[2:-1].split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return "" if value is None else str(value)

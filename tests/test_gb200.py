@@ -7,6 +7,8 @@ ComputeDomain as the DRA driver, Kueue and kubectl treat it (tests/compute_domai
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +26,7 @@ from tests.compute_domain_model import NEVER, DomainCluster
 from tests.test_nccl_transport import fixture as nccl_fixture
 from tests.test_profiles import DELETE, changed, problems
 from tests.test_verify import FIXTURES as VERIFY_FIXTURES
-from tests.test_verify import FakeKubectl
+from tests.test_verify import Cluster, FakeKubectl
 
 GB200 = FIXTURE_PROFILES / "gb200.yaml"
 # As the loader reads it (times stay text).
@@ -135,14 +137,19 @@ def mnnvl_log() -> str:
 
 
 def verify_nccl(
-    *, previous_num_nodes: int | None = None, **model: Any
+    *, previous_num_nodes: int | None = None, job: Cluster | None = None, **model: Any
 ) -> tuple[CheckResult, FakeKubectl, DomainCluster]:
-    """verify on the gb200 fixture; `previous_num_nodes`: an earlier run left its ComputeDomain."""
+    """verify on the gb200 fixture; `previous_num_nodes`: an earlier run left its ComputeDomain;
+    `job`: answers the kubectl calls about the MPIJob before the model does (None: not its call)."""
     config = load_profile(str(GB200))
     cluster = DomainCluster(job=NCCL_JOB, namespace=config.workloads.tenants[0].name, **model)
     if previous_num_nodes is not None:
         cluster.previous_run(previous_num_nodes)
-    kubectl = FakeKubectl(mnnvl_log(), cluster=cluster)
+
+    def answers(args: list[str]) -> subprocess.CompletedProcess[str] | None:
+        return (job(args) if job else None) or cluster(args)
+
+    kubectl = FakeKubectl(mnnvl_log(), cluster=answers)
     results = run_checks(config, kubectl=kubectl, sleep=cluster.sleep)
     (nccl,) = [r for r in results if r.name.startswith(NCCL_JOB)]
     return nccl, kubectl, cluster
@@ -241,3 +248,32 @@ def test_a_domain_without_a_ready_daemon_on_every_node_fails_the_check_and_is_re
         ["delete", "-n", tenant, f"mpijob/{NCCL_JOB}", "--ignore-not-found", "--wait=false"],
         ["delete", "-n", tenant, DOMAIN, "--ignore-not-found", "--wait=false"],
     ]
+
+
+def job_wait_times_out(args: list[str]) -> subprocess.CompletedProcess[str] | None:
+    if args[0] == "wait" and args[3] == f"mpijob/{NCCL_JOB}":
+        timed_out = f"error: timed out waiting for the condition on mpijobs/{NCCL_JOB}"
+        return subprocess.CompletedProcess(args, 1, "", timed_out)
+    return None
+
+
+def mpijob_refused(args: list[str]) -> subprocess.CompletedProcess[str] | None:
+    if args[0] == "apply" and "kind: MPIJob" in Path(args[2]).read_text():
+        return subprocess.CompletedProcess(args, 1, "", 'admission webhook "vmpijob.kb.io" denied the request')
+    return None
+
+
+def test_a_job_that_does_not_succeed_is_released_with_its_domain():
+    nccl, kubectl, cluster = verify_nccl(job=job_wait_times_out)
+    assert nccl.detail.startswith(f"the MPIJob in {cluster.namespace} did not succeed")
+    deletes = [call[3] for call in kubectl.calls if call[0] == "delete" and call[-1] == "--wait=false"]
+    assert deletes[-2:] == [f"mpijob/{NCCL_JOB}", DOMAIN]
+    assert cluster.domains[-1].deleting < NEVER
+
+
+def test_a_refused_mpijob_releases_the_domain_applied_for_it():
+    nccl, kubectl, cluster = verify_nccl(job=mpijob_refused)
+    assert not nccl.passed and "denied the request" in nccl.detail
+    assert kinds_applied(cluster) == [["ComputeDomain"]]
+    assert kubectl.calls[-1] == ["delete", "-n", cluster.namespace, DOMAIN, "--ignore-not-found", "--wait=false"]
+    assert cluster.domains[-1].deleting < NEVER
