@@ -250,6 +250,18 @@ def test_a_domain_without_a_ready_daemon_on_every_node_fails_the_check_and_is_re
     ]
 
 
+def test_a_domain_no_daemon_registered_with_points_at_the_workers_and_the_daemon_pods():
+    """No daemon listed: either no worker was scheduled, or the workers wait (ContainerCreating) for a
+    daemon pod that did not start on their node; the daemon registers itself only once it runs
+    (dra-driver-nvidia-gpu v0.4.1 cmd/compute-domain-daemon/cdclique.go 298-314)."""
+    nccl, _, cluster = verify_nccl(daemons_after=())
+    assert not nccl.passed
+    assert "no IMEX daemon has registered with it" in nccl.detail
+    assert "kubectl get workloads -n research" in nccl.detail
+    assert "kubectl get pods -A -l resource.nvidia.com/computeDomain=cd-uid-1" in nccl.detail
+    assert cluster.domains[-1].deleting < NEVER
+
+
 def job_wait_times_out(args: list[str]) -> subprocess.CompletedProcess[str] | None:
     if args[0] == "wait" and args[3] == f"mpijob/{NCCL_JOB}":
         timed_out = f"error: timed out waiting for the condition on mpijobs/{NCCL_JOB}"

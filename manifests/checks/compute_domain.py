@@ -104,17 +104,22 @@ def domain_ready(run: CheckRun, namespace: str, job: str, check: str, nodes: int
 def daemons_seen(domain: dict[str, Any], nodes: int) -> str:
     """What the domain's status.nodes says of its IMEX daemons, and where to look next."""
     listed: list[dict[str, Any]] = domain.get("status", {}).get("nodes") or []
-    uid = domain.get("metadata", {}).get("uid", "<its uid>")
+    metadata = domain.get("metadata", {})
+    uid, namespace = metadata.get("uid", "<its uid>"), metadata.get("namespace", "<the job's namespace>")
+    daemon_pods = f"the daemon pods (`kubectl get pods -A -l {DOMAIN_LABEL}={uid}`, their events and logs)"
     if not listed:
+        # A daemon lists itself once its pod runs (dra-driver-nvidia-gpu v0.4.1
+        # cmd/compute-domain-daemon/cdclique.go 298-314), and its pod is scheduled only once a
+        # worker's channel claim is prepared on the node: an empty list does not tell which is missing.
         return (
-            f"none of the job's {nodes} nodes runs an IMEX daemon for it, so no worker has been scheduled with "
-            "its channel claim: look at the job's Workload (`kubectl get workloads`: admitted?) and its worker "
-            "pods (Pending: no GPU node free?)"
+            f"no IMEX daemon has registered with it (the job has {nodes} nodes): either no worker has been "
+            f"scheduled with its channel claim (the job's Workload, `kubectl get workloads -n {namespace}`: "
+            "admitted?, and its worker pods: Pending, no GPU node free?), or the workers are ContainerCreating "
+            f"on nodes whose IMEX daemon has not started: look at {daemon_pods}"
         )
     ready = [node["name"] for node in listed if node.get("status") == "Ready"]
     states = ", ".join(f"{node['name']} {node.get('status', 'NotReady')}" for node in listed)
     return (
         f"{len(ready)} of {nodes} IMEX daemons ready ({states}); a worker whose node's daemon is not ready stays "
-        f"ContainerCreating: look at the worker pods' events and the daemon pods "
-        f"(`kubectl get pods -A -l {DOMAIN_LABEL}={uid}`, their logs)"
+        f"ContainerCreating: look at the worker pods' events and {daemon_pods}"
     )
