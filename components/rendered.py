@@ -20,10 +20,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from cdktf import ITerraformDependable, TerraformElement, TerraformResource
+from cdktf import ITerraformDependable, TerraformDataSource, TerraformElement, TerraformResource, TerraformStack
 from constructs import Construct
-
-from components.logical_ids import unique_id
 
 
 def render_as_data() -> bool:
@@ -50,18 +48,20 @@ class RenderedJson(TerraformElement):
 class AddressedElement(TerraformElement):
     """An element at a resource's own construct path: its `fqn` is that resource's address (cdktf
     names an element `<type>.<logical id of its path>`), so it can be depended on, and `address`
-    holds the same address in Python for blocks rendered as data."""
+    holds the same address in Python for blocks rendered as data. Without `address`, the element
+    asks cdktf for its logical id (one round trip), as a resource at its path would be named."""
 
-    def __init__(self, scope: Construct, id_: str, *, terraform_type: str, address: str):
+    def __init__(self, scope: Construct, id_: str, *, terraform_type: str, address: str | None = None):
         super().__init__(scope, id_, terraform_type)
-        self.address = address
+        self.address = address if address is not None else f"{terraform_type}.{self.friendly_unique_id}"
 
 
 class RenderedResource(AddressedElement):
     """One resource rendered as data, written as its construct would write it: `body` (Terraform's
     arguments and meta-arguments, tokens allowed) and cdktf's `//` metadata. `overrides` names the
     arguments the construct would have set through `add_override`, which cdktf lists in the
-    stack's metadata."""
+    stack's metadata. Its name is cdktf's own logical id of its path (the stack's naming, wherever
+    the stack sits), so `address`, its `fqn` and its key in the JSON cannot differ."""
 
     def __init__(
         self,
@@ -72,10 +72,9 @@ class RenderedResource(AddressedElement):
         body: dict[str, Any],
         overrides: tuple[str, ...] = (),
     ):
-        path = f"{scope.node.path}/{id_}"
-        logical_id = unique_id(path.split("/")[1:])  # the layer stacks are the App's children
-        super().__init__(scope, id_, terraform_type=terraform_type, address=f"{terraform_type}.{logical_id}")
-        metadata = {"metadata": {"path": path, "uniqueId": logical_id}}
+        super().__init__(scope, id_, terraform_type=terraform_type)
+        logical_id = self.address.removeprefix(f"{terraform_type}.")
+        metadata = {"metadata": {"path": self.node.path, "uniqueId": logical_id}}
         self._json: dict[str, Any] = {"resource": {terraform_type: {logical_id: {**body, "//": metadata}}}}
         if overrides:
             self._json["//"] = {"metadata": {"overrides": {terraform_type: list(overrides)}}}
@@ -84,17 +83,35 @@ class RenderedResource(AddressedElement):
         return self._json
 
 
-def dependency_addresses(dependables: tuple[ITerraformDependable, ...]) -> list[str]:
-    """`depends_on` as a construct writes it: bare addresses, not interpolations (cdktf resolves a dependable's
-    `fqn` with braces suppressed there, lib/tfExpression.js `dependable`; the `fqn` token itself
-    would be written with them). A rendered block's address is known here; a resource construct's
-    is its type and logical id."""
+def dependency_addresses(scope: Construct, dependables: tuple[ITerraformDependable, ...]) -> list[str]:
+    """`depends_on` of a block rendered in `scope`, as a construct writes it: bare addresses, not
+    interpolations (cdktf resolves a dependable's `fqn` with braces suppressed there,
+    lib/tfExpression.js `dependable`; the `fqn` token itself would be written with them). A
+    rendered block's address is known here; a resource's or data source's is its type and
+    logical id (cdktf's `fqn`: data sources are `data.<type>.<id>`).
+
+    A dependable of another stack is refused: its address means nothing in this stack's
+    configuration (a construct would depend on a cross-stack output, which Terraform refuses in
+    depends_on too), and the layers pass each other values through their published outputs."""
+    if not dependables:
+        return []
+    stack = TerraformStack.of(scope)
     addresses = []
     for dependable in dependables:
+        element: TerraformElement
         if isinstance(dependable, AddressedElement):
-            addresses.append(dependable.address)
+            element, address = dependable, dependable.address
         elif isinstance(dependable, TerraformResource):
-            addresses.append(f"{dependable.terraform_resource_type}.{dependable.friendly_unique_id}")
+            element, address = dependable, f"{dependable.terraform_resource_type}.{dependable.friendly_unique_id}"
+        elif isinstance(dependable, TerraformDataSource):
+            element = dependable
+            address = f"data.{dependable.terraform_resource_type}.{dependable.friendly_unique_id}"
         else:
-            raise TypeError(f"a rendered block depends only on resources, not on {dependable!r}")
+            raise TypeError(f"a rendered block depends only on resources and data sources, not on {dependable!r}")
+        if (other := TerraformStack.of(element)) is not stack:
+            raise ValueError(
+                f"{scope.node.path} cannot depend on {address} of the {other.node.id} stack: "
+                "a layer passes another layer values through its published outputs"
+            )
+        addresses.append(address)
     return addresses

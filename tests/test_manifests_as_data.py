@@ -5,19 +5,32 @@ addresses; only the construct tree is smaller, and the kubernetes bindings are n
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
 import pytest
-from cdktf import App, TerraformElement, TerraformStack
+from cdktf import (
+    App,
+    TerraformCount,
+    TerraformDataSource,
+    TerraformElement,
+    TerraformIterator,
+    TerraformResource,
+    TerraformStack,
+)
 from cdktf_cdktf_provider_kubernetes.manifest import Manifest
 from constructs import Construct
 
+from components.k8s.for_each import ObjectsForEachProps, objects_for_each
+from components.k8s.job import CompletedJob, CompletedJobProps
 from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
 from components.k8s.objects import KubernetesObjects, KubernetesObjectsProps
+from components.k8s.storage_class import default_storage_class
 from components.logical_ids import unique_id
 from components.rendered import render_as_data
 from stacks import LAYERS
@@ -134,5 +147,115 @@ def test_rendered_objects_wait_for_their_namespace_and_other_groups(tmp_path: Pa
     assert resources[cm_id]["depends_on"] == [f"kubernetes_manifest.{ns_id}"]
     assert resources[other_id]["depends_on"] == [f"kubernetes_manifest.{ns_id}"]
     assert resources[cm_id]["//"]["metadata"] == {"path": "layer/first/configmap-team-c", "uniqueId": cm_id}
-    with pytest.raises(TypeError, match="other rendered blocks"):
+    with pytest.raises(TypeError, match="resources and data sources"):
         KubernetesObjects(stack, "third", props=KubernetesObjectsProps(objects=(namespace,), depends_on=(stack,)))  # type: ignore[arg-type]
+
+
+_NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
+_JOB = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {"namespace": "team"},
+    "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}},
+}
+
+
+def _job(scope: Construct, *, after: tuple = ()) -> CompletedJob:
+    return CompletedJob(
+        scope, "setup", props=CompletedJobProps(job=_JOB, name="setup", timeout_minutes=5, depends_on=after)
+    )
+
+
+def _job_without_dependencies(stack: TerraformStack) -> None:
+    _job(stack)
+
+
+def _job_after_a_data_source_and_counted_resources(stack: TerraformStack) -> None:
+    download = TerraformDataSource(stack, "download", terraform_resource_type="http")
+    counted = TerraformResource(stack, "counted", terraform_resource_type="terraform_data", count=TerraformCount.of(2))
+    each = TerraformResource(
+        stack, "each", terraform_resource_type="terraform_data", for_each=TerraformIterator.from_list(["a", "b"])
+    )
+    _job(stack, after=(download, counted, each))
+
+
+def _objects_after_a_typed_resource_and_a_job(stack: TerraformStack) -> None:
+    first = TerraformResource(stack, "first", terraform_resource_type="terraform_data")
+    job = _job(stack)
+    KubernetesObjects(
+        stack, "objects", props=KubernetesObjectsProps(objects=(_NAMESPACE,), depends_on=(first, job.resource))
+    )
+
+
+def _typed_blocks_after_rendered_ones(stack: TerraformStack) -> None:
+    job = _job(stack)
+    each = objects_for_each(
+        stack, "each", props=ObjectsForEachProps(for_each="${{}}", manifest="${each.value}", depends_on=(job.resource,))
+    )
+    TerraformResource(stack, "after", terraform_resource_type="terraform_data", depends_on=[job.resource, each])
+
+
+def _stack_below_a_construct(stack: TerraformStack) -> None:
+    """The stack is built under a construct of the App (not the layers' layout): cdktf names blocks
+    from the stack down, and a typed block depending on a rendered one writes cdktf's name."""
+    storage_class = default_storage_class(stack)
+    _job(stack, after=(storage_class,))
+    TerraformResource(stack, "after", terraform_resource_type="terraform_data", depends_on=[storage_class])
+
+
+@pytest.mark.parametrize(
+    ("build", "nested"),
+    [
+        (_job_without_dependencies, False),
+        (_job_after_a_data_source_and_counted_resources, False),
+        (_objects_after_a_typed_resource_and_a_job, False),
+        (_typed_blocks_after_rendered_ones, False),
+        (_stack_below_a_construct, True),
+    ],
+    ids=lambda value: value.__name__.strip("_") if callable(value) else None,
+)
+def test_rendered_blocks_off_the_profiles_paths_write_what_their_constructs_write(
+    build: Callable[[TerraformStack], None], nested: bool
+):
+    """Paths no profile reaches (so the byte comparison above cannot see them), built both ways."""
+
+    def synthesized_json() -> str:
+        app = App()
+        stack = TerraformStack(Construct(app, "stage") if nested else app, "layer")
+        build(stack)
+        return json.dumps(stack.to_terraform(), sort_keys=True)
+
+    assert render_as_data()
+    rendered = synthesized_json()
+    with mock.patch.dict(os.environ, {"GPU_PLATFORM_PLAIN_CONSTRUCTS": "1"}):
+        assert not render_as_data()
+        constructed = synthesized_json()
+    assert rendered == constructed
+
+
+def test_a_rendered_block_refuses_to_depend_on_another_stacks_block():
+    """Its address would name nothing in its own stack (Terraform: reference to undeclared resource)."""
+    app = App()
+    storage_class = default_storage_class(TerraformStack(app, "addons"))
+    with pytest.raises(ValueError, match="of the addons stack"):
+        _job(TerraformStack(app, "workloads"), after=(storage_class,))
+
+
+def _declared(stack: dict) -> set[str]:
+    resources = {f"{kind}.{name}" for kind, items in stack.get("resource", {}).items() for name in items}
+    data = {f"data.{kind}.{name}" for kind, items in stack.get("data", {}).items() for name in items}
+    return resources | data | {f"module.{name}" for name in stack.get("module", {})}
+
+
+@pytest.mark.parametrize("profile", SHIPPED + FIXTURES)
+def test_every_depends_on_names_a_block_of_its_own_stack(synthesized, profile):
+    """What `terraform validate` would check, for the layers it cannot validate here (the helm and
+    kubernetes providers have no binary on these machines; `terraform init` does not resolve
+    depends_on): rendered blocks write their depends_on as addresses computed in Python."""
+    for layer in LAYERS:
+        stack = synthesized.stack(profile, layer)
+        declared = _declared(stack)
+        for kind, items in stack.get("resource", {}).items():
+            for name, body in items.items():
+                missing = [address for address in body.get("depends_on", []) if address not in declared]
+                assert not missing, f"{profile} {layer} {kind}.{name} depends on undeclared {missing}"

@@ -31,7 +31,7 @@ def objects_for_each(scope: Construct, id_: str, *, props: ObjectsForEachProps) 
     if render_as_data():
         body: dict[str, Any] = {"for_each": props.for_each, "manifest": props.manifest}
         if props.depends_on:
-            body["depends_on"] = dependency_addresses(props.depends_on)
+            body["depends_on"] = dependency_addresses(scope, props.depends_on)
         return RenderedResource(
             scope, id_, terraform_type="kubernetes_manifest", body=body, overrides=("for_each", "manifest")
         )

@@ -70,7 +70,7 @@ class CompletedJob(Construct):
         if render_as_data():  # the kubernetes_manifest as its construct writes it (components/rendered.py)
             body: dict[str, Any] = {"computed_fields": JOB_COMPUTED_FIELDS, "manifest": job, "timeouts": timeouts}
             if props.depends_on:
-                body["depends_on"] = dependency_addresses(props.depends_on)
+                body["depends_on"] = dependency_addresses(self, props.depends_on)
             body["wait"] = wait
             self._resource = RenderedResource(self, props.name, terraform_type="kubernetes_manifest", body=body)
         else:

@@ -20,7 +20,7 @@ from constructs import Construct
 from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
 from components.logical_ids import unique_id
 from components.plan_deadline import PlanDeadline
-from components.rendered import AddressedElement, RenderedJson, render_as_data
+from components.rendered import AddressedElement, RenderedJson, dependency_addresses, render_as_data
 
 RESOURCE_TYPE = "kubernetes_manifest"
 
@@ -100,7 +100,7 @@ class KubernetesObjects(Construct):
     def _render(self, props: KubernetesObjectsProps) -> None:
         path = self.node.path
         below_stack = path.split("/")[1:]  # the layer stacks are the App's children (stacks/platform.py)
-        after = [_address_of(d) for d in props.depends_on]
+        after = dependency_addresses(self, props.depends_on)
         resources: dict[str, dict[str, Any]] = {}
         for obj in self._objects:
             key = object_id(obj)
@@ -143,11 +143,3 @@ class KubernetesObjects(Construct):
     def dependables(self) -> tuple[ITerraformDependable, ...]:
         """Every object, in the order given, to depend on."""
         return tuple(self.dependable(object_id(obj)) for obj in self._objects)
-
-
-def _address_of(dependable: ITerraformDependable) -> str:
-    """The address of another rendered block: rendered objects can wait only for those, whose
-    addresses are known here; Terraform's other resources have theirs only in Node."""
-    if not isinstance(dependable, AddressedElement):
-        raise TypeError(f"Kubernetes objects rendered as data wait only for other rendered blocks, not {dependable!r}")
-    return dependable.address
