@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdktf import (
+    App,
     Fn,
     LocalBackend,
     S3Backend,
@@ -40,6 +41,10 @@ class LayerStack(TerraformStack):
     """A TerraformStack named after its layer, with a backend holding one state per layer."""
 
     def __init__(self, scope: Construct, layer: str, *, config: PlatformConfig, state: StateLocation):
+        if not isinstance(scope, App):
+            # Blocks rendered as data (Kubernetes objects, published outputs) name themselves by
+            # their path below the App's child, as cdktf names a stack's resources.
+            raise TypeError(f"the {layer} layer's stack must be a child of the App, not of {scope!r}")
         super().__init__(scope, layer)
         self.layer = layer
         self.config = config

@@ -259,3 +259,18 @@ def test_every_depends_on_names_a_block_of_its_own_stack(synthesized, profile):
             for name, body in items.items():
                 missing = [address for address in body.get("depends_on", []) if address not in declared]
                 assert not missing, f"{profile} {layer} {kind}.{name} depends on undeclared {missing}"
+
+
+def test_a_layer_stack_is_a_child_of_the_app():
+    """Rendered objects and outputs name themselves by their path below the App's child: a layer
+    under any other construct is refused before it could write addresses cdktf does not use."""
+    from profiles import load_profile
+    from stacks.layer import LayerStack, StateLocation
+
+    with pytest.raises(TypeError, match="child of the App"):
+        LayerStack(
+            Construct(App(), "stage"),
+            "addons",
+            config=load_profile(SHIPPED[0]),
+            state=StateLocation(local_dir="state"),
+        )
