@@ -72,6 +72,7 @@ def built_image(
     from operate.cluster_access import run_aws
     from operate.layer_folders import StateUnreadable
     from operate.tools import ToolMissing
+    from profiles.built_images import image_architecture, tag_for_architecture
 
     impl = config.build.building(project_image)
     if impl is None:
@@ -82,7 +83,8 @@ def built_image(
         repositories = {}
     if impl not in repositories:
         return None
-    repository, tag = repositories[impl], project_image_tag(project_image)
+    repository = repositories[impl]
+    tag = tag_for_architecture(project_image_tag(project_image), image_architecture(config, impl))
     name = repository.split("/", 1)[1]
     ask = [
         "ecr",
@@ -118,7 +120,7 @@ def nccl_test_image(
         return override
     built = built_image(config, operator, "nccl-tests", aws) if operator is not None else None
     if built is None:
-        return NCCL_TESTS_IMAGE
+        return _public_nccl_image(config)
     impl, image, missing = built
     if missing is None:
         return image
@@ -128,6 +130,22 @@ def nccl_test_image(
         "until then",
         file=sys.stderr,
     )
+    return _public_nccl_image(config)
+
+
+def _public_nccl_image(config: PlatformConfig) -> str:
+    """The public NCCL image, said to be unconfirmed on arm64 GPU nodes (P6e-GB200's Grace)."""
+    from profiles.built_images import gpu_architectures
+    from profiles.versions import NCCL_TESTS_IMAGE
+
+    if "arm64" in gpu_architectures(config):
+        print(
+            f"the NCCL check runs {NCCL_TESTS_IMAGE}, which this project has not confirmed for arm64 (the GPU "
+            "nodes' architecture here): build images/nccl-tests with the build layer "
+            "(build.reference_implementations: {nccl-tests: {project_image: nccl-tests}}), which builds it "
+            "for arm64, or pass --nccl-image",
+            file=sys.stderr,
+        )
     return NCCL_TESTS_IMAGE
 
 

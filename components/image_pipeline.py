@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Literal
 
 from cdktf_cdktf_provider_aws.cloudwatch_log_group import CloudwatchLogGroup
 from cdktf_cdktf_provider_aws.codebuild_project import (
@@ -25,7 +26,7 @@ from cdktf_cdktf_provider_aws.ecr_repository import (
 from constructs import Construct
 
 from components.iam import ServiceRole, ServiceRoleProps, allow, policy_document
-from profiles.versions import CODEBUILD_IMAGE
+from profiles.versions import CODEBUILD_ENVIRONMENT_TYPES, CODEBUILD_IMAGES
 
 # The project's own build steps, inline: nothing is expected from the source but its Dockerfile.
 # (No "${" in it: Terraform would read that as an interpolation.) The repositories' tags are
@@ -52,8 +53,6 @@ phases:
 
 @dataclass(frozen=True)
 class ImagePipelineDefaults:
-    # Docker-in-Docker capable standard image; privileged mode is needed to run `docker build`.
-    build_image: str = CODEBUILD_IMAGE
     log_retention_days: int = 30
 
 
@@ -80,6 +79,9 @@ class ImagePipelineProps:
     """ARN of that bucket (the build role reads only its archive there)."""
     compute_type: str
     """CodeBuild compute type."""
+    architecture: Literal["x86_64", "arm64"]
+    """The CPU architecture the image is built for: CodeBuild builds it on a machine of that
+    architecture, in its Docker-capable standard image (privileged mode runs `docker build`)."""
     keep_images: int
     """ECR keeps the newest N images."""
     timeout_minutes: int
@@ -178,8 +180,8 @@ class ImagePipeline(Construct):
             artifacts=CodebuildProjectArtifacts(type="NO_ARTIFACTS"),
             environment=CodebuildProjectEnvironment(
                 compute_type=props.compute_type,
-                image=DEFAULTS.build_image,
-                type="LINUX_CONTAINER",
+                image=CODEBUILD_IMAGES[props.architecture],
+                type=CODEBUILD_ENVIRONMENT_TYPES[props.architecture],
                 privileged_mode=True,
                 image_pull_credentials_type="CODEBUILD",
                 environment_variable=[

@@ -221,7 +221,7 @@ def project_image_problems(
     setup Job), which cannot pull them, and fails at the wait's timeout. A build layer not deployed
     yet has pushed nothing; where ECR cannot be asked (no AWS CLI), nothing is said."""
     from components.images import project_image_tag
-    from profiles.built_images import addon_images
+    from profiles.built_images import addon_images, image_architecture, tag_for_architecture
 
     images = [image for _, image in addon_images(config)]
     if "addons" not in layers or not images:
@@ -232,7 +232,7 @@ def project_image_problems(
         repositories = {}
     problems = []
     for image in images:
-        tag = project_image_tag(image)
+        tag = tag_for_architecture(project_image_tag(image), image_architecture(config, image))
         build = f"run build_commands.{image} (make outputs prints it) and wait for the build"
         if image not in repositories:
             problems.append(

@@ -89,6 +89,10 @@ class ReferenceImplementation(Strict):
     """Branch or tag to build (repository_url)."""
     dockerfile: GitPath = "Dockerfile"
     """The Dockerfile's path in the repository (repository_url)."""
+    architecture: Literal["x86_64", "arm64"] | None = Field(None)
+    """The CPU architecture the image is built for (CodeBuild builds on a machine of that
+    architecture; one build makes one). Default: that of the nodes its pods run on, the GPU node
+    groups' (an add-on's image: the system nodes', x86_64). Required where the GPU groups mix both."""
 
     @model_validator(mode="after")
     def _one_source(self) -> ReferenceImplementation:

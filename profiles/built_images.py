@@ -6,12 +6,13 @@ image's own name. Binding-free, like the rest of profiles/."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Literal, Protocol
 
 from addons.catalog import DEFINITIONS
 from addons.definition import PlatformConfig as AddonView
 from profiles.base import FieldProblem
-from profiles.build import BuildConfig, ReferenceImplementation
+from profiles.build import BuildConfig, ReferenceImplementation, ref_image_tag
+from profiles.image_ref import MAX_TAG_LENGTH
 
 
 class PlatformConfig(AddonView, Protocol):
@@ -40,8 +41,85 @@ def build_implementations(config: PlatformConfig) -> dict[str, ReferenceImplemen
     return {**config.build.reference_implementations, **added}
 
 
+Architecture = Literal["x86_64", "arm64"]
+# The system node group runs the x86_64 AL2023 AMI (profiles/versions.py SYSTEM_AMI_TYPE): where
+# an add-on's own image runs.
+SYSTEM_NODES_ARCHITECTURE: Architecture = "x86_64"
+# On-demand CodeBuild runs ARM_CONTAINER builds on two compute types only (CodeBuild User Guide,
+# "Build environment compute modes and types", About on-demand environment types: ARM Small,
+# BUILD_GENERAL1_SMALL, 4 GB; ARM Large, BUILD_GENERAL1_LARGE, 16 GB).
+ARM_COMPUTE_TYPES = ("BUILD_GENERAL1_SMALL", "BUILD_GENERAL1_LARGE")
+
+
+def gpu_architectures(config: PlatformConfig) -> dict[str, list[str]]:
+    """Each CPU architecture of the GPU node groups, with the groups of it."""
+    found: dict[str, list[str]] = {}
+    for group in config.cluster.gpu_node_groups:
+        found.setdefault(group.catalog_entry.architecture, []).append(group.name)
+    return found
+
+
+def image_architecture(config: PlatformConfig, impl: str) -> Architecture:
+    """The architecture the build layer builds implementation `impl` for: the profile's choice,
+    else that of the nodes its pods run on (an add-on's image: the system nodes; any other: the GPU
+    node groups, validated to be of one architecture where the profile names none)."""
+    spec = build_implementations(config)[impl]
+    if spec.architecture is not None:
+        return spec.architecture
+    if impl in {image for _, image in addon_images(config)}:
+        return SYSTEM_NODES_ARCHITECTURE
+    found = gpu_architectures(config)
+    return "arm64" if set(found) == {"arm64"} else "x86_64"
+
+
+ARCHITECTURE_TAG_SUFFIX = {"x86_64": "", "arm64": "-arm64"}
+
+
+def tag_for_architecture(tag: str, architecture: Architecture) -> str:
+    """The tag an image is pushed as, built for `architecture`: an arm64 build's says so, so that a
+    profile whose groups change architecture builds anew (ECR tags are immutable, and the build
+    skips a tag already there); an x86_64 build's is the source's tag as before."""
+    return tag + ARCHITECTURE_TAG_SUFFIX[architecture]
+
+
 def built_image_problems(config: PlatformConfig) -> Iterator[FieldProblem]:
     yield from _addon_images_keep_their_names(config)
+    yield from _one_architecture_per_image(config)
+
+
+def _one_architecture_per_image(config: PlatformConfig) -> Iterator[FieldProblem]:
+    """A GPU image of a profile whose GPU groups mix architectures must say which it is for (its
+    pods would fail with `exec format error` on the others); an arm64 build needs a compute type
+    CodeBuild offers for ARM."""
+    found = gpu_architectures(config)
+    add_on_images = {image for _, image in addon_images(config)}
+    for impl, spec in config.build.reference_implementations.items():
+        if spec.architecture is None and impl not in add_on_images and len(found) > 1:
+            groups = " and ".join(f"{arch} ({', '.join(names)})" for arch, names in sorted(found.items()))
+            yield FieldProblem(
+                ("build", "reference_implementations", impl, "architecture"),
+                None,
+                f"the GPU node groups run {groups}, and one build makes an image for one architecture: "
+                "say which groups' pods run this one (another implementation of the same source can build the other)",
+                allowed="x86_64 | arm64",
+            )
+        suffixed = len(ref_image_tag(spec.ref)) + len(ARCHITECTURE_TAG_SUFFIX["arm64"])
+        if spec.repository_url and image_architecture(config, impl) == "arm64" and suffixed > MAX_TAG_LENGTH:
+            yield FieldProblem(
+                ("build", "reference_implementations", impl, "ref"),
+                spec.ref,
+                f"makes an arm64 image tag of {suffixed} characters (the ref, '/' made '-', and "
+                f"{ARCHITECTURE_TAG_SUFFIX['arm64']!r})",
+                allowed=f"a ref of at most {MAX_TAG_LENGTH - len(ARCHITECTURE_TAG_SUFFIX['arm64'])} characters",
+            )
+    arm = sorted(impl for impl in build_implementations(config) if image_architecture(config, impl) == "arm64")
+    if arm and config.build.compute_type not in ARM_COMPUTE_TYPES:
+        yield FieldProblem(
+            ("build", "compute_type"),
+            config.build.compute_type,
+            f"builds {', '.join(arm)} for arm64, on CodeBuild's ARM machines, which come in two sizes only",
+            allowed=" | ".join(ARM_COMPUTE_TYPES),
+        )
 
 
 def _addon_images_keep_their_names(config: PlatformConfig) -> Iterator[FieldProblem]:

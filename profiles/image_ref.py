@@ -28,7 +28,8 @@ from pydantic import AfterValidator
 _PATH_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
 _HOST_COMPONENT = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
 _IPV6_REGISTRY = re.compile(r"\[(?P<address>[a-fA-F0-9:]+)\](?::(?P<port>[0-9]+))?")
-_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+MAX_TAG_LENGTH = 128
+_TAG = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9_.-]{{0,{MAX_TAG_LENGTH - 1}}}")
 DIGEST_HEX_DIGITS = {"sha256": 64, "sha512": 128}
 REPOSITORY_PATH_MAX = 255
 MAX_PORT = 65535

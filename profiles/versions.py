@@ -82,6 +82,13 @@ PYTHON_IMAGE = "public.ecr.aws/docker/library/python:3.13-slim"
 
 # CodeBuild's Docker-capable managed image for the build layer (AWS updates it in place per major).
 CODEBUILD_IMAGE = "aws/codebuild/amazonlinux2-x86_64-standard:5.0"
+# Its aarch64 counterpart, for images built for arm64 nodes (P6e-GB200's Grace CPUs), run as an
+# ARM_CONTAINER environment: "aws/codebuild/amazonlinux2-aarch64-standard:3.0" (AWS CDK
+# aws-codebuild LinuxArmBuildImage.AMAZON_LINUX_2_STANDARD_3_0; CodeBuild User Guide, "Docker
+# images provided by CodeBuild").
+CODEBUILD_IMAGES = {"x86_64": CODEBUILD_IMAGE, "arm64": "aws/codebuild/amazonlinux2-aarch64-standard:3.0"}
+# The CodeBuild environment type that runs each architecture's builds.
+CODEBUILD_ENVIRONMENT_TYPES = {"x86_64": "LINUX_CONTAINER", "arm64": "ARM_CONTAINER"}
 
 # EKS AMI types of the managed node groups: the AL2023 NVIDIA AMI brings the driver and the
 # container toolkit; EKS picks the release for the cluster's version at creation and on update.

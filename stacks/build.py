@@ -4,6 +4,7 @@ CodeBuild project that builds and pushes its image."""
 from __future__ import annotations
 
 import shlex
+from typing import Literal
 
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from constructs import Construct
@@ -13,7 +14,7 @@ from components.images import project_image_tag
 from components.s3 import SecureBucket, SecureBucketProps
 from profiles import PlatformConfig
 from profiles.build import ReferenceImplementation, ref_image_tag
-from profiles.built_images import build_implementations
+from profiles.built_images import build_implementations, image_architecture, tag_for_architecture
 from profiles.storage import BucketLifecycle
 from stacks.contracts import BuildOutputs
 from stacks.layer import LayerStack, StateLocation
@@ -47,10 +48,11 @@ class BuildStack(LayerStack):
                     account_id=account,
                     implementation=impl,
                     dockerfile="Dockerfile" if spec.project_image else spec.dockerfile,
-                    image_tag=image_tag(spec),
+                    image_tag=image_tag(spec, image_architecture(config, impl)),
                     source_bucket_name=source.name,
                     source_bucket_arn=source.arn,
                     compute_type=build.compute_type,
+                    architecture=image_architecture(config, impl),
                     keep_images=build.keep_images,
                     timeout_minutes=build.build_timeout_minutes,
                 ),
@@ -59,7 +61,9 @@ class BuildStack(LayerStack):
         }
         self.outputs = BuildOutputs(
             repository_urls={impl: p.repository_url for impl, p in pipelines.items()},
-            image_tags={impl: image_tag(spec) for impl, spec in implementations.items()},
+            image_tags={
+                impl: image_tag(spec, image_architecture(config, impl)) for impl, spec in implementations.items()
+            },
             project_names={impl: p.project_name for impl, p in pipelines.items()},
             source_bucket_name=source.name,
             build_commands={
@@ -77,9 +81,11 @@ class BuildStack(LayerStack):
         self.publish(self.outputs)
 
 
-def image_tag(spec: ReferenceImplementation) -> str:
-    """A project image: its pinned versions and Dockerfile hash; a repository: its ref."""
-    return project_image_tag(spec.project_image) if spec.project_image else ref_image_tag(spec.ref)
+def image_tag(spec: ReferenceImplementation, architecture: Literal["x86_64", "arm64"]) -> str:
+    """A project image: its pinned versions and Dockerfile hash; a repository: its ref; either
+    marked when built for arm64 (profiles/built_images.py)."""
+    source = project_image_tag(spec.project_image) if spec.project_image else ref_image_tag(spec.ref)
+    return tag_for_architecture(source, architecture)
 
 
 def build_command(
