@@ -69,6 +69,10 @@ NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.42.0-ofi
 # 1.7's supported range; the -gpu variant carries CUDA).
 # renovate: datasource=docker depName=rayproject/ray
 RAY_IMAGE = "rayproject/ray:2.52.0-py311-gpu"
+# Ray tags its arm64 builds with an -aarch64 suffix; a tag without it is x86_64 only (ray-project/ray
+# docker/base-deps/README.md, "Architecture" tags): the image of a RayJob's pods on arm64 nodes
+# (P6e-GB200's Grace). The head runs on the x86_64 system nodes.
+RAY_IMAGES = {"x86_64": RAY_IMAGE, "arm64": f"{RAY_IMAGE}-aarch64"}
 
 # The GPU health check's probe: dcgmi (a client of the node's one host engine, the node monitoring
 # agent's DCGM 4.6.1) and bash. The DCGM image GPU Operator v26.7.0 pins for its own standalone

@@ -20,7 +20,7 @@ from components.k8s.check_pods import device_resources
 from components.k8s.efa_pods import EFA_ENV, shm_volume
 from components.labels import GPU_TOLERATION, NODE_GROUP_LABEL, SYSTEM_NODES
 from profiles.models import PlatformConfig
-from profiles.versions import RAY_IMAGE
+from profiles.versions import RAY_IMAGE, RAY_IMAGES
 
 RAYJOB_KIND = "RayJob"
 
@@ -92,7 +92,7 @@ def ray_check(target: ValidationTarget, namespace: str) -> list[dict[str, Any]]:
         "containers": [
             {
                 "name": "ray-worker",
-                "image": RAY_IMAGE,
+                "image": RAY_IMAGES[target.entry.architecture],
                 "env": [*EFA_ENV, {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
                 "resources": device_resources(target, gpus, all_efa=True),
                 "volumeMounts": [shm_mount],
