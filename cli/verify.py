@@ -68,13 +68,21 @@ def built_image(
     """The build layer's image of images/<project_image>: (implementation, repository:tag, why
     ECR does not have it or None when it does). None: the profile builds none, or the build
     layer's state has no repository for it yet. The tag is the Dockerfile's (what the build pushes)."""
+    from components.acceptance import ValidationTarget
     from components.images import project_image_tag
     from operate.cluster_access import run_aws
     from operate.layer_folders import StateUnreadable
     from operate.tools import ToolMissing
-    from profiles.built_images import image_architecture, tag_for_architecture
+    from profiles.built_images import building_for, image_architecture, tag_for_architecture
 
-    impl = config.build.building(project_image)
+    # verify's pods run on its target group: the implementation built for that group's architecture
+    # (a profile whose groups mix architectures builds one per architecture).
+    target = ValidationTarget.for_profile(config)
+    impl = (
+        config.build.building(project_image)
+        if target is None
+        else building_for(config, project_image, target.entry.architecture)
+    )
     if impl is None:
         return None
     try:
@@ -135,10 +143,11 @@ def nccl_test_image(
 
 def _public_nccl_image(config: PlatformConfig) -> str:
     """The public NCCL image, said to be unconfirmed on arm64 GPU nodes (P6e-GB200's Grace)."""
-    from profiles.built_images import gpu_architectures
+    from components.acceptance import ValidationTarget
     from profiles.versions import NCCL_TESTS_IMAGE
 
-    if "arm64" in gpu_architectures(config):
+    target = ValidationTarget.for_profile(config)
+    if target is not None and target.entry.architecture == "arm64":
         print(
             f"the NCCL check runs {NCCL_TESTS_IMAGE}, which this project has not confirmed for arm64 (the GPU "
             "nodes' architecture here): build images/nccl-tests with the build layer "

@@ -45,10 +45,23 @@ Architecture = Literal["x86_64", "arm64"]
 # The system node group runs the x86_64 AL2023 AMI (profiles/versions.py SYSTEM_AMI_TYPE): where
 # an add-on's own image runs.
 SYSTEM_NODES_ARCHITECTURE: Architecture = "x86_64"
-# On-demand CodeBuild runs ARM_CONTAINER builds on two compute types only (CodeBuild User Guide,
-# "Build environment compute modes and types", About on-demand environment types: ARM Small,
-# BUILD_GENERAL1_SMALL, 4 GB; ARM Large, BUILD_GENERAL1_LARGE, 16 GB).
-ARM_COMPUTE_TYPES = ("BUILD_GENERAL1_SMALL", "BUILD_GENERAL1_LARGE")
+# On-demand ARM_CONTAINER compute types. The CodeBuild User Guide ("Build environment compute modes
+# and types", About environment types, docs.aws.amazon.com) lists all five for ARM: Small (4 GB, 2
+# vCPUs), Medium (8 GB, 4), Large (16 GB, 8), XLarge (64 GB, 32), 2XLarge (96 GB, 48). The China
+# regions' guide (docs.amazonaws.cn) lists ARM Small and ARM Large only.
+ARM_COMPUTE_TYPES = (
+    "BUILD_GENERAL1_SMALL",
+    "BUILD_GENERAL1_MEDIUM",
+    "BUILD_GENERAL1_LARGE",
+    "BUILD_GENERAL1_XLARGE",
+    "BUILD_GENERAL1_2XLARGE",
+)
+ARM_COMPUTE_TYPES_CHINA = ("BUILD_GENERAL1_SMALL", "BUILD_GENERAL1_LARGE")
+
+
+def arm_compute_types(region: str) -> tuple[str, ...]:
+    """The on-demand compute types CodeBuild runs ARM_CONTAINER builds on in `region`."""
+    return ARM_COMPUTE_TYPES_CHINA if region.startswith("cn-") else ARM_COMPUTE_TYPES
 
 
 def gpu_architectures(config: PlatformConfig) -> dict[str, list[str]]:
@@ -57,6 +70,20 @@ def gpu_architectures(config: PlatformConfig) -> dict[str, list[str]]:
     for group in config.cluster.gpu_node_groups:
         found.setdefault(group.catalog_entry.architecture, []).append(group.name)
     return found
+
+
+def building_for(config: PlatformConfig, project_image: str, architecture: str) -> str | None:
+    """The reference implementation that builds images/<project_image> for `architecture` (the
+    first by name), or None: in a profile whose GPU groups mix architectures, one implementation
+    per architecture, and the pods of a group must run the one of theirs."""
+    return next(
+        (
+            name
+            for name, spec in sorted(config.build.reference_implementations.items())
+            if spec.project_image == project_image and image_architecture(config, name) == architecture
+        ),
+        None,
+    )
 
 
 def image_architecture(config: PlatformConfig, impl: str) -> Architecture:
@@ -94,6 +121,14 @@ def _one_architecture_per_image(config: PlatformConfig) -> Iterator[FieldProblem
     found = gpu_architectures(config)
     add_on_images = {image for _, image in addon_images(config)}
     for impl, spec in config.build.reference_implementations.items():
+        if impl in add_on_images and spec.architecture not in (None, SYSTEM_NODES_ARCHITECTURE):
+            yield FieldProblem(
+                ("build", "reference_implementations", impl, "architecture"),
+                spec.architecture,
+                f"is an add-on's image, whose pods run on the system nodes ({SYSTEM_NODES_ARCHITECTURE}): "
+                "an image of another architecture fails there with exec format error",
+                allowed=f"{SYSTEM_NODES_ARCHITECTURE}, or unset",
+            )
         if spec.architecture is None and impl not in add_on_images and len(found) > 1:
             groups = " and ".join(f"{arch} ({', '.join(names)})" for arch, names in sorted(found.items()))
             yield FieldProblem(
@@ -113,12 +148,14 @@ def _one_architecture_per_image(config: PlatformConfig) -> Iterator[FieldProblem
                 allowed=f"a ref of at most {MAX_TAG_LENGTH - len(ARCHITECTURE_TAG_SUFFIX['arm64'])} characters",
             )
     arm = sorted(impl for impl in build_implementations(config) if image_architecture(config, impl) == "arm64")
-    if arm and config.build.compute_type not in ARM_COMPUTE_TYPES:
+    offered = arm_compute_types(config.region)
+    if arm and config.build.compute_type not in offered:
         yield FieldProblem(
             ("build", "compute_type"),
             config.build.compute_type,
-            f"builds {', '.join(arm)} for arm64, on CodeBuild's ARM machines, which come in two sizes only",
-            allowed=" | ".join(ARM_COMPUTE_TYPES),
+            f"builds {', '.join(arm)} for arm64, on CodeBuild's ARM machines, which {config.region} offers "
+            f"in {len(offered)} sizes",
+            allowed=" | ".join(offered),
         )
 
 

@@ -17,6 +17,7 @@ import addons.trainer
 import profiles.versions
 from components.images import project_image_tag
 from profiles import available_profiles, load_profile
+from profiles.built_images import image_architecture, tag_for_architecture
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -68,7 +69,8 @@ def pushed_by_build(image: str) -> str | None:
         spec = config.build.reference_implementations.get(implementation)
         if spec is None or not spec.project_image:
             return f"profile {profile} builds no project image as {implementation!r}"
-        tag = project_image_tag(spec.project_image)
+        # The tag the build layer pushes: an arm64 build's carries the architecture (stacks/build.py).
+        tag = tag_for_architecture(project_image_tag(spec.project_image), image_architecture(config, implementation))
         return None if match["tag"] == tag else f"the build pushes tag {tag}, not {match['tag']}"
     return f"no shipped profile is named {platform!r} (the repository is <profile name>/<build name>)"
 

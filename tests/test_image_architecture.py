@@ -47,6 +47,9 @@ def test_the_build_layer_builds_it_on_arm_and_tags_it_so(synthesized):
     assert project["environment"]["image"] == CODEBUILD_IMAGES["arm64"]
     tags = synthesized.stack("gb200", "build")["output"]["image_tags"]["value"]
     assert tags["nccl-tests"].endswith("-arm64"), tags
+    # What the build pushes is what the outputs name (the add-ons and verify pull that tag).
+    pushed = {v["name"]: v["value"] for v in project["environment"]["environment_variable"]}
+    assert pushed["IMAGE_TAG"] == tags["nccl-tests"], pushed
     # The x86_64 profiles' builds are as before: an x86_64 machine, the source's tag.
     for project in synthesized.resources("p5-training", "build", "aws_codebuild_project").values():
         assert (project["environment"]["type"], project["environment"]["image"]) == (
@@ -70,13 +73,66 @@ def test_mixed_architectures_need_each_gpu_image_to_name_its_own():
 
 
 def test_an_arm64_build_takes_a_compute_type_codebuild_offers_on_arm():
+    """All five on-demand sizes run ARM_CONTAINER builds (CodeBuild User Guide); the China
+    regions' guide lists ARM Small and Large only."""
     doc = copy.deepcopy(GB200)
-    doc["build"]["compute_type"] = "BUILD_GENERAL1_XLARGE"
-    (problem,) = problems(doc)
-    assert problem.startswith("build.compute_type: ") and "nccl-tests for arm64" in problem, problem
-    assert "BUILD_GENERAL1_SMALL | BUILD_GENERAL1_LARGE" in problem
-    doc["build"]["compute_type"] = "BUILD_GENERAL1_SMALL"
-    validate_profile(doc)
+    for size in ("SMALL", "MEDIUM", "LARGE", "XLARGE", "2XLARGE"):
+        doc["build"]["compute_type"] = f"BUILD_GENERAL1_{size}"
+        validate_profile(copy.deepcopy(doc))
+    from profiles.built_images import arm_compute_types
+
+    assert arm_compute_types("cn-north-1") == ("BUILD_GENERAL1_SMALL", "BUILD_GENERAL1_LARGE")
+    assert "BUILD_GENERAL1_XLARGE" in arm_compute_types("us-east-1")
+
+
+def test_an_add_on_image_is_built_for_the_system_nodes():
+    """MLflow's pods run on the x86_64 system nodes: its image may not be built for arm64."""
+    doc = copy.deepcopy(GB200)
+    doc["addons"]["mlflow"] = {"enabled": True}
+    doc["build"]["reference_implementations"]["mlflow"] = {"project_image": "mlflow", "architecture": "arm64"}
+    found = [p for p in problems(doc) if p.startswith("build.reference_implementations.mlflow.architecture:")]
+    assert found and "system nodes" in found[0], problems(doc)
+
+
+def _mixed_with_both_builds() -> Any:
+    doc = with_x86_group(GB200)
+    impls = doc["build"]["reference_implementations"]
+    impls["nccl-tests"]["architecture"] = "x86_64"  # first by name: the x86_64 one
+    impls["nccl-tests-arm"] = {"project_image": "nccl-tests", "architecture": "arm64"}
+    return validate_profile(doc)
+
+
+def test_verify_takes_the_build_for_its_target_groups_architecture():
+    """verify's NCCL pods run on the EFA group (GB200, arm64): in a profile that builds the image
+    for both architectures, the arm64 build, not the first by name."""
+    import subprocess
+
+    config = _mixed_with_both_builds()
+
+    class Operator:
+        def outputs(self, layer: str) -> dict[str, Any]:
+            urls = {k: f"123456789012.dkr.ecr.us-east-1.amazonaws.com/m/{k}" for k in ("nccl-tests", "nccl-tests-arm")}
+            return {"repository_urls": {"value": urls}}
+
+    found = built_image(config, Operator(), "nccl-tests", lambda a: subprocess.CompletedProcess(a, 0, "", ""))  # type: ignore[arg-type]
+    assert found is not None and found[0] == "nccl-tests-arm" and found[1].endswith("-arm64"), found
+
+
+def test_each_trainer_runtime_runs_the_build_for_its_groups_architecture():
+    from types import SimpleNamespace
+
+    from addons.trainer.parts import efa_torch_image
+
+    doc = with_x86_group(GB200)
+    impls = doc["build"]["reference_implementations"]
+    impls["nccl-tests"]["architecture"] = "arm64"
+    impls["pytorch-efa"] = {"project_image": "pytorch-efa", "architecture": "x86_64"}
+    impls["pytorch-efa-arm"] = {"project_image": "pytorch-efa", "architecture": "arm64"}
+    config = validate_profile(doc)
+    build = SimpleNamespace(repository_urls={k: f"r/{k}" for k in impls}, image_tags={k: f"t-{k}" for k in impls})
+    ctx = SimpleNamespace(config=config, build=build)
+    assert efa_torch_image(ctx, "arm64") == "r/pytorch-efa-arm:t-pytorch-efa-arm"  # type: ignore[arg-type]
+    assert efa_torch_image(ctx, "x86_64") == "r/pytorch-efa:t-pytorch-efa"  # type: ignore[arg-type]
 
 
 def test_an_arm64_repository_builds_tag_stays_within_the_registrys_limit():
@@ -128,3 +184,22 @@ def test_verify_says_the_public_image_is_unconfirmed_on_arm64_nodes(capsys):
     assert "not confirmed for arm64" in told and "project_image: nccl-tests" in told, told
     assert nccl_test_image(load_profile("p5-training"), None, None) == NCCL_TESTS_IMAGE
     assert "arm64" not in capsys.readouterr().err
+
+
+def test_the_rayjob_workers_on_arm64_nodes_run_rays_aarch64_build():
+    """Ray's tags without -aarch64 are x86_64 only: the workers on Grace nodes take the -aarch64
+    tag; the head stays on the x86_64 system nodes."""
+    from addons.kuberay.checks import ray_check
+    from components.acceptance import ValidationTarget
+    from profiles.versions import RAY_IMAGE
+
+    target = ValidationTarget.for_profile(validate_profile(copy.deepcopy(GB200)))
+    assert target is not None
+    images = {
+        c["name"]: c["image"]
+        for obj in ray_check(target, "research")
+        if obj["kind"] == "RayJob"
+        for spec in (obj["spec"]["rayClusterSpec"]["headGroupSpec"], *obj["spec"]["rayClusterSpec"]["workerGroupSpecs"])
+        for c in spec["template"]["spec"]["containers"]
+    }
+    assert images == {"ray-head": RAY_IMAGE, "ray-worker": f"{RAY_IMAGE}-aarch64"}, images

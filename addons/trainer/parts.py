@@ -7,11 +7,12 @@ from __future__ import annotations
 from addons.parts import AddonParts, GuideJob, GuidePart, ObjectGroup, WorkloadsContext
 from addons.trainer import DEFINITION, EFA_TORCH_PROJECT_IMAGE, checkpoint_warnings
 from addons.trainer.checks import trainjob_checks
-from addons.trainer.runtimes import CHECKPOINTS_MOUNT, FSX_MOUNT, TenantVolumes, runtime_objects
+from addons.trainer.runtimes import CHECKPOINTS_MOUNT, FSX_MOUNT, TenantVolumes, torch_runtime
 from components.acceptance import AcceptanceCheck, MultiNodeSite
 from components.k8s.pod_sources import PodSource
 from components.k8s.tenant_rbac import TenantResources
 from profiles import tenancy
+from profiles.built_images import building_for
 from profiles.models import PlatformConfig
 from profiles.workloads import TenantConfig
 
@@ -28,11 +29,11 @@ def _trainjob(o: str) -> str:
 TRAIN_JOB_PODS = PodSource("trainjobs", (("trainer.kubeflow.org", "v1alpha1", ("trainjobs",)),), _trainjob)
 
 
-def efa_torch_image(ctx: WorkloadsContext) -> str | None:
-    """The build layer's PyTorch-over-EFA image: its repository and the tag its build pushes (the
-    repositories are immutable and the tag is derived from the Dockerfile), or None where the
-    profile builds none."""
-    impl = ctx.config.build.building(EFA_TORCH_PROJECT_IMAGE)
+def efa_torch_image(ctx: WorkloadsContext, architecture: str) -> str | None:
+    """The build layer's PyTorch-over-EFA image for nodes of `architecture`: its repository and the
+    tag its build pushes (the repositories are immutable and the tag is derived from the Dockerfile
+    and the architecture), or None where the profile builds none for that architecture."""
+    impl = building_for(ctx.config, EFA_TORCH_PROJECT_IMAGE, architecture)
     return None if impl is None else f"{ctx.build.repository_urls[impl]}:{ctx.build.image_tags[impl]}"
 
 
@@ -73,9 +74,12 @@ class TrainerParts(AddonParts):
             # Where an association exports to the checkpoints bucket, the runtimes checkpoint there.
             **({"fsx_checkpoints": export.file_system_path} if export else {}),
         )
-        runtimes = runtime_objects(
-            ctx.config.cluster.gpu_node_groups, DEFINITION.settings(ctx.config), volumes, efa_image=efa_torch_image(ctx)
-        )
+        settings = DEFINITION.settings(ctx.config)
+        # Each group's runtime runs the image built for its nodes' architecture.
+        runtimes = [
+            torch_runtime(group, settings, volumes, efa_image=efa_torch_image(ctx, group.catalog_entry.architecture))
+            for group in ctx.config.cluster.gpu_node_groups
+        ]
         return (ObjectGroup(id="trainer-runtimes", objects=tuple(runtimes)),)
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from addons.definition import PlatformConfig, ProfileRules
 from addons.trainer import DEFINITION, EFA_TORCH_PROJECT_IMAGE, PUBLIC_TORCH_IMAGE
 from profiles.base import FieldProblem
+from profiles.built_images import building_for
 from profiles.gpus import dra_mode
 
 
@@ -27,17 +28,23 @@ def _efa_runtimes_have_an_efa_image(config: PlatformConfig) -> Iterator[FieldPro
     aws-ofi-nccl, so NCCL would run over TCP sockets while each pod holds every EFA interface."""
     if DEFINITION.settings(config).torch_image is not None:
         return
-    efa = [g.name for g in config.cluster.gpu_node_groups if g.efa_enabled]
     image = EFA_TORCH_PROJECT_IMAGE
-    if efa and config.build.building(image) is None:
-        yield FieldProblem(
-            ("addons", "trainer", "torch_image"),
-            None,
-            f"the Trainer runtimes of EFA node groups ({', '.join(efa)}) run the build layer's {image} image "
-            "(PyTorch with libfabric and aws-ofi-nccl), and build.reference_implementations builds none",
-            allowed=f"build.reference_implementations.{image}: {{project_image: {image}}}, or torch_image: an "
-            "image with the EFA installer's libfabric and aws-ofi-nccl",
-        )
+    by_architecture: dict[str, list[str]] = {}
+    for group in config.cluster.gpu_node_groups:
+        if group.efa_enabled:
+            by_architecture.setdefault(group.catalog_entry.architecture, []).append(group.name)
+    for architecture, efa in sorted(by_architecture.items()):
+        if building_for(config, image, architecture) is None:
+            yield FieldProblem(
+                ("addons", "trainer", "torch_image"),
+                None,
+                f"the Trainer runtimes of EFA node groups ({', '.join(efa)}) run the build layer's {image} image "
+                f"(PyTorch with libfabric and aws-ofi-nccl) built for their nodes' architecture, {architecture}, "
+                "and build.reference_implementations builds none for it",
+                allowed=f"build.reference_implementations.{image}: {{project_image: {image}}} (with architecture: "
+                f"{architecture} where the GPU groups mix architectures), or torch_image: an image with the EFA "
+                "installer's libfabric and aws-ofi-nccl",
+            )
 
 
 def _torch_image(config: PlatformConfig) -> dict[tuple[str | int, ...], str]:
