@@ -99,6 +99,18 @@ def image_architecture(config: PlatformConfig, impl: str) -> Architecture:
     return "arm64" if set(found) == {"arm64"} else "x86_64"
 
 
+# The architectures each project image's base publishes, which are the ones its build can make:
+# - nccl-tests: nvcr.io/nvidia/cuda devel images are published for linux/amd64 and linux/arm64
+#   (NGC's CUDA image tags list both; NVIDIA's container images for Grace are the arm64 ones);
+# - mlflow: the Docker official Python image is multi-architecture (docker-library/official-images,
+#   library/python: amd64 and arm64v8 among others);
+# - pytorch-efa: pytorch/pytorch's Docker Hub images are amd64 only (pytorch/pytorch issue 145716,
+#   open; issue 157139 asks for arm64 images for GH200/GB200).
+PROJECT_IMAGE_ARCHITECTURES: dict[str, tuple[Architecture, ...]] = {
+    "nccl-tests": ("x86_64", "arm64"),
+    "mlflow": ("x86_64", "arm64"),
+    "pytorch-efa": ("x86_64",),
+}
 ARCHITECTURE_TAG_SUFFIX = {"x86_64": "", "arm64": "-arm64"}
 
 
@@ -138,8 +150,20 @@ def _one_architecture_per_image(config: PlatformConfig) -> Iterator[FieldProblem
                 "say which groups' pods run this one (another implementation of the same source can build the other)",
                 allowed="x86_64 | arm64",
             )
+        architecture = image_architecture(config, impl)
+        published = PROJECT_IMAGE_ARCHITECTURES.get(spec.project_image or "", (architecture,))
+        if architecture not in published:
+            yield FieldProblem(
+                ("build", "reference_implementations", impl, "project_image"),
+                spec.project_image,
+                f"is built for {architecture} here (the GPU groups' architecture, or its own `architecture`), "
+                f"but images/{spec.project_image}/Dockerfile's base image is published for "
+                f"{' and '.join(published)} only, so its build would fail",
+                allowed=f"a profile whose GPU groups are {' or '.join(published)}, or an image of your own "
+                "(repository_url) for this architecture",
+            )
         suffixed = len(ref_image_tag(spec.ref)) + len(ARCHITECTURE_TAG_SUFFIX["arm64"])
-        if spec.repository_url and image_architecture(config, impl) == "arm64" and suffixed > MAX_TAG_LENGTH:
+        if spec.repository_url and architecture == "arm64" and suffixed > MAX_TAG_LENGTH:
             yield FieldProblem(
                 ("build", "reference_implementations", impl, "ref"),
                 spec.ref,

@@ -118,10 +118,15 @@ def test_verify_takes_the_build_for_its_target_groups_architecture():
     assert found is not None and found[0] == "nccl-tests-arm" and found[1].endswith("-arm64"), found
 
 
-def test_each_trainer_runtime_runs_the_build_for_its_groups_architecture():
+def test_each_trainer_runtime_runs_the_build_for_its_groups_architecture(monkeypatch):
+    """Were pytorch-efa's base published for arm64 (today it is not, and its arm64 build is refused:
+    the next test), each runtime would take the build for its own group's architecture."""
     from types import SimpleNamespace
 
+    import profiles.built_images
     from addons.trainer.parts import efa_torch_image
+
+    monkeypatch.setitem(profiles.built_images.PROJECT_IMAGE_ARCHITECTURES, "pytorch-efa", ("x86_64", "arm64"))
 
     doc = with_x86_group(GB200)
     impls = doc["build"]["reference_implementations"]
@@ -203,3 +208,23 @@ def test_the_rayjob_workers_on_arm64_nodes_run_rays_aarch64_build():
         for c in spec["template"]["spec"]["containers"]
     }
     assert images == {"ray-head": RAY_IMAGE, "ray-worker": f"{RAY_IMAGE}-aarch64"}, images
+
+
+def test_every_project_image_says_which_architectures_its_base_publishes():
+    from profiles.build import project_images
+    from profiles.built_images import PROJECT_IMAGE_ARCHITECTURES
+
+    assert set(PROJECT_IMAGE_ARCHITECTURES) == set(project_images())
+
+
+def test_an_image_whose_base_has_no_arm64_build_is_not_built_for_arm64():
+    """pytorch-efa's PyTorch base is amd64 only: on a GB200 profile its arm64 build would fail at FROM."""
+    doc = copy.deepcopy(GB200)
+    doc["build"]["reference_implementations"]["torch"] = {"project_image": "pytorch-efa"}
+    (problem,) = problems(doc)
+    assert problem.startswith("build.reference_implementations.torch.project_image:"), problem
+    assert "published for x86_64 only" in problem, problem
+    mixed = with_x86_group(doc)
+    mixed["build"]["reference_implementations"]["nccl-tests"]["architecture"] = "arm64"
+    mixed["build"]["reference_implementations"]["torch"]["architecture"] = "x86_64"
+    validate_profile(mixed)  # built for the x86_64 group only: fine
