@@ -4,15 +4,12 @@ for x86_64, its ARM variant for Grace-based (arm64) types such as P6e-GB200 (doc
 from __future__ import annotations
 
 import dataclasses
-import typing
 from datetime import UTC, datetime
 
 import pytest
 
-import profiles.built_images
 import profiles.node_groups
 from profiles import load_profile
-from profiles.build import CodeBuildComputeType
 from profiles.catalog import CATALOG
 from profiles.versions import GPU_AMI_TYPES
 from tests.test_capacity_blocks import BLOCK_PROFILE, synthesized_group
@@ -28,9 +25,6 @@ def synthesized_ami_type(architecture: str, monkeypatch: pytest.MonkeyPatch) -> 
     (cfg,) = load_profile(str(BLOCK_PROFILE)).cluster.gpu_node_groups
     entry = dataclasses.replace(CATALOG[cfg.instance_type], architecture=architecture)
     monkeypatch.setattr(profiles.node_groups, "lookup", lambda name: entry)
-    # The fixture builds its GPU image on a 2XLARGE machine, which CodeBuild has for x86_64 only
-    # (profiles/built_images.py): as arm64 it would be refused, and this is about the AMI alone.
-    monkeypatch.setattr(profiles.built_images, "ARM_COMPUTE_TYPES", typing.get_args(CodeBuildComputeType))
     (group,) = synthesized_group(datetime(2099, 2, 28, tzinfo=UTC))["aws_eks_node_group"].values()
     return group["ami_type"]
 
