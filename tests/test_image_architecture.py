@@ -228,3 +228,28 @@ def test_an_image_whose_base_has_no_arm64_build_is_not_built_for_arm64():
     mixed["build"]["reference_implementations"]["nccl-tests"]["architecture"] = "arm64"
     mixed["build"]["reference_implementations"]["torch"]["architecture"] = "x86_64"
     validate_profile(mixed)  # built for the x86_64 group only: fine
+
+
+JUPYTERHUB = {
+    "enabled": True,
+    "allowed_users": ["0f3c2b9e-approved-sub"],
+    "oidc": {
+        "client_id": "hub-client",
+        "callback_url": "https://jupyter.example.com/hub/oauth_callback",
+        "authorize_url": "https://login.example.com/oauth2/authorize",
+        "token_url": "https://login.example.com/oauth2/token",
+        "userdata_url": "https://login.example.com/oauth2/userInfo",
+    },
+}
+
+
+def test_gpu_notebooks_on_grace_nodes_need_an_arm64_image():
+    """In DRA mode the GPU notebook lands on the GB200 group: the default notebook image is x86_64 only."""
+    doc = copy.deepcopy(GB200)
+    doc["addons"]["karpenter"] = {"enabled": True}
+    doc["addons"]["jupyterhub"] = copy.deepcopy(JUPYTERHUB)
+    (problem,) = problems(doc)
+    assert problem.startswith("addons.jupyterhub.gpu_image:") and "x86_64 only" in problem, problem
+    assert "gb200-nvl36" in problem
+    doc["addons"]["jupyterhub"]["gpu_image"] = "registry.example.com/notebooks/cuda-multiarch:1.0"
+    validate_profile(doc)

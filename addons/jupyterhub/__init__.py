@@ -144,7 +144,8 @@ class JupyterHubConfig(ReleaseConfig):
     cpu_image: ImageRef = Field("quay.io/jupyter/scipy-notebook:2025-12-01")
     """Pinned CPU notebook image."""
     gpu_image: ImageRef = Field("quay.io/jupyter/pytorch-notebook:cuda12-2025-12-01")
-    """Pinned CUDA notebook image."""
+    """Pinned CUDA notebook image. The default is published for x86_64 only: a DRA profile with arm64
+    GPU groups (P6e-GB200), where GPU notebooks run on those groups, names one built for arm64."""
     start_timeout_seconds: int = Field(1200, ge=300, le=INT32_MAX)
     """GPU images are large: starts of many minutes are normal."""
     user_storage_gib: int = Field(20, ge=1, le=EBS_GP3_MAX_GIB)
