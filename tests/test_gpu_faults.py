@@ -9,7 +9,13 @@ import re
 
 import pytest
 
-from components.node_monitoring import AGENT_ADDON, CRITICAL_XIDS, DCGM_INSTANCE_TYPES, HOST_ENGINE
+from components.node_monitoring import (
+    AGENT_ADDON,
+    CRITICAL_XIDS,
+    DCGM_INSTANCE_TYPES,
+    HOST_ENGINE,
+    agent_host_engine_on,
+)
 from profiles.catalog import CATALOG
 from tests.cases import FIXTURES, SHIPPED, profile_config, profiles_where
 from tests.synth_helpers import resources
@@ -72,9 +78,28 @@ def test_the_host_engine_model_counts_two_for_the_operators_defaults():
 
 @pytest.mark.parametrize("profile", WITH_GPU_OPERATOR)
 def test_each_gpu_node_has_exactly_one_dcgm_host_engine(synthesized, profile):
+    """On every GPU node of every profile: the agent's engine where the agent schedules one (amd64
+    nodes), else the exporter's own (arm64, P6e-GB200)."""
     values = helm_values(synthesized, profile, "gpu-operator")
-    assert host_engines(values, agent_on_node=True) == 1
-    assert {"name": "DCGM_REMOTE_HOSTENGINE_INFO", "value": HOST_ENGINE} in values["dcgmExporter"]["env"]
+    for group in synthesized.configs[profile].cluster.gpu_node_groups:
+        on_node = agent_host_engine_on(group.catalog_entry.architecture)
+        assert host_engines(values, agent_on_node=on_node) == 1, (profile, group.name)
+    remote = {"name": "DCGM_REMOTE_HOSTENGINE_INFO", "value": HOST_ENGINE}
+    assert (remote in values["dcgmExporter"].get("env", [])) == (values["dcgmExporter"].get("hostNetwork") is True)
+
+
+def test_the_agent_runs_no_host_engine_on_arm64_nodes():
+    assert agent_host_engine_on("x86_64") and not agent_host_engine_on("arm64")
+
+
+def test_a_profile_mixing_architectures_runs_the_exporters_own_engine():
+    """One exporter setting for all GPU nodes: with an arm64 group (no agent engine there) it embeds
+    its own everywhere, so each x86_64 node runs two (a documented limit, docs/gb200.md)."""
+    from components.node_monitoring import agent_engine_on_every_gpu_node
+
+    assert agent_engine_on_every_gpu_node(["x86_64", "x86_64"])
+    assert not agent_engine_on_every_gpu_node(["x86_64", "arm64"])
+    assert not agent_engine_on_every_gpu_node(["arm64"]) and not agent_engine_on_every_gpu_node([])
 
 
 def _codes(expr: str) -> list[int]:

@@ -219,6 +219,7 @@ def run_probe(
     engine_up: bool = True,
     dcgm: str = "1",
     report: str = "dcgm-health-row-remap-failed-p5.json",
+    machine: str | None = None,
 ) -> Path:
     fake, results, sysfs = tmp_path / "fake", tmp_path / "results", tmp_path / "sys"
     for folder in (fake, results):
@@ -233,6 +234,9 @@ def run_probe(
     (fake / "health.json").write_text(text(report))
     if engine_up:
         (fake / "engine-up").write_text("")
+    if machine is not None:  # `uname -m` of the node
+        (fake / "uname").write_text(f"#!/bin/sh\necho {machine}\n")
+        (fake / "uname").chmod(0o755)
     script = PROBE_SCRIPT.replace("/sys/class/infiniband", str(sysfs / "class/infiniband"))
     env = {
         **os.environ,
@@ -277,6 +281,17 @@ def test_the_probe_reads_dcgm_health_through_the_agents_host_engine_and_never_st
     assert not judge(restarted, P5).complete
     missing_efa = run_probe(tmp_path / "efa", efa=30)
     assert "30 of 32 EFA devices present" in judge(missing_efa, P5).reasons
+
+
+def test_on_an_arm64_node_the_probe_expects_no_agent_host_engine(tmp_path):
+    """The node monitoring agent schedules its host engine on amd64 nodes only (v1.7.0 values.yaml
+    148-152): on a Grace node (P6e-GB200) the probe asks no engine, and its rounds are complete, so a
+    quarantined node there can be released; an x86_64 node still asks the agent's engine."""
+    grace = run_probe(tmp_path / "grace", efa=32, machine="aarch64")
+    assert not (tmp_path / "grace/fake/dcgmi.calls").exists()
+    assert judge(grace, P5) == Verdict(healthy=True, reasons=(), complete=True)
+    run_probe(tmp_path / "x86", efa=32, machine="x86_64")
+    assert (tmp_path / "x86/fake/dcgmi.calls").read_text().splitlines()[0] == "discovery --host localhost:5555 -l"
 
 
 def test_the_daemonset_runs_on_every_gpu_node_and_only_the_judge_talks_to_the_api(synthesized):

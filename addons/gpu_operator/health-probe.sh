@@ -7,7 +7,8 @@
 # engine and needs no diagnostic plugins, so it is safe while jobs run. It is a snapshot: DCGM's
 # count-over-time checks (PCIe replays, NVLink, thermal, power) look back one minute. Every call has a time
 # limit: a wedged driver can hang nvidia-smi (the judge notices a probe that stops finishing).
-# Arguments: the results folder, seconds between rounds. DCGM_HEALTH=0: no host engine expected.
+# Arguments: the results folder, seconds between rounds. DCGM_HEALTH=0: no host engine expected;
+# nor on an aarch64 node, where the agent schedules no host engine (components/node_monitoring.py).
 results=$1
 interval=$2
 while :; do
@@ -18,7 +19,7 @@ while :; do
     > "$round/gpus.csv" 2> "$round/gpus.err"
   echo $? > "$round/gpus.rc"
   ls /sys/class/infiniband 2> /dev/null | wc -l > "$round/efa.count"
-  if [ "$DCGM_HEALTH" != "1" ]; then
+  if [ "$DCGM_HEALTH" != "1" ] || [ "$(uname -m)" = "aarch64" ]; then
     echo "no DCGM host engine is expected on this node" > "$round/health.none"
   elif ! timeout -k 10 30 dcgmi discovery --host "$HOST_ENGINE" -l > /dev/null 2>&1; then
     # Asked first with a command that never starts an engine of its own (dcgmi diag would).

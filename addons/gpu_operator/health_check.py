@@ -66,7 +66,8 @@ def health_check_objects(namespace: str, config: PlatformConfig, interval_minute
         "command": ["bash", f"{SCRIPTS}/health-probe.sh", RESULTS, str(interval_minutes * 60)],
         "env": [
             {"name": "HOST_ENGINE", "value": HOST_ENGINE},
-            # The node monitoring agent, whose host engine this reads, runs where GPU node groups exist.
+            # The node monitoring agent, whose host engine this reads, runs where GPU node groups exist;
+            # it schedules no engine on arm64 nodes, where the probe skips DCGM (health-probe.sh).
             {"name": "DCGM_HEALTH", "value": "1" if config.cluster.gpu_node_groups else "0"},
             # Every GPU, for nvidia-smi, without taking any from the scheduler (the node's jobs keep them):
             # the EKS AL2023 NVIDIA AMI makes nvidia containerd's default runtime (nodeadm), as the

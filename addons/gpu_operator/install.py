@@ -23,7 +23,7 @@ from addons.gpu_operator.rules import gpu_rules
 from components.helm.addon import AddonContext, HelmAddonSpec, Monitors, RuntimePath, installed_providers
 from components.helm.common import GPU_TOLERATIONS, Placement, Toggle, Toleration
 from components.helm.release import Values
-from components.node_monitoring import DCGM_REMOTE_HOSTENGINE_ENV, HOST_ENGINE
+from components.node_monitoring import DCGM_REMOTE_HOSTENGINE_ENV, HOST_ENGINE, agent_engine_on_every_gpu_node
 from profiles import PlatformConfig
 
 
@@ -81,7 +81,8 @@ class GpuOperatorValues(Values):
 
 def gpu_operator_values(*, dra: bool, service_monitor: bool, shared_host_engine: bool) -> GpuOperatorValues:
     # shared_host_engine: the node monitoring agent's nv-hostengine runs on every GPU node, and the
-    # exporter uses it instead of embedding a second one (components/node_monitoring.py).
+    # exporter uses it instead of embedding a second one (components/node_monitoring.py); where it
+    # does not (arm64 GPU nodes), the exporter embeds its own, GPU Operator's default.
     env = [{"name": DCGM_REMOTE_HOSTENGINE_ENV, "value": HOST_ENGINE}] if shared_host_engine else []
     return GpuOperatorValues(
         # In DRA mode GPUs are allocated through claims, not the extended-resource device plugin.
@@ -137,7 +138,9 @@ class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
         return gpu_operator_values(
             dra=settings.dra,
             service_monitor=PROMETHEUS_RULES in ctx.provided,
-            shared_host_engine=bool(ctx.config.cluster.gpu_node_groups),
+            shared_host_engine=agent_engine_on_every_gpu_node(
+                [group.catalog_entry.architecture for group in ctx.config.cluster.gpu_node_groups]
+            ),
         )
 
     def namespace_objects(self, ctx: AddonContext, settings: GpuOperatorConfig) -> list[dict[str, Any]]:
