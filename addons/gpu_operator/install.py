@@ -122,8 +122,10 @@ class GpuOperatorAddon(HelmAddonSpec[GpuOperatorConfig]):
 
     def runtime_paths(self, settings: GpuOperatorConfig) -> tuple[RuntimePath, ...]:
         # The operator and its operands talk to the API server only (NFD workers publish
-        # NodeFeature objects through it); the DCGM exporter runs on the host network, outside
-        # the namespace's policies, and Prometheus reaches it on the node.
+        # NodeFeature objects through it); the DCGM exporter runs on the host network where it
+        # uses the agent's host engine (x86_64 GPU nodes), outside the namespace's policies, and
+        # Prometheus reaches it on the node; elsewhere (arm64) it runs in the namespace, whose
+        # allow-metrics-scrape policy admits Prometheus.
         return (
             RuntimePath(
                 what="tenants' pods cannot reach the operator's pods",
