@@ -76,13 +76,10 @@ def built_image(
     from profiles.built_images import building_for, image_architecture, tag_for_architecture
 
     # verify's pods run on its target group: the implementation built for that group's architecture
-    # (a profile whose groups mix architectures builds one per architecture).
+    # (a profile whose groups mix architectures builds one per architecture; without a GPU group
+    # every image is built for x86_64, profiles/built_images.py).
     target = ValidationTarget.for_profile(config)
-    impl = (
-        config.build.building(project_image)
-        if target is None
-        else building_for(config, project_image, target.entry.architecture)
-    )
+    impl = building_for(config, project_image, target.entry.architecture if target else "x86_64")
     if impl is None:
         return None
     try:

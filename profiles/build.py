@@ -132,17 +132,6 @@ class BuildConfig(Strict):
     build_timeout_minutes: int = Field(120, ge=5, le=2160)
     """How long one CodeBuild image build may run, in minutes."""
 
-    def building(self, project_image: str) -> str | None:
-        """The reference implementation that builds images/<project_image> (the first by name), or None."""
-        return next(
-            (
-                name
-                for name, spec in sorted(self.reference_implementations.items())
-                if spec.project_image == project_image
-            ),
-            None,
-        )
-
     @field_validator("reference_implementations")
     @classmethod
     def _names(cls, impls: dict[str, ReferenceImplementation]) -> dict[str, ReferenceImplementation]:

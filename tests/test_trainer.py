@@ -39,6 +39,7 @@ from addons.trainer.runtimes import (
 from components.images import project_image_tag
 from components.labels import NODE_GROUP_LABEL
 from profiles import tenancy
+from profiles.built_images import building_for
 from profiles.catalog import EFA_RESOURCE, GPU_RESOURCE
 from tests.cases import profile_config, profiles_where
 from tests.k8s_validation import validate_object
@@ -124,7 +125,7 @@ def expected_image(synthesized, profile: str, group) -> str:
         return TRAINER.settings(config).torch_image
     if not group.efa_enabled:
         return PUBLIC_TORCH_IMAGE
-    impl = config.build.building(EFA_TORCH_PROJECT_IMAGE)
+    impl = building_for(config, EFA_TORCH_PROJECT_IMAGE, group.catalog_entry.architecture)
     assert impl is not None
     repository = synthesized.stack(profile, "build")["output"]["repository_urls"]["value"][impl]
     pushed = synthesized.stack(profile, "build")["output"]["image_tags"]["value"][impl]
@@ -146,7 +147,8 @@ def test_efa_runtimes_run_the_build_layers_pytorch_efa_image_by_a_tag_it_pushes(
     NCCL for the INFO lines that name the network it chose."""
     config = synthesized.configs[profile]
     build = synthesized.stack(profile, "build")
-    impl = config.build.building(EFA_TORCH_PROJECT_IMAGE)
+    efa_group = next(group for group in config.cluster.gpu_node_groups if group.efa_enabled)
+    impl = building_for(config, EFA_TORCH_PROJECT_IMAGE, efa_group.catalog_entry.architecture)
     assert impl is not None and TRAINER.settings(config).torch_image is None
     (project,) = [
         body for body in resources(build, "aws_codebuild_project").values() if body["name"].endswith(f"-{impl}")
