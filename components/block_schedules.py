@@ -7,13 +7,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from cdktf import Precondition, TerraformLocal
-from cdktf_cdktf_provider_aws.autoscaling_schedule import AutoscalingSchedule
 from cdktf_cdktf_provider_aws.eks_node_group import EksNodeGroup
 from constructs import Construct
 
+from components.leaf_resources import LeafType
 from components.plan_deadline import PlanDeadline
 from profiles.capacity import STAMP, CapacityBlock
 from profiles.node_groups import GpuNodeGroupConfig
+
+# Nothing reads a scheduled action, so each is rendered as data (components/leaf_resources.py).
+SCHEDULED_ACTION = LeafType("aws_autoscaling_schedule", "AutoscalingSchedule")
 
 
 def block_schedules(
@@ -31,7 +34,7 @@ def block_schedules(
         return
     asg = group.resources.get(0).autoscaling_groups.get(0).name
     if state == "scheduled":
-        AutoscalingSchedule(
+        SCHEDULED_ACTION.add(
             scope,
             "scale-up-when-block-starts",
             scheduled_action_name=f"{cfg.name}-scale-up-when-block-starts",
@@ -41,7 +44,7 @@ def block_schedules(
             max_size=cfg.max_size,
             desired_capacity=cfg.desired_size,
         )
-    AutoscalingSchedule(
+    SCHEDULED_ACTION.add(
         scope,
         "drain-before-block-ends",
         scheduled_action_name=f"{cfg.name}-drain-before-block-ends",

@@ -6,10 +6,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cdktf_cdktf_provider_aws.security_group import SecurityGroup
-from cdktf_cdktf_provider_aws.vpc_security_group_egress_rule import VpcSecurityGroupEgressRule
-from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
+from components.network import EGRESS_RULE, INGRESS_RULE
 from profiles.catalog import GpuInstanceType
 
 InterfaceType = Literal["efa", "efa-only"] | None  # None: a plain ENA interface
@@ -58,31 +57,31 @@ class EfaSecurityGroup(Construct):
 
     def __init__(self, scope: Construct, id_: str, *, props: EfaSecurityGroupProps):
         super().__init__(scope, id_)
-        group = SecurityGroup(
+        group_id = SecurityGroup(
             self,
             "group",
             name=props.name,
             vpc_id=props.vpc_id,
             description="EFA traffic between GPU nodes: all protocols, members only",
             tags={"Name": props.name},
-        )
-        VpcSecurityGroupIngressRule(
+        ).id  # each attribute read is a jsii round trip: read once
+        INGRESS_RULE.add(
             self,
             "from-self",
-            security_group_id=group.id,
-            referenced_security_group_id=group.id,
+            security_group_id=group_id,
+            referenced_security_group_id=group_id,
             ip_protocol="-1",
             description="EFA from members",
         )
-        VpcSecurityGroupEgressRule(
+        EGRESS_RULE.add(
             self,
             "to-self",
-            security_group_id=group.id,
-            referenced_security_group_id=group.id,
+            security_group_id=group_id,
+            referenced_security_group_id=group_id,
             ip_protocol="-1",
             description="EFA to members",
         )
-        self._id = group.id
+        self._id = group_id
 
     @property
     def id(self) -> str:

@@ -5,26 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cdktf import TerraformResourceLifecycle
-from cdktf_cdktf_provider_aws.fsx_data_repository_association import (
-    FsxDataRepositoryAssociation,
-    FsxDataRepositoryAssociationS3,
-    FsxDataRepositoryAssociationS3AutoExportPolicy,
-    FsxDataRepositoryAssociationS3AutoImportPolicy,
-)
 from cdktf_cdktf_provider_aws.fsx_lustre_file_system import (
     FsxLustreFileSystem,
     FsxLustreFileSystemMetadataConfiguration,
 )
 from cdktf_cdktf_provider_aws.security_group import SecurityGroup
-from cdktf_cdktf_provider_aws.vpc_security_group_egress_rule import VpcSecurityGroupEgressRule
-from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
+from components.leaf_resources import LeafType
+from components.network import EGRESS_RULE, INGRESS_RULE
 from profiles import tenancy
 from profiles.storage import DataRepositoryAssociation, FsxConfig
 
 # Lustre: 988 for the management service, 1018-1023 for the data path.
 LUSTRE_PORTS = ((988, 988), (1018, 1023))
+# Nothing reads an association, so each is rendered as data (components/leaf_resources.py).
+DATA_REPOSITORY_ASSOCIATION = LeafType("aws_fsx_data_repository_association", "FsxDataRepositoryAssociation")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,13 +58,13 @@ class LustreFileSystem(Construct):
             description="Lustre from cluster nodes and between file servers",
             tags={"Name": f"{props.name}-fsx"},
         )
-        self._security_group_id = group.id
-        for source_name, source in (("nodes", props.client_security_group_id), ("self", group.id)):
+        self._security_group_id = group_id = group.id  # each attribute read is a jsii round trip
+        for source_name, source in (("nodes", props.client_security_group_id), ("self", group_id)):
             for low, high in LUSTRE_PORTS:
-                VpcSecurityGroupIngressRule(
+                INGRESS_RULE.add(
                     self,
                     f"lustre-{low}-from-{source_name}",
-                    security_group_id=group.id,
+                    security_group_id=group_id,
                     referenced_security_group_id=source,
                     ip_protocol="tcp",
                     from_port=low,
@@ -77,11 +73,11 @@ class LustreFileSystem(Construct):
                 )
         clients = props.client_security_group_id
         for low, high in LUSTRE_PORTS:
-            VpcSecurityGroupEgressRule(
+            EGRESS_RULE.add(
                 self,
                 f"lustre-{low}-to-self",
-                security_group_id=group.id,
-                referenced_security_group_id=group.id,
+                security_group_id=group_id,
+                referenced_security_group_id=group_id,
                 ip_protocol="tcp",
                 from_port=low,
                 to_port=high,
@@ -89,31 +85,31 @@ class LustreFileSystem(Construct):
             )
             # Lustre servers also connect to their clients (lock callbacks): both directions, on
             # the file system's group and on the clients' group.
-            VpcSecurityGroupEgressRule(
+            EGRESS_RULE.add(
                 self,
                 f"lustre-{low}-to-nodes",
-                security_group_id=group.id,
+                security_group_id=group_id,
                 referenced_security_group_id=clients,
                 ip_protocol="tcp",
                 from_port=low,
                 to_port=high,
                 description=f"Lustre {low}-{high} to clients",
             )
-            VpcSecurityGroupIngressRule(
+            INGRESS_RULE.add(
                 self,
                 f"nodes-lustre-{low}-from-fsx",
                 security_group_id=clients,
-                referenced_security_group_id=group.id,
+                referenced_security_group_id=group_id,
                 ip_protocol="tcp",
                 from_port=low,
                 to_port=high,
                 description=f"Lustre {low}-{high} from FSx",
             )
-            VpcSecurityGroupEgressRule(
+            EGRESS_RULE.add(
                 self,
                 f"nodes-lustre-{low}-to-fsx",
                 security_group_id=clients,
-                referenced_security_group_id=group.id,
+                referenced_security_group_id=group_id,
                 ip_protocol="tcp",
                 from_port=low,
                 to_port=high,
@@ -124,11 +120,11 @@ class LustreFileSystem(Construct):
             # group and itself, and between it and the clients' group (on both groups), or clients
             # fall back to TCP while the file system is paid for EFA throughput.
             for peer_name, owner, peer in (
-                ("self", group.id, group.id),
-                ("nodes", group.id, clients),
-                ("fsx-to-nodes", clients, group.id),
+                ("self", group_id, group_id),
+                ("nodes", group_id, clients),
+                ("fsx-to-nodes", clients, group_id),
             ):
-                VpcSecurityGroupIngressRule(
+                INGRESS_RULE.add(
                     self,
                     f"efa-from-{peer_name}",
                     security_group_id=owner,
@@ -136,7 +132,7 @@ class LustreFileSystem(Construct):
                     ip_protocol="-1",
                     description="EFA",
                 )
-                VpcSecurityGroupEgressRule(
+                EGRESS_RULE.add(
                     self,
                     f"efa-to-{peer_name}",
                     security_group_id=owner,
@@ -170,7 +166,7 @@ class LustreFileSystem(Construct):
             skip_final_backup=False if persistent else None,
             final_backup_tags={"Name": f"{props.name}-training-final"} if persistent else None,
             subnet_ids=[props.subnet_id],
-            security_group_ids=[group.id],
+            security_group_ids=[group_id],
             tags={"Name": f"{props.name}-training"},
             lifecycle=TerraformResourceLifecycle(prevent_destroy=props.prevent_destroy),
         )
@@ -182,9 +178,10 @@ class LustreFileSystem(Construct):
         # (PERSISTENT_2 rejects them, and one mechanism is easier to reason about). With tenants,
         # each association is made once per tenant: /<tenant><path> <-> s3://<bucket>/<tenant>/<prefix>,
         # the same prefix the tenant's IAM role is limited to, and the directory its volume mounts.
+        file_system_id = file_system.id
         for tenant in props.tenants or (None,):
             for index, association in enumerate(cfg.data_repository_associations):
-                self._associate(file_system.id, index, association, props.bucket_names, tenant)
+                self._associate(file_system_id, index, association, props.bucket_names, tenant)
 
     def _associate(
         self,
@@ -196,7 +193,7 @@ class LustreFileSystem(Construct):
     ) -> None:
         path, prefix = tenancy.association(tenant, association.file_system_path, association.s3_prefix)
         imports, exports = association.import_events, association.export_events
-        FsxDataRepositoryAssociation(
+        DATA_REPOSITORY_ASSOCIATION.add(
             self,
             f"association-{tenant}-{index}" if tenant else f"association-{index}",
             file_system_id=file_system_id,
@@ -204,14 +201,10 @@ class LustreFileSystem(Construct):
             data_repository_path=f"s3://{bucket_names[association.bucket]}/{prefix}",
             batch_import_meta_data_on_create=True,
             delete_data_in_filesystem=False,
-            s3=FsxDataRepositoryAssociationS3(
-                auto_import_policy=FsxDataRepositoryAssociationS3AutoImportPolicy(events=list(imports))
-                if imports
-                else None,
-                auto_export_policy=FsxDataRepositoryAssociationS3AutoExportPolicy(events=list(exports))
-                if exports
-                else None,
-            ),
+            s3={
+                "auto_import_policy": {"events": list(imports)} if imports else None,
+                "auto_export_policy": {"events": list(exports)} if exports else None,
+            },
         )
 
     @property

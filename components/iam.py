@@ -7,11 +7,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdktf import ITerraformDependable
-from cdktf_cdktf_provider_aws.eks_pod_identity_association import EksPodIdentityAssociation
 from cdktf_cdktf_provider_aws.iam_role import IamRole
-from cdktf_cdktf_provider_aws.iam_role_policy import IamRolePolicy
-from cdktf_cdktf_provider_aws.iam_role_policy_attachment import IamRolePolicyAttachment
 from constructs import Construct
+
+from components.leaf_resources import LeafType
+
+# A role's policies and its Pod Identity association: nothing reads them, so they are rendered as
+# data (components/leaf_resources.py).
+POLICY_ATTACHMENT = LeafType("aws_iam_role_policy_attachment", "IamRolePolicyAttachment")
+INLINE_POLICY = LeafType("aws_iam_role_policy", "IamRolePolicy")
+POD_IDENTITY_ASSOCIATION = LeafType("aws_eks_pod_identity_association", "EksPodIdentityAssociation")
 
 AWS_MANAGED = "arn:aws:iam::aws:policy/"
 # Managed policies every EKS node role carries (managed node groups and Karpenter nodes alike).
@@ -83,18 +88,18 @@ class ServiceRole(Construct):
         self._arn = role.arn
         self._name = role.name
         self._attachments: list[ITerraformDependable] = [
-            IamRolePolicyAttachment(self, policy.replace("/", "-"), role=self._name, policy_arn=AWS_MANAGED + policy)
+            POLICY_ATTACHMENT.add(self, policy.replace("/", "-"), role=self._name, policy_arn=AWS_MANAGED + policy)
             for policy in props.managed_policies
         ]
         if props.inline_policy is not None:
             self._attachments.append(
-                IamRolePolicy(
+                INLINE_POLICY.add(
                     self,
                     "inline",
                     role=role.id,
                     name=props.name,
                     policy=props.inline_policy,
-                    depends_on=list(props.policy_after) or None,
+                    depends_on=props.policy_after,
                 )
             )
 
@@ -171,15 +176,15 @@ def pod_identity_association(
     binding: PodIdentityBinding,
     cluster_name: str,
     depends_on: tuple[ITerraformDependable, ...] = (),
-) -> EksPodIdentityAssociation:
+) -> ITerraformDependable:
     """Bind `role` to the service account its trust policy admits (`binding`). `cluster_name` is
     the cluster layer's token (the association waits for the cluster); the binding's is plain text."""
-    return EksPodIdentityAssociation(
+    return POD_IDENTITY_ASSOCIATION.add(
         scope,
         id_,
         cluster_name=cluster_name,
         namespace=binding.namespace,
         service_account=binding.service_account,
         role_arn=role.arn,
-        depends_on=list(depends_on) or None,
+        depends_on=depends_on,
     )

@@ -17,7 +17,6 @@ from cdktf_cdktf_provider_aws.codebuild_project import (
     CodebuildProjectLogsConfigCloudwatchLogs,
     CodebuildProjectSource,
 )
-from cdktf_cdktf_provider_aws.ecr_lifecycle_policy import EcrLifecyclePolicy
 from cdktf_cdktf_provider_aws.ecr_repository import (
     EcrRepository,
     EcrRepositoryEncryptionConfiguration,
@@ -26,7 +25,11 @@ from cdktf_cdktf_provider_aws.ecr_repository import (
 from constructs import Construct
 
 from components.iam import ServiceRole, ServiceRoleProps, allow, policy_document
+from components.leaf_resources import LeafType
 from profiles.versions import CODEBUILD_ENVIRONMENT_TYPES, CODEBUILD_IMAGES
+
+# Nothing reads the lifecycle policy, so it is rendered as data (components/leaf_resources.py).
+LIFECYCLE_POLICY = LeafType("aws_ecr_lifecycle_policy", "EcrLifecyclePolicy")
 
 # The project's own build steps, inline: nothing is expected from the source but its Dockerfile.
 # (No "${" in it: Terraform would read that as an interpolation.) The repositories' tags are
@@ -102,7 +105,7 @@ class ImagePipeline(Construct):
             image_scanning_configuration=EcrRepositoryImageScanningConfiguration(scan_on_push=True),
             encryption_configuration=[EcrRepositoryEncryptionConfiguration(encryption_type="KMS")],
         )
-        EcrLifecyclePolicy(
+        LIFECYCLE_POLICY.add(
             self,
             "keep-newest",
             repository=repository.name,

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdktf_cdktf_provider_aws.kms_alias import KmsAlias
 from cdktf_cdktf_provider_aws.kms_key import KmsKey
 from constructs import Construct
 
 from components.iam import policy_document
+from components.leaf_resources import LeafType
+
+# Nothing reads an alias, so it is rendered as data (components/leaf_resources.py).
+ALIAS = LeafType("aws_kms_alias", "KmsAlias")
 
 # A deleted key can be recovered for this long (AWS allows 7-30 days).
 DELETION_WINDOW_DAYS = 30
@@ -44,5 +47,5 @@ def account_administered_key(
             *service_statements,
         ),
     )
-    KmsAlias(scope, f"{id_}-alias", name=f"alias/{alias}", target_key_id=key.key_id)
+    ALIAS.add(scope, f"{id_}-alias", name=f"alias/{alias}", target_key_id=key.key_id)
     return key

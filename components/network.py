@@ -32,17 +32,22 @@ from cdktf_cdktf_provider_aws.default_security_group import DefaultSecurityGroup
 from cdktf_cdktf_provider_aws.eip import Eip
 from cdktf_cdktf_provider_aws.internet_gateway import InternetGateway
 from cdktf_cdktf_provider_aws.nat_gateway import NatGateway
-from cdktf_cdktf_provider_aws.route import Route
 from cdktf_cdktf_provider_aws.route_table import RouteTable
-from cdktf_cdktf_provider_aws.route_table_association import RouteTableAssociation
 from cdktf_cdktf_provider_aws.subnet import Subnet
 from cdktf_cdktf_provider_aws.vpc import Vpc
 from cdktf_cdktf_provider_aws.vpc_endpoint import VpcEndpoint
-from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
 from components.expressions import Expression, expression, interpolated, string_literal
+from components.leaf_resources import LeafType
 from profiles.vpc import is_zone_id
+
+# Routes, route table associations and security group rules: nothing reads them, so they are
+# rendered as data (components/leaf_resources.py).
+ROUTE = LeafType("aws_route", "Route")
+ROUTE_TABLE_ASSOCIATION = LeafType("aws_route_table_association", "RouteTableAssociation")
+INGRESS_RULE = LeafType("aws_vpc_security_group_ingress_rule", "VpcSecurityGroupIngressRule")
+EGRESS_RULE = LeafType("aws_vpc_security_group_egress_rule", "VpcSecurityGroupEgressRule")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,21 +109,21 @@ class Network(Construct):
             enable_dns_support=True,
             tags={"Name": props.name},
         )
-        self._vpc_id = vpc.id
+        self._vpc_id = vpc_id = vpc.id  # each attribute read is a jsii round trip: read once
         self._cidr = props.cidr
         # Take over the VPC's default security group and leave it without rules: nothing may
         # fall back to it and silently get VPC-wide access.
-        DefaultSecurityGroup(self, "default-sg", vpc_id=vpc.id, tags={"Name": f"{props.name}-default-unused"})
-        igw = InternetGateway(self, "igw", vpc_id=vpc.id, tags={"Name": props.name})
-        public_rt = RouteTable(self, "public", vpc_id=vpc.id, tags={"Name": f"{props.name}-public"})
-        Route(
-            self, "public-default", route_table_id=public_rt.id, destination_cidr_block="0.0.0.0/0", gateway_id=igw.id
+        DefaultSecurityGroup(self, "default-sg", vpc_id=vpc_id, tags={"Name": f"{props.name}-default-unused"})
+        igw = InternetGateway(self, "igw", vpc_id=vpc_id, tags={"Name": props.name})
+        public_rt_id = RouteTable(self, "public", vpc_id=vpc_id, tags={"Name": f"{props.name}-public"}).id
+        ROUTE.add(
+            self, "public-default", route_table_id=public_rt_id, destination_cidr_block="0.0.0.0/0", gateway_id=igw.id
         )
 
         private_cidrs, public_cidrs = subnet_layout(props.cidr, len(props.availability_zones))
         self._private_subnet_ids: dict[str, str] = {}
         self._public_subnet_ids: dict[str, str] = {}
-        private_route_tables: list[RouteTable] = []
+        private_route_table_ids: list[str] = []
         nat_ids: list[str] = []
         # The NAT gateway each AZ's private subnet routes to (its own, or the shared one).
         nat_by_zone: dict[str, str] = {}
@@ -126,20 +131,20 @@ class Network(Construct):
         # zone this account maps it to.
         by_id = all(is_zone_id(zone) for zone in props.availability_zones)
         for index, zone in enumerate(props.availability_zones):
-            public = Subnet(
+            public_id = Subnet(
                 self,
                 f"public-{zone}",
-                vpc_id=vpc.id,
+                vpc_id=vpc_id,
                 cidr_block=public_cidrs[index],
                 availability_zone=None if by_id else zone,
                 availability_zone_id=zone if by_id else None,
                 tags={"Name": f"{props.name}-public-{zone}", "kubernetes.io/role/elb": "1"},
-            )
-            RouteTableAssociation(self, f"public-{zone}-rt", subnet_id=public.id, route_table_id=public_rt.id)
-            private = Subnet(
+            ).id
+            ROUTE_TABLE_ASSOCIATION.add(self, f"public-{zone}-rt", subnet_id=public_id, route_table_id=public_rt_id)
+            private_id = Subnet(
                 self,
                 f"private-{zone}",
-                vpc_id=vpc.id,
+                vpc_id=vpc_id,
                 cidr_block=private_cidrs[index],
                 availability_zone=None if by_id else zone,
                 availability_zone_id=zone if by_id else None,
@@ -148,64 +153,67 @@ class Network(Construct):
                     "kubernetes.io/role/internal-elb": "1",
                     "karpenter.sh/discovery": props.name,
                 },
-            )
-            self._public_subnet_ids[zone] = public.id
-            self._private_subnet_ids[zone] = private.id
+            ).id
+            self._public_subnet_ids[zone] = public_id
+            self._private_subnet_ids[zone] = private_id
             if props.nat_gateways == "per_az" or index == 0:
                 eip = Eip(self, f"nat-{zone}", domain="vpc", tags={"Name": f"{props.name}-nat-{zone}"})
                 nat = NatGateway(
                     self,
                     f"nat-{zone}-gw",
                     allocation_id=eip.id,
-                    subnet_id=public.id,
+                    subnet_id=public_id,
                     tags={"Name": f"{props.name}-{zone}"},
                     depends_on=[igw],
                 )
                 nat_ids.append(nat.id)
             nat_by_zone[zone] = nat_ids[-1]
-            route_table = RouteTable(
-                self, f"private-{zone}-rt", vpc_id=vpc.id, tags={"Name": f"{props.name}-private-{zone}"}
-            )
-            Route(
+            route_table_id = RouteTable(
+                self, f"private-{zone}-rt", vpc_id=vpc_id, tags={"Name": f"{props.name}-private-{zone}"}
+            ).id
+            ROUTE.add(
                 self,
                 f"private-{zone}-default",
-                route_table_id=route_table.id,
+                route_table_id=route_table_id,
                 destination_cidr_block="0.0.0.0/0",
                 nat_gateway_id=nat_ids[-1],
             )
-            RouteTableAssociation(self, f"private-{zone}-rta", subnet_id=private.id, route_table_id=route_table.id)
-            private_route_tables.append(route_table)
+            ROUTE_TABLE_ASSOCIATION.add(
+                self, f"private-{zone}-rta", subnet_id=private_id, route_table_id=route_table_id
+            )
+            private_route_table_ids.append(route_table_id)
 
         self._local_zone_subnet_id: str | None = None
         if props.local_zone is not None:
             local = props.local_zone
-            table = self._local_zone_subnet(
-                vpc_id=vpc.id,
+            table_id = self._local_zone_subnet(
+                vpc_id=vpc_id,
                 local=local,
                 cidr=local_zone_cidr(props.cidr),
                 by_id=by_id,
                 nat_id=nat_by_zone[local.egress_zone],
                 name=props.name,
             )
-            private_route_tables.append(table)
+            private_route_table_ids.append(table_id)
 
         # The S3 gateway endpoint is free and keeps image layers and datasets off the NAT. A Local
         # Zone subnet's route table is one of the VPC's like any other (routing rules above).
         VpcEndpoint(
             self,
             "s3",
-            vpc_id=vpc.id,
+            vpc_id=vpc_id,
             service_name=f"com.amazonaws.{props.region}.s3",
             vpc_endpoint_type="Gateway",
-            route_table_ids=[table.id for table in private_route_tables],
+            route_table_ids=private_route_table_ids,
             tags={"Name": f"{props.name}-s3"},
         )
 
     def _local_zone_subnet(
         self, *, vpc_id: str, local: LocalZoneSubnetProps, cidr: str, by_id: bool, nat_id: str, name: str
-    ) -> RouteTable:
+    ) -> str:
         """The Local Zone's private subnet, checked at plan time to be an opted-in Local Zone, with a
-        route table whose default route goes to `nat_id`, a NAT gateway of the region."""
+        route table whose default route goes to `nat_id`, a NAT gateway of the region. Returns the
+        route table's id."""
         zone = local.zone
         found = DataAwsAvailabilityZone(
             self,
@@ -243,17 +251,17 @@ class Network(Construct):
                 ]
             ),
         )
-        table = RouteTable(self, f"local-{zone}-rt", vpc_id=vpc_id, tags={"Name": f"{name}-private-{zone}"})
-        Route(
+        table_id = RouteTable(self, f"local-{zone}-rt", vpc_id=vpc_id, tags={"Name": f"{name}-private-{zone}"}).id
+        ROUTE.add(
             self,
             f"local-{zone}-default",
-            route_table_id=table.id,
+            route_table_id=table_id,
             destination_cidr_block="0.0.0.0/0",
             nat_gateway_id=nat_id,
         )
-        RouteTableAssociation(self, f"local-{zone}-rta", subnet_id=subnet.id, route_table_id=table.id)
-        self._local_zone_subnet_id = subnet.id
-        return table
+        self._local_zone_subnet_id = subnet_id = subnet.id
+        ROUTE_TABLE_ASSOCIATION.add(self, f"local-{zone}-rta", subnet_id=subnet_id, route_table_id=table_id)
+        return table_id
 
     @property
     def vpc_id(self) -> str:
@@ -291,7 +299,7 @@ def admit_https(
     group_id: str | None = None,
 ) -> None:
     """An ingress rule for HTTPS (TCP 443) into `security_group_id` from a network or a group."""
-    VpcSecurityGroupIngressRule(
+    INGRESS_RULE.add(
         scope,
         rule_id,
         security_group_id=security_group_id,

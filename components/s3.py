@@ -4,35 +4,27 @@ public access fully blocked, owner-enforced objects, a TLS-only policy and lifec
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from cdktf import TerraformResourceLifecycle
 from cdktf_cdktf_provider_aws.s3_bucket import S3Bucket
-from cdktf_cdktf_provider_aws.s3_bucket_lifecycle_configuration import (
-    S3BucketLifecycleConfiguration,
-    S3BucketLifecycleConfigurationRule,
-    S3BucketLifecycleConfigurationRuleAbortIncompleteMultipartUpload,
-    S3BucketLifecycleConfigurationRuleFilter,
-    S3BucketLifecycleConfigurationRuleNoncurrentVersionExpiration,
-    S3BucketLifecycleConfigurationRuleTransition,
-)
-from cdktf_cdktf_provider_aws.s3_bucket_ownership_controls import (
-    S3BucketOwnershipControls,
-    S3BucketOwnershipControlsRule,
-)
-from cdktf_cdktf_provider_aws.s3_bucket_policy import S3BucketPolicy
-from cdktf_cdktf_provider_aws.s3_bucket_public_access_block import S3BucketPublicAccessBlock
-from cdktf_cdktf_provider_aws.s3_bucket_server_side_encryption_configuration import (
-    S3BucketServerSideEncryptionConfigurationA,
-    S3BucketServerSideEncryptionConfigurationRuleA,
-    S3BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultA,
-)
-from cdktf_cdktf_provider_aws.s3_bucket_versioning import S3BucketVersioningA, S3BucketVersioningVersioningConfiguration
 from constructs import Construct
 
 from components.iam import deny_insecure_transport, policy_document
+from components.leaf_resources import LeafType
 from profiles.storage import DATA_BUCKET_PURPOSES, BucketLifecycle
 
 DATA_BUCKETS = DATA_BUCKET_PURPOSES
+
+# The bucket's companions: nothing reads them, so they are rendered as data (components/leaf_resources.py).
+PUBLIC_ACCESS_BLOCK = LeafType("aws_s3_bucket_public_access_block", "S3BucketPublicAccessBlock")
+OWNERSHIP_CONTROLS = LeafType("aws_s3_bucket_ownership_controls", "S3BucketOwnershipControls")
+VERSIONING = LeafType("aws_s3_bucket_versioning", "S3BucketVersioningA")
+ENCRYPTION = LeafType(
+    "aws_s3_bucket_server_side_encryption_configuration", "S3BucketServerSideEncryptionConfigurationA"
+)
+BUCKET_POLICY = LeafType("aws_s3_bucket_policy", "S3BucketPolicy")
+LIFECYCLE = LeafType("aws_s3_bucket_lifecycle_configuration", "S3BucketLifecycleConfiguration")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +52,7 @@ class SecureBucket(Construct):
         self._name = bucket.bucket
         self._arn = bucket.arn
         bucket_id = bucket.id  # each attribute read is a round trip to jsii: read once, used six times
-        S3BucketPublicAccessBlock(
+        PUBLIC_ACCESS_BLOCK.add(
             self,
             "public-access-block",
             bucket=bucket_id,
@@ -69,34 +61,16 @@ class SecureBucket(Construct):
             ignore_public_acls=True,
             restrict_public_buckets=True,
         )
-        S3BucketOwnershipControls(
-            self,
-            "ownership",
-            bucket=bucket_id,
-            rule=S3BucketOwnershipControlsRule(object_ownership="BucketOwnerEnforced"),
-        )
-        S3BucketVersioningA(
-            self,
-            "versioning",
-            bucket=bucket_id,
-            versioning_configuration=S3BucketVersioningVersioningConfiguration(status="Enabled"),
-        )
+        OWNERSHIP_CONTROLS.add(self, "ownership", bucket=bucket_id, rule={"object_ownership": "BucketOwnerEnforced"})
+        VERSIONING.add(self, "versioning", bucket=bucket_id, versioning_configuration={"status": "Enabled"})
         # SSE-S3: works unchanged with FSx data repository associations and Mountpoint.
-        S3BucketServerSideEncryptionConfigurationA(
+        ENCRYPTION.add(
             self,
             "encryption",
             bucket=bucket_id,
-            rule=[
-                S3BucketServerSideEncryptionConfigurationRuleA(
-                    apply_server_side_encryption_by_default=(
-                        S3BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultA(
-                            sse_algorithm="AES256"
-                        )
-                    ),
-                )
-            ],
+            rule=[{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}],
         )
-        S3BucketPolicy(
+        BUCKET_POLICY.add(
             self,
             "tls-only",
             bucket=bucket_id,
@@ -104,37 +78,31 @@ class SecureBucket(Construct):
                 deny_insecure_transport("s3", [self._arn, f"{self._arn}/*"]),
             ),
         )
-        rules = [
-            S3BucketLifecycleConfigurationRule(
-                id="expire-noncurrent-and-abort-uploads",
-                status="Enabled",
-                filter=[S3BucketLifecycleConfigurationRuleFilter(prefix="")],
-                noncurrent_version_expiration=[
-                    S3BucketLifecycleConfigurationRuleNoncurrentVersionExpiration(
-                        noncurrent_days=props.lifecycle.noncurrent_version_expiration_days
-                    )
+        rules: list[dict[str, Any]] = [
+            {
+                "id": "expire-noncurrent-and-abort-uploads",
+                "status": "Enabled",
+                "filter": [{"prefix": ""}],
+                "noncurrent_version_expiration": [
+                    {"noncurrent_days": props.lifecycle.noncurrent_version_expiration_days}
                 ],
-                abort_incomplete_multipart_upload=[
-                    S3BucketLifecycleConfigurationRuleAbortIncompleteMultipartUpload(
-                        days_after_initiation=props.lifecycle.abort_incomplete_multipart_upload_days
-                    )
+                "abort_incomplete_multipart_upload": [
+                    {"days_after_initiation": props.lifecycle.abort_incomplete_multipart_upload_days}
                 ],
-            )
+            }
         ]
         if props.lifecycle.intelligent_tiering_after_days is not None:
             rules.append(
-                S3BucketLifecycleConfigurationRule(
-                    id="intelligent-tiering",
-                    status="Enabled",
-                    filter=[S3BucketLifecycleConfigurationRuleFilter(prefix="")],
-                    transition=[
-                        S3BucketLifecycleConfigurationRuleTransition(
-                            days=props.lifecycle.intelligent_tiering_after_days, storage_class="INTELLIGENT_TIERING"
-                        )
+                {
+                    "id": "intelligent-tiering",
+                    "status": "Enabled",
+                    "filter": [{"prefix": ""}],
+                    "transition": [
+                        {"days": props.lifecycle.intelligent_tiering_after_days, "storage_class": "INTELLIGENT_TIERING"}
                     ],
-                )
+                }
             )
-        S3BucketLifecycleConfiguration(self, "lifecycle", bucket=bucket_id, rule=rules)
+        LIFECYCLE.add(self, "lifecycle", bucket=bucket_id, rule=rules)
 
     @property
     def name(self) -> str:

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 
 from cdktf_cdktf_provider_aws.security_group import SecurityGroup
 from cdktf_cdktf_provider_aws.vpc_endpoint import VpcEndpoint
-from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
-from components.network import admit_https
+from components.network import INGRESS_RULE, admit_https
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,7 +79,7 @@ def own_account_policy(account_id: str, service: str) -> str | None:
 class InterfaceEndpoints(Construct):
     def __init__(self, scope: Construct, id_: str, *, props: InterfaceEndpointsProps):
         super().__init__(scope, id_)
-        group = SecurityGroup(
+        endpoints_group_id = SecurityGroup(
             self,
             "group",
             name=f"{props.name}-endpoints",
@@ -88,11 +87,11 @@ class InterfaceEndpoints(Construct):
             # A new description would replace the group: the rules below say who else is admitted.
             description="HTTPS to interface endpoints from cluster nodes",
             tags={"Name": f"{props.name}-endpoints"},
-        )
-        VpcSecurityGroupIngressRule(
+        ).id  # each attribute read is a jsii round trip: read once
+        INGRESS_RULE.add(
             self,
             "https-from-nodes",
-            security_group_id=group.id,
+            security_group_id=endpoints_group_id,
             referenced_security_group_id=props.client_security_group_id,
             ip_protocol="tcp",
             from_port=443,
@@ -106,7 +105,12 @@ class InterfaceEndpoints(Construct):
         def admit(rule_id: str, named: str, *, cidr: str | None = None, group_id: str | None = None) -> None:
             description = f"HTTPS from {named}"
             admit_https(
-                self, rule_id, security_group_id=group.id, description=description, cidr=cidr, group_id=group_id
+                self,
+                rule_id,
+                security_group_id=endpoints_group_id,
+                description=description,
+                cidr=cidr,
+                group_id=group_id,
             )
 
         for index, cidr in enumerate(props.admitted_cidrs):
@@ -126,7 +130,7 @@ class InterfaceEndpoints(Construct):
                 vpc_endpoint_type="Interface",
                 private_dns_enabled=True,
                 subnet_ids=list(props.subnet_ids),
-                security_group_ids=[group.id],
+                security_group_ids=[endpoints_group_id],
                 policy=own_account_policy(props.account_id, service),
                 tags={"Name": f"{props.name}-{service}"},
             )

@@ -9,11 +9,9 @@ from dataclasses import dataclass
 
 from cdktf import ITerraformDependable
 from cdktf_cdktf_provider_aws.cloudwatch_event_rule import CloudwatchEventRule
-from cdktf_cdktf_provider_aws.cloudwatch_event_target import CloudwatchEventTarget
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from cdktf_cdktf_provider_aws.eks_access_entry import EksAccessEntry
 from cdktf_cdktf_provider_aws.sqs_queue import SqsQueue
-from cdktf_cdktf_provider_aws.sqs_queue_policy import SqsQueuePolicy
 from constructs import Construct
 
 from components.iam import (
@@ -27,6 +25,12 @@ from components.iam import (
     pod_identity_role,
     policy_document,
 )
+from components.leaf_resources import LeafType
+
+# The queue's policy and the rules' targets: nothing reads them, so they are rendered as data
+# (components/leaf_resources.py).
+QUEUE_POLICY = LeafType("aws_sqs_queue_policy", "SqsQueuePolicy")
+EVENT_TARGET = LeafType("aws_cloudwatch_event_target", "CloudwatchEventTarget")
 
 INTERRUPTION_EVENTS = {
     "scheduled-change": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
@@ -246,8 +250,9 @@ class KarpenterIdentity(Construct):
             message_retention_seconds=300,
             sqs_managed_sse_enabled=True,
         )
+        queue_arn = queue.arn  # each attribute read is a jsii round trip: read once
         account_id = DataAwsCallerIdentity(self, "account").account_id
-        SqsQueuePolicy(
+        QUEUE_POLICY.add(
             self,
             "queue-policy",
             queue_url=queue.url,
@@ -258,10 +263,10 @@ class KarpenterIdentity(Construct):
                     "Effect": "Allow",
                     "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
                     "Action": "sqs:SendMessage",
-                    "Resource": queue.arn,
+                    "Resource": queue_arn,
                     "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
                 },
-                deny_insecure_transport("sqs", queue.arn),
+                deny_insecure_transport("sqs", queue_arn),
             ),
         )
         for rule_id, pattern in INTERRUPTION_EVENTS.items():
@@ -273,7 +278,7 @@ class KarpenterIdentity(Construct):
                 name=f"{name}-karpenter-{rule_id}",
                 event_pattern=json.dumps(pattern, sort_keys=True),
             )
-            CloudwatchEventTarget(self, f"{rule_id}-target", rule=rule.name, arn=queue.arn, target_id="karpenter")
+            EVENT_TARGET.add(self, f"{rule_id}-target", rule=rule.name, arn=queue_arn, target_id="karpenter")
 
         binding = PodIdentityBinding(
             account_id=account_id,
@@ -292,7 +297,7 @@ class KarpenterIdentity(Construct):
                     region=props.region,
                     account_id=account_id,
                     node_role_arn=node_role.arn,
-                    queue_arn=queue.arn,
+                    queue_arn=queue_arn,
                 )
             ),
         )

@@ -16,8 +16,6 @@ from cdktf import TerraformResourceLifecycle
 from cdktf_cdktf_provider_aws.db_instance import DbInstance
 from cdktf_cdktf_provider_aws.db_subnet_group import DbSubnetGroup
 from cdktf_cdktf_provider_aws.security_group import SecurityGroup
-from cdktf_cdktf_provider_aws.vpc_security_group_egress_rule import VpcSecurityGroupEgressRule
-from cdktf_cdktf_provider_aws.vpc_security_group_ingress_rule import VpcSecurityGroupIngressRule
 from constructs import Construct
 
 from addons.mlflow import POSTGRES_MAJOR_VERSION, MlflowDatabaseConfig
@@ -25,6 +23,7 @@ from addons.mlflow.backend import MlflowBackend
 from components.expressions import Expression, interpolated
 from components.helm.addon import StorageContext
 from components.kms import account_administered_key
+from components.network import EGRESS_RULE, INGRESS_RULE
 from components.s3 import SecureBucket, SecureBucketProps
 
 POSTGRES_PORT = 5432
@@ -75,18 +74,18 @@ class MlflowStore(Construct):
             account_id=props.account_id,
         )
 
-        group = SecurityGroup(
+        group_id = SecurityGroup(
             self,
             "security-group",
             name=f"{name}-db",
             vpc_id=props.vpc_id,
             description="PostgreSQL for MLflow from cluster nodes only",
             tags={"Name": f"{name}-db"},
-        )
-        VpcSecurityGroupIngressRule(
+        ).id  # each attribute read is a jsii round trip: read once
+        INGRESS_RULE.add(
             self,
             "postgres-from-nodes",
-            security_group_id=group.id,
+            security_group_id=group_id,
             referenced_security_group_id=props.client_security_group_id,
             ip_protocol="tcp",
             from_port=POSTGRES_PORT,
@@ -94,11 +93,11 @@ class MlflowStore(Construct):
             description="PostgreSQL from cluster nodes and pods",
         )
         # The node group's egress is explicit (no allow-all): open this one path.
-        VpcSecurityGroupEgressRule(
+        EGRESS_RULE.add(
             self,
             "nodes-postgres-to-db",
             security_group_id=props.client_security_group_id,
-            referenced_security_group_id=group.id,
+            referenced_security_group_id=group_id,
             ip_protocol="tcp",
             from_port=POSTGRES_PORT,
             to_port=POSTGRES_PORT,
@@ -131,7 +130,7 @@ class MlflowStore(Construct):
             manage_master_user_password=True,
             master_user_secret_kms_key_id=key.arn,
             db_subnet_group_name=subnets.name,
-            vpc_security_group_ids=[group.id],
+            vpc_security_group_ids=[group_id],
             publicly_accessible=False,
             backup_retention_period=cfg.backup_retention_days,
             copy_tags_to_snapshot=True,

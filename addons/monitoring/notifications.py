@@ -23,11 +23,8 @@ import hashlib
 from dataclasses import dataclass
 
 from cdktf import ITerraformDependable
-from cdktf_cdktf_provider_aws.cloudwatch_metric_alarm import CloudwatchMetricAlarm
 from cdktf_cdktf_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from cdktf_cdktf_provider_aws.sns_topic import SnsTopic
-from cdktf_cdktf_provider_aws.sns_topic_policy import SnsTopicPolicy
-from cdktf_cdktf_provider_aws.sns_topic_subscription import SnsTopicSubscription
 from constructs import Construct
 
 from addons.monitoring import alert_topic_name, heartbeat_topic_name
@@ -42,6 +39,13 @@ from components.iam import (
     policy_document,
 )
 from components.kms import account_administered_key
+from components.leaf_resources import LeafType
+
+# The topics' policies, the email subscriptions and the heartbeat alarm: nothing reads them, so
+# they are rendered as data (components/leaf_resources.py).
+TOPIC_POLICY = LeafType("aws_sns_topic_policy", "SnsTopicPolicy")
+SUBSCRIPTION = LeafType("aws_sns_topic_subscription", "SnsTopicSubscription")
+HEARTBEAT_ALARM = LeafType("aws_cloudwatch_metric_alarm", "CloudwatchMetricAlarm")
 
 # The alarm looks at windows of this many minutes, each of which holds two heartbeats or more, and
 # fires after this many empty windows in a row: about 20 minutes of silence.
@@ -101,36 +105,35 @@ class AlertTopics(Construct):
         heartbeat = SnsTopic(
             self, "heartbeat", name=heartbeat_topic_name(props.platform_name), kms_master_key_id=key.arn
         )
-        SnsTopicPolicy(
+        alerts_arn, heartbeat_arn = alerts.arn, heartbeat.arn  # each attribute read is a jsii round trip
+        TOPIC_POLICY.add(
             self,
             "alerts-policy",
-            arn=alerts.arn,
+            arn=alerts_arn,
             policy=policy_document(
                 {
                     "Sid": "HeartbeatAlarmPublishes",
                     "Effect": "Allow",
                     "Principal": {"Service": "cloudwatch.amazonaws.com"},
                     "Action": "sns:Publish",
-                    "Resource": alerts.arn,
+                    "Resource": alerts_arn,
                     "Condition": {
                         "ArnEquals": {"aws:SourceArn": alarm_arn},
                         "StringEquals": {"aws:SourceAccount": account},
                     },
                 },
-                deny_insecure_transport("sns", alerts.arn),
+                deny_insecure_transport("sns", alerts_arn),
             ),
         )
-        SnsTopicPolicy(
+        TOPIC_POLICY.add(
             self,
             "heartbeat-policy",
-            arn=heartbeat.arn,
-            policy=policy_document(deny_insecure_transport("sns", heartbeat.arn)),
+            arn=heartbeat_arn,
+            policy=policy_document(deny_insecure_transport("sns", heartbeat_arn)),
         )
         for address in props.emails:
-            SnsTopicSubscription(
-                self, subscription_id(address), topic_arn=alerts.arn, protocol="email", endpoint=address
-            )
-        CloudwatchMetricAlarm(
+            SUBSCRIPTION.add(self, subscription_id(address), topic_arn=alerts_arn, protocol="email", endpoint=address)
+        HEARTBEAT_ALARM.add(
             self,
             "heartbeat-missing",
             alarm_name=alarm_name,
@@ -149,8 +152,8 @@ class AlertTopics(Construct):
             threshold=1,
             comparison_operator="LessThanThreshold",
             treat_missing_data="breaching",
-            alarm_actions=[alerts.arn],
-            ok_actions=[alerts.arn],
+            alarm_actions=[alerts_arn],
+            ok_actions=[alerts_arn],
         )
         binding = PodIdentityBinding(
             account_id=account,
@@ -164,7 +167,7 @@ class AlertTopics(Construct):
             name=f"{props.platform_name}-alertmanager",
             binding=binding,
             inline_policy=policy_document(
-                allow(["sns:Publish"], [alerts.arn, heartbeat.arn]),
+                allow(["sns:Publish"], [alerts_arn, heartbeat_arn]),
                 # Publishing to an encrypted topic: SNS asks KMS for a data key on the caller's behalf,
                 # with GenerateDataKey (AWS's examples for publishers to an encrypted topic grant exactly
                 # kms:GenerateDataKey and kms:Decrypt; the IAM gate refuses wildcards in actions).
@@ -183,7 +186,7 @@ class AlertTopics(Construct):
             cluster_name=props.cluster_name,
             depends_on=tuple(role.attachments),
         )
-        self._delivery = AlertDelivery(topic_arn=alerts.arn, heartbeat_topic_arn=heartbeat.arn)
+        self._delivery = AlertDelivery(topic_arn=alerts_arn, heartbeat_topic_arn=heartbeat_arn)
         self._ready: tuple[ITerraformDependable, ...] = (association, *role.attachments)
 
     @property

@@ -1,0 +1,129 @@
+"""AWS resources nothing else reads, rendered as data instead of a construct each.
+
+A typed AWS construct costs on three counts: its Python binding module is imported (3-40 ms for
+the first of a type), Node loads the type's JavaScript module at the first creation, and each
+creation is a jsii round trip. Resources whose attributes nothing reads (a bucket's companions,
+a role's policies, security group rules, route associations, event targets) need none of that:
+their Terraform JSON is known in Python. A `LeafType` names the Terraform type and the binding
+class that would build it; `add` renders the resource as data (components/rendered.py), or,
+where a construct per block is wanted (the HCL export, GPU_PLATFORM_PLAIN_CONSTRUCTS=1), builds
+that class with the same arguments. tests/test_manifests_as_data.py compares both ways' JSON for
+every profile, so an argument the binding would not accept, or would write otherwise, fails there.
+
+Arguments are written in Terraform's JSON form: snake_case names, a nested block as a dict (a
+block that holds at most one, like versioning_configuration) or a list of dicts (a repeatable
+block, like a lifecycle rule), as the binding writes them.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import importlib
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from cdktf import ITerraformDependable, TerraformResource
+from constructs import Construct
+
+from components.rendered import RenderedResource, dependency_addresses, render_as_data
+
+AWS_BINDINGS = "cdktf_cdktf_provider_aws"
+
+# Meta-arguments a leaf never takes here: each would need its own rendering rules (cdktf writes
+# them from the construct's own fields), and no leaf needs them.
+_UNSUPPORTED_META_ARGUMENTS = frozenset({"count", "for_each", "provider", "lifecycle", "provisioners", "connection"})
+
+
+@dataclass(frozen=True)
+class LeafType:
+    """An AWS resource type, rendered as data unless a construct per block is wanted."""
+
+    terraform_type: str
+    """Terraform's name of the type, e.g. aws_s3_bucket_versioning."""
+    construct: str
+    """The class in the provider's bindings that builds it, e.g. S3BucketVersioningA (the module
+    is the type's name without `aws_`)."""
+
+    def add(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        depends_on: tuple[ITerraformDependable, ...] = (),
+        **arguments: Any,
+    ) -> ITerraformDependable:
+        """Add one resource of this type at `scope/id_`; `arguments` are its Terraform arguments
+        (None leaves one out, at any depth, as the binding does). Returns what dependants can depend on."""
+        if meta := _UNSUPPORTED_META_ARGUMENTS.intersection(arguments):
+            raise TypeError(f"{self.terraform_type}: a leaf resource takes no {', '.join(sorted(meta))}")
+        arguments = _without_none(arguments)
+        if not render_as_data():
+            return self._construct(scope, id_, depends_on=depends_on, arguments=arguments)
+        body = dict(arguments)
+        if depends_on:
+            body["depends_on"] = dependency_addresses(scope, depends_on)
+        return RenderedResource(scope, id_, terraform_type=self.terraform_type, body=body)
+
+    def _construct(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        depends_on: tuple[ITerraformDependable, ...],
+        arguments: dict[str, Any],
+    ) -> TerraformResource:
+        module = importlib.import_module(f"{AWS_BINDINGS}.{self.terraform_type.removeprefix('aws_')}")
+        construct_class = getattr(module, self.construct)
+        hints = typing.get_type_hints(construct_class.__init__)
+        unknown = set(arguments) - set(hints)
+        if unknown:
+            raise TypeError(f"{self.terraform_type} has no argument {', '.join(sorted(unknown))}")
+        typed = {name: _as_structs(hints[name], value) for name, value in arguments.items()}
+        resource: TerraformResource = construct_class(scope, id_, depends_on=list(depends_on) or None, **typed)
+        return resource
+
+
+def _without_none(block: dict[str, Any]) -> dict[str, Any]:
+    """`block` without its None arguments, at every depth, as the binding leaves them out."""
+    return {
+        name: _without_none(value) if isinstance(value, dict) else value
+        for name, value in block.items()
+        if value is not None
+    }
+
+
+def _as_structs(hint: Any, value: Any) -> Any:
+    """`value` with each nested block (a dict) made the binding's struct that `hint` names: jsii
+    turns a dict into a struct only for a top-level argument, and would send a nested one with
+    its snake_case keys unread (the binding reads camelCase properties), so the block's
+    multi-word arguments would be lost."""
+    if isinstance(value, dict):
+        struct = _struct_in(hint)
+        if struct is None:
+            return value  # a map argument (tags, ...), not a block
+        fields = typing.get_type_hints(struct.__init__)
+        return struct(**{name: _as_structs(fields[name], item) for name, item in value.items()})
+    if isinstance(value, list | tuple):
+        return [_as_structs(_item_hint(hint), item) for item in value]
+    return value
+
+
+def _struct_in(hint: Any) -> Any:
+    """The jsii struct class among a hint's alternatives (Union[Struct, Dict[str, Any], None]), or None."""
+    if isinstance(hint, type) and hasattr(hint, "__jsii_struct_bases__"):
+        return hint
+    for alternative in typing.get_args(hint):
+        if (struct := _struct_in(alternative)) is not None:
+            return struct
+    return None
+
+
+def _item_hint(hint: Any) -> Any:
+    """The item hint of the sequence among a hint's alternatives (Union[IResolvable, Sequence[X]])."""
+    if typing.get_origin(hint) in (list, tuple, collections.abc.Sequence):
+        return typing.get_args(hint)[0]
+    for alternative in typing.get_args(hint):
+        if (item := _item_hint(alternative)) is not None:
+            return item
+    return None
