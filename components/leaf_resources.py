@@ -2,13 +2,16 @@
 
 A typed AWS construct costs on three counts: its Python binding module is imported (3-40 ms for
 the first of a type), Node loads the type's JavaScript module at the first creation, and each
-creation is a jsii round trip. Resources whose attributes nothing reads (a bucket's companions,
-a role's policies, security group rules, route associations, event targets) need none of that:
-their Terraform JSON is known in Python. A `LeafType` names the Terraform type and the binding
-class that would build it; `add` renders the resource as data (components/rendered.py), or,
-where a construct per block is wanted (the HCL export, GPU_PLATFORM_PLAIN_CONSTRUCTS=1), builds
-that class with the same arguments. tests/test_manifests_as_data.py compares both ways' JSON for
-every profile, so an argument the binding would not accept, or would write otherwise, fails there.
+creation is a jsii round trip, with more to name it. Resources whose attributes nothing reads (a
+bucket's companions, a role's policies, security group rules, route associations, event targets)
+need none of that: their Terraform JSON is known in Python. A `LeafType` names the Terraform type
+and the binding class that would build it; `add` renders the resource as data, under the address
+and metadata its construct would have (components/logical_ids.py), into one element per layer
+(components/rendered.py) that hands cdktf every such resource of the layer when it synthesizes
+the stack. Where a construct per block is wanted (the HCL export, GPU_PLATFORM_PLAIN_CONSTRUCTS=1),
+`add` builds the binding's class with the same arguments instead. tests/test_manifests_as_data.py
+compares both ways' JSON for every profile, so an argument the binding would not accept, or would
+write otherwise, fails there.
 
 Arguments are written in Terraform's JSON form: snake_case names, a nested block as a dict (a
 block that holds at most one, like versioning_configuration) or a list of dicts (a repeatable
@@ -20,13 +23,15 @@ from __future__ import annotations
 import collections.abc
 import importlib
 import typing
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from typing import Any
 
-from cdktf import ITerraformDependable, TerraformResource
+from cdktf import ITerraformDependable, TerraformResource, TerraformStack
 from constructs import Construct
 
-from components.rendered import RenderedResource, dependency_addresses, render_as_data
+from components.logical_ids import unique_id
+from components.rendered import RenderedAddress, RenderedJson, dependency_addresses, render_as_data
 
 AWS_BINDINGS = "cdktf_cdktf_provider_aws"
 
@@ -60,10 +65,15 @@ class LeafType:
         arguments = _without_none(arguments)
         if not render_as_data():
             return self._construct(scope, id_, depends_on=depends_on, arguments=arguments)
+        place = _placement(scope)
+        path = f"{place.path}/{id_}"
+        logical_id = unique_id([*place.below_stack, id_])
         body = dict(arguments)
         if depends_on:
-            body["depends_on"] = dependency_addresses(scope, depends_on)
-        return RenderedResource(scope, id_, terraform_type=self.terraform_type, body=body)
+            body["depends_on"] = dependency_addresses(scope, depends_on, stack=place.stack)
+        body["//"] = {"metadata": {"path": path, "uniqueId": logical_id}}
+        place.layer.add(self.terraform_type, logical_id, path, body)
+        return RenderedAddress(f"{self.terraform_type}.{logical_id}", place.stack)
 
     def _construct(
         self,
@@ -84,13 +94,65 @@ class LeafType:
         return resource
 
 
-def _without_none(block: dict[str, Any]) -> dict[str, Any]:
-    """`block` without its None arguments, at every depth, as the binding leaves them out."""
-    return {
-        name: _without_none(value) if isinstance(value, dict) else value
-        for name, value in block.items()
-        if value is not None
-    }
+@dataclass
+class _LayerLeaves:
+    """A layer's leaf resources, handed to cdktf by one element at the stack's top."""
+
+    stack: TerraformStack
+    stack_path: str
+    resources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    paths: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        # Filled as leaves are added; cdktf reads it when it synthesizes the stack. No construct
+        # of the app has this id.
+        RenderedJson(self.stack, "leaf-resources", json={"resource": self.resources})
+
+    def add(self, terraform_type: str, logical_id: str, path: str, body: dict[str, Any]) -> None:
+        if path in self.paths:  # as cdktf refuses two constructs of one id in one scope
+            raise ValueError(f"there is already a construct at {path}")
+        of_type = self.resources.setdefault(terraform_type, {})
+        if logical_id in of_type:
+            raise ValueError(f"{path}: another {terraform_type} already has the logical id {logical_id}")
+        self.paths.add(path)
+        of_type[logical_id] = body
+
+
+@dataclass(frozen=True)
+class _Placement:
+    """Where leaves added at one scope go: the scope's construct path, its stack and that stack's leaves."""
+
+    path: str
+    below_stack: tuple[str, ...]
+    """The path's components below the stack (what cdktf's logical id is made of)."""
+    stack: TerraformStack
+    layer: _LayerLeaves
+
+
+# Each look-up below is a jsii round trip; a scope typically holds several leaves (a role's
+# policies, a bucket's companions), so they are made once per scope, and once per stack.
+_PLACEMENTS: weakref.WeakKeyDictionary[Construct, _Placement] = weakref.WeakKeyDictionary()
+_LAYERS: weakref.WeakKeyDictionary[TerraformStack, _LayerLeaves] = weakref.WeakKeyDictionary()
+
+
+def _placement(scope: Construct) -> _Placement:
+    if (place := _PLACEMENTS.get(scope)) is None:
+        stack = TerraformStack.of(scope)
+        if (layer := _LAYERS.get(stack)) is None:
+            layer = _LAYERS[stack] = _LayerLeaves(stack, stack.node.path)
+        path = scope.node.path
+        below_stack = tuple(path.removeprefix(layer.stack_path).split("/")[1:])
+        place = _PLACEMENTS[scope] = _Placement(path, below_stack, stack, layer)
+    return place
+
+
+def _without_none(value: Any) -> Any:
+    """`value` without None arguments in its blocks, at every depth, as the binding leaves them out."""
+    if isinstance(value, dict):
+        return {name: _without_none(item) for name, item in value.items() if item is not None}
+    if isinstance(value, list | tuple):
+        return [_without_none(item) for item in value]
+    return value
 
 
 def _as_structs(hint: Any, value: Any) -> Any:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import jsii
 from cdktf import ITerraformDependable, TerraformDataSource, TerraformElement, TerraformResource, TerraformStack
 from constructs import Construct
 
@@ -83,7 +84,25 @@ class RenderedResource(AddressedElement):
         return self._json
 
 
-def dependency_addresses(scope: Construct, dependables: tuple[ITerraformDependable, ...]) -> list[str]:
+@jsii.implements(ITerraformDependable)
+class RenderedAddress:
+    """A block rendered as data among others in one element (no element of its own): its address,
+    known in Python, and the stack whose configuration holds it. A construct that depends on it
+    reads `fqn`, the bare address, as cdktf writes a dependable in `depends_on`."""
+
+    def __init__(self, address: str, stack: TerraformStack):
+        self.address = address
+        self.stack = stack
+
+    @property
+    def fqn(self) -> str:
+        """The block's address (`<type>.<logical id>`)."""
+        return self.address
+
+
+def dependency_addresses(
+    scope: Construct, dependables: tuple[ITerraformDependable, ...], *, stack: TerraformStack | None = None
+) -> list[str]:
     """`depends_on` of a block rendered in `scope`, as a construct writes it: bare addresses, not
     interpolations (cdktf resolves a dependable's `fqn` with braces suppressed there,
     lib/tfExpression.js `dependable`; the `fqn` token itself would be written with them). A
@@ -92,23 +111,27 @@ def dependency_addresses(scope: Construct, dependables: tuple[ITerraformDependab
 
     A dependable of another stack is refused: its address means nothing in this stack's
     configuration (a construct would depend on a cross-stack output, which Terraform refuses in
-    depends_on too), and the layers pass each other values through their published outputs."""
+    depends_on too), and the layers pass each other values through their published outputs.
+    `stack` is scope's stack where the caller knows it already (each look-up is a round trip)."""
     if not dependables:
         return []
-    stack = TerraformStack.of(scope)
+    if stack is None:
+        stack = TerraformStack.of(scope)
     addresses = []
     for dependable in dependables:
-        element: TerraformElement
-        if isinstance(dependable, AddressedElement):
-            element, address = dependable, dependable.address
+        if isinstance(dependable, RenderedAddress):
+            address, other = dependable.address, dependable.stack
+        elif isinstance(dependable, AddressedElement):
+            address, other = dependable.address, TerraformStack.of(dependable)
         elif isinstance(dependable, TerraformResource):
-            element, address = dependable, f"{dependable.terraform_resource_type}.{dependable.friendly_unique_id}"
+            address = f"{dependable.terraform_resource_type}.{dependable.friendly_unique_id}"
+            other = TerraformStack.of(dependable)
         elif isinstance(dependable, TerraformDataSource):
-            element = dependable
             address = f"data.{dependable.terraform_resource_type}.{dependable.friendly_unique_id}"
+            other = TerraformStack.of(dependable)
         else:
             raise TypeError(f"a rendered block depends only on resources and data sources, not on {dependable!r}")
-        if (other := TerraformStack.of(element)) is not stack:
+        if other is not stack:
             raise ValueError(
                 f"{scope.node.path} cannot depend on {address} of the {other.node.id} stack: "
                 "a layer passes another layer values through its published outputs"

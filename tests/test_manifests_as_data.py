@@ -5,6 +5,7 @@ addresses; only the construct tree is smaller, and the kubernetes bindings are n
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -36,6 +37,7 @@ from components.rendered import render_as_data
 from stacks import LAYERS
 from stacks.platform import synthesize
 from tests.cases import FIXTURES, SHIPPED, TEST_SECRETS, profile_source
+from tests.test_leaf_resources import declared_leaf_types
 
 
 @pytest.mark.parametrize(
@@ -91,9 +93,11 @@ print(sorted(name for name in sys.modules if name.startswith("cdktf_cdktf_provid
 """
 
 
-def test_synthesis_never_loads_the_kubernetes_bindings(tmp_path):
+def test_synthesis_never_loads_the_kubernetes_bindings_nor_a_leaf_types(tmp_path):
     """Every profile synthesizes without importing the kubernetes provider's bindings (whose import
-    has Node load that provider's assembly); the AWS and Helm bindings are loaded as before."""
+    has Node load that provider's assembly), nor the binding module of an AWS type rendered as data
+    (components/leaf_resources.py: 3-40 ms each, and a JavaScript module Node loads at the first
+    creation); the AWS and Helm bindings are loaded as before."""
     sources = [profile_source(profile) for profile in SHIPPED + FIXTURES]
     env = {**os.environ, **TEST_SECRETS}
     env.pop("GPU_PLATFORM_PLAIN_CONSTRUCTS", None)
@@ -109,6 +113,10 @@ def test_synthesis_never_loads_the_kubernetes_bindings(tmp_path):
     loaded = done.stdout.strip().splitlines()[-1]
     assert "cdktf_cdktf_provider_aws" in loaded and "cdktf_cdktf_provider_helm" in loaded, loaded
     assert "cdktf_cdktf_provider_kubernetes" not in loaded, loaded
+    modules = set(ast.literal_eval(loaded))
+    assert "cdktf_cdktf_provider_aws.iam_role" in modules, modules  # typed constructs still import theirs
+    leaves = {f"cdktf_cdktf_provider_aws.{kind.removeprefix('aws_')}" for kind in declared_leaf_types()}
+    assert not leaves & modules, sorted(leaves & modules)
 
 
 def test_object_groups_are_not_a_construct_per_object(synthesized, tmp_path):
