@@ -47,8 +47,15 @@ class LeafType:
     terraform_type: str
     """Terraform's name of the type, e.g. aws_s3_bucket_versioning."""
     construct: str
-    """The class in the provider's bindings that builds it, e.g. S3BucketVersioningA (the module
-    is the type's name without `aws_`)."""
+    """The class in the provider's bindings that builds it, e.g. S3BucketVersioningA."""
+    module: str = ""
+    """Its module in the bindings. Default: the type's name without `aws_` (the generator's name
+    for most types; a few differ, e.g. lexv2_models_bot_version)."""
+
+    @property
+    def binding_module(self) -> str:
+        """The full name of the bindings' module that holds `construct`."""
+        return f"{AWS_BINDINGS}.{self.module or self.terraform_type.removeprefix('aws_')}"
 
     def add(
         self,
@@ -59,10 +66,18 @@ class LeafType:
         **arguments: Any,
     ) -> ITerraformDependable:
         """Add one resource of this type at `scope/id_`; `arguments` are its Terraform arguments
-        (None leaves one out, at any depth, as the binding does). Returns what dependants can depend on."""
+        (None leaves one out, at any depth, as the binding does). Returns what dependants can depend on.
+
+        Rendered as data, a leaf is no construct: a construct given the same id in the same scope
+        is refused only the construct way (the byte comparison of every profile runs it), and two
+        leaves of one id in one scope are refused here."""
         if meta := _UNSUPPORTED_META_ARGUMENTS.intersection(arguments):
             raise TypeError(f"{self.terraform_type}: a leaf resource takes no {', '.join(sorted(meta))}")
-        arguments = _without_none(arguments)
+        if "${" in id_:  # as cdktf refuses a token in an element's id (its logical id would be unstable)
+            raise ValueError(f"{self.terraform_type}: the id {id_!r} holds a token; ids are plain text")
+        id_ = id_.replace("/", "--")  # as constructs rewrites a path separator in an id
+        arguments = {name: _plain(self.terraform_type, name, value) for name, value in arguments.items()}
+        arguments = {name: value for name, value in arguments.items() if value is not None}
         if not render_as_data():
             return self._construct(scope, id_, depends_on=depends_on, arguments=arguments)
         place = _placement(scope)
@@ -83,8 +98,7 @@ class LeafType:
         depends_on: tuple[ITerraformDependable, ...],
         arguments: dict[str, Any],
     ) -> TerraformResource:
-        module = importlib.import_module(f"{AWS_BINDINGS}.{self.terraform_type.removeprefix('aws_')}")
-        construct_class = getattr(module, self.construct)
+        construct_class = getattr(importlib.import_module(self.binding_module), self.construct)
         hints = typing.get_type_hints(construct_class.__init__)
         unknown = set(arguments) - set(hints)
         if unknown:
@@ -130,7 +144,8 @@ class _Placement:
 
 
 # Each look-up below is a jsii round trip; a scope typically holds several leaves (a role's
-# policies, a bucket's companions), so they are made once per scope, and once per stack.
+# policies, a bucket's companions), so they are made once per scope, and once per stack. (jsii
+# keeps every object it made for the process, so in practice the entries stay as long.)
 _PLACEMENTS: weakref.WeakKeyDictionary[Construct, _Placement] = weakref.WeakKeyDictionary()
 _LAYERS: weakref.WeakKeyDictionary[TerraformStack, _LayerLeaves] = weakref.WeakKeyDictionary()
 
@@ -146,13 +161,21 @@ def _placement(scope: Construct) -> _Placement:
     return place
 
 
-def _without_none(value: Any) -> Any:
-    """`value` without None arguments in its blocks, at every depth, as the binding leaves them out."""
+def _plain(terraform_type: str, name: str, value: Any) -> Any:
+    """`value` as Terraform JSON: None left out of blocks at every depth (as the binding leaves it
+    out), and anything but text, numbers, booleans, blocks (dicts) and lists refused: an object
+    such as a dynamic block's iterator would be written as an expression where Terraform expects
+    a block, while the binding writes it as a `dynamic` block."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
     if isinstance(value, dict):
-        return {name: _without_none(item) for name, item in value.items() if item is not None}
+        return {key: _plain(terraform_type, f"{name}.{key}", item) for key, item in value.items() if item is not None}
     if isinstance(value, list | tuple):
-        return [_without_none(item) for item in value]
-    return value
+        return [_plain(terraform_type, f"{name}[{index}]", item) for index, item in enumerate(value)]
+    raise TypeError(
+        f"{terraform_type}: {name} is a {type(value).__name__}; a leaf takes text (tokens included), "
+        "numbers, booleans, blocks as dicts and lists"
+    )
 
 
 def _as_structs(hint: Any, value: Any) -> Any:
@@ -161,31 +184,44 @@ def _as_structs(hint: Any, value: Any) -> Any:
     its snake_case keys unread (the binding reads camelCase properties), so the block's
     multi-word arguments would be lost."""
     if isinstance(value, dict):
-        struct = _struct_in(hint)
-        if struct is None:
-            return value  # a map argument (tags, ...), not a block
-        fields = typing.get_type_hints(struct.__init__)
-        return struct(**{name: _as_structs(fields[name], item) for name, item in value.items()})
+        if (struct := _struct_in(hint)) is not None:
+            fields = typing.get_type_hints(struct.__init__)
+            if unknown := set(value) - set(fields):
+                raise TypeError(f"{struct.__name__} has no argument {', '.join(sorted(unknown))}")
+            return struct(**{name: _as_structs(fields[name], item) for name, item in value.items()})
+        if _alternative(hint, _SEQUENCES) is not None and _alternative(hint, _MAPPINGS) is None:
+            raise TypeError(f"a repeatable block is given as one dict, not a list of them: {value}")
+        # A map argument: its values as its hint says (a map of blocks, or plain values as in tags).
+        values = _alternative(hint, _MAPPINGS)
+        return {key: _as_structs(values, item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_as_structs(_item_hint(hint), item) for item in value]
+        return [_as_structs(_alternative(hint, _SEQUENCES), item) for item in value]
     return value
 
 
+_SEQUENCES = (list, tuple, collections.abc.Sequence)
+_MAPPINGS = (dict, collections.abc.Mapping)
+
+
 def _struct_in(hint: Any) -> Any:
-    """The jsii struct class among a hint's alternatives (Union[Struct, Dict[str, Any], None]), or None."""
+    """The jsii struct class among a hint's alternatives (Union[Struct, Dict[str, Any], None]), or
+    None. Only unions are looked into: a struct inside a sequence or a map hint is its items'."""
     if isinstance(hint, type) and hasattr(hint, "__jsii_struct_bases__"):
         return hint
-    for alternative in typing.get_args(hint):
-        if (struct := _struct_in(alternative)) is not None:
-            return struct
+    if typing.get_origin(hint) is typing.Union:
+        for alternative in typing.get_args(hint):
+            if (struct := _struct_in(alternative)) is not None:
+                return struct
     return None
 
 
-def _item_hint(hint: Any) -> Any:
-    """The item hint of the sequence among a hint's alternatives (Union[IResolvable, Sequence[X]])."""
-    if typing.get_origin(hint) in (list, tuple, collections.abc.Sequence):
-        return typing.get_args(hint)[0]
-    for alternative in typing.get_args(hint):
-        if (item := _item_hint(alternative)) is not None:
-            return item
+def _alternative(hint: Any, origins: tuple[type, ...]) -> Any:
+    """The item hint (of a sequence) or value hint (of a map) among a hint's alternatives, e.g.
+    Union[IResolvable, Sequence[X]] gives X, Mapping[str, Y] gives Y; None if there is none."""
+    if typing.get_origin(hint) in origins:
+        return typing.get_args(hint)[-1]
+    if typing.get_origin(hint) is typing.Union:
+        for alternative in typing.get_args(hint):
+            if (item := _alternative(alternative, origins)) is not None:
+                return item
     return None

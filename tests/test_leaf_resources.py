@@ -12,7 +12,7 @@ from collections.abc import Callable
 from unittest import mock
 
 import pytest
-from cdktf import App, TerraformStack
+from cdktf import App, TerraformIterator, TerraformStack
 from cdktf_cdktf_provider_aws.iam_role import IamRole
 from constructs import Construct
 
@@ -59,6 +59,25 @@ def _leaves_at_the_stack_and_deep(stack: TerraformStack) -> None:
     ATTACHMENT.add(Construct(Construct(stack, "a"), "b"), "deep", role="r", policy_arn="p")
 
 
+def _an_id_with_a_path_separator(stack: TerraformStack) -> None:
+    # constructs rewrites "/" in an id to "--": the address must be the construct's, or moving
+    # between the JSON and the HCL export would replace the resource.
+    ATTACHMENT.add(Construct(stack, "role"), "service-role/AmazonEKS", role="r", policy_arn="p")
+
+
+MAP_OF_BLOCKS = LeafType("aws_lexv2models_bot_version", "Lexv2ModelsBotVersion", module="lexv2_models_bot_version")
+
+
+def _a_map_of_blocks(stack: TerraformStack) -> None:
+    # A map whose values are blocks: each value is made the block's struct, the keys kept.
+    MAP_OF_BLOCKS.add(
+        stack,
+        "version",
+        bot_id="b",
+        locale_specification={"en_US": {"source_bot_version": "DRAFT"}},
+    )
+
+
 @pytest.mark.parametrize(
     ("build", "nested"),
     [
@@ -66,6 +85,8 @@ def _leaves_at_the_stack_and_deep(stack: TerraformStack) -> None:
         (_dependencies_both_ways, False),
         (_leaves_at_the_stack_and_deep, False),
         (_leaves_at_the_stack_and_deep, True),
+        (_an_id_with_a_path_separator, False),
+        (_a_map_of_blocks, False),
     ],
     ids=lambda value: value.__name__.strip("_") if callable(value) else None,
 )
@@ -85,6 +106,9 @@ def test_leaves_write_what_their_constructs_write(build: Callable[[TerraformStac
         (lifecycle,) = constructed["resource"]["aws_s3_bucket_lifecycle_configuration"].values()
         assert lifecycle["rule"][0]["noncurrent_version_expiration"] == [{"noncurrent_days": 30}]
         assert lifecycle["rule"][0]["abort_incomplete_multipart_upload"] == [{"days_after_initiation": 7}]
+    if build is _a_map_of_blocks:
+        (version,) = constructed["resource"]["aws_lexv2models_bot_version"].values()
+        assert version["locale_specification"] == {"en_US": {"source_bot_version": "DRAFT"}}
     if build is _dependencies_both_ways:
         (after,) = [body for body in rendered["resource"]["aws_iam_role"].values() if body["name"] == "after"]
         (attachment_id,) = rendered["resource"]["aws_iam_role_policy_attachment"]
@@ -128,6 +152,38 @@ def test_a_leaf_refuses_meta_arguments_and_unknown_arguments():
         ATTACHMENT.add(stack, "misspelt", role="r", polcy_arn="p")
 
 
+def test_a_leaf_refuses_a_token_in_its_id():
+    """cdktf refuses it too: the logical id would hold the token's number, which depends on the
+    order tokens were made in."""
+    stack = TerraformStack(App(), "layer")
+    role = IamRole(stack, "role", name="r", assume_role_policy="{}")
+    with pytest.raises(ValueError, match="holds a token"):
+        ATTACHMENT.add(stack, f"attach-{role.name}", role="r", policy_arn="p")
+
+
+def test_a_leaf_refuses_what_is_not_plain_json():
+    """A dynamic block's iterator would be written as an expression where Terraform's JSON syntax
+    wants a block; the binding writes a `dynamic` block. Refused in both ways, naming the place."""
+    stack = TerraformStack(App(), "layer")
+    iterator = TerraformIterator.from_list(["a", "b"])
+    dynamic = iterator.dynamic({"id": iterator.value, "status": "Enabled"})
+    with pytest.raises(TypeError, match="rule is a"):
+        LIFECYCLE.add(stack, "dynamic", bucket="b", rule=dynamic)
+    with pytest.raises(TypeError, match=r"rule\[0\]\.filter is a"):
+        LIFECYCLE.add(stack, "object", bucket="b", rule=[{"id": "r", "filter": object()}])
+
+
+def test_the_construct_way_names_a_misspelt_block_argument_and_a_block_given_bare():
+    """Both would be written silently as data; the construct way (run over every profile by the
+    byte comparison) names them."""
+    stack = TerraformStack(App(), "layer")
+    with mock.patch.dict(os.environ, {"GPU_PLATFORM_PLAIN_CONSTRUCTS": "1"}):
+        with pytest.raises(TypeError, match="has no argument filtr"):
+            LIFECYCLE.add(stack, "misspelt", bucket="b", rule=[{"id": "r", "status": "Enabled", "filtr": []}])
+        with pytest.raises(TypeError, match="given as one dict"):
+            LIFECYCLE.add(stack, "bare", bucket="b", rule={"id": "r", "status": "Enabled"})
+
+
 def declared_leaf_types() -> dict[str, LeafType]:
     """Every LeafType a module of the app declares (also used by test_manifests_as_data's check of
     the bindings synthesis loads)."""
@@ -141,11 +197,10 @@ def declared_leaf_types() -> dict[str, LeafType]:
 
 
 def test_every_declared_leaf_names_its_bindings_class():
-    """The construct way imports `cdktf_cdktf_provider_aws.<type without aws_>` and takes the
-    class by name: a wrong name fails only there (the HCL export), so each is checked here."""
+    """The construct way imports the type's bindings module and takes the class by name: a wrong
+    name fails only there (the HCL export), so each is checked here."""
     declared = declared_leaf_types()
     assert len(declared) >= 20, sorted(declared)
     for leaf in declared.values():
-        module = importlib.import_module(f"cdktf_cdktf_provider_aws.{leaf.terraform_type.removeprefix('aws_')}")
-        construct = getattr(module, leaf.construct)
+        construct = getattr(importlib.import_module(leaf.binding_module), leaf.construct)
         assert leaf.terraform_type == construct.TF_RESOURCE_TYPE, leaf

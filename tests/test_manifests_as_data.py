@@ -115,7 +115,7 @@ def test_synthesis_never_loads_the_kubernetes_bindings_nor_a_leaf_types(tmp_path
     assert "cdktf_cdktf_provider_kubernetes" not in loaded, loaded
     modules = set(ast.literal_eval(loaded))
     assert "cdktf_cdktf_provider_aws.iam_role" in modules, modules  # typed constructs still import theirs
-    leaves = {f"cdktf_cdktf_provider_aws.{kind.removeprefix('aws_')}" for kind in declared_leaf_types()}
+    leaves = {leaf.binding_module for leaf in declared_leaf_types().values()}
     assert not leaves & modules, sorted(leaves & modules)
 
 
