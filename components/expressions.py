@@ -30,6 +30,12 @@ def string_literal(value: str) -> str:
     return f'"{template_text(escaped)}"'
 
 
+def holds_interpolation(text: str) -> bool:
+    """Whether `text` holds an interpolation sequence: a cdktf token (`${TfToken[...]}`, resolved
+    only at synthesis) or an expression."""
+    return "${" in text
+
+
 def expression(source: str) -> str:
     """A synthesized string whose value is the HCL expression `source` (e.g. a condition)."""
     return "${" + source + "}"

@@ -30,6 +30,7 @@ from typing import Any
 from cdktf import ITerraformDependable, TerraformResource, TerraformStack
 from constructs import Construct
 
+from components.expressions import holds_interpolation
 from components.logical_ids import unique_id
 from components.rendered import RenderedAddress, RenderedJson, dependency_addresses, render_as_data
 
@@ -73,7 +74,7 @@ class LeafType:
         leaves of one id in one scope are refused here."""
         if meta := _UNSUPPORTED_META_ARGUMENTS.intersection(arguments):
             raise TypeError(f"{self.terraform_type}: a leaf resource takes no {', '.join(sorted(meta))}")
-        if "${" in id_:  # as cdktf refuses a token in an element's id (its logical id would be unstable)
+        if holds_interpolation(id_):  # as cdktf refuses a token in an element's id (its logical id would be unstable)
             raise ValueError(f"{self.terraform_type}: the id {id_!r} holds a token; ids are plain text")
         id_ = id_.replace("/", "--")  # as constructs rewrites a path separator in an id
         arguments = {name: _plain(self.terraform_type, name, value) for name, value in arguments.items()}
