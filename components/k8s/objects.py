@@ -14,13 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdktf import ITerraformDependable, Precondition, TerraformLocal, TerraformResourceLifecycle
+from cdktf import ITerraformDependable, Precondition, TerraformLocal, TerraformResourceLifecycle, TerraformStack
 from constructs import Construct
 
 from components.k8s.namespaces import NAMESPACE_DELETE_TIMEOUT_MINUTES
 from components.logical_ids import unique_id
 from components.plan_deadline import PlanDeadline
-from components.rendered import AddressedElement, RenderedJson, dependency_addresses, render_as_data
+from components.rendered import RenderedAddress, RenderedJson, dependency_addresses, render_as_data
 
 RESOURCE_TYPE = "kubernetes_manifest"
 
@@ -100,7 +100,8 @@ class KubernetesObjects(Construct):
     def _render(self, props: KubernetesObjectsProps) -> None:
         path = self.node.path
         below_stack = path.split("/")[1:]  # the layer stacks are the App's children (stacks/platform.py)
-        after = dependency_addresses(self, props.depends_on)
+        self._stack = TerraformStack.of(self)
+        after = dependency_addresses(self, props.depends_on, stack=self._stack)
         resources: dict[str, dict[str, Any]] = {}
         for obj in self._objects:
             key = object_id(obj)
@@ -134,10 +135,8 @@ class KubernetesObjects(Construct):
         if key not in self._dependables:
             if key not in self._addresses:
                 raise KeyError(f"{self.node.id} has no object {key!r}")
-            # An element at the object's construct path has the object's address: it renders nothing.
-            self._dependables[key] = AddressedElement(
-                self, key, terraform_type=RESOURCE_TYPE, address=self._addresses[key]
-            )
+            # The object's address, known here: no element of its own (each is a round trip).
+            self._dependables[key] = RenderedAddress(self._addresses[key], self._stack)
         return self._dependables[key]
 
     def dependables(self) -> tuple[ITerraformDependable, ...]:
