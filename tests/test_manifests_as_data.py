@@ -24,7 +24,6 @@ from cdktf import (
     TerraformResource,
     TerraformStack,
 )
-from cdktf_cdktf_provider_kubernetes.manifest import Manifest
 from constructs import Construct
 
 from components.k8s.for_each import ObjectsForEachProps, objects_for_each
@@ -93,6 +92,9 @@ print(sorted(name for name in sys.modules if name.startswith("cdktf_cdktf_provid
 """
 
 
+# A process of its own (4 s): `make test` runs it; what `make check` can break here, the JSON, the
+# byte comparison above checks in-process.
+@pytest.mark.slow
 def test_synthesis_never_loads_the_kubernetes_bindings_nor_a_leaf_types(tmp_path):
     """Every profile synthesizes without importing the kubernetes provider's bindings (whose import
     has Node load that provider's assembly), nor the binding module of an AWS type rendered as data
@@ -121,6 +123,10 @@ def test_synthesis_never_loads_the_kubernetes_bindings_nor_a_leaf_types(tmp_path
 
 def test_object_groups_are_not_a_construct_per_object(synthesized, tmp_path):
     """No Kubernetes object is a `Manifest` construct: groups, Jobs and the for_each objects are all rendered."""
+    # Imported here, not at collection: the import has Node load the kubernetes provider's
+    # assembly (about a second of each `make check` worker's collection otherwise).
+    from cdktf_cdktf_provider_kubernetes.manifest import Manifest
+
     profile = SHIPPED[0]
     config = synthesized.configs[profile]
     platform = synthesize(config, str(tmp_path / profile), state_dir=tmp_path / "state")
