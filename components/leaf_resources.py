@@ -77,8 +77,9 @@ class LeafType:
         if holds_interpolation(id_):  # as cdktf refuses a token in an element's id (its logical id would be unstable)
             raise ValueError(f"{self.terraform_type}: the id {id_!r} holds a token; ids are plain text")
         id_ = id_.replace("/", "--")  # as constructs rewrites a path separator in an id
-        arguments = {name: _plain(self.terraform_type, name, value) for name, value in arguments.items()}
-        arguments = {name: value for name, value in arguments.items() if value is not None}
+        arguments = {
+            name: _plain(self.terraform_type, name, value) for name, value in arguments.items() if value is not None
+        }
         if not render_as_data():
             return self._construct(scope, id_, depends_on=depends_on, arguments=arguments)
         place = _placement(scope)
@@ -204,25 +205,22 @@ _SEQUENCES = (list, tuple, collections.abc.Sequence)
 _MAPPINGS = (dict, collections.abc.Mapping)
 
 
-def _struct_in(hint: Any) -> Any:
-    """The jsii struct class among a hint's alternatives (Union[Struct, Dict[str, Any], None]), or
-    None. Only unions are looked into: a struct inside a sequence or a map hint is its items'."""
-    if isinstance(hint, type) and hasattr(hint, "__jsii_struct_bases__"):
-        return hint
+def _alternatives(hint: Any) -> collections.abc.Iterator[Any]:
+    """`hint` and, for a union (Union[Struct, Dict[str, Any], None]), each of its members, at any depth."""
     if typing.get_origin(hint) is typing.Union:
-        for alternative in typing.get_args(hint):
-            if (struct := _struct_in(alternative)) is not None:
-                return struct
-    return None
+        for member in typing.get_args(hint):
+            yield from _alternatives(member)
+    else:
+        yield hint
+
+
+def _struct_in(hint: Any) -> Any:
+    """The jsii struct class among a hint's alternatives, or None. A struct inside a sequence or a
+    map hint is not the hint's own: it is its items'."""
+    return next((h for h in _alternatives(hint) if isinstance(h, type) and hasattr(h, "__jsii_struct_bases__")), None)
 
 
 def _alternative(hint: Any, origins: tuple[type, ...]) -> Any:
     """The item hint (of a sequence) or value hint (of a map) among a hint's alternatives, e.g.
     Union[IResolvable, Sequence[X]] gives X, Mapping[str, Y] gives Y; None if there is none."""
-    if typing.get_origin(hint) in origins:
-        return typing.get_args(hint)[-1]
-    if typing.get_origin(hint) is typing.Union:
-        for alternative in typing.get_args(hint):
-            if (item := _alternative(alternative, origins)) is not None:
-                return item
-    return None
+    return next((typing.get_args(h)[-1] for h in _alternatives(hint) if typing.get_origin(h) in origins), None)
