@@ -46,23 +46,13 @@ class RenderedJson(TerraformElement):
         return self._json
 
 
-class AddressedElement(TerraformElement):
-    """An element at a resource's own construct path: its `fqn` is that resource's address (cdktf
-    names an element `<type>.<logical id of its path>`), so it can be depended on, and `address`
-    holds the same address in Python for blocks rendered as data. Without `address`, the element
-    asks cdktf for its logical id (one round trip), as a resource at its path would be named."""
-
-    def __init__(self, scope: Construct, id_: str, *, terraform_type: str, address: str | None = None):
-        super().__init__(scope, id_, terraform_type)
-        self.address = address if address is not None else f"{terraform_type}.{self.friendly_unique_id}"
-
-
-class RenderedResource(AddressedElement):
+class RenderedResource(TerraformElement):
     """One resource rendered as data, written as its construct would write it: `body` (Terraform's
     arguments and meta-arguments, tokens allowed) and cdktf's `//` metadata. `overrides` names the
     arguments the construct would have set through `add_override`, which cdktf lists in the
     stack's metadata. Its name is cdktf's own logical id of its path (the stack's naming, wherever
-    the stack sits), so `address`, its `fqn` and its key in the JSON cannot differ."""
+    the stack sits), so `address` (for blocks rendered as data that depend on it), its `fqn` (for
+    constructs: cdktf names an element `<type>.<logical id>`) and its key in the JSON cannot differ."""
 
     def __init__(
         self,
@@ -73,8 +63,9 @@ class RenderedResource(AddressedElement):
         body: dict[str, Any],
         overrides: tuple[str, ...] = (),
     ):
-        super().__init__(scope, id_, terraform_type=terraform_type)
-        logical_id = self.address.removeprefix(f"{terraform_type}.")
+        super().__init__(scope, id_, terraform_type)
+        logical_id = self.friendly_unique_id
+        self.address = f"{terraform_type}.{logical_id}"
         metadata = {"metadata": {"path": self.node.path, "uniqueId": logical_id}}
         self._json: dict[str, Any] = {"resource": {terraform_type: {logical_id: {**body, "//": metadata}}}}
         if overrides:
@@ -121,7 +112,7 @@ def dependency_addresses(
     for dependable in dependables:
         if isinstance(dependable, RenderedAddress):
             address, other = dependable.address, dependable.stack
-        elif isinstance(dependable, AddressedElement):
+        elif isinstance(dependable, RenderedResource):
             address, other = dependable.address, TerraformStack.of(dependable)
         elif isinstance(dependable, TerraformResource):
             address = f"{dependable.terraform_resource_type}.{dependable.friendly_unique_id}"
